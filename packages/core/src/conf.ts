@@ -1,0 +1,241 @@
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { JobrtError, messageOf } from "./errors.js";
+
+/**
+ * Slurm's configuration syntax (slurm.conf, oci.conf): one `Key=Value` a line, case-insensitive
+ * keys, `#` comments (even inside quotes, as Slurm does; `\#` is a literal #), double quotes,
+ * backslash escapes, trailing-backslash line continuation, `Include <file>`.
+ */
+
+export type FieldType = "string" | "bool" | "int" | "list" | "array" | { enum: Record<string, string> };
+
+export interface FieldSpec {
+  type: FieldType;
+  /** Minimum/maximum for "int". */
+  min?: number;
+  max?: number;
+  required?: boolean;
+  /** Extra check on the typed value; returns what is wrong, or undefined. */
+  check?: (value: never) => string | undefined;
+}
+
+/** Keys in their canonical spelling (as documented); lookup is case-insensitive. */
+export type ConfSchema = Record<string, FieldSpec>;
+
+export interface ConfLocation {
+  file: string;
+  line: number;
+  column: number;
+}
+
+export type ConfValue = string | boolean | number | string[];
+
+export interface ParsedConf {
+  file: string;
+  values: Record<string, ConfValue>;
+  where: Record<string, ConfLocation>;
+  /** Non-fatal remarks, e.g. a scalar key given twice (the last one wins, as in Slurm). */
+  warnings: string[];
+}
+
+export interface ParseConfOptions {
+  /** Name used in messages (and base for relative Include paths). */
+  file: string;
+  schema: ConfSchema;
+  /** Reads an included file; default reads from disk. */
+  readFile?: (path: string) => string;
+}
+
+const TRUE_WORDS = new Set(["yes", "up", "true", "1"]);
+const FALSE_WORDS = new Set(["no", "down", "false", "0"]);
+
+/** Slurm's boolean spelling: yes|up|true|1 and no|down|false|0, any case. */
+export function parseSlurmBool(text: string): boolean | undefined {
+  const t = text.toLowerCase();
+  if (TRUE_WORDS.has(t)) return true;
+  if (FALSE_WORDS.has(t)) return false;
+  return undefined;
+}
+
+export function confError(loc: ConfLocation, key: string | undefined, what: string): JobrtError {
+  const prefix = `${loc.file}:${loc.line}:${loc.column}`;
+  return new JobrtError("ERR_CONF", `${prefix}: ${key ? `${key}: ` : ""}${what}`, {
+    details: { file: loc.file, line: loc.line, column: loc.column, ...(key ? { key } : {}) },
+  });
+}
+
+interface LogicalLine {
+  text: string;
+  line: number;
+}
+
+function trailingBackslashes(s: string): number {
+  let n = 0;
+  for (let i = s.length - 1; i >= 0 && s[i] === "\\"; i--) n++;
+  return n;
+}
+
+/** Cuts a line at the first `#` that is not escaped by an odd number of backslashes. */
+function stripComment(s: string): string {
+  let backslashes = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "#" && backslashes % 2 === 0) return s.slice(0, i);
+    backslashes = c === "\\" ? backslashes + 1 : 0;
+  }
+  return s;
+}
+
+function logicalLines(text: string): LogicalLine[] {
+  const physical = text.split("\n");
+  const out: LogicalLine[] = [];
+  let pending: LogicalLine | undefined;
+  physical.forEach((raw, i) => {
+    let s = stripComment(raw.endsWith("\r") ? raw.slice(0, -1) : raw);
+    const continued = trailingBackslashes(s) % 2 === 1;
+    if (continued) s = s.slice(0, -1);
+    if (pending) pending.text += s;
+    else pending = { text: s, line: i + 1 };
+    if (!continued) {
+      out.push(pending);
+      pending = undefined;
+    }
+  });
+  if (pending) out.push(pending);
+  return out;
+}
+
+/** Slurm removes every backslash and keeps the character after it. */
+function stripEscapes(s: string): string {
+  return s.replace(/\\(.)/gs, "$1").replace(/\\$/, "");
+}
+
+function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): ConfValue {
+  const t = spec.type;
+  if (t === "string" || t === "array") return raw;
+  if (t === "bool") {
+    const b = parseSlurmBool(raw);
+    if (b === undefined) throw confError(loc, key, `${JSON.stringify(raw)} is not a boolean (use yes/no, true/false, 1/0, up/down)`);
+    return b;
+  }
+  if (t === "int") {
+    if (!/^-?\d+$/.test(raw)) throw confError(loc, key, `${JSON.stringify(raw)} is not an integer`);
+    const n = Number(raw);
+    if (spec.min !== undefined && n < spec.min) throw confError(loc, key, `${n} is below the minimum ${spec.min}`);
+    if (spec.max !== undefined && n > spec.max) throw confError(loc, key, `${n} is above the maximum ${spec.max}`);
+    return n;
+  }
+  if (t === "list") {
+    return raw
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+  }
+  const mapped = t.enum[raw.toLowerCase()];
+  if (mapped === undefined) {
+    throw confError(loc, key, `${JSON.stringify(raw)} is not one of ${Object.keys(t.enum).join(", ")}`);
+  }
+  return mapped;
+}
+
+const LINE_RE = /^\s*([A-Za-z0-9_.]+)\s*([+\-*/]?=)\s*/;
+
+/** Parses Slurm-syntax text against a schema. Every error names file:line:column and the key. */
+export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
+  const canonical = new Map(Object.keys(options.schema).map((k) => [k.toLowerCase(), k]));
+  const result: ParsedConf = { file: options.file, values: {}, where: {}, warnings: [] };
+  const readInclude = options.readFile ?? ((p: string) => readFileSync(p, "utf8"));
+  const seen = new Set<string>();
+
+  const parseText = (body: string, file: string, depth: number): void => {
+    for (const { text: rawLine, line } of logicalLines(body)) {
+      if (rawLine.trim() === "") continue;
+      const include = /^\s*include\s+(.*?)\s*$/i.exec(rawLine);
+      if (include && !/^\s*include\s*[+\-*/]?=/i.test(rawLine)) {
+        const loc = { file, line, column: 1 };
+        const target = stripEscapes(include[1] as string);
+        if (depth >= 8) throw confError(loc, "Include", "includes nest deeper than 8 levels");
+        if (/[*?[%]/.test(target)) throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
+        const path = isAbsolute(target) ? target : resolve(dirname(resolve(file)), target);
+        let included: string;
+        try {
+          included = readInclude(path);
+        } catch (error) {
+          throw confError(loc, "Include", `cannot read ${path}: ${messageOf(error)}`);
+        }
+        parseText(included, path, depth + 1);
+        continue;
+      }
+      const m = LINE_RE.exec(rawLine);
+      if (!m) {
+        throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, undefined, `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`);
+      }
+      const keyText = m[1] as string;
+      const key = canonical.get(keyText.toLowerCase());
+      const valueColumn = m[0].length + 1;
+      const loc: ConfLocation = { file, line, column: valueColumn };
+      if (key === undefined) throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, keyText, "unknown key");
+      const rest = stripEscapes(rawLine.slice(m[0].length));
+      let raw: string;
+      let after: string;
+      if (rest.startsWith('"')) {
+        const close = rest.indexOf('"', 1);
+        if (close < 0) {
+          throw confError(loc, key, "unterminated double quote (note: '#' starts a comment even inside quotes; write \\# for a literal #)");
+        }
+        raw = rest.slice(1, close);
+        after = rest.slice(close + 1);
+      } else {
+        const end = rest.search(/\s/);
+        raw = end < 0 ? rest : rest.slice(0, end);
+        after = end < 0 ? "" : rest.slice(end);
+      }
+      if (after.trim() !== "") {
+        throw confError(loc, key, `unexpected text after the value: ${JSON.stringify(after.trim())} (one Key=Value per line; quote values with spaces)`);
+      }
+      const spec = options.schema[key] as FieldSpec;
+      const value = typed(spec, raw, loc, key);
+      if (spec.check) {
+        const problem = spec.check(value as never);
+        if (problem) throw confError(loc, key, problem);
+      }
+      if (spec.type === "array") {
+        const list = (result.values[key] as string[] | undefined) ?? [];
+        list.push(value as string);
+        result.values[key] = list;
+      } else {
+        if (seen.has(key)) {
+          const prev = result.where[key] as ConfLocation;
+          result.warnings.push(`${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`);
+        }
+        result.values[key] = value;
+      }
+      seen.add(key);
+      result.where[key] = loc;
+    }
+  };
+
+  parseText(text, options.file, 0);
+  for (const [key, spec] of Object.entries(options.schema)) {
+    if (spec.required && !(key in result.values)) {
+      throw new JobrtError("ERR_CONF", `${options.file}: missing required key ${key}`, { details: { file: options.file, key } });
+    }
+  }
+  return result;
+}
+
+/**
+ * Reads and parses a conf file. Returns undefined when the file does not exist (the caller
+ * decides whether that means "embedded defaults"); any other read error is ERR_CONF.
+ */
+export function loadConfFile(path: string, schema: ConfSchema): ParsedConf | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new JobrtError("ERR_CONF", `${path}: cannot read: ${messageOf(error)}`, { details: { file: path } });
+  }
+  return parseConf(text, { file: path, schema });
+}

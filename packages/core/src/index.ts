@@ -1,0 +1,55 @@
+export {
+  type ConfLocation,
+  type ConfSchema,
+  type ConfValue,
+  type FieldSpec,
+  type FieldType,
+  type ParseConfOptions,
+  type ParsedConf,
+  confError,
+  loadConfFile,
+  parseConf,
+  parseSlurmBool,
+} from "./conf.js";
+export { type ErrorCode, ErrorCodes, JobrtError, type JobrtErrorDetails, isJobrtError, messageOf } from "./errors.js";
+export { MAX_RUNTIME_NAME_LENGTH, type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
+export {
+  HOOK_NAMES,
+  type HookName,
+  type MaybePromise,
+  NOT_SUPPORTED,
+  type NotSupported,
+  type PluginOrigin,
+  RUNTIME_API_VERSION,
+  RUNTIME_IDX_INVALID,
+  type RuntimeHooks,
+  type RuntimeMeta,
+  type RuntimePlugin,
+  assertRuntimePlugin,
+  definePlugin,
+  isExecSpec,
+} from "./plugin.js";
+export { type LoadedRuntime, RuntimeRegistry, type RuntimeRegistryOptions, type RuntimeResolver } from "./registry.js";
+export { type ResolvedRuntime, isResolvedRuntime, resolvedRuntime } from "./resolved.js";
+export {
+  DEFAULT_ALLOWED_RUNTIMES,
+  type LocatedPackage,
+  type PackageResolverOptions,
+  createPackageResolver,
+  isRuntimeAllowed,
+  locateRuntimePackage,
+} from "./resolver.js";
+export type {
+  ClientInfo,
+  ContainerRequest,
+  ExecSpec,
+  HetInfo,
+  LogLevel,
+  Logger,
+  NodeConf,
+  RuntimeContext,
+  StepKind,
+  StepRecord,
+  TaskRecord,
+} from "./types.js";
+export { packageVersion } from "./version.js";

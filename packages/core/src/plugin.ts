@@ -1,0 +1,137 @@
+import { JobrtError } from "./errors.js";
+import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
+
+/** Major version of the plugin contract. A plugin built for another major is refused. */
+export const RUNTIME_API_VERSION = 1;
+
+/** Index 0 never holds a plugin, so a zeroed index means "unresolved". */
+export const RUNTIME_IDX_INVALID = 0;
+
+/** Returned by `run` when the plugin does not start the task itself: the host runs the task's argv. */
+export const NOT_SUPPORTED: unique symbol = Symbol.for("jobrt.runtime.NOT_SUPPORTED");
+export type NotSupported = typeof NOT_SUPPORTED;
+
+export type MaybePromise<T> = T | Promise<T>;
+
+export interface RuntimeMeta {
+  /** Short name, e.g. "oci". */
+  name: string;
+  /** "runtime/<name>": must match the name the plugin was loaded under. */
+  type: string;
+  version: string;
+  apiVersion: number;
+  /** Free-form capability tags shown by `jobrt runtimes`, e.g. "container", "create-start". */
+  capabilities?: string[];
+}
+
+export interface RuntimeHooks {
+  init(context: RuntimeContext): MaybePromise<void>;
+  fini(): MaybePromise<void>;
+  setup(node: NodeConf, step: StepRecord, client?: ClientInfo): MaybePromise<void>;
+  cleanup(node: NodeConf, step: StepRecord): MaybePromise<void>;
+  taskInit(node: NodeConf, step: StepRecord, task: TaskRecord): MaybePromise<void>;
+  run(node: NodeConf, step: StepRecord, task: TaskRecord): MaybePromise<ExecSpec | NotSupported>;
+  /** Submit-time checks of a request (`jobrt check`), without starting anything. */
+  validate?(node: NodeConf, step: StepRecord): MaybePromise<void>;
+}
+
+export interface RuntimePlugin extends RuntimeHooks {
+  readonly meta: RuntimeMeta;
+}
+
+export const HOOK_NAMES = ["init", "fini", "setup", "cleanup", "taskInit", "run"] as const;
+export type HookName = (typeof HOOK_NAMES)[number] | "validate";
+
+/**
+ * Builds a plugin object. Hooks left out do nothing (and `run` answers NOT_SUPPORTED), so a
+ * plugin only writes the hooks it needs. `apiVersion` defaults to this core's.
+ */
+export function definePlugin(
+  meta: Omit<RuntimeMeta, "apiVersion"> & { apiVersion?: number },
+  hooks: Partial<RuntimeHooks>,
+): RuntimePlugin {
+  return Object.freeze({
+    meta: Object.freeze({ ...meta, apiVersion: meta.apiVersion ?? RUNTIME_API_VERSION }),
+    init: hooks.init ?? (() => {}),
+    fini: hooks.fini ?? (() => {}),
+    setup: hooks.setup ?? (() => {}),
+    cleanup: hooks.cleanup ?? (() => {}),
+    taskInit: hooks.taskInit ?? (() => {}),
+    run: hooks.run ?? (() => NOT_SUPPORTED),
+    ...(hooks.validate ? { validate: hooks.validate } : {}),
+  });
+}
+
+const TYPE_RE = /^runtime\/(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
+
+/** Where a loaded plugin came from, for error messages and `jobrt runtimes`. */
+export interface PluginOrigin {
+  package?: string;
+  version?: string;
+  path?: string;
+}
+
+function describeOrigin(origin: PluginOrigin): string {
+  if (!origin.package) return "";
+  const at = origin.version ? `@${origin.version}` : "";
+  const where = origin.path ? ` (${origin.path})` : "";
+  return ` from package ${origin.package}${at}${where}`;
+}
+
+/**
+ * Checks that a module's default export is a runtime plugin for `expectedType` built for this
+ * core's API major. Throws ERR_RUNTIME_INVALID or ERR_RUNTIME_API_VERSION naming what is wrong.
+ */
+export function assertRuntimePlugin(value: unknown, expectedType: string, origin: PluginOrigin = {}): asserts value is RuntimePlugin {
+  const from = describeOrigin(origin);
+  const fail = (what: string): never => {
+    throw new JobrtError("ERR_RUNTIME_INVALID", `runtime ${expectedType}${from} is not a valid plugin: ${what}`, {
+      details: { runtime: expectedType, ...origin },
+    });
+  };
+  if (typeof value !== "object" || value === null) fail(`default export is ${value === null ? "null" : typeof value}, expected a plugin object`);
+  const plugin = value as Record<string, unknown>;
+  const meta = plugin.meta as Record<string, unknown> | undefined;
+  if (typeof meta !== "object" || meta === null) fail("meta is missing");
+  const m = meta as Record<string, unknown>;
+  if (typeof m.name !== "string" || m.name === "") fail("meta.name must be a non-empty string");
+  if (typeof m.version !== "string" || m.version === "") fail("meta.version must be a non-empty string");
+  if (typeof m.type !== "string" || !TYPE_RE.test(m.type)) fail(`meta.type must look like "runtime/<name>", got ${JSON.stringify(m.type)}`);
+  if (m.type !== expectedType) fail(`meta.type is ${JSON.stringify(m.type)} but it was loaded as ${JSON.stringify(expectedType)}`);
+  if (typeof m.apiVersion !== "number" || !Number.isInteger(m.apiVersion)) fail("meta.apiVersion must be an integer");
+  if (m.capabilities !== undefined && (!Array.isArray(m.capabilities) || !m.capabilities.every((c) => typeof c === "string"))) {
+    fail("meta.capabilities must be an array of strings");
+  }
+  for (const hook of HOOK_NAMES) {
+    if (typeof plugin[hook] !== "function") fail(`hook ${hook} is missing (use definePlugin() to get defaults)`);
+  }
+  if (plugin.validate !== undefined && typeof plugin.validate !== "function") fail("validate must be a function when present");
+  if (m.apiVersion !== RUNTIME_API_VERSION) {
+    throw new JobrtError(
+      "ERR_RUNTIME_API_VERSION",
+      `runtime ${expectedType}${from} was built for runtime API ${m.apiVersion as number}, this jobrt speaks API ${RUNTIME_API_VERSION}: install a version of the plugin made for API ${RUNTIME_API_VERSION}`,
+      { details: { runtime: expectedType, ...origin, apiVersion: m.apiVersion } },
+    );
+  }
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  return Object.values(value).every((v) => typeof v === "string");
+}
+
+/** True when `value` is a well-formed ExecSpec: non-empty argv of strings, env of strings, cwd. */
+export function isExecSpec(value: unknown): value is ExecSpec {
+  if (typeof value !== "object" || value === null) return false;
+  const spec = value as Record<string, unknown>;
+  return (
+    Array.isArray(spec.argv) &&
+    spec.argv.length > 0 &&
+    spec.argv.every((a) => typeof a === "string") &&
+    (spec.argv[0] as string).length > 0 &&
+    isStringRecord(spec.env) &&
+    typeof spec.cwd === "string" &&
+    spec.cwd.length > 0 &&
+    (spec.shell === undefined || typeof spec.shell === "boolean")
+  );
+}

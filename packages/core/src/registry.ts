@@ -1,0 +1,269 @@
+import { JobrtError, isJobrtError, messageOf } from "./errors.js";
+import { normalizeRuntimeName } from "./names.js";
+import {
+  NOT_SUPPORTED,
+  type NotSupported,
+  type PluginOrigin,
+  RUNTIME_IDX_INVALID,
+  type RuntimePlugin,
+  assertRuntimePlugin,
+  isExecSpec,
+} from "./plugin.js";
+import { isResolvedRuntime } from "./resolved.js";
+import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
+
+/**
+ * Resolves a full runtime type ("runtime/oci") to the plugin module's default export, or to a
+ * `resolvedRuntime(plugin, origin)` wrapper that also says where it came from.
+ */
+export type RuntimeResolver = (type: string) => Promise<unknown>;
+
+export interface RuntimeRegistryOptions {
+  resolve: RuntimeResolver;
+  /** The site's DefRuntimePlugin; used for an empty or missing name. Default "oci". */
+  defaultRuntime?: string;
+  /** How long a plugin's init may take before the load fails. Default 30 s. */
+  initTimeoutMs?: number;
+}
+
+export interface LoadedRuntime extends PluginOrigin {
+  index: number;
+  type: string;
+  name: string;
+  version: string;
+  capabilities: string[];
+}
+
+interface Entry {
+  plugin: RuntimePlugin;
+  info: LoadedRuntime;
+}
+
+/**
+ * The indexed registry: one per host process, shared by every component of a (heterogeneous)
+ * step. Loading a name returns a small integer; the same name always returns the same index;
+ * index 0 never holds a plugin.
+ */
+export class RuntimeRegistry {
+  readonly defaultRuntime: string;
+  readonly #resolve: RuntimeResolver;
+  readonly #initTimeoutMs: number;
+  /** Slot i holds index i; slot 0 stays empty for ever. */
+  #entries: (Entry | undefined)[] = [undefined];
+  #byType = new Map<string, number>();
+  #pending = new Map<string, Promise<number>>();
+  /** Publication queue: loads publish their index in call order, so indexes follow call order without holes. */
+  #publishTail: Promise<void> = Promise.resolve();
+  #generation = 0;
+
+  constructor(options: RuntimeRegistryOptions) {
+    if (typeof options?.resolve !== "function") {
+      throw new JobrtError("ERR_RUNTIME_CONTRACT", "RuntimeRegistry needs a resolve(type) function");
+    }
+    this.#resolve = options.resolve;
+    this.defaultRuntime = normalizeRuntimeName(options.defaultRuntime ?? "oci").name;
+    this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
+  }
+
+  /** Loads (once) the runtime called `name` (default when empty) and returns its index, ≥ 1. */
+  load(name: string | undefined, context: RuntimeContext = "step"): Promise<number> {
+    let type: string;
+    let shortName: string;
+    try {
+      const n = normalizeRuntimeName(name === undefined || name === "" ? this.defaultRuntime : name);
+      type = n.type;
+      shortName = n.name;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const known = this.#byType.get(type);
+    if (known !== undefined) return Promise.resolve(known);
+    const pending = this.#pending.get(type);
+    if (pending) return pending;
+
+    const prepared = this.#prepare(type, shortName, context);
+    const previous = this.#publishTail;
+    const generation = this.#generation;
+    const published = (async () => {
+      await previous;
+      const entry = await prepared;
+      if (generation !== this.#generation) {
+        await Promise.resolve(entry.plugin.fini()).catch(() => {});
+        throw new JobrtError("ERR_RUNTIME_INIT", `runtime ${type} finished loading after the registry was finalised`, {
+          details: { runtime: type },
+        });
+      }
+      const index = this.#entries.length;
+      entry.info.index = index;
+      this.#entries.push(entry);
+      this.#byType.set(type, index);
+      return index;
+    })();
+    this.#publishTail = published.then(
+      () => {},
+      () => {},
+    );
+    this.#pending.set(type, published);
+    published.then(
+      () => this.#pending.delete(type),
+      () => this.#pending.delete(type),
+    );
+    return published;
+  }
+
+  async #prepare(type: string, name: string, context: RuntimeContext): Promise<Entry> {
+    let exported: unknown;
+    try {
+      exported = await this.#resolve(type);
+    } catch (error) {
+      if (isJobrtError(error)) throw error;
+      throw new JobrtError("ERR_RUNTIME_NOT_FOUND", `runtime ${type} could not be loaded: ${messageOf(error)}`, {
+        cause: error,
+        details: { runtime: type },
+      });
+    }
+    let origin: PluginOrigin = {};
+    let plugin: unknown = exported;
+    if (isResolvedRuntime(exported)) {
+      origin = exported.origin;
+      plugin = exported.plugin;
+    }
+    assertRuntimePlugin(plugin, type, origin);
+    await this.#init(plugin, type, context);
+    return {
+      plugin,
+      info: {
+        index: RUNTIME_IDX_INVALID,
+        type,
+        name,
+        version: plugin.meta.version,
+        capabilities: [...(plugin.meta.capabilities ?? [])],
+        ...origin,
+      },
+    };
+  }
+
+  async #init(plugin: RuntimePlugin, type: string, context: RuntimeContext): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new JobrtError("ERR_RUNTIME_INIT", `runtime ${type} init did not finish within ${this.#initTimeoutMs} ms`, {
+              details: { runtime: type, hook: "init" },
+            }),
+          ),
+        this.#initTimeoutMs,
+      );
+      timer.unref();
+    });
+    try {
+      await Promise.race([Promise.resolve().then(() => plugin.init(context)), timeout]);
+    } catch (error) {
+      if (isJobrtError(error, "ERR_RUNTIME_INIT")) throw error;
+      throw new JobrtError("ERR_RUNTIME_INIT", `runtime ${type} init failed: ${messageOf(error)}`, {
+        cause: error,
+        details: { runtime: type, hook: "init" },
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #entry(index: number): Entry {
+    const entry = Number.isInteger(index) && index > RUNTIME_IDX_INVALID ? this.#entries[index] : undefined;
+    if (!entry) {
+      throw new JobrtError("ERR_RUNTIME_INDEX", `no runtime is loaded at index ${String(index)}`, { details: { index } });
+    }
+    return entry;
+  }
+
+  async #call<T>(index: number, hook: string, fn: (plugin: RuntimePlugin) => T | Promise<T>): Promise<T> {
+    const { plugin, info } = this.#entry(index);
+    try {
+      return await fn(plugin);
+    } catch (error) {
+      throw new JobrtError("ERR_RUNTIME_HOOK", `runtime ${info.type} ${hook} failed: ${messageOf(error)}`, {
+        cause: error,
+        details: { runtime: info.type, hook, ...(isJobrtError(error) ? { causeCode: error.code } : {}) },
+      });
+    }
+  }
+
+  /** The plugin at `index` (throws ERR_RUNTIME_INDEX when there is none). */
+  plugin(index: number): RuntimePlugin {
+    return this.#entry(index).plugin;
+  }
+
+  info(index: number): LoadedRuntime {
+    return { ...this.#entry(index).info };
+  }
+
+  setup(index: number, node: NodeConf, step: StepRecord, client?: ClientInfo): Promise<void> {
+    return this.#call(index, "setup", (p) => p.setup(node, step, client));
+  }
+
+  cleanup(index: number, node: NodeConf, step: StepRecord): Promise<void> {
+    return this.#call(index, "cleanup", (p) => p.cleanup(node, step));
+  }
+
+  taskInit(index: number, node: NodeConf, step: StepRecord, task: TaskRecord): Promise<void> {
+    return this.#call(index, "taskInit", (p) => p.taskInit(node, step, task));
+  }
+
+  /** Submit-context validation; a plugin without `validate` accepts every request. */
+  validate(index: number, node: NodeConf, step: StepRecord): Promise<void> {
+    return this.#call(index, "validate", (p) => p.validate?.(node, step));
+  }
+
+  async run(index: number, node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ExecSpec | NotSupported> {
+    const result = await this.#call(index, "run", (p) => p.run(node, step, task));
+    if (result === NOT_SUPPORTED || isExecSpec(result)) return result;
+    const type = this.#entry(index).info.type;
+    throw new JobrtError(
+      "ERR_RUNTIME_CONTRACT",
+      `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd} or NOT_SUPPORTED`,
+      { details: { runtime: type, hook: "run" } },
+    );
+  }
+
+  /** Every loaded plugin, in index order. */
+  loaded(): LoadedRuntime[] {
+    return this.#entries.filter((e): e is Entry => e !== undefined).map((e) => ({ ...e.info }));
+  }
+
+  /**
+   * Calls every loaded plugin's `fini` once, in index order, even when one throws; empties the
+   * registry (a later load starts again at index 1); then throws one error naming all failures.
+   */
+  async fini(): Promise<void> {
+    const entries = this.#entries.filter((e): e is Entry => e !== undefined);
+    this.#generation++;
+    this.#entries = [undefined];
+    this.#byType.clear();
+    this.#pending.clear();
+    this.#publishTail = Promise.resolve();
+    const failures: { type: string; error: unknown }[] = [];
+    for (const { plugin, info } of entries) {
+      try {
+        await plugin.fini();
+      } catch (error) {
+        failures.push({ type: info.type, error });
+      }
+    }
+    if (failures.length > 0) {
+      const list = failures.map((f) => `${f.type}: ${messageOf(f.error)}`).join("; ");
+      throw new JobrtError("ERR_RUNTIME_FINI", `fini failed for ${failures.length} runtime(s): ${list}`, {
+        cause: failures.length === 1 ? failures[0]?.error : new AggregateError(failures.map((f) => f.error)),
+        details: { runtimes: failures.map((f) => f.type) },
+      });
+    }
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (value === null) return "null";
+  if (typeof value === "object") return `an invalid object ${JSON.stringify(value)?.slice(0, 120) ?? ""}`;
+  return `${typeof value} ${String(value).slice(0, 60)}`;
+}

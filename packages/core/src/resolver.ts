@@ -1,0 +1,125 @@
+import { readFileSync, realpathSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { JobrtError, messageOf } from "./errors.js";
+import { type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
+import type { RuntimeResolver } from "./registry.js";
+import { resolvedRuntime } from "./resolved.js";
+import type { Logger } from "./types.js";
+
+/** The first-party runtimes a site may load when its jobrt.conf says nothing. */
+export const DEFAULT_ALLOWED_RUNTIMES = ["none", "oci", "shifter"] as const;
+
+export interface PackageResolverOptions {
+  /** Directory packages are resolved from (the site install root or PluginDir), never the job's cwd. */
+  baseDir: string;
+  /** RuntimePlugins= allowlist of normalised names. Default: the first-party three. */
+  allow?: readonly string[];
+  log?: Logger;
+}
+
+export interface LocatedPackage {
+  package: string;
+  version: string;
+  /** Directory of the package. */
+  dir: string;
+  /** Entry file that will be imported. */
+  entry: string;
+}
+
+/**
+ * Finds the package a runtime name maps to, without importing it. `x` → `@jobrt/runtime-x` or
+ * `jobrt-runtime-x` (both installed is ERR_RUNTIME_AMBIGUOUS); `@scope/x` → `@scope/jobrt-runtime-x`.
+ */
+export function locateRuntimePackage(name: RuntimeName, baseDir: string): LocatedPackage {
+  // createRequire wants a file inside the base directory; it need not exist.
+  const req = createRequire(join(baseDir, "noop.js"));
+  const found: LocatedPackage[] = [];
+  const candidates = packageCandidates(name);
+  for (const pkg of candidates) {
+    let manifestPath: string;
+    try {
+      manifestPath = req.resolve(`${pkg}/package.json`);
+    } catch {
+      continue;
+    }
+    const dir = realpathSync(dirname(manifestPath));
+    let version = "unknown";
+    try {
+      version = String((JSON.parse(readFileSync(manifestPath, "utf8")) as { version?: unknown }).version ?? "unknown");
+    } catch (error) {
+      throw new JobrtError("ERR_RUNTIME_INVALID", `runtime ${name.type}: cannot read ${manifestPath}: ${messageOf(error)}`, {
+        details: { runtime: name.type, package: pkg, path: dir },
+      });
+    }
+    let entry: string;
+    try {
+      entry = realpathSync(req.resolve(pkg));
+    } catch (error) {
+      throw new JobrtError(
+        "ERR_RUNTIME_INVALID",
+        `runtime ${name.type}: package ${pkg}@${version} (${dir}) has no importable entry point: ${messageOf(error)}`,
+        { details: { runtime: name.type, package: pkg, path: dir, version } },
+      );
+    }
+    found.push({ package: pkg, version, dir, entry });
+  }
+  if (found.length === 0) {
+    throw new JobrtError(
+      "ERR_RUNTIME_NOT_FOUND",
+      `runtime ${name.name} is not installed: none of ${candidates.join(", ")} can be resolved from ${baseDir}; install one next to @jobrt/cli (or in PluginDir)`,
+      { details: { runtime: name.type, path: baseDir } },
+    );
+  }
+  if (found.length > 1) {
+    throw new JobrtError(
+      "ERR_RUNTIME_AMBIGUOUS",
+      `runtime ${name.name} is ambiguous: both ${found.map((f) => `${f.package}@${f.version}`).join(" and ")} are installed; uninstall one`,
+      { details: { runtime: name.type, path: baseDir } },
+    );
+  }
+  return found[0] as LocatedPackage;
+}
+
+/** True when `name` (normalised) is in the allowlist (whose entries may be spelled `runtime/x`). */
+export function isRuntimeAllowed(name: string, allow: readonly string[]): boolean {
+  return allow.some((a) => {
+    try {
+      return normalizeRuntimeName(a).name === name;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The default resolver for RuntimeRegistry: allowlist, fixed name → package rule, resolution from
+ * `baseDir`, then `import()` of the package entry. The registry checks the plugin's shape after.
+ */
+export function createPackageResolver(options: PackageResolverOptions): RuntimeResolver {
+  const allow = options.allow ?? DEFAULT_ALLOWED_RUNTIMES;
+  return async (type: string) => {
+    const name = normalizeRuntimeName(type);
+    if (!isRuntimeAllowed(name.name, allow)) {
+      throw new JobrtError(
+        "ERR_RUNTIME_NOT_ALLOWED",
+        `runtime ${name.name} is not allowed on this node (RuntimePlugins=${allow.join(",")})`,
+        { details: { runtime: name.type } },
+      );
+    }
+    const located = locateRuntimePackage(name, options.baseDir);
+    options.log?.("verbose", `runtime ${name.type}: ${located.package}@${located.version} from ${located.entry}`);
+    let mod: { default?: unknown };
+    try {
+      mod = (await import(pathToFileURL(located.entry).href)) as { default?: unknown };
+    } catch (error) {
+      throw new JobrtError(
+        "ERR_RUNTIME_INVALID",
+        `runtime ${name.type}: importing ${located.package}@${located.version} (${located.entry}) failed: ${messageOf(error)}`,
+        { cause: error, details: { runtime: name.type, package: located.package, version: located.version, path: located.dir } },
+      );
+    }
+    return resolvedRuntime(mod.default, { package: located.package, version: located.version, path: located.dir });
+  };
+}

@@ -1,0 +1,64 @@
+import { type SpawnOptions, spawn } from "node:child_process";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+/** The built CLI entry; tests run it with the same node as the test runner. */
+export const jobrtBin = join(repoRoot, "packages/cli/dist/bin.js");
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions extends SpawnOptions {
+  input?: string;
+  /** Kill the process after this many ms (the test then sees signal SIGKILL). */
+  timeoutMs?: number;
+}
+
+/** Runs a program to completion and collects its output. */
+export function runProgram(argv: string[], options: RunOptions = {}): Promise<RunResult> {
+  const { input, timeoutMs = 60_000, ...spawnOptions } = options;
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"], ...spawnOptions });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin?.end(input);
+    else child.stdin?.end();
+  });
+}
+
+/** Runs the built `jobrt` with `args`. Pass env to override; JOBRT_CONF_DIR defaults to an empty dir. */
+export function jobrt(args: string[], options: RunOptions = {}): Promise<RunResult> {
+  if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
+  const env = { ...process.env, JOBRT_CONF_DIR: emptyConfDir(), ...(options.env ?? {}) };
+  return runProgram([process.execPath, jobrtBin, ...args], { ...options, env });
+}
+
+let emptyDir: string | undefined;
+function emptyConfDir(): string {
+  emptyDir ??= mkdtempSync(join(tmpdir(), "jobrt-noconf-"));
+  return emptyDir;
+}
+
+/** A fresh temporary directory. */
+export function tempDir(prefix = "jobrt-test-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
