@@ -28,6 +28,8 @@ SLURMD_PORT=${JOBRT_SLURM_SLURMD_PORT:-16818}
 # Fixed names: namespaces and links are machine-wide, so one such cluster runs per machine.
 BRIDGE=jrt-br0
 NS_PREFIX=jobrt-slurm-
+# Which DIR owns those machine-wide names right now.
+OWNER_FILE=/run/jobrt-slurm-local.dir
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
@@ -145,6 +147,7 @@ do_stop() {
   rm -rf "$DIR/etc" "$DIR/state" "$DIR/spool" "$DIR/munge" "$PIDS" "$DIR/nodes" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rmdir "$DIR" 2>/dev/null || true
+  [ "$(cat "$OWNER_FILE" 2>/dev/null)" != "$DIR" ] || rm -f "$OWNER_FILE"
 }
 
 all_running() {
@@ -360,9 +363,14 @@ do_start() {
     echo "export SLURM_CONF=$CONF"
     return 0
   fi
+  other=$(cat "$OWNER_FILE" 2>/dev/null || true)
+  if [ -n "$other" ] && [ "$other" != "$DIR" ] && JOBRT_SLURM_DIR=$other sh "$0" status >/dev/null 2>&1; then
+    die "another local cluster runs in $other; stop it first: $0 stop --dir $other"
+  fi
   ensure_installed
   # A previous run may have died half-way: its daemons, namespaces and files go first.
   do_stop
+  echo "$DIR" >"$OWNER_FILE"
   trap 'echo "$PROG: start failed; cleaning up" >&2; KEEP_LOGS=1 do_stop' EXIT
   write_conf
   start_munge

@@ -1,0 +1,131 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type RunOptions, type RunResult, jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
+
+/**
+ * The two-node local Slurm that tests/slurm/* run against (scripts/slurm-local.sh). Its own
+ * directory, so a cluster someone started by hand in the default one is never touched (the
+ * script refuses to start while another local cluster runs).
+ */
+export const slurmDir = join(tmpdir(), "jobrt-slurm-e2e");
+export const slurmConf = join(slurmDir, "etc/slurm.conf");
+const script = join(repoRoot, "scripts/slurm-local.sh");
+
+export async function startCluster(nodes = 2): Promise<void> {
+  const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir], { timeoutMs: 280_000 });
+  if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+}
+
+export async function stopCluster(): Promise<void> {
+  const r = await runProgram(["sh", script, "stop", "--dir", slurmDir], { timeoutMs: 120_000 });
+  if (r.code !== 0) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+}
+
+/** The last lines of every daemon log, for the console when a test failed. */
+export function clusterLogs(lines = 30): string {
+  const logDir = join(slurmDir, "log");
+  if (!existsSync(logDir)) return "(no logs)";
+  return readdirSync(logDir)
+    .map((f) => {
+      const text = readFileSync(join(logDir, f), "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+      return `==> ${f} <==\n${text}`;
+    })
+    .join("\n");
+}
+
+/**
+ * Environment for Slurm clients: this cluster's slurm.conf, and none of the SLURM_* / SRUN_*
+ * variables of a job the test runner itself may be part of (srun would read them as options).
+ */
+export function slurmEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || /^(SLURM|SRUN|SBATCH|SALLOC)_/.test(k)) continue;
+    env[k] = v;
+  }
+  return { ...env, SLURM_CONF: slurmConf, ...extra };
+}
+
+/** Runs a Slurm client (srun, sbatch, squeue, ...) against the local cluster. */
+export function slurm(argv: string[], options: RunOptions & { env?: Record<string, string> } = {}): Promise<RunResult> {
+  return runProgram(argv, { timeoutMs: 90_000, ...options, env: slurmEnv(options.env ?? {}) });
+}
+
+/** Output lines, sorted: task output arrives in any order. */
+export function sortedLines(text: string): string[] {
+  return text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "")
+    .sort();
+}
+
+export interface JobrtSite {
+  /** Directory holding the `jobrt` wrapper (put it first on PATH). */
+  binDir: string;
+  /** JOBRT_CONF_DIR: jobrt.conf with SpoolDir and KillWait. */
+  confDir: string;
+  spoolDir: string;
+  /** Environment for srun/sbatch so tasks find `jobrt` and this site conf. */
+  env: Record<string, string>;
+}
+
+/**
+ * A jobrt "installation" every node can use: nodeb shares this machine's filesystem, so a wrapper
+ * in a temp dir runs the built CLI on both nodes. KillWait 2 stays below slurm.conf's KillWait
+ * (10), so jobrt's own kill-and-cleanup finishes before Slurm's SIGKILL.
+ */
+export function jobrtSite(): JobrtSite {
+  if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
+  const root = tempDir("jobrt-slurm-site-");
+  const binDir = join(root, "bin");
+  const confDir = join(root, "etc");
+  const spoolDir = join(root, "spool");
+  mkdirSync(binDir);
+  mkdirSync(confDir);
+  mkdirSync(spoolDir);
+  const wrapper = join(binDir, "jobrt");
+  writeFileSync(wrapper, `#!/bin/sh\nexec '${process.execPath}' '${jobrtBin}' "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  writeFileSync(join(confDir, "jobrt.conf"), `SpoolDir=${spoolDir}\nKillWait=2\n`);
+  return {
+    binDir,
+    confDir,
+    spoolDir,
+    env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}`, JOBRT_CONF_DIR: confDir },
+  };
+}
+
+/** Every path under `dir` (relative), directories marked with a trailing slash. */
+export function listTree(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string): void => {
+    for (const entry of readdirSync(join(dir, rel), { withFileTypes: true })) {
+      const path = rel === "" ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) {
+        out.push(`${path}/`);
+        walk(path);
+      } else out.push(path);
+    }
+  };
+  if (existsSync(dir)) walk("");
+  return out.sort();
+}
+
+/** Ids of the containers runc knows (its default state dir, shared by both nodes here). */
+export function runcContainers(): string[] {
+  const text = execFileSync("runc", ["list", "-q"], { encoding: "utf8" });
+  return text.split("\n").filter((l) => l.trim() !== "");
+}
+
+/** Polls `check` until it returns true or `limitMs` passes; returns the last result. */
+export async function waitFor(check: () => boolean | Promise<boolean>, limitMs: number, everyMs = 100): Promise<boolean> {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= end) return false;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
