@@ -1,0 +1,122 @@
+import { accessSync, constants, existsSync } from "node:fs";
+import { join } from "node:path";
+import { JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, packageVersion } from "@jobrt/core";
+import { type ShifterConf, loadShifterConf } from "./conf.js";
+import { type PinnedImage, buildExecSpec } from "./exec.js";
+import { show } from "./reject.js";
+import { type ShifterRequest, validateRequest, wantsContainer } from "./request.js";
+import { lookupImage, pullImage } from "./resolve.js";
+import { type UdiRootConf, loadUdiRootConf } from "./udiroot.js";
+
+interface StepState {
+  conf: ShifterConf;
+  request: ShifterRequest;
+  pinned: PinnedImage;
+}
+
+interface Prepared {
+  conf: ShifterConf;
+  udi: UdiRootConf | undefined;
+  request: ShifterRequest;
+}
+
+/** Per-step state: one process may run many steps at once, so nothing lives in module globals. */
+const states = new WeakMap<StepRecord, StepState>();
+
+function prepare(node: NodeConf, step: StepRecord): Prepared | undefined {
+  const conf = loadShifterConf(node.confDir, node.hostUid);
+  const udi = loadUdiRootConf(conf.udiRootConf, conf.udiRootConfExplicit, node.hostUid);
+  const request = validateRequest(step, conf, udi);
+  return request && { conf, udi, request };
+}
+
+/** The shifterimg shifter itself would run: `<udiRootPath>/bin/shifterimg`, unless the site says otherwise. */
+export function shifterimgPath(conf: ShifterConf, udi: UdiRootConf | undefined): string {
+  if (conf.shifterimgPath) return conf.shifterimgPath;
+  return udi?.udiRootPath ? join(udi.udiRootPath, "bin/shifterimg") : "/usr/bin/shifterimg";
+}
+
+function imageError(p: Prepared, rule: string): JobrtError {
+  return new JobrtError("ERR_CONTAINER_IMAGE", `${p.request.imageField} ${show(p.request.image.canonical)}: ${rule}`, {
+    details: { runtime: "runtime/shifter", key: p.request.imageField },
+  });
+}
+
+/**
+ * Resolves the request to an image id with shifterimg, as the job user (gateway ACLs follow the
+ * caller's identity). `pull` only in setup and only when the site allows it; a pull's own exit
+ * status means nothing (it exits 0 on FAILURE), so the answer is always a second lookup.
+ */
+async function pin(p: Prepared, node: NodeConf, step: StepRecord, mode: "setup" | "validate"): Promise<PinnedImage | undefined> {
+  const { image } = p.request;
+  if (image.type === "id" || image.type === "local") return { type: image.type, value: image.tag, request: image.canonical };
+  const tool = shifterimgPath(p.conf, p.udi);
+  const first = await lookupImage(tool, image, node, step, p.conf);
+  if (first.kind === "found") return { type: "id", value: first.id, request: image.canonical };
+  if (first.kind === "error") throw imageError(p, `cannot resolve the image: ${first.detail}`);
+  const hint = `run "shifterimg pull ${image.canonical}" first (shifterimg lookup found no image you may read)`;
+  if (p.conf.pullPolicy !== "if-missing") throw imageError(p, `is not available on this system: ${hint}`);
+  if (mode === "validate") {
+    node.log("info", `shifter: ${image.canonical} is not on the image gateway yet; it will be pulled at launch (PullPolicy=if-missing)`);
+    return undefined;
+  }
+  node.log("info", `shifter: pulling ${image.canonical} (PullPolicy=if-missing)`);
+  const pulled = await pullImage(tool, image, node, step, p.conf);
+  const second = await lookupImage(tool, image, node, step, p.conf);
+  if (second.kind === "found") return { type: "id", value: second.id, request: image.canonical };
+  const how = pulled.status ? `the pull ended with status ${pulled.status}` : `the pull printed no status (exit ${pulled.result.code ?? pulled.result.signal})`;
+  throw imageError(p, `could not be pulled: ${how}; check the name, or run "shifterimg -v pull ${image.canonical}" to see why`);
+}
+
+function checkShifter(conf: ShifterConf): void {
+  try {
+    accessSync(conf.shifterPath, constants.X_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "not executable";
+    throw new JobrtError("ERR_RUNTIME_COMMAND", `cannot run shifter at ${conf.shifterPath} (${code}): install Shifter or set ShifterPath in shifter.conf`, {
+      details: { runtime: "runtime/shifter", path: conf.shifterPath },
+    });
+  }
+}
+
+const shifter = definePlugin(
+  { name: "shifter", type: "runtime/shifter", version: packageVersion(import.meta.url), capabilities: ["container", "images", "volumes", "modules"] },
+  {
+    async setup(node, step) {
+      const p = prepare(node, step);
+      if (!p) return;
+      checkShifter(p.conf);
+      const pinned = (await pin(p, node, step, "setup")) as PinnedImage;
+      if (pinned.type === "id" && p.udi?.imagePath && !existsSync(join(p.udi.imagePath, `${pinned.value}.meta`))) {
+        throw imageError(p, `resolved to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): the image is not on this node's image store`);
+      }
+      node.log("verbose", `shifter: ${p.request.image.canonical} pinned to ${pinned.type}:${pinned.value} for step ${step.jobId}.${step.stepId}`);
+      states.set(step, { conf: p.conf, request: p.request, pinned });
+    },
+    taskInit(_node, step) {
+      if (!states.has(step) && wantsContainer(step)) {
+        throw new JobrtError("ERR_RUNTIME_CONTRACT", "shifter taskInit called before a successful setup of this step", { details: { runtime: "runtime/shifter", hook: "taskInit" } });
+      }
+    },
+    run(_node, step, task) {
+      const state = states.get(step);
+      if (!state) {
+        if (wantsContainer(step)) {
+          throw new JobrtError("ERR_RUNTIME_CONTRACT", "shifter run called before a successful setup of this step", { details: { runtime: "runtime/shifter", hook: "run" } });
+        }
+        return NOT_SUPPORTED;
+      }
+      return buildExecSpec(state.conf.shifterPath, state.conf, state.request, state.pinned, step, task);
+    },
+    cleanup(_node, step) {
+      // shifter keeps nothing on the node for a step (each instance's mounts die with its namespace).
+      states.delete(step);
+    },
+    async validate(node, step) {
+      const p = prepare(node, step);
+      if (p) await pin(p, node, step, "validate");
+    },
+  },
+);
+
+export default shifter;
