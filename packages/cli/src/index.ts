@@ -1,1 +1,2 @@
-export {};
+export { main } from "./main.js";
+export { stepFromSlurm } from "./commands/exec.js";

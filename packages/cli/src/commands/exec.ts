@@ -1,0 +1,107 @@
+import { cpus } from "node:os";
+import { JobrtError, type StepKind, type StepRecord } from "@jobrt/core";
+import { StepCancel, currentUser, runStep } from "@jobrt/launcher";
+import { containerRequest, flag, one, parseCommandLine } from "../args.js";
+import { EXEC_HELP } from "../help.js";
+import { createHost, say } from "../host.js";
+import { trapSignals } from "./run.js";
+
+const EXEC_OPTIONS = new Set([
+  "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
+  "container-entrypoint", "container-clearenv", "container-opt", "verbose", "conf-dir", "help",
+]);
+
+/** Slurm's reserved step ids (printed unsigned in SLURM_STEP_ID). */
+const SPECIAL_STEPS: Record<string, StepKind> = { "4294967291": "batch", "4294967292": "extern", "4294967290": "interactive" };
+
+function intVar(env: NodeJS.ProcessEnv, names: string[], fallback?: number): number {
+  for (const name of names) {
+    const v = env[name];
+    if (v === undefined || v === "") continue;
+    if (!/^\d+$/.test(v)) throw new JobrtError("ERR_NOT_IN_SLURM_STEP", `exec: ${name}=${JSON.stringify(v)} is not a number`);
+    return Number(v);
+  }
+  if (fallback !== undefined) return fallback;
+  throw new JobrtError(
+    "ERR_NOT_IN_SLURM_STEP",
+    `exec: not inside a Slurm job step (${names.join("/")} is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm`,
+  );
+}
+
+/** Builds the one-task StepRecord of this Slurm task from its environment. */
+export function stepFromSlurm(env: NodeJS.ProcessEnv, argv: string[], runtime: string): StepRecord {
+  const jobId = intVar(env, ["SLURM_JOB_ID", "SLURM_JOBID"]);
+  const stepText = env.SLURM_STEP_ID ?? env.SLURM_STEPID ?? "";
+  const stepId = intVar(env, ["SLURM_STEP_ID", "SLURM_STEPID"]);
+  const globalId = intVar(env, ["SLURM_PROCID"]);
+  const localId = intVar(env, ["SLURM_LOCALID"], 0);
+  const me = currentUser();
+  const taskEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) taskEnv[k] = v;
+  if (runtime) taskEnv.SLURM_RUNTIME = runtime;
+  const hetSize = env.SLURM_HET_SIZE ? Number(env.SLURM_HET_SIZE) : undefined;
+  const record: StepRecord = {
+    jobId,
+    stepId,
+    kind: SPECIAL_STEPS[stepText] ?? "normal",
+    runtime,
+    uid: me.uid,
+    gid: me.gid,
+    user: env.SLURM_JOB_USER ?? me.user,
+    home: env.HOME ?? me.home,
+    cwd: process.cwd(),
+    argv,
+    env: taskEnv,
+    tasks: [{ localId, globalId, argv: [...argv], env: taskEnv }],
+    totalTasks: intVar(env, ["SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"], 1),
+    nodeId: intVar(env, ["SLURM_NODEID"], 0),
+    nnodes: intVar(env, ["SLURM_STEP_NUM_NODES", "SLURM_NNODES"], 1),
+    pty: false,
+  };
+  if (hetSize !== undefined && hetSize > 1) {
+    record.het = {
+      size: hetSize,
+      component: intVar(env, ["SLURM_HET_JOB_OFFSET", "SLURM_HET_JOB_COMPONENT"], 0),
+      taskOffset: intVar(env, ["SLURM_HET_JOB_TASK_OFFSET"], 0),
+    };
+  }
+  return record;
+}
+
+export async function execCommand(args: string[]): Promise<number> {
+  const parsed = parseCommandLine(args, { allowed: EXEC_OPTIONS, components: false, needCommand: !args.includes("--help") && !args.includes("-h"), command: "exec" });
+  if (flag(parsed.step, "help")) {
+    process.stdout.write(EXEC_HELP);
+    return 0;
+  }
+  const verbose = parsed.step.get("verbose")?.length ?? 0;
+  const c = parsed.components[0]!;
+  const host = createHost(one(parsed.step, "conf-dir"), verbose);
+  const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
+  const record = stepFromSlurm(process.env, c.argv, runtime);
+  const container = containerRequest(c.options);
+  if (container) record.container = container;
+  if (process.env.SLURMD_NODENAME) host.node.nodeName = process.env.SLURMD_NODENAME;
+  const cancel = new StepCancel();
+  const untrap = trapSignals(cancel);
+  try {
+    const result = await runStep([{ record, io: {} }], {
+      registry: host.registry,
+      node: host.node,
+      cancel,
+      client: { verbose },
+      report: say,
+      cpusOnNode: Number(process.env.SLURM_CPUS_ON_NODE) || cpus().length,
+    });
+    let status = result.status;
+    try {
+      await host.registry.fini();
+    } catch (error) {
+      say((error as Error).message);
+      status = Math.max(status, 1);
+    }
+    return status;
+  } finally {
+    untrap();
+  }
+}

@@ -1,0 +1,164 @@
+import { cpus } from "node:os";
+import { resolve } from "node:path";
+import { JobrtError } from "@jobrt/core";
+import {
+  type ComponentSpec,
+  StepCancel,
+  type StepEvent,
+  type UserIdentity,
+  claimStep,
+  currentUser,
+  expandFilePattern,
+  exportEnvironment,
+  lookupGroup,
+  lookupUser,
+  parseTimeLimit,
+  planStep,
+  runStep,
+} from "@jobrt/launcher";
+import { type ParsedCommandLine, containerRequest, flag, one, parseCommandLine, positiveInt, usage } from "../args.js";
+import { RUN_HELP } from "../help.js";
+import { type Host, createHost, say } from "../host.js";
+import { listRuntimes } from "./runtimes.js";
+
+export const RUN_OPTIONS = new Set([
+  "ntasks", "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
+  "container-entrypoint", "container-clearenv", "container-opt", "label", "output", "error", "input", "chdir",
+  "export", "time", "jobid", "uid", "gid", "verbose", "json", "conf-dir", "help",
+]);
+
+function checkPattern(pattern: string, option: string): void {
+  if (/%\d*$/.test(pattern.replace(/%%/g, ""))) throw usage(`${option}: ${JSON.stringify(pattern)} ends with a lone %`);
+  expandFilePattern(pattern, option, { jobId: 1, stepId: 0, taskId: 0, nodeName: "n", nodeId: 0 });
+}
+
+/** Turns parsed components into launcher specs, checking every value first. */
+export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
+  const specs = parsed.components.map((c, index): ComponentSpec => {
+    const where = parsed.components.length > 1 ? `component ${index}: ` : "";
+    const o = c.options;
+    const ntasks = positiveInt(one(o, "ntasks") ?? "1", "ntasks", 100_000);
+    const runtime = one(o, "runtime");
+    const cwd = resolve(one(o, "chdir") ?? process.cwd());
+    for (const [name, option] of [["output", "--output"], ["error", "--error"]] as const) {
+      const p = one(o, name);
+      if (p !== undefined) checkPattern(p, `${where}${option}`);
+    }
+    const input = one(o, "input");
+    if (input !== undefined && input !== "all" && input !== "none" && !/^\d+$/.test(input)) checkPattern(input, `${where}--input`);
+    if (input === "") throw usage(`${where}--input: empty value`);
+    const container = containerRequest(o);
+    return {
+      argv: c.argv,
+      ntasks,
+      ...(runtime !== undefined ? { runtime } : {}),
+      ...(container ? { container } : {}),
+      cwd,
+      env: exportEnvironment(one(o, "export") ?? "ALL", process.env),
+      io: {
+        label: flag(o, "label"),
+        ...(one(o, "output") !== undefined ? { output: one(o, "output") as string } : {}),
+        ...(one(o, "error") !== undefined ? { error: one(o, "error") as string } : {}),
+        ...(input !== undefined ? { input } : {}),
+      },
+    };
+  });
+  const total = specs.reduce((n, s) => n + s.ntasks, 0);
+  for (const s of specs) {
+    if (s.io.input !== undefined && /^\d+$/.test(s.io.input) && Number(s.io.input) >= total) {
+      throw usage(`--input: task ${s.io.input} does not exist (the step has ${total} task${total === 1 ? "" : "s"})`);
+    }
+  }
+  return specs;
+}
+
+/** --uid/--gid: root may run tasks as anyone; others only as themselves. */
+export function stepUser(parsed: ParsedCommandLine): UserIdentity {
+  const me = currentUser();
+  const uidText = one(parsed.step, "uid");
+  const gidText = one(parsed.step, "gid");
+  if (uidText === undefined && gidText === undefined) return me;
+  const user = uidText !== undefined ? lookupUser(uidText) : { ...me };
+  if (gidText !== undefined) user.gid = lookupGroup(gidText);
+  if (me.uid !== 0 && (user.uid !== me.uid || user.gid !== me.gid)) {
+    throw usage("--uid/--gid: only root may run tasks as another user or group");
+  }
+  return user;
+}
+
+export async function runCommand(args: string[]): Promise<number> {
+  const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: !args.includes("list"), command: "run" });
+  if (flag(parsed.step, "help")) {
+    process.stdout.write(RUN_HELP);
+    return 0;
+  }
+  const verbose = parsed.step.get("verbose")?.length ?? 0;
+  const json = flag(parsed.step, "json");
+  const host = createHost(one(parsed.step, "conf-dir"), verbose);
+  if (parsed.components.some((c) => one(c.options, "runtime") === "list")) {
+    return listRuntimes(host, json);
+  }
+  const specs = componentSpecs(parsed);
+  const user = stepUser(parsed);
+  const timeText = one(parsed.step, "time");
+  const timeLimit = timeText === undefined ? undefined : parseTimeLimit(timeText);
+  const jobText = one(parsed.step, "jobid");
+  const jobId = jobText === undefined ? undefined : positiveInt(jobText, "jobid", 4_294_967_000);
+  return launch(host, specs, user, { json, verbose, ...(timeLimit !== undefined ? { timeLimit } : {}), ...(jobId !== undefined ? { jobId } : {}) });
+}
+
+const FORWARDED: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
+
+/** Installs signal handlers that cancel the step instead of killing jobrt (cleanup must run). */
+export function trapSignals(cancel: StepCancel): () => void {
+  const handlers = FORWARDED.map((sig) => {
+    const h = () => cancel.request(sig);
+    process.on(sig, h);
+    return [sig, h] as const;
+  });
+  return () => {
+    for (const [sig, h] of handlers) process.off(sig, h);
+  };
+}
+
+async function launch(
+  host: Host,
+  specs: ComponentSpec[],
+  user: UserIdentity,
+  opts: { json: boolean; verbose: number; timeLimit?: number; jobId?: number },
+): Promise<number> {
+  const cancel = new StepCancel();
+  const untrap = trapSignals(cancel);
+  const claim = claimStep(host.node.spoolDir, opts.jobId);
+  const onEvent = opts.json ? (e: StepEvent) => process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`) : undefined;
+  try {
+    const planned = planStep({ jobId: claim.jobId, stepId: claim.stepId, user, components: specs }, host.node, cpus().length);
+    const result = await runStep(planned, {
+      registry: host.registry,
+      node: host.node,
+      cancel,
+      client: { verbose: opts.verbose },
+      json: opts.json,
+      report: say,
+      ...(onEvent ? { onEvent } : {}),
+      ...(opts.timeLimit !== undefined ? { timeLimit: opts.timeLimit } : {}),
+      cpusOnNode: cpus().length,
+    });
+    let status = result.status;
+    try {
+      await host.registry.fini();
+    } catch (error) {
+      say((error as JobrtError).message);
+      status = Math.max(status, 1);
+    }
+    if (result.error && !result.taskStatus.length && result.status <= 2 && isUsageish(result.error)) return 2;
+    return status;
+  } finally {
+    claim.release();
+    untrap();
+  }
+}
+
+function isUsageish(error: JobrtError): boolean {
+  return ["ERR_RUNTIME_NAME", "ERR_RUNTIME_NOT_ALLOWED", "ERR_RUNTIME_NOT_FOUND", "ERR_RUNTIME_AMBIGUOUS", "ERR_USAGE"].includes(error.code);
+}

@@ -1,0 +1,84 @@
+export const MAIN_HELP = `Usage: jobrt <command> [options]
+
+Run the tasks of a job step on this node through a runtime plugin.
+
+Commands:
+  run       run a job step (one or more heterogeneous components) on this node
+  exec      run one task of a Slurm step (srun ... jobrt exec ...)
+  runtimes  list the runtimes this node allows, with package, version and API status
+  check     validate a run request (submit context) without starting anything
+
+Options:
+  -h, --help     show help (also: jobrt <command> --help)
+  --version      print jobrt's version
+
+Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
+shifter.conf); with no files, embedded defaults apply. See docs/cli.md.
+`;
+
+export const RUN_HELP = `Usage: jobrt run [options] command [args...] [: [options] command [args...] ...]
+
+Runs one job step on this node. ' : ' separates the components of a heterogeneous step; each
+component has its own options and runtime.
+
+Component options:
+  -n, --ntasks N            number of tasks (default 1)
+      --runtime NAME        runtime plugin (default: DefRuntimePlugin, else oci); 'list' lists them
+      --container VALUE     container for the runtime (oci: bundle path; shifter: image)
+      --container-volume V  volume/bind for the runtime (repeatable)
+      --container-module M  runtime module (repeatable)
+      --container-env N=V   environment variable set inside the container (repeatable)
+      --container-workdir D working directory inside the container
+      --container-entrypoint P  entrypoint inside the container
+      --container-clearenv  start the container with an empty environment
+      --container-opt K=V   runtime-specific option (repeatable)
+  -l, --label               prefix each output line with 'TASK: '
+  -o, --output PATTERN      stdout to a file (%j job, %s step, %t task, %n node id, %N node, %%)
+  -e, --error PATTERN       stderr to a file (default: with --output, the same file)
+  -i, --input MODE          stdin: all (default), none, a task id, or a file pattern
+  -D, --chdir DIR           working directory of the tasks
+      --export SPEC         ALL (default), NONE, or NAME[=value],... (ALL may be one item)
+
+Step options (before the first ':'):
+  -t, --time LIMIT          time limit: MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC
+      --jobid N             job id (default: a fresh id unique on this node)
+      --uid USER, --gid GROUP   run the tasks as this user/group (root only)
+  -v, --verbose             more detail: resolved plugins, commands (repeatable)
+      --json                one JSON event per line on stdout (task output included)
+      --conf-dir DIR        configuration directory
+
+Exit status: the highest task exit status (128+N for a task killed by signal N); 1 when the
+step could not be launched or set up; 2 for usage and configuration errors.
+`;
+
+export const EXEC_HELP = `Usage: jobrt exec [options] [--] command [args...]
+
+Runs one task of a Slurm job step through a runtime, as in
+  srun -n 4 jobrt exec --runtime oci --container /shared/bundle -- ./app
+The step and task come from Slurm's variables (SLURM_JOB_ID, SLURM_STEP_ID, SLURM_PROCID, ...).
+The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site default.
+
+Options:
+      --runtime NAME, --container VALUE, --container-volume V, --container-module M,
+      --container-env N=V, --container-workdir D, --container-entrypoint P,
+      --container-clearenv, --container-opt K=V   as for jobrt run
+  -v, --verbose             more detail (repeatable)
+      --conf-dir DIR        configuration directory
+
+Exit status: the task's status (128+N for signal N); 1 when the task could not be launched;
+2 for usage and configuration errors, or when not run inside a Slurm step.
+`;
+
+export const RUNTIMES_HELP = `Usage: jobrt runtimes [--json] [-v] [--conf-dir DIR]
+
+Lists every runtime allowed on this node (RuntimePlugins in jobrt.conf): its package, version,
+whether its plugin API matches this jobrt (or why not), its capabilities and where it is installed.
+Exits 1 when an allowed runtime cannot be loaded.
+`;
+
+export const CHECK_HELP = `Usage: jobrt check [run options] command [args...] [: ...]
+
+Validates a run request as at submit time: loads each component's runtime in the "submit"
+context and calls the runtime's validate hook (e.g. shifter looks the image up), starting nothing.
+Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
+`;

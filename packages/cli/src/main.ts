@@ -1,0 +1,40 @@
+import { packageVersion } from "@jobrt/core";
+import { checkCommand } from "./commands/check.js";
+import { execCommand } from "./commands/exec.js";
+import { runCommand } from "./commands/run.js";
+import { runtimesCommand } from "./commands/runtimes.js";
+import { describeError, exitCodeFor } from "./errors.js";
+import { MAIN_HELP } from "./help.js";
+import { say } from "./host.js";
+
+const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  run: runCommand,
+  exec: execCommand,
+  runtimes: runtimesCommand,
+  check: checkCommand,
+};
+
+/** Runs the jobrt command line and returns the exit status; never throws. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const verbose = rest.filter((a) => a === "-v" || a === "--verbose" || /^-v+$/.test(a)).length;
+  try {
+    if (command === undefined || command === "-h" || command === "--help" || command === "help") {
+      process[command === undefined ? "stderr" : "stdout"].write(MAIN_HELP);
+      return command === undefined ? 2 : 0;
+    }
+    if (command === "--version" || command === "-V") {
+      process.stdout.write(`jobrt ${packageVersion(import.meta.url)}\n`);
+      return 0;
+    }
+    const handler = COMMANDS[command];
+    if (!handler) {
+      say(`unknown command ${JSON.stringify(command)} (commands: ${Object.keys(COMMANDS).join(", ")}; see jobrt --help)`);
+      return 2;
+    }
+    return await handler(rest);
+  } catch (error) {
+    say(describeError(error, verbose));
+    return exitCodeFor(error);
+  }
+}

@@ -1,0 +1,42 @@
+import { JobrtError } from "@jobrt/core";
+
+export interface FilePatternValues {
+  jobId: number;
+  stepId: number;
+  /** Global task id; undefined when the name is shared by all tasks. */
+  taskId?: number;
+  nodeName: string;
+  nodeId: number;
+}
+
+/** True when the pattern names one file per task (contains %t). */
+export function isPerTask(pattern: string): boolean {
+  return /%(?:\d+)?t/.test(pattern.replace(/%%/g, ""));
+}
+
+/**
+ * Expands srun's filename patterns: %j job id, %s step id, %t task id, %n node id, %N node name,
+ * %% a percent sign; a number between % and the letter zero-pads (%3t → 007).
+ */
+export function expandFilePattern(pattern: string, option: string, v: FilePatternValues): string {
+  return pattern.replace(/%(\d*)(.)/g, (_, width: string, c: string) => {
+    const pad = (n: number) => String(n).padStart(width === "" ? 0 : Number(width), "0");
+    switch (c) {
+      case "%":
+        return "%";
+      case "j":
+        return pad(v.jobId);
+      case "s":
+        return pad(v.stepId);
+      case "t":
+        if (v.taskId === undefined) throw new JobrtError("ERR_USAGE", `${option}: %t has no value here`);
+        return pad(v.taskId);
+      case "n":
+        return pad(v.nodeId);
+      case "N":
+        return v.nodeName;
+      default:
+        throw new JobrtError("ERR_USAGE", `${option}: unknown pattern %${c} in ${JSON.stringify(pattern)} (use %j %s %t %n %N %%)`);
+    }
+  });
+}

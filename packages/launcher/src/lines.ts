@@ -1,0 +1,72 @@
+import type { Readable } from "node:stream";
+
+/** Where lines go: a Writable, or anything with the same write/drain contract. */
+export interface LineSink {
+  write(data: Buffer | string): boolean;
+  once(event: "drain", listener: () => void): unknown;
+}
+
+/** A sink that hands each (already transformed) line to a function; it never applies back-pressure. */
+export function functionSink(fn: (data: Buffer | string) => void): LineSink {
+  return {
+    write(data) {
+      fn(data);
+      return true;
+    },
+    once: () => undefined,
+  };
+}
+
+/** Longest partial line held back before it is written anyway. */
+const MAX_PENDING = 64 * 1024;
+const NL = 0x0a;
+
+/**
+ * Copies a task's output to a shared destination one whole line at a time, so lines from
+ * different tasks never mix mid-line; `transform` adds srun's -l label or wraps a JSON event.
+ * Works on bytes, so output that is not UTF-8 passes through unchanged. A last line without a
+ * newline gets one, because another task's output may follow it.
+ */
+export function pipeLines(source: Readable, dest: LineSink, transform: (line: Buffer) => Buffer | string): Promise<void> {
+  return new Promise((resolve) => {
+    let pending: Buffer = Buffer.alloc(0);
+    const write = (data: Buffer | string) => {
+      if (!dest.write(data)) {
+        source.pause();
+        dest.once("drain", () => source.resume());
+      }
+    };
+    const emitLines = (buf: Buffer, upTo: number) => {
+      const parts: (Buffer | string)[] = [];
+      let start = 0;
+      while (start <= upTo) {
+        const nl = buf.indexOf(NL, start);
+        parts.push(transform(buf.subarray(start, nl + 1)));
+        start = nl + 1;
+      }
+      const first = parts[0];
+      write(parts.length === 1 && first !== undefined ? first : Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : p))));
+    };
+    source.on("data", (chunk: Buffer) => {
+      const buf = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      const last = buf.lastIndexOf(NL);
+      if (last >= 0) {
+        emitLines(buf, last);
+        pending = buf.subarray(last + 1);
+      } else {
+        pending = buf;
+      }
+      if (pending.length > MAX_PENDING) {
+        write(transform(Buffer.concat([pending, Buffer.from("\n")])));
+        pending = Buffer.alloc(0);
+      }
+    });
+    const finish = () => {
+      if (pending.length > 0) write(transform(Buffer.concat([pending, Buffer.from("\n")])));
+      pending = Buffer.alloc(0);
+      resolve();
+    };
+    source.on("end", finish);
+    source.on("error", finish);
+  });
+}

@@ -1,0 +1,98 @@
+import { hostname, tmpdir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import {
+  type ConfSchema,
+  DEFAULT_ALLOWED_RUNTIMES,
+  JobrtError,
+  type ParsedConf,
+  confError,
+  loadConfFile,
+  normalizeRuntimeName,
+} from "@jobrt/core";
+
+/** jobrt.conf, with every key's embedded default filled in. */
+export interface SiteConfig {
+  confDir: string;
+  /** Path of jobrt.conf, or undefined when the node has none (embedded defaults). */
+  file?: string;
+  defRuntimePlugin: string;
+  runtimePlugins: string[];
+  /** Where runtime packages are resolved from; undefined means beside @jobrt/cli. */
+  pluginDir?: string;
+  spoolDir: string;
+  nodeName: string;
+  killWait: number;
+  warnings: string[];
+}
+
+const SCHEMA: ConfSchema = {
+  DefRuntimePlugin: { type: "string" },
+  RuntimePlugins: { type: "list" },
+  PluginDir: { type: "string" },
+  SpoolDir: { type: "string" },
+  NodeName: { type: "string" },
+  KillWait: { type: "int", min: 0, max: 65535 },
+};
+
+/** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
+export function confDirFrom(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return option ?? env.JOBRT_CONF_DIR ?? "/etc/jobrt";
+}
+
+/** SpoolDir when jobrt.conf does not set one: a system dir for root, a private one otherwise. */
+export function defaultSpoolDir(uid = process.getuid?.() ?? 0): string {
+  return uid === 0 ? "/var/spool/jobrt" : join(tmpdir(), `jobrt-${uid}`);
+}
+
+function absolutePath(parsed: ParsedConf, key: string): string | undefined {
+  const value = parsed.values[key] as string | undefined;
+  if (value === undefined) return undefined;
+  if (!isAbsolute(value)) throw confError(parsed.where[key]!, key, `${JSON.stringify(value)} must be an absolute path`);
+  return value;
+}
+
+function runtimeName(parsed: ParsedConf, key: string, value: string): string {
+  try {
+    return normalizeRuntimeName(value).name;
+  } catch (error) {
+    throw confError(parsed.where[key]!, key, (error as JobrtError).message);
+  }
+}
+
+/** Reads `<confDir>/jobrt.conf`; a missing file means all embedded defaults. */
+export function loadSiteConfig(confDir: string): SiteConfig {
+  const file = join(confDir, "jobrt.conf");
+  const parsed = loadConfFile(file, SCHEMA);
+  const config: SiteConfig = {
+    confDir,
+    defRuntimePlugin: "oci",
+    runtimePlugins: [...DEFAULT_ALLOWED_RUNTIMES],
+    spoolDir: defaultSpoolDir(),
+    nodeName: hostname().split(".")[0] ?? "localhost",
+    killWait: 10,
+    warnings: [],
+  };
+  if (!parsed) return config;
+  config.file = file;
+  config.warnings = parsed.warnings;
+  const v = parsed.values;
+  if (v.DefRuntimePlugin !== undefined) config.defRuntimePlugin = runtimeName(parsed, "DefRuntimePlugin", v.DefRuntimePlugin as string);
+  if (v.RuntimePlugins !== undefined) {
+    const list = (v.RuntimePlugins as string[]).map((n) => runtimeName(parsed, "RuntimePlugins", n));
+    if (list.length === 0) throw confError(parsed.where.RuntimePlugins!, "RuntimePlugins", "must name at least one runtime");
+    config.runtimePlugins = list;
+  }
+  const pluginDir = absolutePath(parsed, "PluginDir");
+  if (pluginDir) config.pluginDir = pluginDir;
+  config.spoolDir = absolutePath(parsed, "SpoolDir") ?? config.spoolDir;
+  if (v.NodeName !== undefined) {
+    const name = v.NodeName as string;
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
+    config.nodeName = name;
+  }
+  if (v.KillWait !== undefined) config.killWait = v.KillWait as number;
+  if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {
+    throw confError(parsed.where.DefRuntimePlugin!, "DefRuntimePlugin", `${config.defRuntimePlugin} is not in RuntimePlugins (${config.runtimePlugins.join(",")})`);
+  }
+  return config;
+}

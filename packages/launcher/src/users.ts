@@ -1,0 +1,53 @@
+import { execFileSync } from "node:child_process";
+import { JobrtError } from "@jobrt/core";
+
+export interface UserIdentity {
+  uid: number;
+  gid: number;
+  user: string;
+  home: string;
+}
+
+function getent(db: "passwd" | "group", key: string): string[] | undefined {
+  try {
+    const out = execFileSync("getent", [db, key], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const line = out.split("\n")[0];
+    return line ? line.split(":") : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Looks a user up by name or number through NSS (getent), as srun --uid does. */
+export function lookupUser(spec: string): UserIdentity {
+  const entry = getent("passwd", spec);
+  if (!entry || entry.length < 7) {
+    if (/^\d+$/.test(spec)) {
+      // A numeric uid with no passwd entry still runs, like Slurm; it gets no home.
+      const uid = Number(spec);
+      return { uid, gid: uid, user: spec, home: "/" };
+    }
+    throw new JobrtError("ERR_USAGE", `--uid: no such user ${JSON.stringify(spec)}`);
+  }
+  return { user: entry[0]!, uid: Number(entry[2]), gid: Number(entry[3]), home: entry[5] || "/" };
+}
+
+export function lookupGroup(spec: string): number {
+  if (/^\d+$/.test(spec)) return Number(spec);
+  const entry = getent("group", spec);
+  if (!entry || entry.length < 3) throw new JobrtError("ERR_USAGE", `--gid: no such group ${JSON.stringify(spec)}`);
+  return Number(entry[2]);
+}
+
+/** Who the host runs as. */
+export function currentUser(): UserIdentity {
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  const entry = getent("passwd", String(uid));
+  return {
+    uid,
+    gid,
+    user: entry?.[0] ?? process.env.USER ?? String(uid),
+    home: entry?.[5] ?? process.env.HOME ?? "/",
+  };
+}
