@@ -1,0 +1,61 @@
+import type { ContainerRequest, ErrorCode, NodeConf, RuntimePlugin, StepRecord, TaskRecord } from "@jobrt/core";
+import type { CheckId } from "./checks.js";
+
+/** A plugin object, or a loader such as `() => import("../src/index.js")` (its default export is used). */
+export type PluginSource = RuntimePlugin | (() => RuntimePlugin | { default: unknown } | Promise<RuntimePlugin | { default: unknown }>);
+
+/** Values the suite reads when a test runs, so they may be filled in by a `beforeAll` of the test file. */
+export type Lazy<T> = T | (() => T);
+
+export interface ConformanceCapabilities {
+  /** What `run` answers. Default "either". */
+  runs?: "exec-spec" | "not-supported" | "either";
+  /** The plugin may return `shell: true` specs (a site-configured shell command). Default false. */
+  shell?: boolean;
+  /** "required": a step without `--container` must be refused. Default "optional". */
+  container?: "required" | "optional";
+}
+
+export interface InvalidCase {
+  /** Shown in the test name. */
+  title: string;
+  /** The container request of the step (merged over the fixture's), e.g. a missing image dir. */
+  container?: Partial<ContainerRequest>;
+  /** Changes made to the generated step before setup. */
+  step?: (step: StepRecord) => void;
+  /** Code(s) accepted for the JobrtError. */
+  code: ErrorCode | readonly ErrorCode[];
+}
+
+export interface LaunchCheckOptions {
+  /** Task argv; default `sh -c 'echo "jobrt-testkit:$SLURM_PROCID"'` (needs `sh` in the image). */
+  argv?: string[];
+  /** What each task must print; default `jobrt-testkit:<globalId>`. */
+  expect?: (task: TaskRecord) => string;
+  /** Per-launch kill timeout. Default 60 000 ms. */
+  timeoutMs?: number;
+}
+
+export interface ConformanceOptions {
+  /** Suite title; default "runtime conformance: <meta.type>". */
+  title?: string;
+  /** meta.type the plugin must have, e.g. "runtime/charliecloud"; default its own. */
+  type?: string;
+  capabilities?: ConformanceCapabilities;
+  /** Container request for every generated step (the fixture for the real-launch checks). */
+  container?: Lazy<Partial<ContainerRequest> | undefined>;
+  /** NodeConf fields (e.g. confDir holding oci.conf). SpoolDir defaults to a fresh temp dir per check. */
+  node?: Lazy<Partial<NodeConf>>;
+  /** Tasks in the generated step. Default 3. */
+  tasks?: number;
+  /** Requests the plugin must refuse, each with its error code. */
+  invalid?: InvalidCase[];
+  /** Real-launch checks: spawn what run returned. `false` turns them off (say why in your README). */
+  launch?: false | LaunchCheckOptions;
+  /** "should" (default): MUST and SHOULD checks fail the suite; "must": SHOULD failures only warn. */
+  level?: "must" | "should";
+  /** Checks to skip, each with the reason (shown in the test name). */
+  skip?: Partial<Record<CheckId, string>>;
+  /** Per-check timeout. Default 120 000 ms. */
+  timeoutMs?: number;
+}

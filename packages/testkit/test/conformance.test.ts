@@ -1,0 +1,18 @@
+import { describeRuntimeConformance } from "../src/index.js";
+import { hostEnvRuntime, passThrough } from "./fixtures/plugins.js";
+
+// A conforming plugin passes every check, with real launches of what run returns.
+describeRuntimeConformance(hostEnvRuntime(), {
+  capabilities: { runs: "exec-spec" },
+  invalid: [{ title: "unknown mode", container: { options: { mode: ["turbo"] } }, code: "ERR_CONTAINER_REQUEST" }],
+});
+
+// The loader form, as plugin authors write it: () => import("../src/index.js").
+describeRuntimeConformance(async () => ({ default: hostEnvRuntime() }), {
+  title: "runtime conformance: hostenv through a loader",
+  capabilities: { runs: "exec-spec" },
+  tasks: 2,
+});
+
+// A plugin that never runs anything itself: the host starts the task's own argv.
+describeRuntimeConformance(passThrough, { capabilities: { runs: "not-supported" } });

@@ -1,0 +1,83 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+interface AssertionResult {
+  ancestorTitles: string[];
+  title: string;
+  status: "passed" | "failed" | "skipped" | "pending" | "todo";
+  failureMessages: string[];
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const vitestBin = join(dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
+let out: string;
+let results: AssertionResult[] = [];
+
+// Each flawed plugin must fail the check for its flaw: a suite that cannot fail proves nothing.
+beforeAll(() => {
+  out = mkdtempSync(join(tmpdir(), "jobrt-testkit-detects-"));
+  const report = join(out, "report.json");
+  const child = spawnSync(
+    process.execPath,
+    [vitestBin, "run", "--config", join(here, "fixtures/vitest.config.ts"), "--reporter=json", `--outputFile=${report}`],
+    { cwd: join(here, "fixtures"), encoding: "utf8", timeout: 240_000, env: { ...process.env, CI: "1" } },
+  );
+  expect(child.status, `the child vitest should fail (the plugins are broken)\n${child.stderr.slice(-2000)}`).toBe(1);
+  const json = JSON.parse(readFileSync(report, "utf8")) as { testResults: { assertionResults: AssertionResult[] }[] };
+  results = json.testResults.flatMap((f) => f.assertionResults);
+}, 300_000);
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+function outcome(suite: string): Map<string, AssertionResult> {
+  const map = new Map<string, AssertionResult>();
+  for (const r of results.filter((r) => r.ancestorTitles[0] === suite)) {
+    const id = /^\[(?:MUST|SHOULD)\] ([a-z.-]+)/.exec(r.title)?.[1];
+    if (id) map.set(`${id}${/ \(([^)]*)\):/.exec(r.title)?.[0] ?? ""}`.replace(/ \(.*/, ""), r);
+  }
+  return map;
+}
+
+const expectations: [flaw: string, check: string, message: RegExp][] = [
+  ["global-state", "state.concurrent-steps", /removed .*which step B's ExecSpec uses/],
+  ["cleanup-needs-setup", "cleanup.without-setup", /cleanup threw TypeError \(not a JobrtError\)/],
+  ["garbage-run", "run.result", /not an ExecSpec or NOT_SUPPORTED/],
+  ["hidden-shell", "execspec.shell", /runs a shell command but spec.shell is not set/],
+  ["unresolvable-argv", "execspec.argv", /is not an executable file on the spec's PATH/],
+  ["plain-errors", "errors.invalid", /threw Error \(not a JobrtError\)/],
+  ["leaves-files", "cleanup.leftovers", /SpoolDir .* still holds job\d+\.0/],
+  ["cleanup-removes-step", "state.split-step", /cleanup of task 0's record removed/],
+  ["wrong-api", "meta.shape", /built for runtime API 2/],
+  ["drops-argv", "execspec.task-argv", /does not contain the task argv/],
+  ["bad-exit", "launch.exit-code", /task exited with 0, expected 7/],
+  ["multiline-error", "errors.message", /is not one non-empty line/],
+];
+
+describe("the conformance suite catches broken plugins", () => {
+  for (const [flaw, check, message] of expectations) {
+    it(`${flaw} fails ${check}`, () => {
+      const got = outcome(`flaw:${flaw}`);
+      const r = got.get(check);
+      expect(r, `no result for ${check} in flaw:${flaw}`).toBeDefined();
+      expect(r?.status).toBe("failed");
+      expect(r?.failureMessages.join("\n")).toMatch(message);
+    });
+  }
+
+  it("a flawed plugin still passes the checks its flaw does not touch", () => {
+    const got = outcome("flaw:multiline-error");
+    const failed = [...got].filter(([, r]) => r.status === "failed").map(([id]) => id);
+    expect(failed).toEqual(["errors.message"]);
+    expect(got.get("launch.tasks")?.status).toBe("passed");
+  });
+
+  it('level "must" turns a failing SHOULD check into a warning', () => {
+    const got = outcome("lenient:drops-argv");
+    expect(got.get("execspec.task-argv")?.status).toBe("passed");
+    expect(got.get("meta.shape")?.status).toBe("passed");
+  });
+});
