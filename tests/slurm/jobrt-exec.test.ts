@@ -1,0 +1,207 @@
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { busyboxBundle } from "../helpers/fixtures.js";
+import { runProgram, tempDir } from "../helpers/jobrt.js";
+import {
+  type JobrtSite,
+  clusterLogs,
+  jobrtSite,
+  listTree,
+  runcContainers,
+  slurm,
+  slurmEnv,
+  sortedLines,
+  startCluster,
+  stopCluster,
+  waitFor,
+} from "./cluster.js";
+
+// `srun ... jobrt exec ...` on the two-node local Slurm: Slurm distributes the tasks, each task is
+// one `jobrt exec` process running its task through a runtime (none, or oci with real runc).
+describe("jobrt exec as the task of a Slurm step", () => {
+  let site: JobrtSite;
+  let bundle: string;
+  let containersBefore: Set<string>;
+  let failed = false;
+
+  beforeAll(async () => {
+    site = jobrtSite();
+    bundle = busyboxBundle(join(tempDir("jobrt-slurm-bundle-"), "bundle"));
+    containersBefore = new Set(runcContainers());
+    await startCluster(2);
+  });
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === "fail") failed = true;
+  });
+  afterAll(async () => {
+    if (failed) console.error(clusterLogs());
+    await stopCluster();
+  });
+
+  const srun = (args: string[], env: Record<string, string> = {}, timeoutMs = 90_000) =>
+    slurm(["srun", ...args], { env: { ...site.env, ...env }, timeoutMs });
+
+  const newContainers = () => runcContainers().filter((c) => !containersBefore.has(c));
+
+  /** What a finished job left in SpoolDir: any file, or any directory named after the job. */
+  const spoolLeftovers = (jobId: string) => {
+    const mentions = new RegExp(`(^|\\D)${jobId}(\\D|$)`);
+    return listTree(site.spoolDir).filter((p) => !p.endsWith("/") || mentions.test(p));
+  };
+
+  it("srun -n 4 jobrt exec --runtime none prints SLURM_PROCID 0-3", async () => {
+    const r = await srun(["-n", "4", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", "echo $SLURM_PROCID"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(sortedLines(r.stdout)).toEqual(["0", "1", "2", "3"]);
+  });
+
+  it("srun -N 2 -n 4 spreads jobrt exec tasks over both nodes", async () => {
+    const r = await srun(["-N", "2", "-n", "4", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURMD_NODENAME $(hostname)"']);
+    expect(r.code).toBe(0);
+    const lines = sortedLines(r.stdout);
+    expect(lines.map((l) => l.split(" ")[0])).toEqual(["0", "1", "2", "3"]);
+    const nodes = new Set(lines.map((l) => l.split(" ")[1]));
+    expect(nodes).toEqual(new Set(["nodea", "nodeb"]));
+    // nodeb is its own host (UTS namespace): its tasks see its hostname, not this machine's.
+    expect(lines.filter((l) => l.endsWith(" nodeb nodeb"))).toHaveLength(2);
+  });
+
+  it("the exit status 3 of one task is srun's exit status (runtime none)", async () => {
+    const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
+    expect(r.stderr).not.toMatch(/^jobrt:/m);
+    expect(r.code).toBe(3);
+  });
+
+  it("the exit status 3 of one containerised task is srun's exit status (runtime oci)", async () => {
+    const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
+    expect(r.stderr).not.toMatch(/^jobrt:/m);
+    expect(r.code).toBe(3);
+    expect(newContainers()).toEqual([]);
+  });
+
+  it("srun -n 2 jobrt exec --runtime oci --container <bundle> reads a file only the bundle has", async () => {
+    const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", 'echo "$SLURM_JOB_ID $SLURM_PROCID $(cat /etc/jobrt-image)"']);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const lines = sortedLines(r.stdout);
+    const jobId = (lines[0] ?? "").split(" ")[0] as string;
+    expect(jobId).toMatch(/^\d+$/);
+    expect(lines).toEqual([`${jobId} 0 jobrt-busybox-image`, `${jobId} 1 jobrt-busybox-image`]);
+    expect(newContainers()).toEqual([]);
+    expect(spoolLeftovers(jobId)).toEqual([]);
+  });
+
+  it("two jobrt exec processes of one step on one node: shared setup, and one task's cleanup spares the other's container", async () => {
+    // Task 0 ends at once, so its cleanup runs while task 1's container still runs.
+    const r = await srun([
+      "-N", "1", "-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--",
+      "sh", "-c", 'if [ "$SLURM_PROCID" = 1 ]; then sleep 2; echo "$SLURM_JOB_ID survived"; else echo "$SLURM_JOB_ID quick"; fi',
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const lines = sortedLines(r.stdout);
+    const jobId = (lines[0] ?? "").split(" ")[0] as string;
+    expect(lines).toEqual([`${jobId} quick`, `${jobId} survived`]);
+    expect(newContainers()).toEqual([]);
+    expect(spoolLeftovers(jobId)).toEqual([]);
+  });
+
+  it("a heterogeneous step runs each component through its own runtime, one per node", async () => {
+    const r = await srun([
+      "-n1", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", 'echo "none $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"',
+      ":",
+      "-n1", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", 'echo "oci $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"',
+    ]);
+    expect(r.code).toBe(0);
+    const lines = sortedLines(r.stdout);
+    expect(lines).toHaveLength(2);
+    const [none, oci] = [lines.find((l) => l.startsWith("none ")), lines.find((l) => l.startsWith("oci "))];
+    expect(none).toMatch(/^none node[ab] host-fs$/);
+    expect(oci).toMatch(/^oci node[ab] jobrt-busybox-image$/);
+    expect(none?.split(" ")[1]).not.toBe(oci?.split(" ")[1]);
+    expect(newContainers()).toEqual([]);
+  });
+
+  it("the runtime comes from --runtime, else SLURM_RUNTIME / SRUN_RUNTIME", async () => {
+    const read = ["--", "sh", "-c", "cat /etc/jobrt-image 2>/dev/null || echo host-fs"];
+    const fromSlurm = await srun(["-n1", "jobrt", "exec", "--container", bundle, ...read], { SLURM_RUNTIME: "oci" });
+    expect(fromSlurm.stdout.trim()).toBe("jobrt-busybox-image");
+    const fromSrun = await srun(["-n1", "jobrt", "exec", "--container", bundle, ...read], { SRUN_RUNTIME: "oci" });
+    expect(fromSrun.stdout.trim()).toBe("jobrt-busybox-image");
+    const flagWins = await srun(["-n1", "jobrt", "exec", "--runtime", "none", "--container", bundle, ...read], { SLURM_RUNTIME: "oci" });
+    expect(flagWins.stdout.trim()).toBe("host-fs");
+    expect(newContainers()).toEqual([]);
+  });
+
+  it("sbatch --wait: a batch script whose steps use jobrt exec on both nodes", async () => {
+    const dir = tempDir("jobrt-slurm-batch-");
+    const script = join(dir, "job.sh");
+    writeFileSync(
+      script,
+      [
+        "#!/bin/sh",
+        "#SBATCH -N 2 -n 2",
+        `srun -n 2 jobrt exec --runtime none -- sh -c 'echo "none $SLURM_STEP_ID $SLURMD_NODENAME"'`,
+        `srun -n 2 jobrt exec --runtime oci --container '${bundle}' -- sh -c 'echo "oci $SLURM_STEP_ID $SLURMD_NODENAME $(cat /etc/jobrt-image)"'`,
+        `srun -n 1 jobrt exec --runtime oci --container '${bundle}' -- sh -c 'exit 5'`,
+        "exit $?",
+        "",
+      ].join("\n"),
+    );
+    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), script], { env: site.env });
+    const out = readFileSync(join(dir, "out.txt"), "utf8");
+    expect(sortedLines(out.replace(/^srun: error: .*$/gm, ""))).toEqual([
+      "none 0 nodea",
+      "none 0 nodeb",
+      "oci 1 nodea jobrt-busybox-image",
+      "oci 1 nodeb jobrt-busybox-image",
+    ]);
+    expect(r.code).toBe(5);
+    expect(newContainers()).toEqual([]);
+  });
+
+  it("scancel of a running containerised step leaves no container, no spool dir and no process", async () => {
+    const marker = String(100000 + Math.floor(Math.random() * 800000));
+    const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", `jobrt-cancel-${marker}`, "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", marker], {
+      env: slurmEnv(site.env),
+      stdio: "ignore",
+    });
+    const exited = new Promise<number | null>((res) => job.on("close", (code) => res(code)));
+    const sleepers = () => runProgram(["pgrep", "-f", `^(/bin/)?sleep ${marker}$`]).then((p) => sortedLines(p.stdout));
+    try {
+      // Both containers running (one per node), their sleeps visible from here; stop waiting if srun ended.
+      await waitFor(async () => job.exitCode !== null || ((await sleepers()).length === 2 && newContainers().length === 2), 60_000, 200);
+      expect(job.exitCode, "srun ended before its containers ran").toBeNull();
+      expect(await sleepers()).toHaveLength(2);
+      expect(newContainers()).toHaveLength(2);
+      const q = await slurm(["squeue", "-h", "-n", `jobrt-cancel-${marker}`, "-o", "%i"]);
+      const jobId = q.stdout.trim();
+      expect(jobId).toMatch(/^\d+$/);
+      expect(listTree(site.spoolDir).length).toBeGreaterThan(0);
+
+      expect((await slurm(["scancel", jobId])).code).toBe(0);
+      expect(await exited).not.toBe(0);
+      // Slurm's KillWait (10 s) bounds how long the job may take to end.
+      const gone = await waitFor(async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
+      expect(gone).toBe(true);
+      expect(newContainers()).toEqual([]);
+      expect(await sleepers()).toEqual([]);
+      expect(spoolLeftovers(jobId)).toEqual([]);
+    } finally {
+      if (job.exitCode === null) job.kill("SIGKILL");
+    }
+  });
+
+  it("outside a Slurm step jobrt exec refuses with one clear line", async () => {
+    const env = slurmEnv(site.env);
+    delete env.SLURM_CONF;
+    const r = await runProgram([join(site.binDir, "jobrt"), "exec", "--runtime", "none", "--", "true"], { env });
+    expect(r.code).not.toBe(0);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^jobrt: .*slurm/i);
+  });
+});
