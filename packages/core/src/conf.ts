@@ -108,7 +108,7 @@ function logicalLines(text: string): LogicalLine[] {
 
 /** Slurm removes every backslash and keeps the character after it. */
 function stripEscapes(s: string): string {
-  return s.replace(/\\(.)/gs, "$1").replace(/\\$/, "");
+  return s.replace(/\\(.?)/gs, "$1");
 }
 
 function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): ConfValue {

@@ -1,0 +1,176 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { type ConfSchema, loadConfFile, parseConf, parseSlurmBool } from "../src/index.js";
+
+const schema: ConfSchema = {
+  RunTimeRun: { type: "string" },
+  RunTimeQuery: { type: "string" },
+  DisableCleanup: { type: "bool" },
+  KillWait: { type: "int", min: 0, max: 100 },
+  DisableHooks: { type: "list" },
+  SrunArgs: { type: "array" },
+  CreateEnvFile: { type: { enum: { null: "null", newline: "newline", disabled: "disabled" } } },
+  Name: { type: "string", check: (v: string) => (v.startsWith("x") ? "must not start with x" : undefined) },
+};
+
+const parse = (text: string, s: ConfSchema = schema) => parseConf(text, { file: "/etc/jobrt/test.conf", schema: s });
+
+describe("parseConf: Slurm syntax", () => {
+  it("reads Key=Value lines with case-insensitive keys and optional spaces", () => {
+    const c = parse("runtimerun=a\n  RUNTIMEQUERY =  b  \nDisableCleanup = yes\n");
+    expect(c.values).toEqual({ RunTimeRun: "a", RunTimeQuery: "b", DisableCleanup: true });
+    expect(c.where.RunTimeQuery).toEqual({ file: "/etc/jobrt/test.conf", line: 2, column: 19 });
+  });
+
+  it("takes double-quoted values with spaces", () => {
+    expect(parse('RunTimeRun="runc run %n.%u -b %b"').values.RunTimeRun).toBe("runc run %n.%u -b %b");
+  });
+
+  it("ends the line at # even inside quotes, as Slurm does, unless escaped", () => {
+    expect(parse("RunTimeRun=abc # comment").values.RunTimeRun).toBe("abc");
+    expect(parse("RunTimeRun=a\\#b").values.RunTimeRun).toBe("a#b");
+    expect(() => parse('RunTimeRun="a # b"')).toThrow(/test\.conf:1:12: RunTimeRun: unterminated double quote/);
+    expect(parse('# only a comment\n\n   \nRunTimeRun="a \\# b"').values.RunTimeRun).toBe("a # b");
+  });
+
+  it("removes backslashes and keeps the next character; \\\\ is one backslash", () => {
+    expect(parse('RunTimeRun="a\\\\b"').values.RunTimeRun).toBe("a\\b");
+    // Escapes are removed before the line is split, so an escaped space still ends a bare value.
+    expect(() => parse("RunTimeRun=a\\ b")).toThrow(/unexpected text after the value: "b"/);
+  });
+
+  it("joins lines ending in an odd number of backslashes", () => {
+    const c = parse('RunTimeRun="runc \\\nrun x"\nRunTimeQuery=q');
+    expect(c.values).toMatchObject({ RunTimeRun: "runc run x", RunTimeQuery: "q" });
+    expect(c.where.RunTimeQuery?.line).toBe(3);
+  });
+
+  it("accepts the operators += -= *= /= like Slurm (ignored for strings)", () => {
+    expect(parse("RunTimeRun+=x").values.RunTimeRun).toBe("x");
+  });
+
+  it("spells booleans as Slurm does", () => {
+    for (const t of ["yes", "YES", "up", "true", "1"]) expect(parseSlurmBool(t)).toBe(true);
+    for (const f of ["no", "Down", "false", "0"]) expect(parseSlurmBool(f)).toBe(false);
+    expect(() => parse("DisableCleanup=maybe")).toThrow(/test\.conf:1:16: DisableCleanup: "maybe" is not a boolean/);
+  });
+
+  it("lets the last of a repeated scalar win, with a warning; arrays append", () => {
+    const c = parse("RunTimeRun=a\nRunTimeRun=b\nSrunArgs=--x\nSrunArgs=--y");
+    expect(c.values.RunTimeRun).toBe("b");
+    expect(c.values.SrunArgs).toEqual(["--x", "--y"]);
+    expect(c.warnings).toEqual(["/etc/jobrt/test.conf:2: RunTimeRun specified more than once (first at line 1); the last value wins"]);
+  });
+
+  it("parses lists, ints and enums, case-insensitively for enums", () => {
+    const c = parse('DisableHooks="prestart, poststop"\nKillWait=30\nCreateEnvFile=NewLine');
+    expect(c.values).toMatchObject({ DisableHooks: ["prestart", "poststop"], KillWait: 30, CreateEnvFile: "newline" });
+  });
+
+  it.each([
+    ["Bogus=1", /test\.conf:1:1: Bogus: unknown key/],
+    ["RunTimeRun=a b", /test\.conf:1:12: RunTimeRun: unexpected text after the value/],
+    ["RunTimeRun=a RunTimeQuery=b", /unexpected text after the value/],
+    ["just words", /test\.conf:1:1: expected Key=Value/],
+    ["KillWait=abc", /KillWait: "abc" is not an integer/],
+    ["KillWait=101", /KillWait: 101 is above the maximum 100/],
+    ["CreateEnvFile=sometimes", /CreateEnvFile: "sometimes" is not one of null, newline, disabled/],
+    ["Name=xyz", /Name: must not start with x/],
+    ["\n\nRunTimeRun=\"open", /test\.conf:3:12: RunTimeRun: unterminated/],
+  ])("%s is an error with file:line:column and the key", (text, message) => {
+    expect(() => parse(text)).toThrow(message);
+    try {
+      parse(text);
+    } catch (error) {
+      expect(error).toMatchObject({ code: "ERR_CONF", details: { file: "/etc/jobrt/test.conf" } });
+    }
+  });
+
+  it("reports a missing required key", () => {
+    expect(() => parse("", { A: { type: "string", required: true } })).toThrow("/etc/jobrt/test.conf: missing required key A");
+  });
+
+  it("follows Include relative to the including file and names the included file in errors", () => {
+    const dir = mkdtempSync(join(tmpdir(), "jobrt-conf-"));
+    writeFileSync(join(dir, "extra.conf"), "RunTimeQuery=q\nBogus=1\n");
+    writeFileSync(join(dir, "main.conf"), "RunTimeRun=r\nInclude extra.conf\n");
+    expect(() => loadConfFile(join(dir, "main.conf"), schema)).toThrow(`${join(dir, "extra.conf")}:2:1: Bogus: unknown key`);
+    writeFileSync(join(dir, "extra.conf"), "RunTimeQuery=q\n");
+    expect(loadConfFile(join(dir, "main.conf"), schema)?.values).toEqual({ RunTimeRun: "r", RunTimeQuery: "q" });
+  });
+
+  it("returns undefined for a file that does not exist", () => {
+    expect(loadConfFile("/nonexistent/jobrt.conf", schema)).toBeUndefined();
+  });
+
+  it("accepts CRLF line ends", () => {
+    expect(parse("RunTimeRun=a\r\nRunTimeQuery=b\r\n").values).toEqual({ RunTimeRun: "a", RunTimeQuery: "b" });
+  });
+});
+
+describe("parseConf: properties", () => {
+  const safeValue = fc.stringMatching(/^[^\s"#\\]{1,40}$/);
+  const spacedValue = fc.stringMatching(/^[^"#\\\n]{0,40}$/);
+
+  it("an unquoted value without specials round-trips", () => {
+    fc.assert(
+      fc.property(safeValue, (v) => {
+        expect(parse(`RunTimeRun=${v}`).values.RunTimeRun).toBe(v);
+      }),
+    );
+  });
+
+  it("a quoted value round-trips, spaces included", () => {
+    fc.assert(
+      fc.property(spacedValue, (v) => {
+        expect(parse(`RunTimeRun="${v}"`).values.RunTimeRun).toBe(v);
+      }),
+    );
+  });
+
+  it("escaping \\ # and \" round-trips any printable value without spaces or a leading quote", () => {
+    fc.assert(
+      // A leading " always opens a quote (escapes are removed first), so only later ones are representable.
+      fc.property(fc.stringMatching(/^[\x21\x23-\x7e][\x21-\x7e]{0,39}$/), (v) => {
+        const escaped = v.replace(/[\\#"]/g, (c) => `\\${c}`);
+        expect(parse(`RunTimeRun=${escaped}`).values.RunTimeRun).toBe(v);
+      }),
+    );
+  });
+
+  it("quoting, with \\ and # escaped, round-trips any printable value without a double quote", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[\x20-\x21\x23-\x7e]{0,40}$/), (v) => {
+        const escaped = v.replace(/[\\#]/g, (c) => `\\${c}`);
+        expect(parse(`RunTimeRun="${escaped}"`).values.RunTimeRun).toBe(v);
+      }),
+    );
+  });
+
+  it("any text either parses or fails with ERR_CONF naming the file and a line that exists", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (text) => {
+        try {
+          parse(text);
+        } catch (error) {
+          expect(error).toMatchObject({ code: "ERR_CONF" });
+          const line = (error as { details: { line?: number } }).details.line;
+          if (line !== undefined) expect(line).toBeLessThanOrEqual(text.split("\n").length);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("key case never matters", () => {
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }), safeValue, (upper, v) => {
+        const key = [..."RunTimeRun"].map((c, i) => (upper[i] ? c.toUpperCase() : c.toLowerCase())).join("");
+        expect(parse(`${key}=${v}`).values.RunTimeRun).toBe(v);
+      }),
+    );
+  });
+});

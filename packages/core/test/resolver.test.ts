@@ -1,0 +1,100 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { RuntimeRegistry, createPackageResolver } from "../src/index.js";
+
+const coreEntry = new URL("../dist/index.js", import.meta.url).href;
+
+/** Writes a real package into `root/node_modules/<name>` whose default export is a plugin. */
+function writePlugin(root: string, pkg: string, opts: { type: string; version?: string; apiVersion?: number; body?: string }) {
+  const dir = join(root, "node_modules", pkg);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: pkg, version: opts.version ?? "2.0.0", type: "module", exports: { ".": "./index.js", "./package.json": "./package.json" } }),
+  );
+  const body =
+    opts.body ??
+    `import { definePlugin } from ${JSON.stringify(coreEntry)};
+export default definePlugin({ name: "p", type: ${JSON.stringify(opts.type)}, version: ${JSON.stringify(opts.version ?? "2.0.0")}, apiVersion: ${opts.apiVersion ?? 1} }, {});`;
+  writeFileSync(join(dir, "index.js"), body);
+  return dir;
+}
+
+function site() {
+  return mkdtempSync(join(tmpdir(), "jobrt-resolver-"));
+}
+
+describe("createPackageResolver", () => {
+  it("resolves x to @jobrt/runtime-x and reports package, version and path", async () => {
+    const root = site();
+    const dir = writePlugin(root, "@jobrt/runtime-oci", { type: "runtime/oci", version: "3.1.4" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root }) });
+    const i = await registry.load("oci");
+    expect(registry.info(i)).toMatchObject({ package: "@jobrt/runtime-oci", version: "3.1.4", path: dir });
+  });
+
+  it("resolves x to jobrt-runtime-x and @scope/x to @scope/jobrt-runtime-x", async () => {
+    const root = site();
+    writePlugin(root, "jobrt-runtime-thing", { type: "runtime/thing" });
+    writePlugin(root, "@acme/jobrt-runtime-fast", { type: "runtime/@acme/fast" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["thing", "@acme/fast"] }) });
+    expect(registry.info(await registry.load("thing")).package).toBe("jobrt-runtime-thing");
+    expect(registry.info(await registry.load("@acme/fast")).package).toBe("@acme/jobrt-runtime-fast");
+  });
+
+  it("refuses a runtime outside RuntimePlugins before looking for it", async () => {
+    const root = site();
+    writePlugin(root, "jobrt-runtime-thing", { type: "runtime/thing" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["none"] }) });
+    await expect(registry.load("thing")).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_ALLOWED" });
+  });
+
+  it("says which packages it looked for when none is installed", async () => {
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: site(), allow: ["ghost"] }) });
+    await expect(registry.load("ghost")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_NOT_FOUND",
+      message: expect.stringContaining("@jobrt/runtime-ghost, jobrt-runtime-ghost"),
+    });
+  });
+
+  it("treats both packages installed as an ambiguity", async () => {
+    const root = site();
+    writePlugin(root, "@jobrt/runtime-dup", { type: "runtime/dup" });
+    writePlugin(root, "jobrt-runtime-dup", { type: "runtime/dup" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["dup"] }) });
+    await expect(registry.load("dup")).rejects.toMatchObject({ code: "ERR_RUNTIME_AMBIGUOUS" });
+  });
+
+  it("refuses another API major, naming the package, its path and version", async () => {
+    const root = site();
+    const dir = writePlugin(root, "jobrt-runtime-future", { type: "runtime/future", apiVersion: 2, version: "9.0.0" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["future"] }) });
+    const error = await registry.load("future").catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });
+    expect((error as Error).message).toContain(`jobrt-runtime-future@9.0.0 (${dir})`);
+  });
+
+  it("refuses a module whose default export is not a plugin, and one that fails to import", async () => {
+    const root = site();
+    writePlugin(root, "jobrt-runtime-empty", { type: "runtime/empty", body: "export const x = 1;" });
+    writePlugin(root, "jobrt-runtime-broken", { type: "runtime/broken", body: "throw new Error('top-level boom');" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["empty", "broken"] }) });
+    await expect(registry.load("empty")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("default export is undefined") });
+    await expect(registry.load("broken")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("top-level boom") });
+  });
+
+  it("resolves from the base directory, never from the process cwd", async () => {
+    const elsewhere = site();
+    writePlugin(elsewhere, "jobrt-runtime-cwd", { type: "runtime/cwd" });
+    const cwd = process.cwd();
+    process.chdir(elsewhere);
+    try {
+      const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: site(), allow: ["cwd"] }) });
+      await expect(registry.load("cwd")).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_FOUND" });
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});

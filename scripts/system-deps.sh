@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the system packages the end-to-end tests drive for real (runc, busybox, Slurm, munge,
+# Charliecloud, iproute2, util-linux). Needs root; installs only what is missing.
+set -eu
+need=""
+for pair in runc:runc busybox:busybox-static slurmctld:slurm-wlm munged:munge ch-run:charliecloud-runtime ip:iproute2 unshare:util-linux; do
+  cmd=${pair%%:*}; pkg=${pair#*:}
+  command -v "$cmd" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "$cmd" >/dev/null 2>&1 || need="$need $pkg"
+done
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "system-deps: missing packages:$need (run as root, or: sudo apt-get install$need)" >&2
+  exit 1
+fi
+echo "system-deps: installing$need" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq $need >/dev/null
