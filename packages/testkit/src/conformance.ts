@@ -390,7 +390,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       const failWith = async (c: InvalidCase) => {
         const n = node();
         const before = listTree(n.spoolDir);
-        const s = step({ container: { ...(fixtureContainer() ?? {}), ...c.container } });
+        const s = step({ container: { ...(fixtureContainer() ?? {}), ...lazy(c.container) } });
         c.step?.(s);
         let thrown: HookFailure | undefined;
         try {

@@ -20,7 +20,7 @@ export interface InvalidCase {
   /** Shown in the test name. */
   title: string;
   /** The container request of the step (merged over the fixture's), e.g. a missing image dir. */
-  container?: Partial<ContainerRequest>;
+  container?: Lazy<Partial<ContainerRequest>>;
   /** Changes made to the generated step before setup. */
   step?: (step: StepRecord) => void;
   /** Code(s) accepted for the JobrtError. */
