@@ -65,37 +65,37 @@ export function sortedLines(text: string): string[] {
 export interface JobrtSite {
   /** Directory holding the `jobrt` wrapper (put it first on PATH). */
   binDir: string;
-  /** JOBRT_CONF_DIR: jobrt.conf with SpoolDir and KillWait. */
-  confDir: string;
-  spoolDir: string;
-  /** Environment for srun/sbatch so tasks find `jobrt` and this site conf. */
+  /** Parent of every node's SpoolDir (`<spoolRoot>/<node>`). */
+  spoolRoot: string;
+  /** Environment for srun/sbatch so tasks find `jobrt`. */
   env: Record<string, string>;
 }
 
 /**
- * A jobrt "installation" every node can use: nodeb shares this machine's filesystem, so a wrapper
- * in a temp dir runs the built CLI on both nodes. KillWait 2 stays below slurm.conf's KillWait
- * (10), so jobrt's own kill-and-cleanup finishes before Slurm's SIGKILL.
+ * A jobrt installation on every node. On a real cluster each node has its own /etc/jobrt and a
+ * SpoolDir on local disk; the test nodes share this machine's filesystem, so the wrapper picks
+ * the conf dir of the node it runs on (SLURMD_NODENAME), each naming its own SpoolDir. KillWait 2
+ * stays below slurm.conf's KillWait (10), so jobrt's own kill-and-cleanup finishes before Slurm's
+ * SIGKILL.
  */
-export function jobrtSite(): JobrtSite {
+export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
   if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
   const root = tempDir("jobrt-slurm-site-");
   const binDir = join(root, "bin");
-  const confDir = join(root, "etc");
-  const spoolDir = join(root, "spool");
+  const spoolRoot = join(root, "spool");
   mkdirSync(binDir);
-  mkdirSync(confDir);
-  mkdirSync(spoolDir);
+  for (const node of [...nodes, "not-in-slurm"]) {
+    mkdirSync(join(root, "etc", node), { recursive: true });
+    mkdirSync(join(spoolRoot, node), { recursive: true });
+    writeFileSync(join(root, "etc", node, "jobrt.conf"), `SpoolDir=${join(spoolRoot, node)}\nKillWait=2\n`);
+  }
   const wrapper = join(binDir, "jobrt");
-  writeFileSync(wrapper, `#!/bin/sh\nexec '${process.execPath}' '${jobrtBin}' "$@"\n`);
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nJOBRT_CONF_DIR='${root}/etc/'"\${SLURMD_NODENAME:-not-in-slurm}"\nexport JOBRT_CONF_DIR\nexec '${process.execPath}' '${jobrtBin}' "$@"\n`,
+  );
   chmodSync(wrapper, 0o755);
-  writeFileSync(join(confDir, "jobrt.conf"), `SpoolDir=${spoolDir}\nKillWait=2\n`);
-  return {
-    binDir,
-    confDir,
-    spoolDir,
-    env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}`, JOBRT_CONF_DIR: confDir },
-  };
+  return { binDir, spoolRoot, env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}` } };
 }
 
 /** Every path under `dir` (relative), directories marked with a trailing slash. */

@@ -45,11 +45,13 @@ describe("jobrt exec as the task of a Slurm step", () => {
 
   const newContainers = () => runcContainers().filter((c) => !containersBefore.has(c));
 
-  /** What a finished job left in SpoolDir: any file, or any directory named after the job. */
-  const spoolLeftovers = (jobId: string) => {
+  /** SpoolDir entries named after the job (oci's step dir is oci-job<J>-<S>). */
+  const jobSpool = (jobId: string) => {
     const mentions = new RegExp(`(^|\\D)${jobId}(\\D|$)`);
-    return listTree(site.spoolDir).filter((p) => !p.endsWith("/") || mentions.test(p));
+    return listTree(site.spoolRoot).filter((p) => mentions.test(p));
   };
+  /** What a finished job left in any node's SpoolDir: any file, or anything named after the job. */
+  const spoolLeftovers = (jobId: string) => [...new Set([...listTree(site.spoolRoot).filter((p) => !p.endsWith("/")), ...jobSpool(jobId)])];
 
   it("srun -n 4 jobrt exec --runtime none prints SLURM_PROCID 0-3", async () => {
     const r = await srun(["-n", "4", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", "echo $SLURM_PROCID"]);
@@ -180,7 +182,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
       const q = await slurm(["squeue", "-h", "-n", `jobrt-cancel-${marker}`, "-o", "%i"]);
       const jobId = q.stdout.trim();
       expect(jobId).toMatch(/^\d+$/);
-      expect(listTree(site.spoolDir).length).toBeGreaterThan(0);
+      expect(jobSpool(jobId).length).toBeGreaterThan(0);
 
       expect((await slurm(["scancel", jobId])).code).toBe(0);
       expect(await exited).not.toBe(0);
