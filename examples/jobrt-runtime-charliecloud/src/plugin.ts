@@ -1,0 +1,163 @@
+import { chownSync, mkdirSync, readdirSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type ExecSpec,
+  JobrtError,
+  type NodeConf,
+  type RuntimePlugin,
+  type StepRecord,
+  type TaskRecord,
+  definePlugin,
+  messageOf,
+  packageVersion,
+} from "@jobrt/core";
+import { findChRun } from "./chrun.js";
+import { loadConf } from "./conf.js";
+import { formatEnvFile } from "./envfile.js";
+import { type ChRunRequest, parseRequest } from "./request.js";
+
+interface StepState {
+  request: ChRunRequest;
+  chRun: string;
+  /** Per-step spool dir, when tasks need env files. */
+  dir?: string;
+}
+
+/** Per-step state: one process may run several steps, and several processes one step. */
+const states = new WeakMap<StepRecord, StepState>();
+
+const TYPE = "runtime/charliecloud";
+const SPOOL_SUBDIR = "charliecloud";
+
+function stepDir(node: NodeConf, step: StepRecord): string {
+  return join(node.spoolDir, SPOOL_SUBDIR, `job${step.jobId}.${step.stepId}`);
+}
+
+function taskEnvPath(dir: string, task: TaskRecord): string {
+  return join(dir, `task${task.globalId}.env`);
+}
+
+/** Env files are needed when the container must not inherit the host env, or gets --container-env. */
+function needsTaskFile(request: ChRunRequest): boolean {
+  return request.clearEnv || request.env.length > 0;
+}
+
+/** The task's files must be readable by the job user, who runs ch-run once the host drops root. */
+function giveToUser(node: NodeConf, step: StepRecord, path: string): void {
+  if (node.hostUid === 0 && (step.uid !== 0 || step.gid !== 0)) chownSync(path, step.uid, step.gid);
+}
+
+function spoolError(what: string, path: string, error: unknown): JobrtError {
+  return new JobrtError("ERR_RUNTIME_HOOK", `charliecloud: cannot ${what} ${path}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`, {
+    cause: error,
+    details: { runtime: TYPE, path },
+  });
+}
+
+function ensureDir(node: NodeConf, step: StepRecord): string {
+  const dir = stepDir(node, step);
+  try {
+    mkdirSync(join(node.spoolDir, SPOOL_SUBDIR), { recursive: true, mode: 0o755 });
+    // recursive: another record of this step (srun starts one jobrt per task) may have made it.
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    giveToUser(node, step, dir);
+  } catch (error) {
+    throw spoolError("create", dir, error);
+  }
+  return dir;
+}
+
+/** The environment ch-run itself starts with; the container inherits it unless clearEnv. */
+function chRunEnv(step: StepRecord, task: TaskRecord, request: ChRunRequest): Record<string, string> {
+  // ch-run refuses to start without $USER.
+  const user = task.env.USER ?? step.user;
+  if (!request.clearEnv) return { ...task.env, USER: user };
+  return { PATH: task.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", USER: user, HOME: task.env.HOME ?? step.home };
+}
+
+function chRunArgv(state: StepState, task: TaskRecord, envFile: string | undefined): string[] {
+  const r = state.request;
+  const argv = [state.chRun];
+  if (r.privateTmp) argv.push("--private-tmp");
+  if (r.home) argv.push("--home");
+  for (const b of r.binds) argv.push(`--bind=${b.source}:${b.target}`);
+  if (r.workdir !== undefined) argv.push(`--cd=${r.workdir}`);
+  argv.push("--env-no-expand");
+  if (r.clearEnv) argv.push("--unset-env=*");
+  if (r.envFile !== undefined) argv.push(`--set-env=${r.envFile}`);
+  if (envFile !== undefined) argv.push(`--set-env=${envFile}`);
+  argv.push(r.image, "--", ...task.argv);
+  return argv;
+}
+
+const plugin: RuntimePlugin = definePlugin(
+  { name: "charliecloud", type: TYPE, version: packageVersion(import.meta.url), capabilities: ["container", "unprivileged"] },
+  {
+    validate(node, step) {
+      parseRequest(step, loadConf(node.confDir));
+    },
+
+    setup(node, step) {
+      const conf = loadConf(node.confDir);
+      const request = parseRequest(step, conf);
+      const chRun = findChRun(conf.chRun);
+      const state: StepState = { request, chRun };
+      if (needsTaskFile(request)) state.dir = ensureDir(node, step);
+      states.set(step, state);
+      node.log("verbose", `charliecloud: job ${step.jobId}.${step.stepId} image ${request.image} with ${chRun}`);
+    },
+
+    taskInit(node, step, task) {
+      const state = states.get(step);
+      if (!state) throw new JobrtError("ERR_RUNTIME_CONTRACT", "charliecloud: taskInit called before setup", { details: { runtime: TYPE, hook: "taskInit" } });
+      if (!state.dir) return;
+      const r = state.request;
+      // With clearEnv the container gets only the task's SLURM_* variables plus --container-env.
+      const vars: [string, string][] = r.clearEnv ? Object.entries(task.env).filter(([k]) => k.startsWith("SLURM")) : [];
+      vars.push(...r.env);
+      const file = taskEnvPath(state.dir, task);
+      try {
+        // Re-create the dir: a sibling record's cleanup may have removed it while it was empty.
+        state.dir = ensureDir(node, step);
+        writeFileSync(file, formatEnvFile(vars), { mode: 0o600 });
+        giveToUser(node, step, file);
+      } catch (error) {
+        throw error instanceof JobrtError ? error : spoolError("write", file, error);
+      }
+    },
+
+    run(node, step, task): ExecSpec {
+      const state = states.get(step);
+      if (!state) throw new JobrtError("ERR_RUNTIME_CONTRACT", "charliecloud: run called before setup", { details: { runtime: TYPE, hook: "run" } });
+      const envFile = state.dir ? taskEnvPath(state.dir, task) : undefined;
+      const spec: ExecSpec = { argv: chRunArgv(state, task, envFile), env: chRunEnv(step, task, state.request), cwd: step.cwd };
+      node.log("debug", `charliecloud: task ${task.globalId}: ${JSON.stringify(spec.argv)}`);
+      return spec;
+    },
+
+    cleanup(node, step) {
+      states.delete(step);
+      // Only this record's task files: other records of the same step (one jobrt per task under
+      // srun) may still be running. The dirs go only once empty.
+      const dir = stepDir(node, step);
+      for (const task of step.tasks) {
+        try {
+          rmSync(taskEnvPath(dir, task), { force: true });
+        } catch (error) {
+          node.log("warn", `charliecloud: cannot remove ${taskEnvPath(dir, task)}: ${messageOf(error)}`);
+        }
+      }
+      for (const d of [dir, join(node.spoolDir, SPOOL_SUBDIR)]) {
+        try {
+          if (readdirSync(d).length > 0) break;
+          rmdirSync(d);
+        } catch {
+          // absent, or a sibling record removed or refilled it meanwhile: leave it
+          break;
+        }
+      }
+    },
+  },
+);
+
+export default plugin;

@@ -1,0 +1,43 @@
+import { rmSync } from "node:fs";
+import { dirname } from "node:path";
+import { type InvalidCase, describeRuntimeConformance } from "@jobrt/testkit";
+import { afterAll, beforeAll } from "vitest";
+import { busyboxImage } from "./image.js";
+
+let image: string;
+let noPasswd: string;
+beforeAll(() => {
+  image = busyboxImage();
+  noPasswd = busyboxImage();
+  rmSync(`${noPasswd}/etc/passwd`);
+});
+afterAll(() => {
+  for (const d of [image, noPasswd]) if (d) rmSync(d, { recursive: true, force: true });
+});
+
+const invalid: InvalidCase[] = [
+  { title: "missing image dir", container: { value: "/nonexistent/jobrt-image" }, code: "ERR_CONTAINER_IMAGE" },
+  { title: "image without /etc/passwd", container: () => ({ value: noPasswd }), code: "ERR_CONTAINER_IMAGE" },
+  { title: "bind target missing in image", container: { volumes: ["/tmp:/no-such-dir"] }, code: "ERR_CONTAINER_REQUEST" },
+  { title: "bind with flags", container: { volumes: ["/tmp:/mnt:ro"] }, code: "ERR_CONTAINER_REQUEST" },
+  { title: "bad env name", container: { env: ["1BAD=x"] }, code: "ERR_CONTAINER_REQUEST" },
+  { title: "relative workdir", container: { workdir: "work" }, code: "ERR_CONTAINER_REQUEST" },
+  { title: "unknown --container-opt", container: { options: { turbo: ["yes"] } }, code: "ERR_CONTAINER_REQUEST" },
+  { title: "modules", container: { modules: ["mpich"] }, code: "ERR_CONTAINER_REQUEST" },
+];
+
+// The image and binds as most jobs use them: host env passes through ch-run into the container.
+describeRuntimeConformance(() => import("../src/index.js"), {
+  type: "runtime/charliecloud",
+  capabilities: { runs: "exec-spec", container: "required" },
+  container: () => ({ value: image, volumes: [`${dirname(image)}:/mnt`] }),
+  invalid,
+});
+
+// --container-clearenv plus --container-env: per-task env files in SpoolDir, the stateful path.
+describeRuntimeConformance(() => import("../src/index.js"), {
+  title: "runtime conformance: charliecloud with clearenv and env files",
+  type: "runtime/charliecloud",
+  capabilities: { runs: "exec-spec", container: "required" },
+  container: () => ({ value: image, clearEnv: true, env: ["GREETING=hello world"], workdir: "/work" }),
+});
