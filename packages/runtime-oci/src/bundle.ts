@@ -1,0 +1,111 @@
+import { isAbsolute, join } from "node:path";
+import { JobrtError } from "@jobrt/core";
+
+export type OciConfig = Record<string, unknown>;
+
+export interface BundleConfig {
+  /** The parsed config.json. */
+  config: OciConfig;
+  /** Absolute rootfs: `root.path`, relative paths taken from the bundle dir. */
+  rootfs: string;
+  /** The bundle's `process.env`. */
+  env: string[];
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Parses `<bundle>/config.json` text and finds the rootfs (spec 3.2.5-6). */
+export function parseBundleConfig(text: string, file: string, bundleDir: string): BundleConfig {
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (error) {
+    throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: not valid JSON: ${(error as Error).message}`, { details: { file } });
+  }
+  if (!isObject(config)) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: the top level must be a JSON object`, { details: { file } });
+  const root = config.root;
+  const path = isObject(root) ? root.path : undefined;
+  if (typeof path !== "string" || path === "") {
+    throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: root.path is missing (an OCI bundle's config.json names its rootfs there)`, {
+      details: { file, key: "root.path" },
+    });
+  }
+  const proc = config.process;
+  if (proc !== undefined && !isObject(proc)) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: process must be an object`, { details: { file, key: "process" } });
+  const rawEnv = isObject(proc) ? proc.env : undefined;
+  if (rawEnv !== undefined && !(Array.isArray(rawEnv) && rawEnv.every((e) => typeof e === "string"))) {
+    throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: process.env must be an array of strings`, { details: { file, key: "process.env" } });
+  }
+  return {
+    config,
+    rootfs: isAbsolute(path) ? path : join(bundleDir, path),
+    env: (rawEnv as string[] | undefined) ?? [],
+  };
+}
+
+export interface Mount {
+  destination: string;
+  type: string;
+  source: string;
+  options: string[];
+}
+
+export interface RewriteOptions {
+  terminal: boolean;
+  rootfs: string;
+  /** The step spool dir bind mount (always added, spec 3.4.2c). */
+  spoolMount: { source: string; destination: string };
+  /** More bind mounts (--container-volume). */
+  extraMounts: Mount[];
+  disableHooks: readonly string[];
+  env: string[];
+  args: string[];
+  /** --container-workdir: process.cwd inside the container. */
+  cwd?: string;
+}
+
+/**
+ * The per-task config.json (spec 3.4.2): terminal, absolute root.path, mounts (spool dir last),
+ * DisableHooks removed (W10: really removed), process.env rebuilt, process.args = task argv.
+ * Returns a new object; the bundle's own config is never modified.
+ */
+export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig {
+  const config = structuredClone(original);
+  const proc = isObject(config.process) ? config.process : {};
+  config.process = proc;
+  proc.terminal = o.terminal;
+  const root = isObject(config.root) ? config.root : {};
+  config.root = root;
+  root.path = o.rootfs;
+  const mounts = Array.isArray(config.mounts) ? config.mounts : [];
+  config.mounts = mounts;
+  mounts.push(...o.extraMounts);
+  mounts.push({ destination: o.spoolMount.destination, type: "none", source: o.spoolMount.source, options: ["bind"] });
+  if (isObject(config.hooks)) {
+    const hooks = config.hooks;
+    for (const kind of o.disableHooks) delete hooks[kind];
+  }
+  proc.env = o.env;
+  proc.args = o.args;
+  if (o.cwd !== undefined) proc.cwd = o.cwd;
+  return config;
+}
+
+/** `--container-volume SRC:DST[:ro|rw]` as an OCI bind mount. */
+export function parseVolume(spec: string): Mount {
+  const parts = spec.split(":");
+  const [source, destination, flag] = parts;
+  if (parts.length < 2 || parts.length > 3 || !source || !destination || !isAbsolute(source) || !isAbsolute(destination)) {
+    throw new JobrtError("ERR_CONTAINER_REQUEST", `--container-volume ${JSON.stringify(spec)}: expected /host/path:/container/path[:ro|rw]`, {
+      details: { key: "--container-volume" },
+    });
+  }
+  if (flag !== undefined && flag !== "ro" && flag !== "rw") {
+    throw new JobrtError("ERR_CONTAINER_REQUEST", `--container-volume ${JSON.stringify(spec)}: the third field must be ro or rw`, {
+      details: { key: "--container-volume" },
+    });
+  }
+  return { destination, type: "none", source, options: flag === "ro" ? ["rbind", "ro"] : ["rbind"] };
+}

@@ -1,0 +1,106 @@
+import { type StdioOptions, spawn } from "node:child_process";
+import { JobrtError } from "@jobrt/core";
+
+export interface CommandOptions {
+  /** oci.conf key the command came from, for messages. */
+  key: string;
+  env: Record<string, string>;
+  cwd: string;
+  uid?: number;
+  gid?: number;
+  timeoutMs: number;
+  /** "capture": collect stdout/stderr; "inherit": the caller's stdio (the task's). */
+  stdio: "capture" | "inherit";
+}
+
+export interface CommandResult {
+  /** Exit code, or undefined when killed by a signal. */
+  code: number | undefined;
+  signal: NodeJS.Signals | undefined;
+  stdout: string;
+  stderr: string;
+}
+
+const LIMIT = 1 << 20;
+
+/**
+ * Runs a RunTime* command as `/bin/sh -c`. The result is taken when the shell exits, not when
+ * its pipes close, so a runtime that hands a pipe to a long-lived process cannot hang us (W2).
+ * Past `timeoutMs` the command's process group is SIGKILLed and ERR_RUNTIME_TIMEOUT names it.
+ */
+export function runCommand(command: string, o: CommandOptions): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const stdio: StdioOptions = o.stdio === "inherit" ? ["inherit", "inherit", "inherit"] : ["ignore", "pipe", "pipe"];
+    const child = spawn("/bin/sh", ["-c", command], {
+      env: o.env,
+      cwd: o.cwd,
+      stdio,
+      // Captured commands get their own process group so a time-out can kill all of it.
+      // Inherited ones stay in ours, so the host's signals to the task group reach them too.
+      detached: o.stdio === "capture",
+      ...(o.uid !== undefined ? { uid: o.uid, gid: o.gid ?? o.uid } : {}),
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      if (stdout.length < LIMIT) stdout += d;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      if (stderr.length < LIMIT) stderr += d;
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        if (child.pid !== undefined) process.kill(o.stdio === "capture" ? -child.pid : child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, o.timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(new JobrtError("ERR_RUNTIME_COMMAND", `${o.key}: cannot start /bin/sh: ${error.message}`, { cause: error, details: { key: o.key } }));
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      // Let already-written output arrive, then stop listening: a grandchild may keep the pipe.
+      setImmediate(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        if (timedOut) {
+          reject(
+            new JobrtError("ERR_RUNTIME_TIMEOUT", `${o.key} did not finish within ${o.timeoutMs / 1000} s and was killed: ${command}`, {
+              details: { key: o.key, command },
+            }),
+          );
+          return;
+        }
+        resolve({ code: code ?? undefined, signal: signal ?? undefined, stdout, stderr });
+      });
+    });
+  });
+}
+
+/** One line describing how a command ended, for messages. */
+export function describeResult(r: CommandResult): string {
+  const how = r.signal ? `was killed by ${r.signal}` : `exited with status ${r.code}`;
+  const err = r.stderr.trim().split("\n").filter(Boolean).slice(-1)[0];
+  return err ? `${how}: ${err}` : how;
+}
+
+export interface ContainerState {
+  status: string;
+  pid?: number;
+}
+
+/** Parses a RunTimeQuery result: OCI state JSON with a `status`; anything else means "no container". */
+export function parseState(r: CommandResult): ContainerState | undefined {
+  if (r.code !== 0) return undefined;
+  try {
+    const s = JSON.parse(r.stdout) as { status?: unknown; pid?: unknown };
+    if (typeof s?.status !== "string") return undefined;
+    return { status: s.status, ...(typeof s.pid === "number" && s.pid > 0 ? { pid: s.pid } : {}) };
+  } catch {
+    return undefined;
+  }
+}

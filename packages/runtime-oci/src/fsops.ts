@@ -1,0 +1,232 @@
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * File work under the step spool dir. Every operation here refuses to follow a symlink in the
+ * last path component, so a user who owns a task dir cannot point root's writes or removals at
+ * other files (W8, W14). When the host is root and the job user is not, the plugin runs these
+ * same operations in a helper process that has dropped to the job user (see runFsOps), so even a
+ * symlink swapped into a parent component only reaches what the user could touch anyway.
+ */
+
+export type FsOp =
+  | { op: "read"; path: string }
+  | { op: "mkdir"; path: string; mode: number }
+  | { op: "write"; dir: string; name: string; content: string; mode: number }
+  | { op: "remove"; path: string }
+  | { op: "rmdir"; path: string };
+
+export type FsResult = { ok: true; value?: string | string[] } | { ok: false; error: string; code?: string };
+
+function errnoOf(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException)?.code;
+}
+
+/** Creates one directory (not its parents); an existing real directory is fine. */
+export function makeDir(path: string, mode: number, owner?: Identity, acceptOwners: number[] = []): void {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+  } catch (error) {
+    if (errnoOf(error) !== "EEXIST") throw error;
+  }
+  // Open what is there now without following a symlink, check it, then fix owner and mode
+  // through the descriptor, so a swapped-in link can never redirect chown/chmod.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    const st = fstatSync(fd);
+    const me = process.getuid?.() ?? -1;
+    if (st.uid !== me && !acceptOwners.includes(st.uid)) throw new Error(`${path} exists but belongs to uid ${st.uid}`);
+    if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) fchownSync(fd, owner.uid, owner.gid);
+    fchmodSync(fd, mode);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes `dir/name` atomically: a fresh temp file (O_EXCL, so never through a symlink), fsync,
+ * then rename over the target. Leftovers from an earlier run are simply replaced (W9).
+ */
+export function writeAtomic(dir: string, name: string, content: string, mode: number, owner?: { uid: number; gid: number }): void {
+  const tmp = join(dir, `.${name}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    const buf = Buffer.from(content, "utf8");
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    if (owner) fchownSync(fd, owner.uid, owner.gid);
+    fchmodSync(fd, mode);
+    fsyncSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // the temp file is ours; nothing else to do if it is already gone
+    }
+    throw error;
+  }
+  closeSync(fd);
+  try {
+    renameSync(tmp, join(dir, name));
+  } catch (error) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // see above
+    }
+    throw error;
+  }
+}
+
+/** Reads a regular file without following a symlink in the last component. */
+export function readNoFollow(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Removes a tree without following symlinks: links are unlinked, never descended. Returns what
+ * could not be removed (path: reason); never throws.
+ */
+export function removeTree(path: string): string[] {
+  const left: string[] = [];
+  const walk = (p: string): void => {
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(p);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
+      return;
+    }
+    if (st.isDirectory()) {
+      let names: string[] = [];
+      try {
+        names = readdirSync(p);
+      } catch (error) {
+        left.push(`${p}: ${(error as Error).message}`);
+      }
+      for (const n of names) walk(join(p, n));
+      try {
+        rmdirSync(p);
+      } catch (error) {
+        if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
+      }
+      return;
+    }
+    try {
+      unlinkSync(p);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
+    }
+  };
+  walk(path);
+  return left;
+}
+
+/** rmdir that treats "already gone" as success; false when the dir is not empty. */
+export function removeEmptyDir(path: string): boolean {
+  try {
+    rmdirSync(path);
+    return true;
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === "ENOENT") return true;
+    if (code === "ENOTEMPTY" || code === "EEXIST") return false;
+    throw error;
+  }
+}
+
+export function applyFsOp(op: FsOp): FsResult {
+  try {
+    switch (op.op) {
+      case "read":
+        return { ok: true, value: readNoFollow(op.path) };
+      case "mkdir":
+        makeDir(op.path, op.mode);
+        return { ok: true };
+      case "write":
+        writeAtomic(op.dir, op.name, op.content, op.mode);
+        return { ok: true };
+      case "remove":
+        return { ok: true, value: removeTree(op.path) };
+      case "rmdir":
+        return removeEmptyDir(op.path) ? { ok: true } : { ok: false, error: `${op.path}: directory not empty`, code: "ENOTEMPTY" };
+    }
+  } catch (error) {
+    const code = errnoOf(error);
+    return { ok: false, error: (error as Error).message, ...(code ? { code } : {}) };
+  }
+}
+
+/** The helper program (dist/fsop-main.js), from either src/ (tests) or dist/. */
+export const FSOP_HELPER = fileURLToPath(new URL("../dist/fsop-main.js", import.meta.url));
+
+export interface Identity {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * Runs the operations in order, in this process or, with `as`, in a helper process running as
+ * that user. Operations are independent: each has its own result.
+ */
+export function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
+  if (!as) return Promise.resolve(ops.map(applyFsOp));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [FSOP_HELPER], {
+      uid: as.uid,
+      gid: as.gid,
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { PATH: "/usr/bin:/bin" },
+      cwd: "/",
+    });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      err += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      try {
+        if (code !== 0) throw new Error(`exit ${code ?? signal}${err ? `: ${err.trim()}` : ""}`);
+        resolve(JSON.parse(out) as FsResult[]);
+      } catch (error) {
+        reject(new Error(`file helper running as uid ${as.uid} failed: ${(error as Error).message}`));
+      }
+    });
+    child.stdin.end(JSON.stringify(ops));
+  });
+}

@@ -1,0 +1,412 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import {
+  type ContainerRequest,
+  type ExecSpec,
+  JobrtError,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type NotSupported,
+  type StepRecord,
+  type TaskRecord,
+  definePlugin,
+  messageOf,
+  packageVersion,
+} from "@jobrt/core";
+import { type BundleConfig, type Mount, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
+import { type CommandResult, runCommand } from "./command.js";
+import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
+import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
+import { type FsOp, type FsResult, type Identity, makeDir, readNoFollow, removeEmptyDir, runFsOps } from "./fsops.js";
+import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
+import { procStat } from "./proc.js";
+import { SUPERVISOR_PROGRAM, subreaperPrefix } from "./subreaper.js";
+import type { SupervisorSpec } from "./supervisor.js";
+import { teardown } from "./teardown.js";
+
+/** Time-outs of the control commands, in ms. Every runtime command is bounded. */
+export const COMMAND_TIMEOUTS = { create: 60_000, start: 30_000, query: 10_000, kill: 10_000, delete: 30_000 } as const;
+
+interface TaskState {
+  task: TaskRecord;
+  taskDir: string;
+  /** Pattern values used for this task's commands (pid filled in when known). */
+  values?: PatternValues;
+  runtimeEnv?: Record<string, string>;
+}
+
+interface StepState {
+  conf: OciConf;
+  request: ContainerRequest;
+  bundle: string;
+  rootfs: string;
+  bundleConfig?: BundleConfig;
+  mounts: Mount[];
+  stepDir: string;
+  /** Set when the host is root and the job user is not: file work and commands run as this user. */
+  identity?: Identity;
+  base: PatternValues;
+  tasks: Map<number, TaskState>;
+}
+
+// Per-step state lives here, never in module globals: one process may run many steps at once.
+const states = new WeakMap<StepRecord, StepState>();
+
+/** `%s` as Slurm prints it: the reserved step numbers for batch, interactive and extern steps. */
+export function printedStepId(step: Pick<StepRecord, "kind" | "stepId">): number {
+  switch (step.kind) {
+    case "batch":
+      return 4294967291;
+    case "interactive":
+      return 4294967290;
+    case "extern":
+      return 4294967292;
+    default:
+      return step.stepId;
+  }
+}
+
+/** The step spool dir's name (spec 3.1): oci-job<J>-{batch|interactive|extern|<S>}. */
+export function stepDirName(step: Pick<StepRecord, "kind" | "stepId" | "jobId">): string {
+  const suffix = step.kind === "normal" ? String(step.stepId) : step.kind;
+  return `oci-job${step.jobId}-${suffix}`;
+}
+
+function requestError(message: string, key?: string): JobrtError {
+  return new JobrtError("ERR_CONTAINER_REQUEST", message, { details: { runtime: "runtime/oci", ...(key ? { key } : {}) } });
+}
+
+/** Checks the job's container options against what this runtime can do. */
+export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mount[] {
+  if (c.value === undefined || c.value === "") throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory)", "--container");
+  if (c.modules.length > 0) throw requestError("--container-module is not supported by runtime oci (it is a Shifter option)", "--container-module");
+  if (c.entrypoint !== undefined) throw requestError("--container-entrypoint is not supported by runtime oci: the task's command replaces process.args", "--container-entrypoint");
+  const opts = Object.keys(c.options);
+  if (opts.length > 0) throw requestError(`--container-opt ${opts[0]}=... is not an option of runtime oci (it has none)`, "--container-opt");
+  for (const e of c.env) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
+  }
+  const needsConfig = c.volumes.length > 0 || c.workdir !== undefined || c.clearEnv;
+  if (needsConfig && conf?.ignoreFileConfigJson) {
+    throw requestError(`--container-volume, --container-workdir and --container-clearenv need config.json, but ${conf.file} sets IgnoreFileConfigJson=true`);
+  }
+  if (c.workdir !== undefined && !isAbsolute(c.workdir)) throw requestError(`--container-workdir ${JSON.stringify(c.workdir)}: must be an absolute path`, "--container-workdir");
+  return c.volumes.map(parseVolume);
+}
+
+/** oci.conf, or the embedded runc default when there is none (fails when runc is missing too). */
+export function resolveConf(node: NodeConf, step: StepRecord): OciConf {
+  const conf = loadOciConf(node.confDir);
+  if (conf) {
+    for (const w of conf.warnings) node.log("warn", w);
+    return conf;
+  }
+  const runc = findProgram("runc", step.env.PATH) ?? findProgram("runc", process.env.PATH);
+  if (!runc) {
+    throw new JobrtError(
+      "ERR_CONTAINER_NOT_CONFIGURED",
+      `--container needs a container runtime: there is no ${join(node.confDir, "oci.conf")} and runc is not on PATH; install runc (apt-get install runc) or write an oci.conf (see docs/runtime-oci.md)`,
+      { details: { runtime: "runtime/oci", file: join(node.confDir, "oci.conf") } },
+    );
+  }
+  const rootless = step.uid !== 0;
+  if (rootless && !userNamespacesAvailable()) {
+    throw new JobrtError(
+      "ERR_CONTAINER_NOT_CONFIGURED",
+      `--container as uid ${step.uid} needs rootless runc, and this machine has unprivileged user namespaces disabled; enable them (sysctl kernel.unprivileged_userns_clone=1) or write an oci.conf (see docs/runtime-oci.md)`,
+      { details: { runtime: "runtime/oci" } },
+    );
+  }
+  node.log("verbose", `runtime oci: no ${join(node.confDir, "oci.conf")}, using the embedded ${rootless ? "rootless " : ""}runc configuration (${runc})`);
+  return embeddedDefaultConf(runc, rootless);
+}
+
+function identityFor(step: StepRecord): Identity | undefined {
+  const root = (process.getuid?.() ?? -1) === 0;
+  return root && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : undefined;
+}
+
+async function fsOne(op: FsOp, as: Identity | undefined): Promise<FsResult> {
+  const [r] = await runFsOps([op], as);
+  return r as FsResult;
+}
+
+function expandCommand(st: StepState, key: keyof OciConf["commands"], values: PatternValues): string {
+  const pattern = st.conf.commands[key] as string;
+  try {
+    return expandPattern(pattern, values, { shell: true });
+  } catch (error) {
+    if (error instanceof PatternValueError) {
+      throw new JobrtError("ERR_CONF", `${st.conf.file}: ${key}: ${error.message}, so the command is not run`, { details: { file: st.conf.file, key } });
+    }
+    throw error;
+  }
+}
+
+async function setup(node: NodeConf, step: StepRecord): Promise<void> {
+  const c = step.container;
+  if (!c) return;
+  checkRequest(c, undefined);
+  const conf = resolveConf(node, step);
+  const mounts = checkRequest(c, conf);
+  const identity = identityFor(step);
+  const bundle = resolve(step.cwd, c.value as string);
+  const base: PatternValues = {
+    jobId: step.jobId,
+    stepId: printedStepId(step),
+    nodeName: node.nodeName,
+    user: step.user,
+    uid: step.uid,
+    cwd: step.cwd,
+    bundle,
+  };
+  let parent = node.spoolDir;
+  if (conf.containerPath !== undefined) {
+    parent = expandPattern(conf.containerPath, base, { shell: false });
+    if (!isAbsolute(parent)) throw new JobrtError("ERR_CONF", `${conf.file}: ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`, { details: { file: conf.file, key: "ContainerPath" } });
+  }
+  let bundleConfig: BundleConfig | undefined;
+  let rootfs = bundle;
+  if (!conf.ignoreFileConfigJson) {
+    const file = join(bundle, "config.json");
+    // Read as the job user: a root host must not copy files the user cannot read (W8).
+    const r = await fsOne({ op: "read", path: file }, identity);
+    if (!r.ok) {
+      const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
+      throw new JobrtError("ERR_CONTAINER_REQUEST", `cannot read ${file}: ${why}`, { details: { runtime: "runtime/oci", file } });
+    }
+    bundleConfig = parseBundleConfig(r.value as string, file, bundle);
+    rootfs = bundleConfig.rootfs;
+  }
+  const stepDir = join(parent, stepDirName(step));
+  try {
+    mkdirSync(parent, { recursive: true, mode: 0o755 });
+    // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
+    makeDir(stepDir, 0o770, identity, [step.uid]);
+  } catch (error) {
+    throw new JobrtError("ERR_LAUNCH", `cannot create the step spool dir ${stepDir}: ${messageOf(error)}`, { details: { runtime: "runtime/oci", path: stepDir } });
+  }
+  base.stepDir = stepDir;
+  base.rootfs = rootfs;
+  states.set(step, {
+    conf,
+    request: c,
+    bundle,
+    rootfs,
+    ...(bundleConfig ? { bundleConfig } : {}),
+    mounts,
+    stepDir,
+    ...(identity ? { identity } : {}),
+    base,
+    tasks: new Map(),
+  });
+}
+
+async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Promise<void> {
+  const st = states.get(step);
+  if (!st) return;
+  const taskDir = join(st.stepDir, `task-${task.localId}`);
+  const r = await fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
+  if (!r.ok) throw new JobrtError("ERR_LAUNCH", `cannot create the task spool dir ${taskDir}: ${r.error}`, { details: { runtime: "runtime/oci", path: taskDir } });
+  st.tasks.set(task.localId, { task, taskDir });
+}
+
+async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ExecSpec | NotSupported> {
+  const st = states.get(step);
+  if (!st) return NOT_SUPPORTED;
+  if (!st.tasks.has(task.localId)) await taskInit(node, step, task);
+  const ts = st.tasks.get(task.localId) as TaskState;
+  ts.task = task;
+  const { conf, request } = st;
+
+  // The job env as the container sees it: task env (or nothing with --container-clearenv), the
+  // bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
+  let env = request.clearEnv ? [] : envStrings(task.env);
+  if (st.bundleConfig) env = mergeBundleEnv(env, st.bundleConfig.env);
+  if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
+  env = filterEnvStrings(env, conf.envExclude);
+
+  const values: PatternValues = { ...st.base, taskId: task.localId, envFile: join(ts.taskDir, "environment") };
+  const ops: FsOp[] = [];
+  if (st.bundleConfig) {
+    const destination = conf.mountSpoolDir !== undefined ? expandPattern(conf.mountSpoolDir, values, { shell: false }) : st.stepDir;
+    const config = rewriteConfig(st.bundleConfig.config, {
+      terminal: step.pty,
+      rootfs: st.rootfs,
+      spoolMount: { source: st.stepDir, destination },
+      extraMounts: st.mounts,
+      disableHooks: conf.disableHooks,
+      env,
+      args: task.argv,
+      ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
+    });
+    ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
+    values.bundle = ts.taskDir;
+    values.argv = [];
+  } else {
+    values.bundle = st.bundle;
+    values.argv = task.argv;
+  }
+  if (conf.createEnvFile !== "disabled") {
+    const file = formatEnvFile(env, conf.createEnvFile);
+    if (file.dropped.length > 0) node.log("warn", `runtime oci: CreateEnvFile=newline cannot hold values with a line feed; left out: ${file.dropped.join(", ")}`);
+    ops.push({ op: "write", dir: ts.taskDir, name: "environment", content: file.content, mode: 0o600 });
+  }
+  const results = await runFsOps(ops, st.identity);
+  results.forEach((r, i) => {
+    if (!r.ok) {
+      const op = ops[i] as Extract<FsOp, { op: "write" }>;
+      throw new JobrtError("ERR_LAUNCH", `cannot write ${join(op.dir, op.name)}: ${r.error}`, { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } });
+    }
+  });
+
+  const runtimeEnv = filterEnvRecord(task.env, conf.runTimeEnvExclude);
+  ts.values = values;
+  ts.runtimeEnv = runtimeEnv;
+
+  if (conf.mode === "run") {
+    const command = expandCommand(st, "RunTimeRun", values);
+    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
+    return { argv: ["/bin/sh", "-c", command], env: runtimeEnv, cwd: step.cwd, shell: true };
+  }
+  if (step.pty) {
+    throw requestError(`--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`, "--pty");
+  }
+  // Check now that every command expands, so a bad pattern fails before anything starts.
+  for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, values);
+  const graceMs = Math.min(Math.max(node.killWait * 500, 500), 10_000);
+  const spec: SupervisorSpec = {
+    commands: {
+      RunTimeCreate: conf.commands.RunTimeCreate as string,
+      RunTimeStart: conf.commands.RunTimeStart as string,
+      RunTimeQuery: conf.commands.RunTimeQuery as string,
+      RunTimeKill: conf.commands.RunTimeKill as string,
+      RunTimeDelete: conf.commands.RunTimeDelete as string,
+    },
+    values,
+    timeouts: { ...COMMAND_TIMEOUTS },
+    graceMs,
+    taskDir: ts.taskDir,
+    verbose: false,
+  };
+  const prefix = subreaperPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined));
+  if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
+  return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env: runtimeEnv, cwd: step.cwd };
+}
+
+/** Is `pid` still the host's own, running child (so it cannot be a recycled pid)? */
+function ownChildRunning(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  const s = procStat(pid);
+  return s !== undefined && s.state !== "Z" && s.state !== "X" && s.ppid === process.pid;
+}
+
+async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState): Promise<void> {
+  const values = ts.values;
+  const env = ts.runtimeEnv;
+  if (!values || !env) return; // run never got as far as a command
+  const cwd = existsSync(step.cwd) ? step.cwd : "/";
+  const pidNow = (): number | undefined => {
+    if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
+    try {
+      const pid = Number(readNoFollow(join(ts.taskDir, "container.pid")).trim());
+      const s = Number.isInteger(pid) && pid > 0 ? procStat(pid) : undefined;
+      return s && s.state !== "Z" ? pid : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const log = (level: "verbose" | "debug" | "warn", m: string) => node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
+  const result = await teardown({
+    hasQuery: st.conf.commands.RunTimeQuery !== undefined,
+    graceMs: Math.min(Math.max(node.killWait * 1000, 500), 10_000),
+    alive: () => pidNow() !== undefined,
+    ...(pidNow() !== undefined ? { pid: pidNow() as number } : {}),
+    run: async (key): Promise<CommandResult | undefined> => {
+      const pattern = st.conf.commands[key];
+      if (pattern === undefined) return undefined;
+      const pid = pidNow();
+      let command: string;
+      try {
+        command = expandPattern(pattern, { ...values, ...(pid !== undefined ? { pid } : {}) }, { shell: true });
+      } catch (error) {
+        if (error instanceof PatternValueError) {
+          log("debug", `${key} not run: ${error.message}`);
+          return undefined;
+        }
+        throw error;
+      }
+      log("debug", `${key}: ${command}`);
+      const timeoutMs = key === "RunTimeDelete" ? COMMAND_TIMEOUTS.delete : key === "RunTimeKill" ? COMMAND_TIMEOUTS.kill : COMMAND_TIMEOUTS.query;
+      const r = await runCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
+      if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
+      return r;
+    },
+    forceKill: async (pid) => {
+      if (st.identity) {
+        await runCommand(`kill -s KILL ${pid}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
+        return;
+      }
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    },
+    log,
+  });
+  log("debug", `teardown: ${result}`);
+}
+
+async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
+  const st = states.get(step);
+  if (!st) return;
+  try {
+    const tasks = [...st.tasks.values()];
+    await Promise.all(
+      tasks.map((ts) =>
+        teardownTask(node, step, st, ts).catch((error) => node.log("warn", `runtime oci: task ${ts.task.localId}: teardown failed: ${messageOf(error)}`)),
+      ),
+    );
+    if (st.conf.disableCleanup) return;
+    const ops: FsOp[] = tasks.map((ts) => ({ op: "remove", path: ts.taskDir }));
+    if (st.conf.embedded) ops.push({ op: "rmdir", path: join(st.stepDir, "runc") });
+    const results = await runFsOps(ops, st.identity).catch((error: unknown) => {
+      node.log("warn", `runtime oci: cannot remove task files: ${messageOf(error)}`);
+      return [] as FsResult[];
+    });
+    for (const r of results) {
+      if (r.ok && Array.isArray(r.value) && r.value.length > 0) node.log("warn", `runtime oci: left behind: ${r.value.join("; ")}`);
+      else if (!r.ok && r.code !== "ENOTEMPTY") node.log("warn", `runtime oci: ${r.error}`);
+    }
+    try {
+      // Other tasks of this step (separate hosts under srun) may still use it: only when empty.
+      if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is not empty; left for the step's other tasks`);
+    } catch (error) {
+      node.log("warn", `runtime oci: cannot remove ${st.stepDir}: ${messageOf(error)}`);
+    }
+  } catch (error) {
+    node.log("warn", `runtime oci: cleanup: ${messageOf(error)}`);
+  } finally {
+    states.delete(step);
+  }
+}
+
+async function validate(node: NodeConf, step: StepRecord): Promise<void> {
+  const c = step.container;
+  if (!c) return;
+  checkRequest(c, undefined);
+  checkRequest(c, resolveConf(node, step));
+}
+
+/** The OCI runtime plugin (Slurm's runtime/oci, oci.conf-compatible). */
+export const ociPlugin = definePlugin(
+  { name: "oci", type: "runtime/oci", version: packageVersion(import.meta.url), capabilities: ["container", "oci.conf", "run", "create-start"] },
+  {
+    setup,
+    taskInit,
+    run,
+    cleanup,
+    validate,
+  },
+);

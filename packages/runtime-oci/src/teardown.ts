@@ -1,0 +1,82 @@
+import { type CommandResult, type ContainerState, parseState } from "./command.js";
+
+/**
+ * The kill/delete sequence (spec 3.4 `_kill_container`), fixed: with a query command, kill
+ * escalates (RunTimeKill, then SIGKILL to the container's pid) and delete runs whenever the
+ * runtime still knows the container; without one (IgnoreFileConfigJson), Kill runs while the
+ * task is alive and Delete always runs (W7). Never throws.
+ */
+export interface TeardownOptions {
+  /** Runs a command key if its pattern can be expanded now; undefined when it was not run. */
+  run(key: "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete"): Promise<CommandResult | undefined>;
+  hasQuery: boolean;
+  /** Query-less mode: is the task's runtime process still running? */
+  alive?: () => boolean;
+  /** Sends SIGKILL to a pid with the job user's rights. */
+  forceKill(pid: number): Promise<void>;
+  /** The pid query-less mode kills. */
+  pid?: number;
+  graceMs: number;
+  log(level: "verbose" | "debug" | "warn", message: string): void;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const ACTIVE = new Set(["creating", "created", "running", "paused"]);
+
+const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function teardown(o: TeardownOptions): Promise<"gone" | "deleted" | "left"> {
+  const sleep = o.sleep ?? defaultSleep;
+  const safe = async (key: "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete"): Promise<CommandResult | undefined> => {
+    try {
+      return await o.run(key);
+    } catch (error) {
+      o.log("warn", `${key}: ${(error as Error).message}`);
+      return undefined;
+    }
+  };
+  if (o.hasQuery) {
+    const query = async (): Promise<ContainerState | undefined> => {
+      const r = await safe("RunTimeQuery");
+      return r ? parseState(r) : undefined;
+    };
+    let st = await query();
+    if (!st) return "gone";
+    if (ACTIVE.has(st.status) && st.status !== "created") {
+      await safe("RunTimeKill");
+      const deadline = Date.now() + o.graceMs;
+      let delay = 2;
+      for (;;) {
+        st = await query();
+        if (!st || !ACTIVE.has(st.status)) break;
+        if (Date.now() >= deadline) {
+          if (st.pid !== undefined) {
+            o.log("verbose", `container still ${st.status} after ${o.graceMs} ms: SIGKILL to pid ${st.pid}`);
+            await o.forceKill(st.pid);
+          }
+          await sleep(50);
+          st = await query();
+          break;
+        }
+        await sleep(delay);
+        delay = Math.min(delay * 2, 100);
+      }
+      if (!st) return "gone";
+    }
+    const del = await safe("RunTimeDelete");
+    if (del && del.code !== 0) o.log("warn", `RunTimeDelete exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}`);
+    return del?.code === 0 ? "deleted" : "left";
+  }
+  if (o.alive?.()) {
+    await safe("RunTimeKill");
+    const deadline = Date.now() + o.graceMs;
+    let delay = 2;
+    while (o.alive() && Date.now() < deadline) {
+      await sleep(delay);
+      delay = Math.min(delay * 2, 100);
+    }
+    if (o.alive() && o.pid !== undefined) await o.forceKill(o.pid);
+  }
+  const del = await safe("RunTimeDelete");
+  return del?.code === 0 ? "deleted" : del ? "left" : "gone";
+}

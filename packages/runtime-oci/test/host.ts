@@ -1,0 +1,172 @@
+/**
+ * A minimal host for tests: drives the plugin's hooks the way the launcher does (setup once,
+ * taskInit + run per task concurrently, spawn the ExecSpec in its own process group, cleanup
+ * always) with real processes. Used until/besides the CLI end-to-end tests.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
+
+export interface HostOptions {
+  confDir: string;
+  spoolDir: string;
+  jobId?: number;
+  stepId?: number;
+  ntasks?: number;
+  argv: string[];
+  container?: Partial<ContainerRequest>;
+  uid?: number;
+  gid?: number;
+  user?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  killWait?: number;
+  /** Send this signal to every task's process group after `signalAfterMs`. */
+  signal?: NodeJS.Signals;
+  signalAfterMs?: number;
+  pty?: boolean;
+  logs?: string[];
+}
+
+export interface TaskOutcome {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  spec: ExecSpec | typeof NOT_SUPPORTED;
+}
+
+export interface HostResult {
+  tasks: TaskOutcome[];
+  step: StepRecord;
+  setupError?: unknown;
+  cleanupError?: unknown;
+}
+
+let counter = 0;
+export function uniqueJobId(): number {
+  return 700000 + ((process.pid * 100 + counter++) % 200000);
+}
+
+export function tempDir(prefix = "oci-test-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export function makeNode(o: Pick<HostOptions, "confDir" | "spoolDir" | "killWait" | "logs">): NodeConf {
+  return {
+    nodeName: "testnode",
+    confDir: o.confDir,
+    spoolDir: o.spoolDir,
+    killWait: o.killWait ?? 2,
+    hostUid: process.getuid?.() ?? 0,
+    log: (level, msg) => o.logs?.push(`${level}: ${msg}`),
+  };
+}
+
+export function makeStep(o: HostOptions): StepRecord {
+  const n = o.ntasks ?? 1;
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(o.env ?? {}) };
+  const jobId = o.jobId ?? uniqueJobId();
+  const tasks: TaskRecord[] = Array.from({ length: n }, (_, i) => ({
+    localId: i,
+    globalId: i,
+    argv: [...o.argv],
+    env: { ...env, SLURM_JOB_ID: String(jobId), SLURM_PROCID: String(i), SLURM_LOCALID: String(i) },
+  }));
+  return {
+    jobId,
+    stepId: o.stepId ?? 0,
+    kind: "normal",
+    runtime: "oci",
+    uid: o.uid ?? process.getuid?.() ?? 0,
+    gid: o.gid ?? process.getgid?.() ?? 0,
+    user: o.user ?? "root",
+    home: "/root",
+    cwd: o.cwd ?? "/",
+    argv: [...o.argv],
+    env,
+    tasks,
+    totalTasks: n,
+    nodeId: 0,
+    nnodes: 1,
+    pty: o.pty ?? false,
+    ...(o.container
+      ? { container: { volumes: [], modules: [], env: [], clearEnv: false, options: {}, ...o.container } }
+      : {}),
+  };
+}
+
+function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions): Promise<TaskOutcome> {
+  const argv = spec === NOT_SUPPORTED ? task.argv : spec.argv;
+  const env = spec === NOT_SUPPORTED ? task.env : spec.env;
+  const cwd = spec === NOT_SUPPORTED ? step.cwd : spec.cwd;
+  const root = process.getuid?.() === 0;
+  const asUser = root && (step.uid !== 0 || step.gid !== 0);
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      env,
+      cwd,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(asUser ? { uid: step.uid, gid: step.gid } : {}),
+    });
+    task.pid = child.pid;
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    let killTimer: NodeJS.Timeout | undefined;
+    let sigTimer: NodeJS.Timeout | undefined;
+    if (o.signal) {
+      sigTimer = setTimeout(() => {
+        try {
+          process.kill(-(child.pid as number), o.signal as NodeJS.Signals);
+        } catch {}
+        killTimer = setTimeout(() => {
+          try {
+            process.kill(-(child.pid as number), "SIGKILL");
+          } catch {}
+        }, (o.killWait ?? 2) * 1000);
+      }, o.signalAfterMs ?? 1000);
+    }
+    child.on("error", reject);
+    child.on("exit", (code, signal) => {
+      clearTimeout(sigTimer);
+      clearTimeout(killTimer);
+      // Output written by processes that outlive the task (they should not) is not awaited.
+      setTimeout(() => resolve({ code, signal, stdout, stderr, spec }), 20);
+    });
+  });
+}
+
+/** Runs one step through the plugin with real processes and returns each task's outcome. */
+export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<HostResult> {
+  const node = makeNode(o);
+  const step = makeStep(o);
+  const result: HostResult = { tasks: [], step };
+  try {
+    await plugin.setup(node, step);
+    result.tasks = await Promise.all(
+      step.tasks.map(async (task) => {
+        await plugin.taskInit(node, step, task);
+        const spec = await plugin.run(node, step, task);
+        return spawnTask(step, task, spec, o);
+      }),
+    );
+  } catch (error) {
+    result.setupError = error;
+  } finally {
+    try {
+      await plugin.cleanup(node, step);
+    } catch (error) {
+      result.cleanupError = error;
+    }
+  }
+  return result;
+}
