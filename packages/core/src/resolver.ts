@@ -1,6 +1,6 @@
-import { readFileSync, realpathSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import { JobrtError, messageOf } from "./errors.js";
 import { type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
@@ -34,32 +34,28 @@ export interface LocatedPackage {
  */
 export function locateRuntimePackage(name: RuntimeName, baseDir: string): LocatedPackage {
   // createRequire wants a file inside the base directory; it need not exist.
-  const req = createRequire(join(baseDir, "noop.js"));
+  const lookup = createRequire(join(baseDir, "noop.js")).resolve.paths("x") ?? [];
   const found: LocatedPackage[] = [];
   const candidates = packageCandidates(name);
   for (const pkg of candidates) {
-    let manifestPath: string;
-    try {
-      manifestPath = req.resolve(`${pkg}/package.json`);
-    } catch {
-      continue;
-    }
+    // The first node_modules dir on the lookup path that has the package wins, as in Node.
+    const manifestPath = lookup.map((dir) => join(dir, pkg, "package.json")).find((p) => existsSync(p));
+    if (!manifestPath) continue;
     const dir = realpathSync(dirname(manifestPath));
-    let version = "unknown";
+    let manifest: PackageManifest;
     try {
-      version = String((JSON.parse(readFileSync(manifestPath, "utf8")) as { version?: unknown }).version ?? "unknown");
+      manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as PackageManifest;
     } catch (error) {
       throw new JobrtError("ERR_RUNTIME_INVALID", `runtime ${name.type}: cannot read ${manifestPath}: ${messageOf(error)}`, {
         details: { runtime: name.type, package: pkg, path: dir },
       });
     }
-    let entry: string;
-    try {
-      entry = realpathSync(req.resolve(pkg));
-    } catch (error) {
+    const version = typeof manifest.version === "string" ? manifest.version : "unknown";
+    const entry = entryFile(manifest, dir);
+    if (!entry) {
       throw new JobrtError(
         "ERR_RUNTIME_INVALID",
-        `runtime ${name.type}: package ${pkg}@${version} (${dir}) has no importable entry point: ${messageOf(error)}`,
+        `runtime ${name.type}: package ${pkg}@${version} (${dir}) has no importable entry point (its "exports" or "main" names no file inside the package)`,
         { details: { runtime: name.type, package: pkg, path: dir, version } },
       );
     }
@@ -80,6 +76,51 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
     );
   }
   return found[0] as LocatedPackage;
+}
+
+interface PackageManifest {
+  version?: unknown;
+  main?: unknown;
+  exports?: unknown;
+}
+
+const CONDITIONS = ["import", "node", "default"];
+
+/** The "." target of an exports field for an ESM import on Node. */
+function exportTarget(exports: unknown): string | undefined {
+  if (typeof exports === "string") return exports;
+  if (Array.isArray(exports)) {
+    for (const item of exports) {
+      const t = exportTarget(item);
+      if (t) return t;
+    }
+    return undefined;
+  }
+  if (typeof exports !== "object" || exports === null) return undefined;
+  const map = exports as Record<string, unknown>;
+  if (Object.keys(map).some((k) => k.startsWith("."))) return exportTarget(map["."]);
+  for (const [condition, target] of Object.entries(map)) {
+    if (CONDITIONS.includes(condition)) {
+      const t = exportTarget(target);
+      if (t) return t;
+    }
+  }
+  return undefined;
+}
+
+/** The package's main module as Node would import it, if it is a file inside the package. */
+function entryFile(manifest: PackageManifest, dir: string): string | undefined {
+  const target = manifest.exports !== undefined ? exportTarget(manifest.exports) : typeof manifest.main === "string" ? manifest.main : "index.js";
+  if (!target) return undefined;
+  const candidates = manifest.exports !== undefined ? [target] : [target, `${target}.js`, join(target, "index.js")];
+  for (const c of candidates) {
+    const path = resolve(dir, c);
+    if (!existsSync(path) || !statSync(path).isFile()) continue;
+    const real = realpathSync(path);
+    if (real === dir || !real.startsWith(`${dir}${sep}`)) return undefined;
+    return real;
+  }
+  return undefined;
 }
 
 /** True when `name` (normalised) is in the allowlist (whose entries may be spelled `runtime/x`). */

@@ -7,12 +7,12 @@ import { RuntimeRegistry, createPackageResolver } from "../src/index.js";
 const coreEntry = new URL("../dist/index.js", import.meta.url).href;
 
 /** Writes a real package into `root/node_modules/<name>` whose default export is a plugin. */
-function writePlugin(root: string, pkg: string, opts: { type: string; version?: string; apiVersion?: number; body?: string }) {
+function writePlugin(root: string, pkg: string, opts: { type: string; version?: string; apiVersion?: number; body?: string; exports?: unknown }) {
   const dir = join(root, "node_modules", pkg);
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, "package.json"),
-    JSON.stringify({ name: pkg, version: opts.version ?? "2.0.0", type: "module", exports: { ".": "./index.js", "./package.json": "./package.json" } }),
+    JSON.stringify({ name: pkg, version: opts.version ?? "2.0.0", type: "module", exports: opts.exports ?? { ".": "./index.js", "./package.json": "./package.json" } }),
   );
   const body =
     opts.body ??
@@ -83,6 +83,25 @@ describe("createPackageResolver", () => {
     const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["empty", "broken"] }) });
     await expect(registry.load("empty")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("default export is undefined") });
     await expect(registry.load("broken")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("top-level boom") });
+  });
+
+  it.each([
+    ["a string exports (no ./package.json export)", "./index.js"],
+    ["an import-only condition", { ".": { import: "./index.js" } }],
+    ["bare conditions", { node: "./index.js" }],
+  ])("finds packages whose exports use %s", async (_, exports) => {
+    const root = site();
+    writePlugin(root, "jobrt-runtime-shape", { type: "runtime/shape", exports });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["shape"] }) });
+    expect(registry.info(await registry.load("shape")).package).toBe("jobrt-runtime-shape");
+  });
+
+  it("refuses an entry point outside the package", async () => {
+    const root = site();
+    writePlugin(root, "jobrt-runtime-escape", { type: "runtime/escape", exports: "../jobrt-runtime-other/index.js" });
+    writePlugin(root, "jobrt-runtime-other", { type: "runtime/escape" });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["escape"] }) });
+    await expect(registry.load("escape")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("no importable entry point") });
   });
 
   it("resolves from the base directory, never from the process cwd", async () => {

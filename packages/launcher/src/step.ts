@@ -186,6 +186,8 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   const sharedFiles = new Map<string, WriteStream>();
   let firstError: JobrtError | undefined;
   let launchFailed = false;
+  /** Set when jobrt itself stops the step because a task could not be launched. */
+  let aborting = false;
   const fail = (error: unknown, what: string) => {
     const e = isJobrtError(error) ? error : new JobrtError("ERR_LAUNCH", `${what}: ${messageOf(error)}`, { cause: error });
     firstError ??= e;
@@ -271,6 +273,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
         return 1;
       }
       if (cancel.requested) return 128 + (SIGNALS[cancel.signal ?? "SIGTERM"] ?? 15);
+      if (aborting) return 1;
       if (!isDirectory(spec.cwd)) {
         fail(new JobrtError("ERR_LAUNCH", `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory`), "");
         cancelOthers();
@@ -284,7 +287,11 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   }
 
   function cancelOthers(): void {
-    if (!cancel.requested) cancel.request("SIGTERM", "a task failed to launch");
+    if (aborting || cancel.requested) return;
+    aborting = true;
+    signalTasks("SIGTERM");
+    killTimer = setTimeout(() => signalTasks("SIGKILL"), node.killWait * 1000);
+    killTimer.unref();
   }
 
   function spawnTask(componentIndex: number, c: PlannedComponent, task: TaskRecord, spec: ExecSpec, entry: RunningTask): Promise<number> {
@@ -379,7 +386,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       });
       if (child.pid === undefined) return;
       task.pid = child.pid;
-      if (cancel.requested) killGroup(child.pid, cancel.signal ?? "SIGTERM");
+      if (cancel.requested || aborting) killGroup(child.pid, cancel.signal ?? "SIGTERM");
       emit({
         event: "task-start",
         task: task.globalId,

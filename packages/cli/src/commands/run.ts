@@ -34,6 +34,18 @@ function checkPattern(pattern: string, option: string): void {
 
 /** Turns parsed components into launcher specs, checking every value first. */
 export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
+  // As with srun, output, input, environment and directory options carry over to later
+  // components unless a component sets its own; -l labels the whole step.
+  const inherited = ["output", "error", "input", "export", "chdir"];
+  parsed.components.forEach((c, index) => {
+    const previous = parsed.components[index - 1];
+    if (!previous) return;
+    for (const name of inherited) {
+      const v = previous.options.get(name);
+      if (v && !c.options.has(name)) c.options.set(name, v);
+    }
+  });
+  const labelAll = parsed.components.some((c) => flag(c.options, "label"));
   const specs = parsed.components.map((c, index): ComponentSpec => {
     const where = parsed.components.length > 1 ? `component ${index}: ` : "";
     const o = c.options;
@@ -56,7 +68,7 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
       cwd,
       env: exportEnvironment(one(o, "export") ?? "ALL", process.env),
       io: {
-        label: flag(o, "label"),
+        label: labelAll,
         ...(one(o, "output") !== undefined ? { output: one(o, "output") as string } : {}),
         ...(one(o, "error") !== undefined ? { error: one(o, "error") as string } : {}),
         ...(input !== undefined ? { input } : {}),
