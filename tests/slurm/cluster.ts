@@ -114,10 +114,26 @@ export function listTree(dir: string): string[] {
   return out.sort();
 }
 
-/** Ids of the containers runc knows (its default state dir, shared by both nodes here). */
-export function runcContainers(): string[] {
-  const text = execFileSync("runc", ["list", "-q"], { encoding: "utf8" });
-  return text.split("\n").filter((l) => l.trim() !== "");
+/**
+ * Ids of the containers in runc's default state dir (shared by both test nodes) whose bundle lies
+ * under one of `roots`: other test files may run runc containers of their own at the same time.
+ */
+export function runcContainers(roots: string[]): string[] {
+  const text = execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8" }).trim();
+  const list = (text === "" || text === "null" ? [] : JSON.parse(text)) as { id: string; bundle: string }[];
+  return list.filter((c) => roots.some((r) => c.bundle === r || c.bundle.startsWith(`${r}/`))).map((c) => `${c.id} (${c.bundle})`);
+}
+
+/** Removes (kills and deletes) the containers runcContainers(roots) lists: a failed test's leftovers. */
+export function removeRuncContainers(roots: string[]): void {
+  for (const entry of runcContainers(roots)) {
+    const id = entry.slice(0, entry.indexOf(" ("));
+    try {
+      execFileSync("runc", ["delete", "--force", id], { stdio: "ignore" });
+    } catch {
+      // Already gone between list and delete.
+    }
+  }
 }
 
 /** Polls `check` until it returns true or `limitMs` passes; returns the last result. */

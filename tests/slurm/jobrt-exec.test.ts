@@ -9,6 +9,7 @@ import {
   clusterLogs,
   jobrtSite,
   listTree,
+  removeRuncContainers,
   runcContainers,
   slurm,
   slurmEnv,
@@ -23,13 +24,11 @@ import {
 describe("jobrt exec as the task of a Slurm step", () => {
   let site: JobrtSite;
   let bundle: string;
-  let containersBefore: Set<string>;
   let failed = false;
 
   beforeAll(async () => {
     site = jobrtSite();
     bundle = busyboxBundle(join(tempDir("jobrt-slurm-bundle-"), "bundle"));
-    containersBefore = new Set(runcContainers());
     await startCluster(2);
   });
   afterEach((ctx) => {
@@ -37,13 +36,19 @@ describe("jobrt exec as the task of a Slurm step", () => {
   });
   afterAll(async () => {
     if (failed) console.error(clusterLogs());
-    await stopCluster();
+    try {
+      await stopCluster();
+    } finally {
+      // A runtime that failed its cleanup may leave containers no Slurm process tracks any more.
+      if (site && bundle) removeRuncContainers([bundle, site.spoolRoot]);
+    }
   });
 
   const srun = (args: string[], env: Record<string, string> = {}, timeoutMs = 90_000) =>
     slurm(["srun", ...args], { env: { ...site.env, ...env }, timeoutMs });
 
-  const newContainers = () => runcContainers().filter((c) => !containersBefore.has(c));
+  // Containers of this file's jobs: their bundle is the test bundle or a task dir in a SpoolDir.
+  const newContainers = () => runcContainers([bundle, site.spoolRoot]);
 
   /** SpoolDir entries named after the job (oci's step dir is oci-job<J>-<S>). */
   const jobSpool = (jobId: string) => {
@@ -148,7 +153,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
         "#SBATCH -N 2 -n 2",
         `srun -n 2 jobrt exec --runtime none -- sh -c 'echo "none $SLURM_STEP_ID $SLURMD_NODENAME"'`,
         `srun -n 2 jobrt exec --runtime oci --container '${bundle}' -- sh -c 'echo "oci $SLURM_STEP_ID $SLURMD_NODENAME $(cat /etc/jobrt-image)"'`,
-        `srun -n 1 jobrt exec --runtime oci --container '${bundle}' -- sh -c 'exit 5'`,
+        `srun -N 1 -n 1 jobrt exec --runtime oci --container '${bundle}' -- sh -c 'exit 5'`,
         "exit $?",
         "",
       ].join("\n"),
