@@ -55,8 +55,8 @@ export interface Mount {
 export interface RewriteOptions {
   terminal: boolean;
   rootfs: string;
-  /** The step spool dir bind mount (always added, spec 3.4.2c). */
-  spoolMount: { source: string; destination: string };
+  /** The step spool dir bind mount (spec 3.4.2c), appended after every other mount. */
+  spoolMount?: { source: string; destination: string };
   /** More bind mounts (--container-volume). */
   extraMounts: Mount[];
   disableHooks: readonly string[];
@@ -82,7 +82,7 @@ export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig
   const mounts = Array.isArray(config.mounts) ? config.mounts : [];
   config.mounts = mounts;
   mounts.push(...o.extraMounts);
-  mounts.push({ destination: o.spoolMount.destination, type: "none", source: o.spoolMount.source, options: ["bind"] });
+  if (o.spoolMount) mounts.push({ destination: o.spoolMount.destination, type: "none", source: o.spoolMount.source, options: ["bind"] });
   if (isObject(config.hooks)) {
     const hooks = config.hooks;
     for (const kind of o.disableHooks) delete hooks[kind];

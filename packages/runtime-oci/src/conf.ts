@@ -26,6 +26,11 @@ export interface OciConf {
   envExclude?: RegExp;
   ignoreFileConfigJson: boolean;
   mountSpoolDir?: string;
+  /**
+   * Bind the step spool dir into the container (Slurm always does in config.json mode). The
+   * embedded default does not: runc would create the mount point inside the user's rootfs.
+   */
+  mountSpool: boolean;
   runTimeEnvExclude?: RegExp;
   commands: Partial<Record<RuntimeCommandKey, string>>;
   /** Where each key was set (for messages). */
@@ -179,6 +184,7 @@ export function parseOciConf(text: string, file: string): OciConf {
     disableCleanup: v.DisableCleanup === true,
     disableHooks: (v.DisableHooks as string[] | undefined) ?? [],
     ignoreFileConfigJson: ignore,
+    mountSpool: true,
     commands,
     where,
     warnings: parsed.warnings,
@@ -253,6 +259,7 @@ export function embeddedDefaultConf(runc: string, rootless: boolean): OciConf {
     disableCleanup: false,
     disableHooks: [],
     ignoreFileConfigJson: false,
+    mountSpool: false,
     commands: {
       RunTimeQuery: `${global} state ${id}`,
       RunTimeRun: `${global} run ${id} -b %b`,

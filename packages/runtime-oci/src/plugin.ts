@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import {
+  type ClientInfo,
   type ContainerRequest,
   type ExecSpec,
   JobrtError,
@@ -47,6 +48,8 @@ interface StepState {
   identity?: Identity;
   base: PatternValues;
   tasks: Map<number, TaskState>;
+  /** The client asked for -vv or more: the supervisor narrates its commands. */
+  verbose: boolean;
 }
 
 // Per-step state lives here, never in module globals: one process may run many steps at once.
@@ -143,7 +146,7 @@ function expandCommand(st: StepState, key: keyof OciConf["commands"], values: Pa
   }
 }
 
-async function setup(node: NodeConf, step: StepRecord): Promise<void> {
+async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Promise<void> {
   const c = step.container;
   if (!c) return;
   checkRequest(c, undefined);
@@ -199,6 +202,7 @@ async function setup(node: NodeConf, step: StepRecord): Promise<void> {
     ...(identity ? { identity } : {}),
     base,
     tasks: new Map(),
+    verbose: (client?.verbose ?? 0) >= 2,
   });
 }
 
@@ -233,7 +237,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,
-      spoolMount: { source: st.stepDir, destination },
+      ...(conf.mountSpool ? { spoolMount: { source: st.stepDir, destination } } : {}),
       extraMounts: st.mounts,
       disableHooks: conf.disableHooks,
       env,
@@ -287,7 +291,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
     timeouts: { ...COMMAND_TIMEOUTS },
     graceMs,
     taskDir: ts.taskDir,
-    verbose: false,
+    verbose: st.verbose,
   };
   const prefix = subreaperPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined));
   if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
