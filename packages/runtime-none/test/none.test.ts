@@ -1,0 +1,22 @@
+import { NOT_SUPPORTED, RUNTIME_API_VERSION } from "@jobrt/core";
+import { createTestNode, createTestStep } from "@jobrt/testkit";
+import { describe, expect, it } from "vitest";
+import plugin from "../src/index.js";
+
+describe("runtime/none", () => {
+  it("names itself and speaks this core's API", () => {
+    expect(plugin.meta).toMatchObject({ name: "none", type: "runtime/none", apiVersion: RUNTIME_API_VERSION });
+    expect(plugin.meta.version).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("ignores --container and lets the host run the task", async () => {
+    const node = createTestNode();
+    const step = createTestStep({ runtime: "none", tasks: 2, container: { value: "/some/bundle" } });
+    await plugin.setup(node, step);
+    for (const task of step.tasks) {
+      await plugin.taskInit(node, step, task);
+      expect(await plugin.run(node, step, task)).toBe(NOT_SUPPORTED);
+    }
+    await plugin.cleanup(node, step);
+  });
+});
