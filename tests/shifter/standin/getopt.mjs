@@ -5,7 +5,7 @@
 
 /**
  * @typedef {{name: string, hasArg: "no" | "required" | "optional", val: string}} LongOption
- * @typedef {{opt: string, arg: string | null, raw: string}} ParsedOption
+ * @typedef {{opt: string, name?: string, arg: string | null, raw: string}} ParsedOption
  * @typedef {{options: ParsedOption[], rest: string[], error?: string}} GetoptResult
  */
 
@@ -55,20 +55,20 @@ export function getoptLong(prog, args, optstring, longopts) {
         if (first && matches.every((m) => m.hasArg === first.hasArg && m.val === first.val)) found = first;
         else if (matches.length > 1) {
           const list = matches.map((m) => `'--${m.name}'`).join(" ");
-          return { options, rest: [], error: `${prog}: option '--${name}' is ambiguous; possibilities: ${list}` };
+          return { options, rest: [], error: `${prog}: option '--${body}' is ambiguous; possibilities: ${list}` };
         }
       }
       if (!found) return { options, rest: [], error: `${prog}: unrecognized option '--${body}'` };
       i++;
       if (eq >= 0) {
         if (found.hasArg === "no") return { options, rest: [], error: `${prog}: option '--${found.name}' doesn't allow an argument` };
-        options.push({ opt: found.val, arg: body.slice(eq + 1), raw: arg });
+        options.push({ opt: found.val, name: found.name, arg: body.slice(eq + 1), raw: arg });
       } else if (found.hasArg === "required") {
         if (i >= args.length) return { options, rest: [], error: `${prog}: option '--${found.name}' requires an argument` };
-        options.push({ opt: found.val, arg: /** @type {string} */ (args[i]), raw: arg });
+        options.push({ opt: found.val, name: found.name, arg: /** @type {string} */ (args[i]), raw: arg });
         i++;
       } else {
-        options.push({ opt: found.val, arg: null, raw: arg });
+        options.push({ opt: found.val, name: found.name, arg: null, raw: arg });
       }
       continue;
     }

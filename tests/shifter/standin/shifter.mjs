@@ -113,6 +113,8 @@ class RootView {
     this.imageRoot = imageRoot;
   }
   bind(/** @type {string} */ ctr, /** @type {string} */ host) {
+    // A later mount on the same path hides the earlier one.
+    this.binds = this.binds.filter((b) => b.ctr !== ctr);
     this.binds.push({ ctr, host });
     this.binds.sort((a, b) => b.ctr.length - a.ctr.length);
   }
