@@ -78,18 +78,18 @@ describe("jobrt run: tasks and environment", () => {
 
 describe("jobrt run: output and input files", () => {
   it("-o with %t writes one file per task; -e splits stderr; patterns expand", async () => {
-    const s = site();
+    const s = site("NodeName=nodex\n");
     const dir = tempDir();
     const r = await jobrt(
-      ["run", "-n", "3", "--runtime", "none", "--jobid", "77", "-o", join(dir, "out-%j.%s.%t.%N.%%"), "-e", join(dir, "err-%t"), "sh", "-c", "echo out $SLURM_PROCID; echo err $SLURM_PROCID >&2"],
-      { env: { ...s.env } },
+      ["run", "-n", "3", "--runtime", "none", "--jobid", "77", "-o", join(dir, "out-%j.%s.%t.%N.%n.%%"), "-e", join(dir, "err-%3t"), "sh", "-c", "echo out $SLURM_PROCID; echo err $SLURM_PROCID >&2"],
+      { env: s.env },
     );
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("");
-    const node = readFileSync(join(s.dir, "jobrt.conf"), "utf8") && readdirSync(dir).find((f) => f.startsWith("out-77.0.0."))!.split(".")[3];
+    expect(readdirSync(dir).sort()).toEqual(["err-000", "err-001", "err-002", "out-77.0.0.nodex.0.%", "out-77.0.1.nodex.0.%", "out-77.0.2.nodex.0.%"]);
     for (const t of [0, 1, 2]) {
-      expect(readFileSync(join(dir, `out-77.0.${t}.${node}.%`), "utf8")).toBe(`out ${t}\n`);
-      expect(readFileSync(join(dir, `err-${t}`), "utf8")).toBe(`err ${t}\n`);
+      expect(readFileSync(join(dir, `out-77.0.${t}.nodex.0.%`), "utf8")).toBe(`out ${t}\n`);
+      expect(readFileSync(join(dir, `err-00${t}`), "utf8")).toBe(`err ${t}\n`);
     }
   });
 
@@ -192,7 +192,6 @@ describe("jobrt run: bad input is one line and the documented exit status", () =
   });
 
   it("--uid is refused for a non-root caller", async () => {
-    const s = site();
     // nobody cannot read a root-only temp dir, so point it at a conf dir that does not exist.
     const r = await jobrt(["run", "--runtime", "none", "--uid", "root", "true"], { env: { JOBRT_CONF_DIR: "/nonexistent/jobrt" }, uid: 65534, gid: 65534, cwd: "/" });
     expect(r.code).toBe(2);

@@ -176,7 +176,9 @@ export function containerRequest(map: OptionValues): ContainerRequest | undefine
     if (eq <= 0) throw usage(`--container-opt: ${JSON.stringify(item)} is not key=value`);
     const key = item.slice(0, eq);
     if (!/^[a-z][a-z0-9_-]*$/.test(key)) throw usage(`--container-opt: ${JSON.stringify(key)} is not a valid key (lower case letters, digits, '-', '_')`);
-    (options[key] ??= []).push(item.slice(eq + 1));
+    const values = options[key] ?? [];
+    values.push(item.slice(eq + 1));
+    options[key] = values;
   }
   const value = one(map, "container");
   if (value === "") throw usage("--container: empty value");

@@ -3,7 +3,7 @@ import { isAbsolute, join } from "node:path";
 import {
   type ConfSchema,
   DEFAULT_ALLOWED_RUNTIMES,
-  JobrtError,
+  type JobrtError,
   type ParsedConf,
   confError,
   loadConfFile,

@@ -1,6 +1,6 @@
 import { cpus } from "node:os";
 import { resolve } from "node:path";
-import { JobrtError } from "@jobrt/core";
+import type { JobrtError } from "@jobrt/core";
 import {
   type ComponentSpec,
   StepCancel,
