@@ -28,6 +28,10 @@ export interface HostOptions {
   signalAfterMs?: number;
   pty?: boolean;
   logs?: string[];
+  /** Signal only the task's own process, not its group (a host that lost track of its tasks). */
+  killOnlyLeader?: boolean;
+  /** Called after every task ended, right before cleanup. */
+  beforeCleanup?: () => void;
 }
 
 export interface TaskOutcome {
@@ -126,7 +130,7 @@ function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof N
     if (o.signal) {
       sigTimer = setTimeout(() => {
         try {
-          process.kill(-(child.pid as number), o.signal as NodeJS.Signals);
+          process.kill(o.killOnlyLeader ? (child.pid as number) : -(child.pid as number), o.signal as NodeJS.Signals);
         } catch {}
         killTimer = setTimeout(() => {
           try {
@@ -162,6 +166,7 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
   } catch (error) {
     result.setupError = error;
   } finally {
+    o.beforeCleanup?.();
     try {
       await plugin.cleanup(node, step);
     } catch (error) {

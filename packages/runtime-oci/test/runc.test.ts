@@ -1,0 +1,331 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, symlinkSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isJobrtError, NOT_SUPPORTED } from "@jobrt/core";
+import fc from "fast-check";
+import { afterAll, describe, expect, test } from "vitest";
+import plugin from "../src/index.js";
+import { createStartConf, haveRunc, isRoot, makeBundle, openUp, processesWith, runModeConf, runcIds, writeConf } from "./fixtures.js";
+import { runStep, tempDir, uniqueJobId } from "./host.js";
+
+const modes = [
+  ["run mode", runModeConf],
+  ["create/start mode", createStartConf],
+] as const;
+
+describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
+  const bundle = makeBundle(join(tempDir(), "bundle"));
+  const jobs: number[] = [];
+  const job = () => {
+    const j = uniqueJobId();
+    jobs.push(j);
+    return j;
+  };
+  afterAll(() => {
+    // Nothing of ours may stay in runc's machine-wide state.
+    const left = runcIds().filter((id) => jobs.some((j) => id.includes(`.${j}.`)));
+    expect(left).toEqual([]);
+  });
+
+  for (const [name, conf] of modes) {
+    describe(name, () => {
+      test("-n 4: per-task containers, env and args reach the container, exit status 3 propagates, nothing is left", async () => {
+        const confDir = writeConf(tempDir(), conf());
+        const spoolDir = tempDir();
+        const jobId = job();
+        const r = await runStep(plugin, {
+          confDir,
+          spoolDir,
+          jobId,
+          ntasks: 4,
+          env: { FOO: "bar baz" },
+          argv: ["sh", "-c", 'echo "task=$SLURM_PROCID foo=$FOO arg=$1 host=$(hostname)"; [ "$SLURM_PROCID" = 2 ] && exit 3; exit 0', "sh", "it's \"quoted\""],
+          container: { value: bundle },
+        });
+        expect(r.setupError).toBeUndefined();
+        expect(r.cleanupError).toBeUndefined();
+        expect(r.tasks.map((t) => t.code)).toEqual([0, 0, 3, 0]);
+        r.tasks.forEach((t, i) => expect(t.stdout).toBe(`task=${i} foo=bar baz arg=it's "quoted" host=runc\n`));
+        expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+        expect(readdirSync(spoolDir)).toEqual([]);
+      });
+
+      test("SIGTERM mid-step, to a container that ignores it: nothing is left (container, spool dir, process)", async () => {
+        const confDir = writeConf(tempDir(), conf());
+        const spoolDir = tempDir();
+        const jobId = job();
+        const marker = `sleep 98${jobId % 10}${name.length}`;
+        const started = Date.now();
+        const r = await runStep(plugin, {
+          confDir,
+          spoolDir,
+          jobId,
+          ntasks: 2,
+          killWait: 2,
+          // pid 1 of a pid namespace ignores SIGTERM without a handler: escalation must happen.
+          argv: marker.split(" "),
+          container: { value: bundle },
+          signal: "SIGTERM",
+          signalAfterMs: 1000,
+        });
+        expect(r.setupError).toBeUndefined();
+        for (const t of r.tasks) expect(t.code === 0).toBe(false);
+        expect(Date.now() - started).toBeLessThan(20_000);
+        expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+        expect(readdirSync(spoolDir)).toEqual([]);
+        expect(processesWith(marker)).toEqual([]);
+      });
+
+      test("bundle paths with a space and with $(touch ...) work and inject nothing", async () => {
+        const base = tempDir();
+        const pwned = join(base, "pwned");
+        for (const dirName of ["my bundle", `b$(touch ${pwned})`, "q'uote"]) {
+          const b = makeBundle(join(base, dirName));
+          const confDir = writeConf(tempDir(), conf());
+          const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["echo", "ok"], container: { value: b } });
+          expect(r.setupError).toBeUndefined();
+          expect(r.tasks[0]?.stdout).toBe("ok\n");
+          expect(r.tasks[0]?.code).toBe(0);
+        }
+        expect(existsSync(pwned)).toBe(false);
+      });
+    });
+  }
+
+  test("create/start notices the container's exit within milliseconds (sleep 2.6 is done in under 3.2 s; Slurm's back-off gives about 3.6 s)", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const t0 = Date.now();
+    const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["sleep", "2.6"], container: { value: bundle } });
+    const elapsed = Date.now() - t0;
+    expect(r.tasks[0]?.code).toBe(0);
+    expect(elapsed).toBeGreaterThanOrEqual(2600);
+    expect(elapsed).toBeLessThan(3200);
+  });
+
+  test("create/start reports a container killed by a signal as that signal", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const jobId = job();
+    // An init can't be SIGKILLed from inside its own pid namespace: kill it from the host.
+    const killer = setInterval(() => {
+      const r = spawnSync("runc", ["--root", "/run/runc", "state", `testnode.root.${jobId}.0.0`], { encoding: "utf8" });
+      if (r.status !== 0) return;
+      const st = JSON.parse(r.stdout) as { status: string; pid: number };
+      if (st.status === "running") {
+        process.kill(st.pid, "SIGKILL");
+        clearInterval(killer);
+      }
+    }, 100);
+    try {
+      const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId, argv: ["sleep", "30"], container: { value: bundle } });
+      expect(r.tasks[0]?.signal).toBe("SIGKILL");
+    } finally {
+      clearInterval(killer);
+    }
+  });
+
+  test("a failing RunTimeCreate fails the task with status 125 and a message naming the command", async () => {
+    const confDir = writeConf(tempDir(), createStartConf().replace("create %n", "create --no-such-flag %n"));
+    const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle } });
+    expect(r.tasks[0]?.code).toBe(125);
+    expect(r.tasks[0]?.stderr).toMatch(/jobrt-oci: RunTimeCreate exited with status \d+.*runc --root \/run\/runc create --no-such-flag/);
+  });
+
+  test("cleanup kills and deletes a task's container after the task process died without teardown (W5)", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const spoolDir = tempDir();
+    const jobId = job();
+    const marker = `sleep 97${jobId % 10}1`;
+    // SIGKILL only the supervisor (not its process group): its container lives on until cleanup.
+    const r = await runStep(plugin, {
+      confDir,
+      spoolDir,
+      jobId,
+      argv: marker.split(" "),
+      container: { value: bundle },
+      signal: "SIGKILL",
+      signalAfterMs: 1500,
+      killOnlyLeader: true,
+    });
+    expect(r.tasks[0]?.signal).toBe("SIGKILL");
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+    expect(processesWith(marker)).toEqual([]);
+    expect(readdirSync(spoolDir)).toEqual([]);
+  });
+
+  test("argv reaches the container byte-exact (config.json args) and a host command byte-exact (%@ through /bin/sh)", async () => {
+    const tricky = fc.constantFrom("'", '"', "\n", "$(touch /tmp/jobrt-pwned)", "`id`", "\\", "é", "日本", "🙂", " ", "*", "$HOME");
+    const arg = fc.array(fc.oneof(fc.string({ maxLength: 6 }).filter((s) => !s.includes("\0")), tricky), { minLength: 1, maxLength: 3 }).map((p) => p.join(""));
+    const cdir = writeConf(tempDir(), runModeConf());
+    const idir = writeConf(tempDir(), 'IgnoreFileConfigJson=true\nRunTimeRun="%@"\n');
+    await fc.assert(
+      fc.asyncProperty(fc.array(arg, { minLength: 1, maxLength: 4 }), async (args) => {
+        for (const confDir of [cdir, idir]) {
+          const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["printf", "%s\\0", ...args], container: { value: bundle } });
+          expect(r.tasks[0]?.code).toBe(0);
+          expect(r.tasks[0]?.stdout).toBe(args.map((a) => `${a}\0`).join(""));
+        }
+      }),
+      { numRuns: 8 },
+    );
+    expect(existsSync("/tmp/jobrt-pwned")).toBe(false);
+  });
+
+  test("DisableHooks really removes the hooks (W10)", async () => {
+    const base = tempDir();
+    const marker = join(base, "hook-ran");
+    const hooked = makeBundle(join(base, "hooked"), (c) => {
+      c.hooks = { prestart: [{ path: "/bin/sh", args: ["sh", "-c", `echo ran >> ${marker}`] }] };
+    });
+    const control = await runStep(plugin, { confDir: writeConf(tempDir(), runModeConf()), spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: hooked } });
+    expect(control.tasks[0]?.code).toBe(0);
+    expect(readFileSync(marker, "utf8")).toBe("ran\n");
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), runModeConf("DisableHooks=prestart,poststop\n")),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["true"],
+      container: { value: hooked },
+    });
+    expect(r.tasks[0]?.code).toBe(0);
+    expect(readFileSync(marker, "utf8")).toBe("ran\n");
+  });
+
+  describe("the env file (CreateEnvFile)", () => {
+    for (const [format, sep] of [
+      ["null", "\0"],
+      ["newline", "\n"],
+    ] as const) {
+      test(`${format}: config.json mode and wrapper mode (IgnoreFileConfigJson) write the filtered job env`, async () => {
+        const out = tempDir();
+        const env = { KEEP: "1", MULTI: "a\nb", SLURM_CONF: "/etc/slurm.conf" };
+        const filters = `CreateEnvFile=${format}\nEnvExclude="^SLURM_CONF="\n`;
+        const cfg = runModeConf(filters).replace('RunTimeRun="', `RunTimeRun="cp %e ${out}/config-mode && `);
+        const wrap = `IgnoreFileConfigJson=true\n${filters}RunTimeRun="cp %e ${out}/wrapper-mode && %@"\n`;
+        for (const [confText, file] of [
+          [cfg, "config-mode"],
+          [wrap, "wrapper-mode"],
+        ] as const) {
+          const r = await runStep(plugin, { confDir: writeConf(tempDir(), confText), spoolDir: tempDir(), jobId: job(), env, argv: ["true"], container: { value: bundle } });
+          expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
+          const text = readFileSync(join(out, file), "utf8");
+          expect(text.endsWith(sep)).toBe(true);
+          const entries = text.slice(0, -1).split(sep);
+          expect(entries).toContain("KEEP=1");
+          expect(entries.some((e) => e.startsWith("SLURM_CONF="))).toBe(false);
+          if (format === "null") expect(entries).toContain("MULTI=a\nb");
+          else expect(entries.some((e) => e.startsWith("MULTI"))).toBe(false);
+          if (file === "config-mode") expect(entries).toContain("TERM=xterm"); // merged from the bundle
+        }
+      });
+    }
+  });
+
+  test("RunTimeEnvExclude applies to every runtime command, cleanup's too (W11)", async () => {
+    const out = tempDir();
+    const conf = runModeConf('RunTimeEnvExclude="^SECRET="\n')
+      .replace('RunTimeRun="', `RunTimeRun="env > ${out}/run-env; `)
+      .replace('RunTimeQuery="', `RunTimeQuery="env > ${out}/query-env; `);
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), env: { SECRET: "s3", OTHER: "o" }, argv: ["sh", "-c", 'echo "$SECRET"'], container: { value: bundle } });
+    expect(r.tasks[0]?.stdout).toBe("s3\n"); // EnvExclude is separate: the job still sees it
+    for (const f of ["run-env", "query-env"]) {
+      const text = readFileSync(join(out, f), "utf8");
+      expect(text).toContain("OTHER=o");
+      expect(text).not.toContain("SECRET=");
+    }
+  });
+
+  test("leftover files from a crashed run do not stop the next launch (W9)", async () => {
+    const spoolDir = tempDir();
+    const jobId = job();
+    const taskDir = join(spoolDir, `oci-job${jobId}-0`, "task-0");
+    mkdirSync(taskDir, { recursive: true });
+    writeFileSync(join(taskDir, "config.json"), "stale");
+    writeFileSync(join(taskDir, "environment"), "stale");
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), runModeConf("CreateEnvFile=yes\n")), spoolDir, jobId, argv: ["echo", "fresh"], container: { value: bundle } });
+    expect(r.tasks[0]?.stdout).toBe("fresh\n");
+    expect(readdirSync(spoolDir)).toEqual([]);
+  });
+
+  test("cleanup removes a symlink planted in a task dir without following it (W14)", async () => {
+    const victim = tempDir();
+    writeFileSync(join(victim, "precious"), "keep me");
+    const spoolDir = tempDir();
+    const jobId = job();
+    const taskDir = join(spoolDir, `oci-job${jobId}-0`, "task-0");
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), runModeConf()),
+      spoolDir,
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+      beforeCleanup: () => {
+        symlinkSync(victim, join(taskDir, "link"));
+        symlinkSync(join(victim, "precious"), join(taskDir, "config.json.bak"));
+      },
+    });
+    expect(r.tasks[0]?.code).toBe(0);
+    expect(readFileSync(join(victim, "precious"), "utf8")).toBe("keep me");
+    expect(readdirSync(spoolDir)).toEqual([]);
+  });
+
+  test("--container-env, --container-workdir and --container-volume", async () => {
+    const data = tempDir();
+    writeFileSync(join(data, "f"), "from host");
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), runModeConf()),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sh", "-c", 'echo "$X $(pwd) $(cat /data/f)"'],
+      container: { value: bundle, env: ["X=y"], workdir: "/tmp", volumes: [`${data}:/data:ro`] },
+    });
+    expect(r.tasks[0]?.stdout).toBe("y /tmp from host\n");
+  });
+
+  test("a run as nobody uses rootless runc (embedded default) and runs every runtime command as nobody", async () => {
+    const base = openUp(tempDir());
+    const b = makeBundle(join(base, "rootless"), (c) => {
+      c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+      c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+    }, true);
+    const spoolDir = openUp(tempDir());
+    const jobId = job();
+    const r = await runStep(plugin, {
+      confDir: tempDir(),
+      spoolDir,
+      jobId,
+      uid: 65534,
+      gid: 65534,
+      user: "nobody",
+      argv: ["sh", "-c", "cat /proc/self/uid_map; id -u"],
+      container: { value: b },
+    });
+    expect(r.setupError).toBeUndefined();
+    expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
+    expect(r.tasks[0]?.stdout.replace(/\s+/g, " ").trim()).toBe("0 65534 1 0");
+    expect(readdirSync(spoolDir)).toEqual([]);
+  });
+});
+
+describe("without a container request or runtime", () => {
+  test("no --container: NOT_SUPPORTED, the task runs directly", async () => {
+    const r = await runStep(plugin, { confDir: tempDir(), spoolDir: tempDir(), argv: ["echo", "host"] });
+    expect(r.tasks[0]?.spec).toBe(NOT_SUPPORTED);
+    expect(r.tasks[0]?.stdout).toBe("host\n");
+  });
+  test("--container, no oci.conf and no runc on PATH: ERR_CONTAINER_NOT_CONFIGURED saying how to configure", async () => {
+    const saved = process.env.PATH;
+    process.env.PATH = "/nonexistent";
+    try {
+      const r = await runStep(plugin, { confDir: tempDir(), spoolDir: tempDir(), env: { PATH: "/nonexistent" }, argv: ["true"], container: { value: "/b" } });
+      expect(isJobrtError(r.setupError, "ERR_CONTAINER_NOT_CONFIGURED")).toBe(true);
+      expect((r.setupError as Error).message).toMatch(/install runc .* or write an oci.conf/);
+      expect(r.tasks).toEqual([]);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+  test("container options this runtime cannot honour are refused", async () => {
+    const r = await runStep(plugin, { confDir: tempDir(), spoolDir: tempDir(), argv: ["true"], container: { value: "/b", modules: ["mpich"] } });
+    expect(isJobrtError(r.setupError, "ERR_CONTAINER_REQUEST")).toBe(true);
+  });
+});
