@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -9,12 +9,14 @@ import { clusterLogs, slurm, slurmConf, slurmDir, slurmEnv, sortedLines, startCl
 // The cluster itself, with plain srun/sbatch: if these fail, the jobrt tests beside them say nothing.
 describe("scripts/slurm-local.sh: a two-node Slurm on one machine", () => {
   let failed = false;
+  const temps: string[] = [];
   beforeAll(() => startCluster(2));
   afterEach((ctx) => {
     if (ctx.task.result?.state === "fail") failed = true;
   });
   afterAll(async () => {
     if (failed) console.error(clusterLogs());
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
     await stopCluster();
   });
 
@@ -69,6 +71,7 @@ describe("scripts/slurm-local.sh: a two-node Slurm on one machine", () => {
 
   it("sbatch --wait runs a batch script whose steps span both nodes and returns its exit status", async () => {
     const dir = tempDir("jobrt-slurm-batch-");
+    temps.push(dir);
     const scriptPath = join(dir, "job.sh");
     writeFileSync(scriptPath, "#!/bin/sh\n#SBATCH -N 2 -n 2\nsrun -n 2 sh -c 'echo \"step $SLURM_STEP_ID task $SLURM_PROCID on $SLURMD_NODENAME\"'\nexit 4\n");
     const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), scriptPath]);

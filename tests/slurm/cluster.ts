@@ -63,6 +63,8 @@ export function sortedLines(text: string): string[] {
 }
 
 export interface JobrtSite {
+  /** Everything the site consists of; remove it when done. */
+  root: string;
   /** Directory holding the `jobrt` wrapper (put it first on PATH). */
   binDir: string;
   /** Parent of every node's SpoolDir (`<spoolRoot>/<node>`). */
@@ -95,7 +97,7 @@ export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
     `#!/bin/sh\nJOBRT_CONF_DIR='${root}/etc/'"\${SLURMD_NODENAME:-not-in-slurm}"\nexport JOBRT_CONF_DIR\nexec '${process.execPath}' '${jobrtBin}' "$@"\n`,
   );
   chmodSync(wrapper, 0o755);
-  return { binDir, spoolRoot, env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}` } };
+  return { root, binDir, spoolRoot, env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}` } };
 }
 
 /** Every path under `dir` (relative), directories marked with a trailing slash. */

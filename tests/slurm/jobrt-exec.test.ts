@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -25,10 +25,17 @@ describe("jobrt exec as the task of a Slurm step", () => {
   let site: JobrtSite;
   let bundle: string;
   let failed = false;
+  const temps: string[] = [];
+  const tmp = (prefix: string) => {
+    const dir = tempDir(prefix);
+    temps.push(dir);
+    return dir;
+  };
 
   beforeAll(async () => {
     site = jobrtSite();
-    bundle = busyboxBundle(join(tempDir("jobrt-slurm-bundle-"), "bundle"));
+    temps.push(site.root);
+    bundle = busyboxBundle(join(tmp("jobrt-slurm-bundle-"), "bundle"));
     await startCluster(2);
   });
   afterEach((ctx) => {
@@ -41,6 +48,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     } finally {
       // A runtime that failed its cleanup may leave containers no Slurm process tracks any more.
       if (site && bundle) removeRuncContainers([bundle, site.spoolRoot]);
+      for (const dir of temps) rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -144,7 +152,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
   });
 
   it("sbatch --wait: a batch script whose steps use jobrt exec on both nodes", async () => {
-    const dir = tempDir("jobrt-slurm-batch-");
+    const dir = tmp("jobrt-slurm-batch-");
     const script = join(dir, "job.sh");
     writeFileSync(
       script,
