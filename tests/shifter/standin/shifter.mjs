@@ -497,7 +497,7 @@ function main() {
 
   const traceDir = posix.join(/** @type {string} */ (v.get("udiRootPath")), "trace");
   if (existsSync(traceDir)) {
-    const record = { args, image: { ...image, id }, request, volumes, modules: modules.map((x) => x.name), env: out, command, workdir: wd, uid, gid, clearEnv };
+    const record = { tool: "shifter", args, image: { ...image, id }, request, volumes, modules: modules.map((x) => x.name), env: out, command, workdir: wd, uid, gid, clearEnv };
     writeFileSync(posix.join(traceDir, `${Date.now()}-${process.pid}.json`), `${JSON.stringify(record)}\n`);
   }
 

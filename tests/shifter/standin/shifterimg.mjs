@@ -5,7 +5,7 @@
 // miss is silent with exit 1; pull's status lines and its exit 0 even on FAILURE; images rows.
 // The "gateway" is a JSON file named by udiRoot.conf imageGateway=file:///path.
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { Exit, aclAllows, gatewayName, parseImageDescriptor, readGateway, readUdiRootConf, writeGateway } from "./common.mjs";
 import { getoptLong } from "./getopt.mjs";
 
@@ -58,6 +58,12 @@ async function main() {
   }
   const conf = readUdiRootConf(/** @type {string} */ (confPath));
   const [mode, target] = parsed.rest;
+  // Test hook: record every call, so tests can prove a request was refused before any tool ran.
+  const traceDir = `${conf.values.get("udiRootPath")}/trace`;
+  if (existsSync(traceDir)) {
+    const record = { tool: "shifterimg", args, uid: process.getuid?.(), gid: process.getgid?.() };
+    writeFileSync(`${traceDir}/shifterimg-${Date.now()}-${process.pid}.json`, `${JSON.stringify(record)}\n`);
+  }
   if (mode === "images") {
     const db = readGateway(conf);
     if (!db) throw new Exit(1, [], ["ERROR: failed to contact the image gateway."]);
