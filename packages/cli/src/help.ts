@@ -7,6 +7,7 @@ Commands:
   exec      run one task of a Slurm step (srun ... jobrt exec ...)
   runtimes  list the runtimes this node allows, with package, version and API status
   check     validate a run request (submit context) without starting anything
+  gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
 
 Options:
   -h, --help     show help (also: jobrt <command> --help)
@@ -81,4 +82,13 @@ export const CHECK_HELP = `Usage: jobrt check [run options] command [args...] [:
 Validates a run request as at submit time: loads each component's runtime in the "submit"
 context and calls the runtime's validate hook (e.g. shifter looks the image up), starting nothing.
 Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
+`;
+
+export const GC_HELP = `Usage: jobrt gc [-v] [--conf-dir DIR]
+
+Finds the steps in SpoolDir whose jobrt process is gone (killed with SIGKILL, out of memory, a
+reboot) and cleans up after them: kills the task process groups it had started, runs each
+component's runtime cleanup (containers, spool directories) and removes the step record. A live
+step is never touched. Every 'jobrt run' does the same, quietly, before it starts.
+Exits 1 when a step could not be cleaned up (its record is kept for another try).
 `;

@@ -1,6 +1,7 @@
 import { packageVersion } from "@jobrt/core";
 import { checkCommand } from "./commands/check.js";
 import { execCommand } from "./commands/exec.js";
+import { gcCommand } from "./commands/gc.js";
 import { runCommand } from "./commands/run.js";
 import { runtimesCommand } from "./commands/runtimes.js";
 import { describeError, exitCodeFor } from "./errors.js";
@@ -12,6 +13,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   exec: execCommand,
   runtimes: runtimesCommand,
   check: checkCommand,
+  gc: gcCommand,
 };
 
 /** Runs the jobrt command line and returns the exit status; never throws. */

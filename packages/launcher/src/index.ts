@@ -19,3 +19,5 @@ export {
 } from "./step.js";
 export { parseTimeLimit } from "./time.js";
 export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
+export { bootId, isSameProcess, processStartTime } from "./proc.js";
+export { type CollectResult, type OrphanStep, type StepFile, collectOrphan, findOrphanSteps, recordTaskPid, writeStepFile } from "./steprecord.js";

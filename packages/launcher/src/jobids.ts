@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { JobrtError, messageOf } from "@jobrt/core";
+import { bootId, processStartTime } from "./proc.js";
 
 /** A job step's claim on its ids, held for the step's life in SpoolDir/jobs/<J>/step-<S>. */
 export interface StepClaim {
@@ -55,7 +56,7 @@ export function claimStep(spoolDir: string, jobId?: number): StepClaim {
     let step = 0;
     while (!mkdirExclusive(join(jobDir, `step-${step}`))) step++;
     const dir = join(jobDir, `step-${step}`);
-    writeFileSync(join(dir, "host.json"), `${JSON.stringify({ pid: process.pid, started: Date.now() })}\n`);
+    writeFileSync(join(dir, "host.json"), `${JSON.stringify({ pid: process.pid, start: processStartTime(process.pid), boot: bootId() })}\n`);
     return {
       jobId: job,
       stepId: step,

@@ -69,6 +69,8 @@ export interface RunStepOptions {
   /** Emit JSON events (task output becomes "output" events). */
   json?: boolean;
   onEvent?: (event: StepEvent) => void;
+  /** Called once every runtime is resolved, before any setup: the moment to record the step. */
+  beforeSetup?: (components: PlannedComponent[]) => void;
   /** One-line error reports (`jobrt: ...`). */
   report: (line: string) => void;
   stdout?: Writable;
@@ -236,6 +238,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       node.log("verbose", `component ${i}: runtime ${info.type} (index ${index}) ${info.package ?? ""}@${info.version} ${info.path ?? ""}`);
       emit({ event: "runtime", component: i, index, type: info.type, package: info.package, version: info.version, path: info.path });
     }
+    options.beforeSetup?.(components);
     for (const [i, c] of components.entries()) {
       if (cancel.requested) break;
       setupTried.push(i);

@@ -7,6 +7,8 @@ import {
   type StepEvent,
   type UserIdentity,
   claimStep,
+  recordTaskPid,
+  writeStepFile,
   currentUser,
   expandFilePattern,
   exportEnvironment,
@@ -19,6 +21,7 @@ import {
 import { type ParsedCommandLine, containerRequest, flag, one, parseCommandLine, positiveInt, usage } from "../args.js";
 import { RUN_HELP } from "../help.js";
 import { type Host, createHost, say } from "../host.js";
+import { collectGarbage } from "./gc.js";
 import { listRuntimes } from "./runtimes.js";
 
 export const RUN_OPTIONS = new Set([
@@ -141,8 +144,13 @@ async function launch(
 ): Promise<number> {
   const cancel = new StepCancel();
   const untrap = trapSignals(cancel);
+  // Cheap when there is nothing to do: a directory listing and a few small reads.
+  await collectGarbage(host, true);
   const claim = claimStep(host.node.spoolDir, opts.jobId);
-  const onEvent = opts.json ? (e: StepEvent) => process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`) : undefined;
+  const onEvent = (e: StepEvent) => {
+    if (e.event === "task-start" && typeof e.pid === "number") recordTaskPid(claim.dir, e.pid);
+    if (opts.json) process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`);
+  };
   try {
     const planned = planStep({ jobId: claim.jobId, stepId: claim.stepId, user, components: specs }, host.node, cpus().length);
     const result = await runStep(planned, {
@@ -152,7 +160,8 @@ async function launch(
       client: { verbose: opts.verbose },
       json: opts.json,
       report: say,
-      ...(onEvent ? { onEvent } : {}),
+      onEvent,
+      beforeSetup: (components) => writeStepFile(claim.dir, components.map((c) => c.record)),
       ...(opts.timeLimit !== undefined ? { timeLimit: opts.timeLimit } : {}),
       cpusOnNode: cpus().length,
     });

@@ -1,0 +1,106 @@
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+
+function site() {
+  const dir = tempDir("jobrt-gc-");
+  const spool = join(dir, "spool");
+  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${spool}\nKillWait=1\n`);
+  return { dir, spool, env: { ...process.env, JOBRT_CONF_DIR: dir } };
+}
+
+async function waitFor(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+function steps(spool: string): string[] {
+  const jobs = join(spool, "jobs");
+  if (!existsSync(jobs)) return [];
+  return readdirSync(jobs)
+    .filter((j) => /^\d+$/.test(j))
+    .flatMap((j) => readdirSync(join(jobs, j)).map((s) => `${j}/${s}`));
+}
+
+/** Starts `jobrt run` with tasks that record their pids, and waits until all have started. */
+async function startStep(s: ReturnType<typeof site>, n: number) {
+  const marker = tempDir();
+  const child = spawn(process.execPath, [jobrtBin, "run", "-n", String(n), "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/$SLURM_PROCID; exec sleep 120`], {
+    env: s.env,
+    stdio: "ignore",
+  });
+  await waitFor(() => readdirSync(marker).length === n, "tasks to start");
+  const pids = readdirSync(marker).map((f) => Number(readFileSync(join(marker, f), "utf8")));
+  return { child, pids };
+}
+
+describe("crash recovery: jobrt gc", () => {
+  it("after SIGKILL of jobrt mid-step, gc kills the orphaned tasks and removes the step; a live step is never touched", async () => {
+    const s = site();
+    const dead = await startStep(s, 4);
+    const live = await startStep(s, 2);
+    expect(steps(s.spool)).toHaveLength(2);
+    dead.child.kill("SIGKILL");
+    await new Promise((r) => dead.child.once("exit", r));
+    // The tasks run in their own process groups and survive their host.
+    expect(dead.pids.every(alive)).toBe(true);
+
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stderr).toBe("");
+    expect(gc.code).toBe(0);
+    expect(gc.stdout).toMatch(/^gc: step \d+\.0: killed 4 task process group\(s\); cleaned up none\n$/);
+    await waitFor(() => !dead.pids.some(alive), "orphaned tasks to die");
+    expect(live.pids.every(alive)).toBe(true);
+    expect(steps(s.spool)).toHaveLength(1);
+
+    const again = await jobrt(["gc"], { env: s.env });
+    expect(again.stdout).toBe("");
+    expect(live.pids.every(alive)).toBe(true);
+
+    live.child.kill("SIGTERM");
+    await new Promise((r) => live.child.once("exit", r));
+    await waitFor(() => !live.pids.some(alive), "live step's tasks to stop");
+    expect(steps(s.spool)).toEqual([]);
+  });
+
+  it("every jobrt run collects orphans first, quietly", async () => {
+    const s = site();
+    const dead = await startStep(s, 2);
+    dead.child.kill("SIGKILL");
+    await new Promise((r) => dead.child.once("exit", r));
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    await waitFor(() => !dead.pids.some(alive), "orphaned tasks to die");
+    expect(steps(s.spool)).toEqual([]);
+  });
+
+  it("never kills a process that merely reuses a recorded pid", async () => {
+    const s = site();
+    const dead = await startStep(s, 1);
+    dead.child.kill("SIGKILL");
+    await new Promise((r) => dead.child.once("exit", r));
+    const [pid] = dead.pids;
+    // Forge the record: same pid, another start time, as after pid reuse.
+    const stepDir = join(s.spool, "jobs", steps(s.spool)[0]!);
+    writeFileSync(join(stepDir, "pids"), `${pid} 1\n`);
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stdout).toMatch(/killed 0 task process group/);
+    expect(alive(pid!)).toBe(true);
+    process.kill(-pid!, "SIGKILL");
+  });
+});
