@@ -1,0 +1,1 @@
+export { type CreateOptions, type Created, TEMPLATE_DIR, createRuntimeProject } from "./create.js";

@@ -1,0 +1,100 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRuntimeProject } from "../src/index.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "../../..");
+const bin = join(here, "../dist/bin.js");
+let tmp: string;
+beforeAll(() => {
+  tmp = mkdtempSync(join(tmpdir(), "jobrt-create-"));
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** Links the dependencies a generated package would get from npm to this workspace's builds. */
+function linkDeps(dir: string): void {
+  const req = createRequire(join(repo, "package.json"));
+  const links: [string, string][] = [
+    ["@jobrt/core", join(repo, "packages/core")],
+    ["@jobrt/testkit", join(repo, "packages/testkit")],
+    ["vitest", dirname(req.resolve("vitest/package.json"))],
+    ["typescript", dirname(req.resolve("typescript/package.json"))],
+    ["@types/node", dirname(req.resolve("@types/node/package.json"))],
+  ];
+  for (const [name, target] of links) {
+    mkdirSync(dirname(join(dir, "node_modules", name)), { recursive: true });
+    symlinkSync(target, join(dir, "node_modules", name));
+  }
+}
+
+describe("create-jobrt-runtime", () => {
+  it("writes a package named after the runtime, with every placeholder filled", () => {
+    const created = createRuntimeProject({ dir: join(tmp, "jobrt-runtime-fast") });
+    expect(created).toMatchObject({ name: "fast", packageName: "jobrt-runtime-fast" });
+    expect(created.files).toEqual([".gitignore", "README.md", "package.json", "src/index.ts", "test/conformance.test.ts", "tsconfig.json", "vitest.config.ts"]);
+    for (const f of created.files) expect(readFileSync(join(created.dir, f), "utf8"), f).not.toMatch(/__[A-Z_]+__/);
+    const pkg = JSON.parse(readFileSync(join(created.dir, "package.json"), "utf8"));
+    expect(pkg).toMatchObject({ name: "jobrt-runtime-fast", version: "1.0.0", keywords: expect.arrayContaining(["jobrt-runtime"]), peerDependencies: { "@jobrt/core": "^1.0.0" }, sideEffects: false });
+    expect(Object.keys(pkg.exports["."])).toEqual(["types", "default"]);
+    expect(readFileSync(join(created.dir, "src/index.ts"), "utf8")).toContain('type: "runtime/fast"');
+  });
+
+  it("scoped names map to @scope/jobrt-runtime-x", () => {
+    const created = createRuntimeProject({ dir: join(tmp, "acme"), name: "@acme/gpu" });
+    expect(created).toMatchObject({ name: "@acme/gpu", packageName: "@acme/jobrt-runtime-gpu" });
+    expect(readFileSync(join(created.dir, "src/index.ts"), "utf8")).toContain('type: "runtime/@acme/gpu"');
+  });
+
+  it.each([
+    [["x", "--name", "Fast"], /--name "Fast": use a name like/],
+    [["x", "--name", "runtime/fast"], /give the name without "runtime\/"/],
+    [["x", "--name", "../etc"], /--name "\.\.\/etc"/],
+    [[], /give exactly one directory/],
+    [["x", "--bogus"], /Unknown option '--bogus'/],
+  ])("refuses %j with exit 2 and one clear line", (args, message) => {
+    const r = spawnSync(process.execPath, [bin, ...args.map((a) => (a === "x" ? join(tmp, "refused") : a))], { encoding: "utf8" });
+    expect(r.status).toBe(2);
+    expect(r.stderr.split("\n")[0]).toMatch(/^create-jobrt-runtime: /);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it("refuses a non-empty directory", () => {
+    const dir = join(tmp, "busy");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "keep"), "");
+    const r = spawnSync(process.execPath, [bin, dir], { encoding: "utf8" });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("exists and is not empty");
+  });
+
+  it("the generated package builds and passes the testkit out of the box", async () => {
+    const r = spawnSync(process.execPath, [bin, join(tmp, "jobrt-runtime-starter")], { encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    const dir = join(tmp, "jobrt-runtime-starter");
+    linkDeps(dir);
+    const tsc = spawnSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
+    expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
+    const plugin = (await import(pathToFileURL(join(dir, "dist/index.js")).href)).default;
+    expect(plugin.meta).toMatchObject({ name: "starter", type: "runtime/starter", version: "1.0.0", apiVersion: 1 });
+    const report = join(tmp, "starter-report.json");
+    const test = spawnSync(process.execPath, [join(dir, "node_modules/vitest/vitest.mjs"), "run", "--reporter=json", `--outputFile=${report}`], {
+      cwd: dir,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(test.status, test.stdout + test.stderr).toBe(0);
+    const results = (JSON.parse(readFileSync(report, "utf8")) as { testResults: { assertionResults: { title: string; status: string }[] }[] }).testResults.flatMap(
+      (f) => f.assertionResults,
+    );
+    const passed = results.filter((t) => t.status === "passed").map((t) => t.title);
+    expect(passed.length).toBeGreaterThan(15);
+    for (const check of ["meta.shape", "state.concurrent-steps", "launch.tasks", "errors.invalid"]) {
+      expect(passed.some((t) => t.includes(`] ${check}`)), check).toBe(true);
+    }
+  });
+});
