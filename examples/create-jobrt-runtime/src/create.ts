@@ -23,8 +23,11 @@ export interface Created {
   files: string[];
 }
 
-/** npm strips .gitignore from tarballs, so the template keeps it as `gitignore`. */
-const RENAMES: Record<string, string> = { gitignore: ".gitignore" };
+/**
+ * npm strips .gitignore from tarballs, and a nested package.json with "exports" confuses tools
+ * reading this package (publint flags it), so the template stores both under other names.
+ */
+const RENAMES: Record<string, string> = { gitignore: ".gitignore", "package.json.template": "package.json" };
 
 function listFiles(dir: string, base = dir): string[] {
   return readdirSync(dir).flatMap((entry) => {
