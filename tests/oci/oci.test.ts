@@ -1,0 +1,184 @@
+/**
+ * @jobrt/runtime-oci end to end: the built `jobrt` binary, real runc, busybox bundles.
+ * Every test uses its own --jobid, so container ids (node.user.job.step.task) never collide with
+ * anything else in runc's machine-wide state, and checks that nothing of its own is left.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { busyboxBundle } from "../helpers/fixtures.js";
+import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+
+const haveRunc = spawnSync("runc", ["--version"]).status === 0;
+const isRoot = process.getuid?.() === 0;
+const badDir = new URL("../../packages/runtime-oci/test/fixtures/bad-oci-conf/", import.meta.url).pathname;
+const sampleDir = new URL("../../packages/runtime-oci/test/fixtures/slurm-samples/", import.meta.url).pathname;
+
+const ID = "%n.%u.%j.%s.%t";
+const RUNC = "runc --root /run/runc";
+const RUN_MODE = `RunTimeQuery="${RUNC} state ${ID}"\nRunTimeRun="${RUNC} run ${ID} -b %b"\nRunTimeKill="${RUNC} kill -a ${ID}"\nRunTimeDelete="${RUNC} delete --force ${ID}"\n`;
+const CREATE_START = `RunTimeQuery="${RUNC} state ${ID}"\nRunTimeCreate="${RUNC} create ${ID} -b %b"\nRunTimeStart="${RUNC} start ${ID}"\nRunTimeKill="${RUNC} kill -a ${ID}"\nRunTimeDelete="${RUNC} delete --force ${ID}"\n`;
+
+let nextJob = 900000 + (process.pid % 1000) * 50;
+const jobs: number[] = [];
+function jobId(): number {
+  jobs.push(++nextJob);
+  return nextJob;
+}
+
+/** A conf dir with jobrt.conf (private SpoolDir) and, optionally, oci.conf. */
+function confDir(oci?: string): { dir: string; spool: string } {
+  const dir = tempDir("jobrt-oci-conf-");
+  const spool = tempDir("jobrt-oci-spool-");
+  chmodSync(spool, 0o755);
+  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${spool}\nKillWait=2\n`);
+  if (oci !== undefined) writeFileSync(join(dir, "oci.conf"), oci);
+  return { dir, spool };
+}
+
+function ours(id: number): string[] {
+  const r = spawnSync("runc", ["--root", "/run/runc", "list", "-q"], { encoding: "utf8" });
+  return r.stdout.split("\n").filter((c) => c.includes(`.${id}.`));
+}
+
+/** Step spool dirs left in SpoolDir (the launcher keeps its own `jobs` dir there). */
+function stepDirs(spool: string): string[] {
+  return readdirSync(spool).filter((n) => n.startsWith("oci-job"));
+}
+
+function processesWith(marker: string): number[] {
+  const r = spawnSync("pgrep", ["-f", marker], { encoding: "utf8" });
+  return r.stdout.split("\n").filter(Boolean).map(Number);
+}
+
+describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("jobrt run --runtime oci with real runc", () => {
+  let bundle: string;
+  beforeAll(() => {
+    bundle = busyboxBundle(join(tempDir("jobrt-oci-bundle-"), "bundle"));
+  });
+  afterAll(() => {
+    for (const j of jobs) expect(ours(j)).toEqual([]);
+  });
+
+  for (const [mode, oci] of [
+    ["run mode", RUN_MODE],
+    ["create/start mode", CREATE_START],
+  ] as const) {
+    describe(mode, () => {
+      test("-n 4 per-task containers; env and args reach them; exit status 3 propagates; nothing left", async () => {
+        const { dir, spool } = confDir(oci);
+        const j = jobId();
+        const r = await jobrt(
+          ["run", "--conf-dir", dir, "--jobid", String(j), "-n", "4", "-l", "--container", bundle, "sh", "-c", 'echo "t=$SLURM_PROCID v=$MYVAR a=$1 h=$(hostname)"; [ $SLURM_PROCID = 1 ] && exit 3; exit 0', "sh", "x y"],
+          { env: { ...process.env, MYVAR: "from job" } },
+        );
+        expect(r.stderr).toBe("");
+        expect(r.code).toBe(3);
+        const lines = r.stdout.trim().split("\n").sort();
+        expect(lines).toEqual([0, 1, 2, 3].map((t) => `${t}: t=${t} v=from job a=x y h=runc`));
+        expect(ours(j)).toEqual([]);
+        expect(stepDirs(spool)).toEqual([]);
+      });
+
+      test("SIGTERM to jobrt mid-step leaves no container, no spool dir and no process", async () => {
+        const { dir, spool } = confDir(oci);
+        const j = jobId();
+        const marker = `sleep 96${j % 100}`;
+        const child = spawn(process.execPath, [jobrtBin, "run", "--conf-dir", dir, "--jobid", String(j), "-n", "2", "--container", bundle, ...marker.split(" ")], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        try {
+          // Wait until both containers run, then signal the host.
+          const deadline = Date.now() + 15_000;
+          while (ours(j).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+          expect(ours(j)).toHaveLength(2);
+          await new Promise((r) => setTimeout(r, 300));
+          child.kill("SIGTERM");
+          const code = await new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+          expect(code).not.toBe(0);
+        } finally {
+          if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        }
+        expect(ours(j)).toEqual([]);
+        expect(stepDirs(spool)).toEqual([]);
+        expect(processesWith(marker)).toEqual([]);
+      });
+
+      test("a bundle path with a space and one with $(touch ...) work and inject nothing", async () => {
+        const base = tempDir("jobrt-oci-paths-");
+        const pwned = join(base, "pwned");
+        for (const name of ["with space", `x$(touch ${pwned})y`]) {
+          const b = busyboxBundle(join(base, name));
+          const { dir } = confDir(oci);
+          const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", b, "echo", "inside"]);
+          expect(r.stderr).toBe("");
+          expect(r.stdout).toBe("inside\n");
+          expect(r.code).toBe(0);
+        }
+        expect(existsSync(pwned)).toBe(false);
+      });
+    });
+  }
+
+  test("create/start notices the exit event-driven: sleep 2.6 ends under 3.2 s (Slurm's back-off: about 3.6 s)", async () => {
+    const { dir } = confDir(CREATE_START);
+    const r = await jobrt(["run", "--json", "--conf-dir", dir, "--jobid", String(jobId()), "--container", bundle, "sleep", "2.6"]);
+    expect(r.code).toBe(0);
+    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; time: number });
+    const start = events.find((e) => e.event === "task-start")?.time as number;
+    const exit = events.find((e) => e.event === "task-exit")?.time as number;
+    expect(exit - start).toBeGreaterThanOrEqual(2600);
+    expect(exit - start).toBeLessThan(3200);
+  });
+
+  test("no oci.conf: the embedded runc default runs the container", async () => {
+    const { dir, spool } = confDir();
+    const j = jobId();
+    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(j), "--container", bundle, "sh", "-c", "cat /etc/jobrt-image; exit 3"]);
+    expect(r.stdout).toBe("jobrt-busybox-image\n");
+    expect(r.code).toBe(3);
+    expect(stepDirs(spool)).toEqual([]);
+  });
+
+  test("--uid nobody: rootless runc, every runtime command as nobody", async () => {
+    const base = tempDir("jobrt-oci-nobody-");
+    chmodSync(base, 0o755);
+    const b = busyboxBundle(join(base, "bundle"), true);
+    const config = JSON.parse(readFileSync(join(b, "config.json"), "utf8"));
+    config.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+    config.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+    writeFileSync(join(b, "config.json"), JSON.stringify(config));
+    const { dir, spool } = confDir();
+    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--uid", "nobody", "--gid", "nogroup", "-D", "/", "--container", b, "cat", "/proc/self/uid_map"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split(/\s+/)).toEqual(["0", "65534", "1"]);
+    expect(stepDirs(spool)).toEqual([]);
+  });
+});
+
+describe.skipIf(!existsSync(jobrtBin))("oci.conf problems stop the step before any task starts", () => {
+  for (const f of readdirSync(badDir)) {
+    test(f, async () => {
+      const text = readFileSync(join(badDir, f), "utf8");
+      const line = Number(/^# expect (\d+):/m.exec(text)?.[1] ?? 0);
+      const { dir, spool } = confDir(text);
+      const marker = join(tempDir("jobrt-oci-marker-"), "ran");
+      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", "/nonexistent", "touch", marker]);
+      expect(r.code).toBe(1);
+      const lines = r.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(line > 0 ? `${join(dir, "oci.conf")}:${line}:` : `${join(dir, "oci.conf")}:`);
+      expect(existsSync(marker)).toBe(false);
+      expect(stepDirs(spool)).toEqual([]);
+    });
+  }
+  test("the Slurm sample files load (the step then fails only because their runtimes are not installed)", async () => {
+    for (const f of readdirSync(sampleDir)) {
+      const { dir } = confDir(readFileSync(join(sampleDir, f), "utf8"));
+      const r = await jobrt(["check", "--conf-dir", dir, "--container", "/b", "true"]);
+      expect(r.stderr, f).not.toContain("oci.conf:");
+    }
+  });
+});
