@@ -210,6 +210,68 @@ describe("jobrt exec as the task of a Slurm step", () => {
     }
   });
 
+  describe("SIGTERM from scancel, handled by the task", () => {
+    // Each task traps SIGTERM, writes a file where this test can see it and exits 7: without
+    // jobrt, srun reports 7 for such a step. Both runtimes, both nodes, cancelled at once.
+    const runtimes = ["none", "oci"] as const;
+    const runs = new Map<string, { outDir: string; jobId: string; code: number | null; stdout: string }>();
+
+    beforeAll(async () => {
+      const script = 'trap "echo got > $1/term-$SLURM_PROCID; exit 7" TERM; echo ready; while :; do sleep 1 & wait $!; done';
+      const started = runtimes.map(async (rt) => {
+        const outDir = tmp(`jobrt-slurm-sig-${rt}-`);
+        const name = `jobrt-sig-${rt}-${process.pid}`;
+        const jobrtArgs = rt === "oci" ? ["--runtime", "oci", "--container", bundle, "--container-volume", `${outDir}:/out`] : ["--runtime", "none"];
+        const inside = rt === "oci" ? "/out" : outDir;
+        const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", name, "jobrt", "exec", ...jobrtArgs, "--", "sh", "-c", script, "sh", inside], {
+          env: slurmEnv(site.env),
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        job.stdout.setEncoding("utf8").on("data", (d: string) => {
+          stdout += d;
+        });
+        job.stderr.resume();
+        const exited = new Promise<number | null>((res) => job.on("close", (code) => res(code)));
+        try {
+          await waitFor(() => job.exitCode !== null || stdout.split("ready").length - 1 === 2, 60_000, 100);
+          expect(job.exitCode, `srun (${rt}) ended before both tasks were ready: ${stdout}`).toBeNull();
+          const jobId = (await slurm(["squeue", "-h", "-n", name, "-o", "%i"])).stdout.trim();
+          expect(jobId).toMatch(/^\d+$/);
+          return { rt, outDir, jobId, job, exited, stdout: () => stdout };
+        } catch (error) {
+          job.kill("SIGKILL");
+          throw error;
+        }
+      });
+      const jobs = await Promise.all(started);
+      expect((await slurm(["scancel", ...jobs.map((j) => j.jobId)])).code).toBe(0);
+      for (const j of jobs) {
+        const code = await j.exited;
+        runs.set(j.rt, { outDir: j.outDir, jobId: j.jobId, code, stdout: j.stdout() });
+      }
+      for (const j of jobs) {
+        await waitFor(async () => (await slurm(["squeue", "-h", "-j", j.jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
+      }
+    });
+
+    it("reaches every task: the process (none) and the container's process (oci), on both nodes", () => {
+      for (const rt of runtimes) {
+        const run = runs.get(rt)!;
+        expect(listTree(run.outDir), `runtime ${rt}`).toEqual(["term-0", "term-1"]);
+      }
+    });
+
+    it("cleanup still runs: no container and nothing in any SpoolDir", async () => {
+      expect(newContainers()).toEqual([]);
+      for (const rt of runtimes) expect(spoolLeftovers(runs.get(rt)!.jobId), `runtime ${rt}`).toEqual([]);
+    });
+
+    it("the task's own exit status (7) is srun's, as without jobrt", () => {
+      for (const rt of runtimes) expect(runs.get(rt)!.code, `runtime ${rt}`).toBe(7);
+    });
+  });
+
   it("outside a Slurm step jobrt exec refuses with one clear line", async () => {
     const env = slurmEnv(site.env);
     delete env.SLURM_CONF;
