@@ -133,6 +133,7 @@ describe("jobrt run --runtime shifter", () => {
   }
 
   it("cannot be redirected by SHIFTER_* variables inherited from the caller", async () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, run inside the container
     const r = await run(["--runtime", "shifter", "--container", IMAGE, "sh", "-c", 'cat /etc/jobrt-image; ls /data; echo "${SHIFTER_VOLUME-unset}"'], {
       SHIFTER_IMAGETYPE: "id",
       SHIFTER_IMAGE: imageId("docker:other:1"),

@@ -286,7 +286,7 @@ describe("stand-in shifter: behaviour (spec 1.2-1.8)", () => {
     expect(env).not.toHaveProperty("EMPTYVAR");
     const clear = await shifter([`--image=${BUSYBOX}`, "--clearenv", "--env=PATH=/bin", "/bin/env"], { CALLER: "caller" });
     expect(clear.stdout.split("\n").filter(Boolean).sort()).toEqual(
-      ["IMGVAR=image", "LIBS=/site", "MODVAR=image", "PATH=/bin", "SHIFTER_IMAGE=" + imageId(BUSYBOX), `SHIFTER_IMAGEREQUEST=${BUSYBOX}`, "SHIFTER_RUNTIME=1"].sort(),
+      ["IMGVAR=image", "LIBS=/site", "MODVAR=image", "PATH=/bin", `SHIFTER_IMAGE=${imageId(BUSYBOX)}`, `SHIFTER_IMAGEREQUEST=${BUSYBOX}`, "SHIFTER_RUNTIME=1"].sort(),
     );
   });
 

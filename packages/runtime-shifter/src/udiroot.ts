@@ -54,7 +54,7 @@ export function parseUdiRootConf(text: string, file: string): UdiRootConf {
   const siteFs = values.get("siteFs") ?? "/home:/home";
   for (const entry of siteFs.split(";").map((s) => s.trim()).filter((s) => s !== "")) {
     const [from, to] = entry.split(":");
-    if (from) conf.siteFs.push({ from, to: to && to.startsWith("/") ? to : from });
+    if (from) conf.siteFs.push({ from, to: to?.startsWith("/") ? to : from });
   }
   for (const [key, value] of values) {
     const m = /^module_([^_]+)_(.+)$/.exec(key);

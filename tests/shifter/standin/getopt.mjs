@@ -17,6 +17,7 @@
  * @returns {GetoptResult}
  */
 export function getoptLong(prog, args, optstring, longopts) {
+  // biome-ignore lint/suspicious/noUndeclaredEnvVars: glibc reads POSIXLY_CORRECT the same way
   const requireOrder = optstring.startsWith("+") || process.env.POSIXLY_CORRECT !== undefined;
   const spec = optstring.replace(/^[+-]/, "");
   /** @type {Map<string, "no" | "required" | "optional">} */

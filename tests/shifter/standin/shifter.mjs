@@ -305,7 +305,7 @@ function main() {
     for (const name of selection.split(",")) {
       const mod = conf.modules.get(name);
       if (mod && !mod.enabled) problems.push(`WARNING: module ${name} is not enabled for use.`);
-      if (!mod || !mod.enabled) {
+      if (!mod?.enabled) {
         problems.push(`Unknown shifter module: ${name}`);
         break;
       }
@@ -394,7 +394,7 @@ function main() {
   };
   for (const entry of (v.get("siteFs") ?? "/home:/home").split(";").map((s) => s.trim()).filter(Boolean)) {
     const [from, to0, ...flags] = entry.split(":");
-    const to = to0 && to0.startsWith("/") ? to0 : /** @type {string} */ (from);
+    const to = to0?.startsWith("/") ? to0 : /** @type {string} */ (from);
     const at = mountAt(to, "FAILED to setup image.", "to");
     script.push(`/bin/mount --rbind ${q(/** @type {string} */ (from))} "$R"${q(at)} ${imgFail}`);
     if (flags.includes("ro")) script.push(`/bin/mount -o remount,bind,ro "$R"${q(at)} ${imgFail}`);
