@@ -3,7 +3,7 @@
 # Charliecloud, iproute2, util-linux). Needs root; installs only what is missing.
 set -eu
 need=""
-for pair in runc:runc busybox:busybox-static slurmctld:slurm-wlm munged:munge ch-run:charliecloud-runtime ip:iproute2 unshare:util-linux; do
+for pair in runc:runc busybox:busybox-static slurmctld:slurm-wlm munged:munge ch-run:charliecloud-runtime ip:iproute2 unshare:util-linux /usr/bin/time:time; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "$cmd" >/dev/null 2>&1 || need="$need $pkg"
 done

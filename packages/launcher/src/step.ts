@@ -1,5 +1,5 @@
 import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
-import { closeSync, createWriteStream, openSync, statSync, type WriteStream } from "node:fs";
+import { closeSync, createWriteStream, fstatSync, openSync, statSync, type WriteStream } from "node:fs";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import {
@@ -162,6 +162,20 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
       // already gone
     }
   }
+}
+
+let devNullStdin: boolean | undefined;
+function stdinIsDevNull(): boolean {
+  if (devNullStdin === undefined) {
+    try {
+      const fd0 = fstatSync(0);
+      const nul = statSync("/dev/null");
+      devNullStdin = fd0.isCharacterDevice() && fd0.rdev === nul.rdev;
+    } catch {
+      devNullStdin = false;
+    }
+  }
+  return devNullStdin;
 }
 
 function isDirectory(path: string): boolean {
@@ -328,7 +342,8 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       stdio[0] = "pipe";
       if (input === "none") stdio[0] = "ignore";
       else if (/^\d+$/.test(input)) stdio[0] = Number(input) === task.globalId ? "inherit" : "ignore";
-      else if (input === "all") stdio[0] = totalTasks === 1 ? "inherit" : "pipe";
+      // Every task reading /dev/null itself is the same as copying its (empty) input to each.
+      else if (input === "all") stdio[0] = totalTasks === 1 || stdinIsDevNull() ? "inherit" : "pipe";
       else {
         const fd = openSync(expandFilePattern(input, "--input", patternValues), "r");
         opened.push(fd);

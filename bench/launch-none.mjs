@@ -1,0 +1,32 @@
+import { compare, fmt, jobrtBin, ratio, rss, table, timeOnce, verdict } from "./lib.mjs";
+
+export const name = "launch-none";
+export const description = "jobrt run -n N --runtime none /bin/true against a Node script spawning N processes concurrently";
+
+export async function run({ quick, env }) {
+  const sizes = quick ? [1, 4] : [1, 16, 64, 256];
+  const runs = quick ? 2 : 10;
+  const rows = [];
+  const results = new Map();
+  for (const n of sizes) {
+    const r = await compare(
+      () => timeOnce([process.execPath, jobrtBin, "run", "-n", String(n), "--runtime", "none", "/bin/true"], { env }),
+      () => timeOnce([process.execPath, new URL("./baseline-spawn.mjs", import.meta.url).pathname, String(n), "/bin/true"], { env }),
+      { runs, warmup: quick ? 1 : 2 },
+    );
+    results.set(n, r);
+    rows.push([`N=${n}`, fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`, fmt(r.b.median), `${fmt(r.b.min)}-${fmt(r.b.max)}`, ratio(r.a.median, r.b.median), rss(r.a.rssKiB), rss(r.b.rssKiB)]);
+  }
+  const first = sizes[0];
+  const last = sizes[sizes.length - 1];
+  const slope = (key) => (results.get(last)[key].median - results.get(first)[key].median) / (last - first);
+  const marginal = slope("a") / slope("b");
+  const fixed = results.get(first).a.median / results.get(first).b.median;
+  const out = [
+    table(["tasks", "jobrt median ms", "jobrt min-max", "baseline median ms", "baseline min-max", "ratio", "jobrt peak RSS", "baseline peak RSS"], rows),
+    "",
+    `Per-task marginal cost (N=${first}→${last}): jobrt ${fmt(slope("a"))} ms, baseline ${fmt(slope("b"))} ms, ratio ${marginal.toFixed(2)} (target ≤ 1.10: ${verdict(marginal <= 1.1)})`,
+    `Fixed cost (N=${first}): ratio ${fixed.toFixed(2)} (target ≤ 1.5: ${verdict(fixed <= 1.5)})`,
+  ];
+  return out.join("\n");
+}

@@ -1,0 +1,98 @@
+// Shared measurement code for the benchmarks: alternate a command with its baseline (A B A B ...)
+// so machine drift cancels, after a warm-up, and report medians, ranges, ratios and peak RSS.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const jobrtBin = join(repoRoot, "packages/cli/dist/bin.js");
+const TIME = "/usr/bin/time";
+
+/**
+ * Runs argv once; returns wall milliseconds and, when GNU time is there, the peak RSS in KiB of
+ * the largest process in the tree it waited for (GNU time reports the maximum over children).
+ */
+export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode = 0 } = {}) {
+  const useTime = existsSync(TIME);
+  const full = useTime ? [TIME, "-f", "JOBRT_BENCH_RSS=%M", ...argv] : argv;
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn(full[0], full.slice(1), { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+    });
+    child.stderr.on("data", (d) => {
+      err += d;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      const m = /JOBRT_BENCH_RSS=(\d+)/.exec(err);
+      if (code !== expectCode) {
+        reject(new Error(`${argv.join(" ")} exited ${code}, expected ${expectCode}:\n${err.slice(-2000)}${out.slice(-500)}`));
+        return;
+      }
+      resolve({ ms, rssKiB: m ? Number(m[1]) : undefined, stdout: out });
+    });
+  });
+}
+
+export function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/**
+ * Measures `a` against its baseline `b`, alternating them `runs` times after `warmup` rounds.
+ * Each of a and b is a function returning a promise of {ms, rssKiB?}.
+ */
+export async function compare(a, b, { runs = 10, warmup = 2 } = {}) {
+  for (let i = 0; i < warmup; i++) {
+    await a();
+    await b();
+  }
+  const ra = [];
+  const rb = [];
+  for (let i = 0; i < runs; i++) {
+    // Alternate which goes first too, so neither always runs on a "warm" machine.
+    if (i % 2 === 0) {
+      ra.push(await a());
+      rb.push(await b());
+    } else {
+      rb.push(await b());
+      ra.push(await a());
+    }
+  }
+  return { a: summarize(ra), b: summarize(rb) };
+}
+
+export function summarize(samples) {
+  const ms = samples.map((s) => s.ms);
+  const rss = samples.map((s) => s.rssKiB).filter((v) => v !== undefined);
+  return {
+    median: median(ms),
+    min: Math.min(...ms),
+    max: Math.max(...ms),
+    n: ms.length,
+    rssKiB: rss.length ? Math.max(...rss) : undefined,
+  };
+}
+
+export const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
+export const ratio = (x, y) => (y > 0 ? (x / y).toFixed(2) : "n/a");
+export const rss = (kib) => (kib === undefined ? "-" : `${(kib / 1024).toFixed(1)} MiB`);
+
+/** A markdown table from a header and rows. */
+export function table(header, rows) {
+  const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
+  for (const r of rows) lines.push(`| ${r.join(" | ")} |`);
+  return lines.join("\n");
+}
+
+export function verdict(ok) {
+  return ok ? "met" : "MISSED";
+}
