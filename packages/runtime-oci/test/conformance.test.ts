@@ -1,0 +1,47 @@
+import { join } from "node:path";
+import { describeRuntimeConformance } from "@jobrt/testkit";
+import { beforeAll } from "vitest";
+import { createStartConf, haveRunc, isRoot, makeBundle, writeConf } from "./fixtures.js";
+import { tempDir } from "./host.js";
+
+let bundle = "";
+let createStartDir = "";
+const embeddedDir = tempDir();
+beforeAll(() => {
+  if (!haveRunc) return;
+  bundle = makeBundle(join(tempDir(), "bundle"));
+  createStartDir = writeConf(tempDir(), createStartConf());
+});
+
+// The launch checks need runc and root (runc's default state dir); without them only the
+// contract checks run.
+const launch = haveRunc && isRoot ? {} : false;
+
+describeRuntimeConformance(() => import("../src/index.js"), {
+  title: "runtime conformance: oci, embedded runc run mode",
+  type: "runtime/oci",
+  capabilities: { runs: "either", shell: true, container: "optional" },
+  container: () => (bundle ? { value: bundle } : undefined),
+  node: () => ({ confDir: embeddedDir }),
+  launch,
+  invalid: [
+    { title: "missing bundle", container: { value: "/nonexistent/jobrt-bundle" }, code: "ERR_CONTAINER_REQUEST" },
+    { title: "modules", container: { modules: ["mpich"] }, code: "ERR_CONTAINER_REQUEST" },
+    { title: "unknown --container-opt", container: { options: { turbo: ["yes"] } }, code: "ERR_CONTAINER_REQUEST" },
+    { title: "bad env entry", container: { env: ["1BAD=x"] }, code: "ERR_CONTAINER_REQUEST" },
+    { title: "relative workdir", container: { workdir: "work" }, code: "ERR_CONTAINER_REQUEST" },
+    { title: "bad volume", container: { volumes: ["data:/data"] }, code: "ERR_CONTAINER_REQUEST" },
+  ],
+});
+
+describeRuntimeConformance(() => import("../src/index.js"), {
+  title: "runtime conformance: oci, runc create/start with the supervisor",
+  type: "runtime/oci",
+  capabilities: { runs: "either", shell: false, container: "optional" },
+  container: () => (bundle ? { value: bundle } : undefined),
+  node: () => ({ confDir: createStartDir || embeddedDir }),
+  launch,
+  skip: {
+    "execspec.task-argv": "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec starts the supervisor",
+  },
+});
