@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, runProgram } from "../helpers/jobrt.js";
 // @ts-expect-error: plain JS module of the stand-in, typed by JSDoc only
 import { getoptLong } from "./standin/getopt.mjs";
+// @ts-expect-error: plain JS module of the stand-in, typed by JSDoc only
+import { SHIFTER_LONGOPTS, SHIFTER_OPTSTRING } from "./standin/options.mjs";
 import { type StandinSite, TASK_GID, TASK_UID, createStandinSite, imageId } from "./standin/layout.js";
 
-const OPTSTRING = "+hnvV:i:e:Ew::m:";
 const LONG = "help,verbose,image:,volume:,module:,env:,env-file:,clearenv,workdir::,entrypoint::,entry::";
 
 type Parsed = { options: { opt: string; name?: string; arg: string | null }[]; rest: string[]; error?: string };
@@ -18,7 +19,7 @@ type Parsed = { options: { opt: string; name?: string; arg: string | null }[]; r
 /** util-linux getopt's normalised output for argv (the oracle). */
 function oracle(args: string[]): { out: string; err: string; code: number } {
   try {
-    const out = execFileSync("getopt", ["-o", OPTSTRING, "-l", LONG, "-n", "shifter", "--", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const out = execFileSync("getopt", ["-o", SHIFTER_OPTSTRING, "-l", LONG, "-n", "shifter", "--", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
     return { out: out.trim(), err: "", code: 0 };
   } catch (error) {
     const e = error as { stderr: string; status: number };
@@ -31,19 +32,7 @@ const shorts = new Map([["h", "no"], ["n", "no"], ["v", "no"], ["V", "req"], ["i
 
 /** The stand-in parser's result in getopt(1)'s output format. */
 function standinNormalised(args: string[]): { out: string; err: string; code: number } {
-  const r = getoptLong("shifter", args, OPTSTRING, [
-    { name: "help", hasArg: "no", val: "h" },
-    { name: "verbose", hasArg: "no", val: "v" },
-    { name: "image", hasArg: "required", val: "i" },
-    { name: "volume", hasArg: "required", val: "V" },
-    { name: "module", hasArg: "required", val: "m" },
-    { name: "env", hasArg: "required", val: "e" },
-    { name: "env-file", hasArg: "required", val: "F" },
-    { name: "clearenv", hasArg: "no", val: "E" },
-    { name: "workdir", hasArg: "optional", val: "w" },
-    { name: "entrypoint", hasArg: "optional", val: "P" },
-    { name: "entry", hasArg: "optional", val: "P" },
-  ]) as Parsed;
+  const r = getoptLong("shifter", args, SHIFTER_OPTSTRING, SHIFTER_LONGOPTS) as Parsed;
   if (r.error) return { out: "", err: r.error, code: 1 };
   const parts: string[] = [];
   for (const o of r.options) {

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
 import { JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, packageVersion } from "@jobrt/core";
 import { type ShifterConf, loadShifterConf } from "./conf.js";
@@ -68,6 +68,16 @@ async function pin(p: Prepared, node: NodeConf, step: StepRecord, mode: "setup" 
   throw imageError(p, `could not be pulled: ${how}; check the name, or run "shifterimg -v pull ${image.canonical}" to see why`);
 }
 
+/** True only when the file is known not to exist (an unreadable image store is shifter's business). */
+function missing(path: string): boolean {
+  try {
+    statSync(path);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
 function checkShifter(conf: ShifterConf): void {
   try {
     accessSync(conf.shifterPath, constants.X_OK);
@@ -87,7 +97,7 @@ const shifter = definePlugin(
       if (!p) return;
       checkShifter(p.conf);
       const pinned = (await pin(p, node, step, "setup")) as PinnedImage;
-      if (pinned.type === "id" && p.udi?.imagePath && !existsSync(join(p.udi.imagePath, `${pinned.value}.meta`))) {
+      if (pinned.type === "id" && p.udi?.imagePath && missing(join(p.udi.imagePath, `${pinned.value}.meta`))) {
         throw imageError(p, `resolved to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): the image is not on this node's image store`);
       }
       node.log("verbose", `shifter: ${p.request.image.canonical} pinned to ${pinned.type}:${pinned.value} for step ${step.jobId}.${step.stepId}`);

@@ -13,22 +13,7 @@ import { accessSync, constants, existsSync, lstatSync, readFileSync, readdirSync
 import { posix } from "node:path";
 import { Exit, aclAllows, filterTag, parseImageDescriptor, readUdiRootConf } from "./common.mjs";
 import { getoptLong } from "./getopt.mjs";
-
-const OPTSTRING = "+hnvV:i:e:Ew::m:";
-/** @type {import("./getopt.mjs").LongOption[]} */
-export const LONGOPTS = [
-  { name: "help", hasArg: "no", val: "h" },
-  { name: "verbose", hasArg: "no", val: "v" },
-  { name: "image", hasArg: "required", val: "i" },
-  { name: "volume", hasArg: "required", val: "V" },
-  { name: "module", hasArg: "required", val: "m" },
-  { name: "env", hasArg: "required", val: "e" },
-  { name: "env-file", hasArg: "required", val: "F" },
-  { name: "clearenv", hasArg: "no", val: "E" },
-  { name: "workdir", hasArg: "optional", val: "w" },
-  { name: "entrypoint", hasArg: "optional", val: "P" },
-  { name: "entry", hasArg: "optional", val: "P" },
-];
+import { SHIFTER_LONGOPTS, SHIFTER_OPTSTRING } from "./options.mjs";
 
 const SHORT_USAGE = [
   "",
@@ -218,7 +203,7 @@ function main() {
   let moduleSel = pick("SHIFTER_MODULE");
 
   // Command line.
-  const parsed = getoptLong(/** @type {string} */ (argv0), args, OPTSTRING, LONGOPTS);
+  const parsed = getoptLong(/** @type {string} */ (argv0), args, SHIFTER_OPTSTRING, SHIFTER_LONGOPTS);
   if (parsed.error) throw usage(1, [parsed.error, "Missing an argument!"]);
   let cliVolumes = 0;
   /** @type {string[]} */
