@@ -256,3 +256,33 @@ describe("a site installs jobrt and runtimes with npm", () => {
     expect(r.stderr).toMatch(/runtime runtime\/oldapi from package jobrt-runtime-oldapi@2\.0\.0 \(.*\) was built for runtime API 2, this jobrt speaks API 1/);
   });
 });
+
+describe("a plugin author goes from an empty directory to a published runtime", () => {
+  it("npm create jobrt-runtime → npm install → npm test → npm publish → a site runs it", async () => {
+    const author = join(root, "author");
+    mkdirSync(author);
+    await ok(["npm", "create", "--yes", "jobrt-runtime@latest", "jobrt-runtime-hello"], author);
+    const project = join(author, "jobrt-runtime-hello");
+    // The author's machine: @jobrt packages from the test registry, everything else (typescript,
+    // vitest) from the machine's usual registry. ~/.npmrc is read, never written.
+    const authorEnv: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(env)) if (!/^npm_config_(userconfig|registry)$/.test(k)) authorEnv[k] = v;
+    writeFileSync(join(project, ".npmrc"), `@jobrt:registry=${registry?.url}\n`);
+    const install = await runProgram(["npm", "install"], { cwd: project, env: authorEnv, timeoutMs: 300_000 });
+    expect(install.code, install.stderr).toBe(0);
+    const test = await runProgram(["npm", "test"], { cwd: project, env: authorEnv, timeoutMs: 300_000 });
+    expect(test.code, test.stdout.slice(-3000)).toBe(0);
+    expect(test.stdout).toMatch(/\d+ passed/);
+    // prepublishOnly builds and tests again; the package goes to the test registry only.
+    await ok(["npm", "publish"], project);
+
+    await ok(["npm", "install", "jobrt-runtime-hello"], site);
+    const conf = join(root, "etc-hello");
+    mkdirSync(conf);
+    writeFileSync(join(conf, "jobrt.conf"), `RuntimePlugins=hello\nDefRuntimePlugin=hello\nSpoolDir=${join(root, "spool")}\n`);
+    const r = await run(["npx", "jobrt", "run", "-n", "2", "sh", "-c", 'echo "$SLURM_PROCID $JOBRT_RUNTIME_STEP"'], site, { JOBRT_CONF_DIR: conf }, 120_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim().split("\n").map((l) => l.split(" ")[0]).sort()).toEqual(["0", "1"]);
+    expect(r.stdout).toMatch(/^0 \d+\.\d+$/m);
+  });
+});
