@@ -1,0 +1,40 @@
+import { join } from "node:path";
+import { writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { compare, fmt, jobrtBin, ratio, rss, table, timeOnce, verdict } from "./lib.mjs";
+import { RUN_MODE_CONF, bundleWithArgs, confDir } from "./fixtures.mjs";
+
+export const name = "launch-oci";
+export const description = "jobrt run -n N --runtime oci --container <busybox bundle> /bin/true (RunTimeRun = runc run) against `runc run` of the same bundle N times concurrently from a shell script";
+
+export async function run({ quick, env }) {
+  const sizes = quick ? [1, 2] : [1, 8, 32];
+  const runs = quick ? 2 : 8;
+  const bundle = bundleWithArgs(["/bin/true"]);
+  const conf = confDir(RUN_MODE_CONF);
+  const script = join(mkdtempSync(join(tmpdir(), "jobrt-bench-")), "runc-n.sh");
+  writeFileSync(
+    script,
+    `n=$1; b=$2; i=0\nwhile [ $i -lt $n ]; do runc run -b "$b" "bench-$$-$i" </dev/null >/dev/null & i=$((i+1)); done\nwait\n`,
+  );
+  const rows = [];
+  const results = new Map();
+  for (const n of sizes) {
+    const r = await compare(
+      () => timeOnce([process.execPath, jobrtBin, "run", "-n", String(n), "--runtime", "oci", "--container", bundle, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } }),
+      () => timeOnce(["sh", script, String(n), bundle], { env }),
+      { runs, warmup: 1 },
+    );
+    results.set(n, r);
+    rows.push([`N=${n}`, fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`, fmt(r.b.median), `${fmt(r.b.min)}-${fmt(r.b.max)}`, ratio(r.a.median, r.b.median), rss(r.a.rssKiB)]);
+  }
+  const first = sizes[0];
+  const last = sizes[sizes.length - 1];
+  const slope = (k) => (results.get(last)[k].median - results.get(first)[k].median) / (last - first);
+  const marginal = slope("a") / slope("b");
+  return [
+    table(["containers", "jobrt median ms", "jobrt min-max", "runc-run script median ms", "script min-max", "ratio", "jobrt peak RSS"], rows),
+    "",
+    `Per-container marginal cost (N=${first}→${last}): jobrt ${fmt(slope("a"))} ms, bare runc ${fmt(slope("b"))} ms, ratio ${marginal.toFixed(2)} (target ≤ 1.10: ${verdict(marginal <= 1.1)})`,
+  ].join("\n");
+}

@@ -1,0 +1,43 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { compare, fmt, jobrtBin, repoRoot, table, timeOnce, verdict } from "./lib.mjs";
+
+export const name = "srun";
+export const description = "`srun -n 2 jobrt exec --runtime none /bin/true` against `srun -n 2 /bin/true` on a local one-node Slurm (scripts/slurm-local.sh)";
+
+const script = join(repoRoot, "scripts/slurm-local.sh");
+
+export async function run({ quick, env }) {
+  const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-slurm-"));
+  // munged runs as its own user and must reach the cluster dir inside.
+  chmodSync(dir, 0o755);
+  const runs = quick ? 2 : 10;
+  let started = false;
+  try {
+    execFileSync("sh", [script, "start", "--nodes", "1", "--dir", join(dir, "cluster")], { stdio: ["ignore", "ignore", "inherit"] });
+    started = true;
+    const conf = join(dir, "conf");
+    execFileSync("mkdir", ["-p", conf]);
+    writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
+    const slurmEnv = { ...env, SLURM_CONF: join(dir, "cluster", "slurm.conf"), JOBRT_CONF_DIR: conf };
+    const r = await compare(
+      () => timeOnce(["srun", "-n", "2", process.execPath, jobrtBin, "exec", "--runtime", "none", "/bin/true"], { env: slurmEnv }),
+      () => timeOnce(["srun", "-n", "2", "/bin/true"], { env: slurmEnv }),
+      { runs, warmup: 1 },
+    );
+    const extra = r.a.median - r.b.median;
+    return [
+      table(["command", "median ms", "min-max ms"], [
+        ["srun -n 2 jobrt exec --runtime none /bin/true", fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`],
+        ["srun -n 2 /bin/true", fmt(r.b.median), `${fmt(r.b.min)}-${fmt(r.b.max)}`],
+      ]),
+      "",
+      `jobrt exec adds ${fmt(extra)} ms per srun (target ≤ +60 ms: ${verdict(extra <= 60)}).`,
+    ].join("\n");
+  } finally {
+    if (started) execFileSync("sh", [script, "stop", "--dir", join(dir, "cluster")], { stdio: ["ignore", "ignore", "inherit"] });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

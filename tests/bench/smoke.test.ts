@@ -1,0 +1,29 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { repoRoot, runProgram } from "../helpers/jobrt.js";
+
+// Benchmarks are not tests: this only proves each one starts, measures and prints its table for
+// tiny N, so `pnpm bench` keeps working. Targets are not asserted here (machines are noisy).
+const expectations: Record<string, RegExp[]> = {
+  "launch-none": [/\| N=1 \| [\d.]+ \|/, /Per-task marginal cost .* ratio [\d.]+ \(target ≤ 1\.10: (met|MISSED)\)/, /Fixed cost \(N=1\): ratio [\d.]+/],
+  "launch-oci": [/\| N=1 \| [\d.]+ \|/, /Per-container marginal cost/],
+  "exit-detection": [/\| bare runc run \|/, /create\/start mode \(supervisor\) \|/, /1 s → \+275 ms, 3 s → \+555 ms, 10 s → \+1555 ms/],
+  srun: [/\| srun -n 2 jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms per srun/],
+  registry: [/\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/, /100 heterogeneous components over 3 runtimes/],
+};
+
+describe("bench smoke", () => {
+  it.each(Object.keys(expectations))("%s runs and prints its table", async (name) => {
+    const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), name, "--quick"], { timeoutMs: 240_000 });
+    expect(r.stdout).not.toContain("failed:");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`## ${name}`);
+    for (const re of expectations[name]!) expect(r.stdout).toMatch(re);
+  }, 300_000);
+
+  it("refuses an unknown benchmark", async () => {
+    const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('bench: unknown benchmark "nope" (one of: launch-none, launch-oci, exit-detection, srun, registry)\n');
+  });
+});
