@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { runProgram } from "../helpers/jobrt.js";
 
 /** verdaccio 6.9+ needs Node 22; 6.8.0 needs node-fetch pinned because the mirror lacks its `cjs` tag. */
-export const VERDACCIO_VERSION = "6.8.0";
+const VERDACCIO_VERSION = "6.8.0";
 
 /**
  * Env for npm/pnpm children that talk ONLY to the test registry: every inherited npm_config_* /
@@ -29,7 +29,7 @@ export function registryEnv(userconfig: string, registry: string, extra: Record<
 }
 
 /** verdaccio installed once per machine in a temp dir (not a repo dependency: it is only a test server). */
-export async function installVerdaccio(): Promise<string> {
+async function installVerdaccio(): Promise<string> {
   const dir = join(tmpdir(), `jobrt-verdaccio-${VERDACCIO_VERSION}`);
   const bin = join(dir, "node_modules/verdaccio/bin/verdaccio");
   if (existsSync(bin)) return bin;
