@@ -108,7 +108,7 @@ export function shellQuoteIn(state: QuoteState, value: string): string {
   return `'${value.replace(/'/g, `'"'"'`)}'`;
 }
 
-function valueOf(c: PatternChar, v: PatternValues): string | number | undefined {
+function valueFor(c: PatternChar, v: PatternValues): string | number | undefined {
   switch (c) {
     case "@":
       return v.argv === undefined ? undefined : quoteArgv(v.argv);
@@ -162,7 +162,7 @@ export function expandPattern(pattern: string, values: PatternValues, options: E
         continue;
       }
       const pc = c as PatternChar;
-      const value = valueOf(pc, values);
+      const value = valueFor(pc, values);
       if (value === undefined) throw new PatternValueError(pc, NAMES[pc]);
       if (typeof value === "number" || pc === "@" || !options.shell) out += String(value);
       else out += shellQuoteIn(state, value);

@@ -73,7 +73,7 @@ function canReadExitCode(pid: number): boolean {
   if (uid === 0) return true;
   const c = creds(pid);
   const gid = process.getegid?.() ?? -1;
-  return c !== undefined && c.uids.every((u) => u === uid) && c.gids.every((g) => g === gid);
+  return !!c?.uids.every((u) => u === uid) && !!c?.gids.every((g) => g === gid);
 }
 
 export async function supervise(spec: SupervisorSpec): Promise<never> {

@@ -8,8 +8,11 @@ const repo = fileURLToPath(new URL("../../..", import.meta.url));
 export const haveRunc = spawnSync("runc", ["--version"]).status === 0;
 export const isRoot = process.getuid?.() === 0;
 
+// biome-ignore lint/suspicious/noExplicitAny: tests edit arbitrary config.json fields
+type Json = Record<string, any>;
+
 /** A busybox OCI bundle at `dir` (non-terminal `runc spec`), optionally edited. */
-export function makeBundle(dir: string, edit?: (config: Record<string, any>) => void, rootless = false): string {
+export function makeBundle(dir: string, edit?: (config: Json) => void, rootless = false): string {
   mkdirSync(dir, { recursive: true });
   execFileSync("sh", [join(repo, "scripts/busybox-bundle.sh"), dir, ...(rootless ? ["--rootless"] : [])], { stdio: "ignore" });
   if (edit) {

@@ -15,6 +15,8 @@ export interface HostOptions {
   jobId?: number;
   stepId?: number;
   ntasks?: number;
+  /** Node-local ids of the tasks this host runs (default 0..ntasks-1): srun runs one jobrt per task. */
+  taskIds?: number[];
   argv: string[];
   container?: Partial<ContainerRequest>;
   uid?: number;
@@ -70,10 +72,11 @@ export function makeNode(o: Pick<HostOptions, "confDir" | "spoolDir" | "killWait
 }
 
 export function makeStep(o: HostOptions): StepRecord {
-  const n = o.ntasks ?? 1;
+  const ids = o.taskIds ?? Array.from({ length: o.ntasks ?? 1 }, (_, i) => i);
+  const n = o.ntasks ?? ids.length;
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(o.env ?? {}) };
   const jobId = o.jobId ?? uniqueJobId();
-  const tasks: TaskRecord[] = Array.from({ length: n }, (_, i) => ({
+  const tasks: TaskRecord[] = ids.map((i) => ({
     localId: i,
     globalId: i,
     argv: [...o.argv],

@@ -1,12 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, symlinkSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { isJobrtError, NOT_SUPPORTED } from "@jobrt/core";
+import { type ExecSpec, NOT_SUPPORTED, type TaskRecord, isJobrtError } from "@jobrt/core";
 import fc from "fast-check";
 import { afterAll, describe, expect, test } from "vitest";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, openUp, processesWith, runModeConf, runcIds, writeConf } from "./fixtures.js";
-import { runStep, tempDir, uniqueJobId } from "./host.js";
+import { makeNode, makeStep, runStep, tempDir, uniqueJobId } from "./host.js";
 
 const modes = [
   ["run mode", runModeConf],
@@ -45,7 +45,9 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
         expect(r.setupError).toBeUndefined();
         expect(r.cleanupError).toBeUndefined();
         expect(r.tasks.map((t) => t.code)).toEqual([0, 0, 3, 0]);
-        r.tasks.forEach((t, i) => expect(t.stdout).toBe(`task=${i} foo=bar baz arg=it's "quoted" host=runc\n`));
+        r.tasks.forEach((t, i) => {
+          expect(t.stdout).toBe(`task=${i} foo=bar baz arg=it's "quoted" host=runc\n`);
+        });
         expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
         expect(readdirSync(spoolDir)).toEqual([]);
       });
@@ -168,6 +170,48 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
       { numRuns: 8 },
     );
     expect(existsSync("/tmp/jobrt-pwned")).toBe(false);
+  });
+
+  test("one jobrt per task (srun ... jobrt exec): concurrent setups share the step dir, the last cleanup removes it", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const spoolDir = tempDir();
+    const jobId = job();
+    const hosts = [0, 1, 2].map((t) =>
+      runStep(plugin, { confDir, spoolDir, jobId, ntasks: 3, taskIds: [t], argv: ["sh", "-c", `sleep 0.${3 * t + 1}; echo $SLURM_LOCALID`], container: { value: bundle } }),
+    );
+    const results = await Promise.all(hosts);
+    results.forEach((r, t) => {
+      expect(r.setupError).toBeUndefined();
+      expect(r.tasks[0]?.stdout).toBe(`${t}\n`);
+    });
+    expect(readdirSync(spoolDir)).toEqual([]);
+  });
+
+  test("without a query command (IgnoreFileConfigJson), Delete still runs at cleanup and Kill never hits a dead pid (W6, W7)", async () => {
+    const out = tempDir();
+    const conf = `IgnoreFileConfigJson=true\nRunTimeRun="%@"\nRunTimeKill="echo kill %p >> ${out}/log"\nRunTimeDelete="echo delete %t >> ${out}/log"\n`;
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), ntasks: 2, argv: ["true"], container: { value: bundle } });
+    expect(r.tasks.map((t) => t.code)).toEqual([0, 0]);
+    expect(readFileSync(join(out, "log"), "utf8").split("\n").filter(Boolean).sort()).toEqual(["delete 0", "delete 1"]);
+  });
+
+  test("create/start without perl: the exit is noticed but the status is unknown, so the task fails with 125, never 0", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle } });
+    const node = makeNode({ confDir, spoolDir: tempDir() });
+    const task = step.tasks[0] as TaskRecord;
+    try {
+      await plugin.setup(node, step);
+      await plugin.taskInit(node, step, task);
+      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      const argv = spec.argv.slice(spec.argv.indexOf(process.execPath));
+      expect(argv[0]).toBe(process.execPath);
+      const r = spawnSync(argv[0] as string, argv.slice(1), { env: spec.env, cwd: spec.cwd, encoding: "utf8" });
+      expect(r.status).toBe(125);
+      expect(r.stderr).toContain("exit status is not available");
+    } finally {
+      await plugin.cleanup(node, step);
+    }
   });
 
   test("DisableHooks really removes the hooks (W10)", async () => {
