@@ -5,6 +5,7 @@ import { type ShifterConf, loadShifterConf } from "./conf.js";
 import { type PinnedImage, buildExecSpec } from "./exec.js";
 import { show } from "./reject.js";
 import { type ShifterRequest, validateRequest, wantsContainer } from "./request.js";
+import { joinPinDir, leavePinDir, readPin, writePin } from "./pin.js";
 import { lookupImage, pullImage } from "./resolve.js";
 import { type UdiRootConf, loadUdiRootConf } from "./udiroot.js";
 
@@ -96,7 +97,14 @@ const shifter = definePlugin(
       const p = prepare(node, step);
       if (!p) return;
       checkShifter(p.conf);
-      const pinned = (await pin(p, node, step, "setup")) as PinnedImage;
+      const byName = p.request.image.type === "docker" || p.request.image.type === "custom";
+      const shared = byName ? joinPinDir(node, step) : undefined;
+      let pinned = shared ? readPin(shared, p.request.image.canonical) : undefined;
+      if (pinned) node.log("verbose", `shifter: using the image pinned by another process of this step (${shared})`);
+      else {
+        pinned = (await pin(p, node, step, "setup")) as PinnedImage;
+        if (shared && pinned.type === "id") pinned = writePin(shared, pinned);
+      }
       if (pinned.type === "id" && p.udi?.imagePath && missing(join(p.udi.imagePath, `${pinned.value}.meta`))) {
         throw imageError(p, `resolved to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): the image is not on this node's image store`);
       }
@@ -118,13 +126,17 @@ const shifter = definePlugin(
       }
       return buildExecSpec(state.conf.shifterPath, state.conf, state.request, state.pinned, step, task);
     },
-    cleanup(_node, step) {
-      // shifter keeps nothing on the node for a step (each instance's mounts die with its namespace).
+    cleanup(node, step) {
+      // shifter itself keeps nothing on the node for a step (each instance's mounts die with its
+      // namespace); only the shared image pin is ours to remove.
       states.delete(step);
+      leavePinDir(node, step);
     },
     async validate(node, step) {
       const p = prepare(node, step);
-      if (p) await pin(p, node, step, "validate");
+      if (!p) return;
+      const pinned = await pin(p, node, step, "validate");
+      if (pinned) node.log("verbose", `shifter: ${p.request.image.canonical} resolves to ${pinned.type}:${pinned.value}`);
     },
   },
 );
