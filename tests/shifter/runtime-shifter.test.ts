@@ -194,17 +194,28 @@ describe("jobrt run --runtime shifter", () => {
   });
 
   it("runs a heterogeneous step: one component on shifter, one on oci", async () => {
+    // runtime-oci's recipe for tasks as nobody (tests/oci): a rootless bundle mapping container
+    // root to nobody, and a SpoolDir the task user can traverse.
     const parent = tempDir("jobrt-shifter-het-");
     chmodSync(parent, 0o755);
-    const bundle = busyboxBundle(join(parent, "bundle"));
+    const spool = join(parent, "spool");
+    mkdirSync(spool, { mode: 0o755 });
+    const bundle = busyboxBundle(join(parent, "bundle"), true);
+    const config = JSON.parse(readFileSync(join(bundle, "config.json"), "utf8"));
+    config.linux.uidMappings = [{ containerID: 0, hostID: TASK_UID, size: 1 }];
+    config.linux.gidMappings = [{ containerID: 0, hostID: TASK_GID, size: 1 }];
+    writeFileSync(join(bundle, "config.json"), JSON.stringify(config));
+    writeFileSync(join(site.confDir, "jobrt.conf"), `SpoolDir=${spool}\n`);
     try {
-      const r = await run(["-l", "--runtime", "shifter", "--container", IMAGE, "sh", "-c", "echo shifter $(cat /etc/jobrt-image)",
-        ":", "--runtime", "oci", "--container", bundle, "sh", "-c", "echo oci $(cat /etc/jobrt-image)"]);
+      const r = await run(["-l", "--runtime", "shifter", "--container", IMAGE, "sh", "-c", "echo shifter $(cat /etc/jobrt-image) $SLURM_PROCID",
+        ":", "-D", "/", "--runtime", "oci", "--container", bundle, "sh", "-c", "echo oci $(cat /etc/jobrt-image) $SLURM_PROCID"]);
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
-      expect(r.stdout.trim().split("\n").sort()).toEqual([`0: shifter ${IMAGE}`, "1: oci jobrt-busybox-image"]);
+      expect(r.stdout.trim().split("\n").sort()).toEqual([`0: shifter ${IMAGE} 0`, "1: oci jobrt-busybox-image 1"]);
+      expect(readdirSync(spool).filter((n) => n !== "jobs")).toEqual([]);
     } finally {
-      rmSync(join(bundle, ".."), { recursive: true, force: true });
+      rmSync(join(site.confDir, "jobrt.conf"), { force: true });
+      rmSync(parent, { recursive: true, force: true });
     }
   });
 });
