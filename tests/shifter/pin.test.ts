@@ -109,11 +109,17 @@ describe("one pinned image per step", () => {
       retag("docker:app-v2:1");
       const second = await jobrt([...args, "cat", "/etc/jobrt-image"], { uid: TASK_UID, gid: TASK_GID, cwd: "/tmp", env: env(1) });
       expect(second).toMatchObject({ code: 0, stdout: `${TAG}\n` });
-      mkdirSync(go);
+      mkdirSync(go, { recursive: true });
       expect(await done).toBe(0);
       expect(firstErr).toBe("");
     } finally {
-      if (first.exitCode === null && first.signalCode === null) first.kill("SIGKILL");
+      // Let the first task end by itself (killing only jobrt would orphan the task's process group).
+      mkdirSync(go, { recursive: true });
+      if (first.exitCode === null && first.signalCode === null) {
+        const timer = setTimeout(() => first.kill("SIGTERM"), 30_000);
+        await done;
+        clearTimeout(timer);
+      }
       rmSync(join(go, ".."), { recursive: true, force: true });
     }
     expect(readdirSync(spool)).toEqual([]);

@@ -2,7 +2,7 @@
 // 6), so the plugin's own tests cannot pass by agreeing with a loose fake. The grammar is checked
 // against util-linux getopt(1), which uses the same glibc getopt_long engine as shifter.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync, chownSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, runProgram } from "../helpers/jobrt.js";
@@ -248,7 +248,9 @@ describe("stand-in shifter: behaviour (spec 1.2-1.8)", () => {
     const rw = await shifter([`--image=${BUSYBOX}`, "--volume=/home/work:/data", "sh", "-c", "echo written > /data/out.txt; echo tmp > /tmp/standin-shared-$$; echo $$"]);
     expect(rw.code).toBe(0);
     expect(readFileSync(join(site.siteHome, "work/out.txt"), "utf8")).toBe("written\n");
-    expect(existsSync(`/tmp/standin-shared-${rw.stdout.trim()}`)).toBe(true);
+    const shared = `/tmp/standin-shared-${rw.stdout.trim()}`;
+    expect(existsSync(shared)).toBe(true);
+    rmSync(shared);
   });
 
   it("assembles the environment in shifter's order and drops setuid-unsafe variables", async () => {

@@ -1,9 +1,9 @@
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ContainerRequest, StepRecord } from "@jobrt/core";
 import { isJobrtError } from "@jobrt/core";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { type ShifterConf, loadShifterConf } from "../src/conf.js";
 import { validateRequest } from "../src/request.js";
 import { parseUdiRootConf } from "../src/udiroot.js";
@@ -19,8 +19,18 @@ const udi = parseUdiRootConf(
   "/etc/shifter/udiRoot.conf",
 );
 
-function conf(lines: string[] = []): ShifterConf {
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function scratch(): string {
   const dir = mkdtempSync(join(tmpdir(), "shifter-conf-"));
+  dirs.push(dir);
+  return dir;
+}
+
+function conf(lines: string[] = []): ShifterConf {
+  const dir = scratch();
   writeFileSync(join(dir, "shifter.conf"), `${lines.join("\n")}\n`);
   chmodSync(join(dir, "shifter.conf"), 0o644);
   return loadShifterConf(dir, process.getuid?.() ?? 0);
@@ -248,7 +258,7 @@ describe("modules, env, workdir, entrypoint, options", () => {
 
 describe("shifter.conf", () => {
   it("fills defaults with no file", () => {
-    const c = loadShifterConf(mkdtempSync(join(tmpdir(), "shifter-conf-")), 0);
+    const c = loadShifterConf(scratch(), 0);
     expect(c).toMatchObject({ shifterPath: "/usr/bin/shifter", pullPolicy: "never", allowedImageTypes: ["docker", "custom", "id"], lookupTimeoutMs: 60_000 });
     expect(c.file).toBeUndefined();
   });
@@ -272,7 +282,7 @@ describe("shifter.conf", () => {
   }
 
   it("refuses a group- or world-writable file", () => {
-    const dir = mkdtempSync(join(tmpdir(), "shifter-conf-"));
+    const dir = scratch();
     writeFileSync(join(dir, "shifter.conf"), "PullPolicy=never\n");
     chmodSync(join(dir, "shifter.conf"), 0o666);
     expect(() => loadShifterConf(dir, 0)).toThrow(/must not be group- or world-writable/);
