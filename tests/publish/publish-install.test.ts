@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
 import { type RunResult, repoRoot, runProgram } from "../helpers/jobrt.js";
-import { type LocalRegistry, registryEnv, startRegistry } from "./registry.js";
+import { type LocalRegistry, registryEnv, startRegistry, stopAllRegistries } from "./registry.js";
 
 // The path of a plugin author and a site, for real: a local verdaccio, the repository's own release
 // flow (changesets + `pnpm release`) publishing into it, then a fresh directory outside the repo that
@@ -85,22 +85,18 @@ beforeAll(async () => {
   work = join(root, "repo");
   mkdirSync(work);
   await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);
-  if (process.env.JOBRT_DEV_ADD_EXAMPLES) {
-    writeFileSync(join(work, "pnpm-workspace.yaml"), readFileSync(join(work, "pnpm-workspace.yaml"), "utf8").replace('  - "packages/*"', '  - "packages/*"\n  - "examples/*"'));
+  if (!/^\s*-\s*["']?examples\/\*["']?\s*$/m.test(readFileSync(join(work, "pnpm-workspace.yaml"), "utf8"))) {
+    throw new Error("pnpm-workspace.yaml does not list examples/*: the example runtime and the starter would be neither versioned nor published");
   }
   await git(work, "init", "-q", "-b", "main");
   await git(work, "add", "-A");
   await git(work, "commit", "-q", "-m", "import");
   // Dependencies come from the machine's usual registry (the store is warm, so offline).
   const installed = await runProgram(
-    ["pnpm", "install", process.env.JOBRT_DEV_ADD_EXAMPLES ? "--no-frozen-lockfile" : "--frozen-lockfile", "--offline", "--reporter=silent"],
+    ["pnpm", "install", "--frozen-lockfile", "--offline", "--reporter=silent"],
     { cwd: work, timeoutMs: 300_000 },
   );
   if (installed.code !== 0) throw new Error(`pnpm install in the copy failed: ${installed.stdout}${installed.stderr}`);
-  if (process.env.JOBRT_DEV_ADD_EXAMPLES) {
-    await git(work, "add", "-A");
-    await git(work, "commit", "-q", "-m", "dev");
-  }
   // From here on every package (scoped and unscoped) goes to the test registry; .npmrc is git-ignored.
   writeFileSync(join(work, ".npmrc"), `registry=${registry.url}\n@jobrt:registry=${registry.url}\n`);
 
@@ -147,7 +143,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
-  await registry?.stop();
+  await stopAllRegistries();
   if (root) rmSync(root, { recursive: true, force: true });
 }, 60_000);
 

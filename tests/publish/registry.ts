@@ -51,6 +51,14 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Every started registry's stop, so afterAll can stop one whose start timed out half-way. */
+const started = new Set<() => Promise<void>>();
+
+/** Stops every registry this process started (by pid); safe to call more than once. */
+export async function stopAllRegistries(): Promise<void> {
+  for (const stop of [...started]) await stop();
+}
+
 export interface LocalRegistry {
   url: string;
   pid: number;
@@ -100,6 +108,7 @@ export async function startRegistry(dir: string): Promise<LocalRegistry> {
   const pid = child.pid as number;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = async () => {
+    started.delete(stop);
     if (child.exitCode !== null || child.signalCode !== null) return;
     process.kill(pid, "SIGTERM");
     const timer = setTimeout(() => {
@@ -112,6 +121,7 @@ export async function startRegistry(dir: string): Promise<LocalRegistry> {
     await exited;
     clearTimeout(timer);
   };
+  started.add(stop);
   try {
     const deadline = Date.now() + 60_000;
     for (;;) {
