@@ -4,10 +4,13 @@
 // as root and then drops to nobody for good before the suite runs.
 import { execFileSync } from "node:child_process";
 import { chownSync } from "node:fs";
+import { isMainThread } from "node:worker_threads";
 import { afterAll } from "vitest";
 import { describeRuntimeConformance } from "../../packages/testkit/dist/index.js";
 import { TASK_GID, TASK_UID, createStandinSite } from "./standin/layout.js";
 
+// setuid in a worker thread would change the whole test process; only a forked worker may drop.
+if (!isMainThread) throw new Error("tests/shifter/conformance.test.ts needs vitest's forks pool (it drops root for its own process)");
 const site = createStandinSite();
 site.addImage("docker:busybox:latest");
 // Everything but udiRoot.conf (which Shifter wants root-owned) becomes nobody's, so the
