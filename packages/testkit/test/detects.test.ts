@@ -55,6 +55,7 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["drops-argv", "execspec.task-argv", /does not contain the task argv/],
   ["bad-exit", "launch.exit-code", /task exited with 0, expected 7/],
   ["multiline-error", "errors.message", /is not one non-empty line/],
+  ["accepts-no-container", "errors.container-required", /a step without --container was accepted/],
 ];
 
 describe("the conformance suite catches broken plugins", () => {
@@ -79,5 +80,8 @@ describe("the conformance suite catches broken plugins", () => {
     const got = outcome("lenient:drops-argv");
     expect(got.get("execspec.task-argv")?.status).toBe("passed");
     expect(got.get("meta.shape")?.status).toBe("passed");
+    expect(got.get("cleanup.twice")?.status).toBe("skipped");
+    expect(results.find((r) => r.ancestorTitles[0] === "lenient:drops-argv" && r.title.includes("cleanup.twice"))?.title).toContain("(skipped: demonstrating skip)");
+    expect(got.get("launch.tasks")?.status).toBe("skipped");
   });
 });
