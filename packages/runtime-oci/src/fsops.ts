@@ -1,5 +1,4 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import {
   closeSync,
   constants,
@@ -67,7 +66,9 @@ export function makeDir(path: string, mode: number, owner?: Identity, acceptOwne
  * then rename over the target. Leftovers from an earlier run are simply replaced (W9).
  */
 export function writeAtomic(dir: string, name: string, content: string, mode: number, owner?: { uid: number; gid: number }): void {
-  const tmp = join(dir, `.${name}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  // O_EXCL makes a name clash an error, never a write through someone else's file, so the name
+  // needs no cryptographic randomness (and the supervisor saves loading node:crypto).
+  const tmp = join(dir, `.${name}.${process.pid}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
     const buf = Buffer.from(content, "utf8");

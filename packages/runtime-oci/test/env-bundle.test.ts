@@ -65,3 +65,15 @@ describe("config.json", () => {
     expect(parseVolume("/a:/b")).toEqual({ destination: "/b", type: "none", source: "/a", options: ["rbind"] });
   });
 });
+
+describe("spool naming (spec 3.1)", () => {
+  test("step dirs and %s for normal, batch, interactive and extern steps", async () => {
+    const { printedStepId, stepDirName } = await import("../src/plugin.js");
+    expect(stepDirName({ kind: "normal", stepId: 7, jobId: 42 })).toBe("oci-job42-7");
+    expect(stepDirName({ kind: "batch", stepId: 0, jobId: 42 })).toBe("oci-job42-batch");
+    expect(stepDirName({ kind: "interactive", stepId: 0, jobId: 42 })).toBe("oci-job42-interactive");
+    expect(stepDirName({ kind: "extern", stepId: 0, jobId: 42 })).toBe("oci-job42-extern");
+    expect([printedStepId({ kind: "batch", stepId: 0 }), printedStepId({ kind: "interactive", stepId: 0 }), printedStepId({ kind: "extern", stepId: 0 })]).toEqual([4294967291, 4294967290, 4294967292]);
+    expect(printedStepId({ kind: "normal", stepId: 3 })).toBe(3);
+  });
+});
