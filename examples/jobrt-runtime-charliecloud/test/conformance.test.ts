@@ -41,3 +41,15 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   capabilities: { runs: "exec-spec", container: "required" },
   container: () => ({ value: image, clearEnv: true, env: ["GREETING=hello world"], workdir: "/work" }),
 });
+
+// As root for an unprivileged job user (the usual production case): launches drop to nobody, so
+// the per-task env files must be the job user's, and ch-run runs unprivileged.
+if (process.getuid?.() === 0) {
+  describeRuntimeConformance(() => import("../src/index.js"), {
+    title: "runtime conformance: charliecloud for job user nobody",
+    type: "runtime/charliecloud",
+    capabilities: { runs: "exec-spec", container: "required" },
+    user: { uid: 65534, gid: 65534, name: "nobody", home: "/nonexistent" },
+    container: () => ({ value: image, env: ["GREETING=hello"], clearEnv: true }),
+  });
+}

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import {
@@ -117,6 +117,9 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
   const tempDir = (prefix: string): string => {
     const dir = mkdtempSync(join(tmpdir(), `jobrt-testkit-${prefix}-`));
     scratch.push(dir);
+    // Like a site's: SpoolDir traversable by job users; the job's cwd is the job user's.
+    if (prefix === "spool") chmodSync(dir, 0o755);
+    if (prefix === "cwd" && options.user && process.getuid?.() === 0) chownSync(dir, options.user.uid, options.user.gid);
     return dir;
   };
 
@@ -133,6 +136,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
     const c = container === null ? undefined : (container ?? fixtureContainer());
     return createTestStep({
       runtime: plugin.meta.name,
+      ...(options.user ? { user: options.user } : {}),
       tasks: taskCount,
       cwd: tempDir("cwd"),
       ...(launch?.argv ? { argv: launch.argv } : {}),

@@ -39,6 +39,15 @@ export interface TestStepOptions {
   cwd?: string;
   env?: Record<string, string>;
   container?: Partial<ContainerRequest>;
+  /** The job user; default the user running the tests. */
+  user?: JobUser;
+}
+
+export interface JobUser {
+  uid: number;
+  gid: number;
+  name: string;
+  home?: string;
 }
 
 let nextJobId = 0;
@@ -54,7 +63,9 @@ export function uniqueJobId(): number {
 
 /** A StepRecord as the host builds it, with Slurm-style task environments. */
 export function createTestStep(options: TestStepOptions): StepRecord {
-  const user = userInfo();
+  const me = userInfo();
+  const user = options.user ?? { uid: me.uid, gid: me.gid, name: me.username, home: me.homedir };
+  const home = user.home ?? "/nonexistent";
   const jobId = options.jobId ?? uniqueJobId();
   const stepId = options.stepId ?? 0;
   const ids = typeof options.tasks === "object" ? options.tasks : [...Array(options.tasks ?? 1).keys()];
@@ -62,8 +73,8 @@ export function createTestStep(options: TestStepOptions): StepRecord {
   const argv = options.argv ?? ["sh", "-c", 'echo "jobrt-testkit:$SLURM_PROCID"'];
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
-    HOME: user.homedir,
-    USER: user.username,
+    HOME: home,
+    USER: user.name,
     ...options.env,
   };
   const tasks: TaskRecord[] = ids.map((globalId) => ({
@@ -88,8 +99,8 @@ export function createTestStep(options: TestStepOptions): StepRecord {
     runtime: options.runtime,
     uid: user.uid,
     gid: user.gid,
-    user: user.username,
-    home: user.homedir,
+    user: user.name,
+    home,
     cwd: options.cwd ?? mkdtempSync(join(tmpdir(), "jobrt-testkit-cwd-")),
     argv: [...argv],
     env,

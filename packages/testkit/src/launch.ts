@@ -19,7 +19,8 @@ export interface LaunchOptions {
 
 /**
  * Starts a task the way the host does: the ExecSpec `run` returned, or for NOT_SUPPORTED the task's
- * own argv with the task env in the step's cwd; in its own process group; sets `task.pid`; waits.
+ * own argv with the task env in the step's cwd; in its own process group; as step.uid/step.gid
+ * (both) when running as root and they differ from root's; sets `task.pid`; waits.
  */
 export function launchTask(
   result: ExecSpec | NotSupported,
@@ -31,7 +32,8 @@ export function launchTask(
   const [file, ...args] = spec.argv;
   if (file === undefined) return Promise.reject(new Error("launchTask: empty argv"));
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    const drop = process.getuid?.() === 0 && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : {};
+    const child = spawn(file, args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ["pipe", "pipe", "pipe"], ...drop });
     if (child.pid !== undefined) task.pid = child.pid;
     let stdout = "";
     let stderr = "";

@@ -1,5 +1,6 @@
 import type { ContainerRequest, ErrorCode, NodeConf, RuntimePlugin, StepRecord, TaskRecord } from "@jobrt/core";
 import type { CheckId } from "./checks.js";
+import type { JobUser } from "./fixtures.js";
 
 /** A plugin object, or a loader such as `() => import("../src/index.js")` (its default export is used). */
 export type PluginSource = RuntimePlugin | (() => RuntimePlugin | { default: unknown } | Promise<RuntimePlugin | { default: unknown }>);
@@ -46,6 +47,12 @@ export interface ConformanceOptions {
   container?: Lazy<Partial<ContainerRequest> | undefined>;
   /** NodeConf fields (e.g. confDir holding oci.conf). SpoolDir defaults to a fresh temp dir per check. */
   node?: Lazy<Partial<NodeConf>>;
+  /**
+   * The job user of the generated steps; default the user running the tests. When the tests run
+   * as root, another user makes the launches drop to it (both ids), as the host does, so files the
+   * plugin makes for the job must be usable by that user.
+   */
+  user?: JobUser;
   /** Tasks in the generated step. Default 3. */
   tasks?: number;
   /** Requests the plugin must refuse, each with its error code. */

@@ -16,3 +16,12 @@ describeRuntimeConformance(async () => ({ default: hostEnvRuntime() }), {
 
 // A plugin that never runs anything itself: the host starts the task's own argv.
 describeRuntimeConformance(passThrough, { capabilities: { runs: "not-supported" } });
+
+// As root, the same plugin for an unprivileged job user: launches drop to nobody like the host.
+if (process.getuid?.() === 0) {
+  describeRuntimeConformance(hostEnvRuntime(), {
+    title: "runtime conformance: hostenv for job user nobody",
+    capabilities: { runs: "exec-spec" },
+    user: { uid: 65534, gid: 65534, name: "nobody" },
+  });
+}
