@@ -82,6 +82,14 @@ pid_is_ours() { # pid program
   return 1
 }
 
+# For a daemon this run just started: alive and not a zombie. (pid_is_ours would race with the
+# exec: until then the child's cmdline is this script's.)
+alive() {
+  [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
+  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
 read_pid() { [ -f "$PIDS/$1.pid" ] && cat "$PIDS/$1.pid" || true; }
 
 # Daemon name -> program name, for the /proc check.
@@ -276,7 +284,7 @@ start_munge() {
   i=0
   until [ -S "$DIR/munge/munge.socket" ] && munge -S "$DIR/munge/munge.socket" -n </dev/null | unmunge -S "$DIR/munge/munge.socket" >/dev/null 2>&1; do
     i=$((i + 1))
-    [ $i -lt 100 ] && pid_is_ours "$(read_pid munged)" munged ||
+    [ $i -lt 100 ] && alive "$(read_pid munged)" ||
       { cat "$DIR/munge/munged.log" "$LOGS/munged.out" >&2 2>/dev/null || true; die "munged did not start"; }
     sleep 0.1
   done
@@ -314,7 +322,7 @@ start_slurm() {
   i=0
   until scontrol ping 2>/dev/null | grep -q 'is UP'; do
     i=$((i + 1))
-    [ $i -lt 200 ] && pid_is_ours "$(read_pid slurmctld)" slurmctld ||
+    [ $i -lt 200 ] && alive "$(read_pid slurmctld)" ||
       { tail -n 20 "$LOGS/slurmctld.log" "$LOGS/slurmctld.out" >&2 2>/dev/null || true; die "slurmctld did not come up"; }
     sleep 0.1
   done
@@ -343,7 +351,7 @@ wait_idle() {
     idle=$(printf '%s\n' "$states" | grep -c ' idle$' || true)
     [ "$idle" -ge "$NODES" ] && return 0
     for d in $(daemons); do
-      pid_is_ours "$(read_pid "$d")" "$(program_of "$d")" ||
+      alive "$(read_pid "$d")" ||
         { tail -n 20 "$LOGS"/*.log "$LOGS"/*.out >&2 2>/dev/null || true; die "$d exited during start (logs above)"; }
     done
     i=$((i + 1))

@@ -74,7 +74,7 @@ describe("scripts/slurm-local.sh: a two-node Slurm on one machine", () => {
     temps.push(dir);
     const scriptPath = join(dir, "job.sh");
     writeFileSync(scriptPath, "#!/bin/sh\n#SBATCH -N 2 -n 2\nsrun -n 2 sh -c 'echo \"step $SLURM_STEP_ID task $SLURM_PROCID on $SLURMD_NODENAME\"'\nexit 4\n");
-    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), scriptPath]);
+    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), scriptPath]);
     expect(r.code).toBe(4);
     expect(sortedLines(readFileSync(join(dir, "out.txt"), "utf8"))).toEqual(["step 0 task 0 on nodea", "step 0 task 1 on nodeb"]);
   });

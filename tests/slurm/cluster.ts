@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,14 +13,44 @@ export const slurmDir = join(tmpdir(), "jobrt-slurm-e2e");
 export const slurmConf = join(slurmDir, "etc/slurm.conf");
 const script = join(repoRoot, "scripts/slurm-local.sh");
 
+/**
+ * Several people (or vitest runs) may run these tests on one machine at once, and the cluster's
+ * namespaces and ports are machine-wide: each test file holds this lock from start to stop. The
+ * holder is a `flock ... cat` child; closing its stdin (or this process dying) releases it.
+ */
+const lockFile = join(tmpdir(), "jobrt-slurm-e2e.lock");
+let lockHolder: ChildProcess | undefined;
+
+export async function lockCluster(): Promise<void> {
+  if (lockHolder) return;
+  const holder = spawn("flock", ["-x", lockFile, "-c", "echo locked; exec cat >/dev/null"], { stdio: ["pipe", "pipe", "inherit"] });
+  await new Promise<void>((resolveLock, reject) => {
+    holder.once("error", reject);
+    holder.once("exit", (code) => reject(new Error(`flock ${lockFile} exited ${code} before taking the lock`)));
+    holder.stdout?.once("data", () => resolveLock());
+  });
+  lockHolder = holder;
+}
+
+export function unlockCluster(): void {
+  lockHolder?.stdin?.end();
+  lockHolder = undefined;
+}
+
 export async function startCluster(nodes = 2): Promise<void> {
+  await lockCluster();
   const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir], { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
 }
 
+/** Stops the cluster and releases the lock (also when stopping fails). */
 export async function stopCluster(): Promise<void> {
-  const r = await runProgram(["sh", script, "stop", "--dir", slurmDir], { timeoutMs: 120_000 });
-  if (r.code !== 0) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+  try {
+    const r = await runProgram(["sh", script, "stop", "--dir", slurmDir], { timeoutMs: 120_000 });
+    if (r.code !== 0) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+  } finally {
+    unlockCluster();
+  }
 }
 
 /** The last lines of every daemon log, for the console when a test failed. */
@@ -121,7 +151,17 @@ export function listTree(dir: string): string[] {
  * under one of `roots`: other test files may run runc containers of their own at the same time.
  */
 export function runcContainers(roots: string[]): string[] {
-  const text = execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8" }).trim();
+  let text = "";
+  // `runc list` fails when a container (anyone's) vanishes while it reads the state dir: retry.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      text = execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+      break;
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      execFileSync("sleep", ["0.05"]);
+    }
+  }
   const list = (text === "" || text === "null" ? [] : JSON.parse(text)) as { id: string; bundle: string }[];
   return list.filter((c) => roots.some((r) => c.bundle === r || c.bundle.startsWith(`${r}/`))).map((c) => `${c.id} (${c.bundle})`);
 }

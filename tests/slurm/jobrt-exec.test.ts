@@ -166,14 +166,15 @@ describe("jobrt exec as the task of a Slurm step", () => {
         "",
       ].join("\n"),
     );
-    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), script], { env: site.env });
+    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), script], { env: site.env });
     const out = readFileSync(join(dir, "out.txt"), "utf8");
-    expect(sortedLines(out.replace(/^srun: error: .*$/gm, ""))).toEqual([
+    expect(sortedLines(out)).toEqual([
       "none 0 nodea",
       "none 0 nodeb",
       "oci 1 nodea jobrt-busybox-image",
       "oci 1 nodeb jobrt-busybox-image",
     ]);
+    expect(readFileSync(join(dir, "err.txt"), "utf8")).not.toMatch(/^jobrt:/m);
     expect(r.code).toBe(5);
     expect(newContainers()).toEqual([]);
   });
@@ -214,7 +215,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     // Each task traps SIGTERM, writes a file where this test can see it and exits 7: without
     // jobrt, srun reports 7 for such a step. Both runtimes, both nodes, cancelled at once.
     const runtimes = ["none", "oci"] as const;
-    const runs = new Map<string, { outDir: string; jobId: string; code: number | null; stdout: string }>();
+    const runs = new Map<string, { outDir: string; jobId: string; code: number | null; stdout: string; stderr: string }>();
 
     beforeAll(async () => {
       const script = 'trap "echo got > $1/term-$SLURM_PROCID; exit 7" TERM; echo ready; while :; do sleep 1 & wait $!; done';
@@ -231,14 +232,17 @@ describe("jobrt exec as the task of a Slurm step", () => {
         job.stdout.setEncoding("utf8").on("data", (d: string) => {
           stdout += d;
         });
-        job.stderr.resume();
+        let stderr = "";
+        job.stderr.setEncoding("utf8").on("data", (d: string) => {
+          stderr += d;
+        });
         const exited = new Promise<number | null>((res) => job.on("close", (code) => res(code)));
         try {
           await waitFor(() => job.exitCode !== null || stdout.split("ready").length - 1 === 2, 60_000, 100);
           expect(job.exitCode, `srun (${rt}) ended before both tasks were ready: ${stdout}`).toBeNull();
           const jobId = (await slurm(["squeue", "-h", "-n", name, "-o", "%i"])).stdout.trim();
           expect(jobId).toMatch(/^\d+$/);
-          return { rt, outDir, jobId, job, exited, stdout: () => stdout };
+          return { rt, outDir, jobId, job, exited, stdout: () => stdout, stderr: () => stderr };
         } catch (error) {
           job.kill("SIGKILL");
           throw error;
@@ -248,7 +252,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
       expect((await slurm(["scancel", ...jobs.map((j) => j.jobId)])).code).toBe(0);
       for (const j of jobs) {
         const code = await j.exited;
-        runs.set(j.rt, { outDir: j.outDir, jobId: j.jobId, code, stdout: j.stdout() });
+        runs.set(j.rt, { outDir: j.outDir, jobId: j.jobId, code, stdout: j.stdout(), stderr: j.stderr() });
       }
       for (const j of jobs) {
         await waitFor(async () => (await slurm(["squeue", "-h", "-j", j.jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
@@ -263,7 +267,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     });
 
     it("cleanup still runs: no container and nothing in any SpoolDir", async () => {
-      expect(newContainers()).toEqual([]);
+      expect(newContainers(), `srun's stderr:\n${runs.get("oci")?.stderr}`).toEqual([]);
       for (const rt of runtimes) expect(spoolLeftovers(runs.get(rt)!.jobId), `runtime ${rt}`).toEqual([]);
     });
 
