@@ -2,7 +2,7 @@
 // 6), so the plugin's own tests cannot pass by agreeing with a loose fake. The grammar is checked
 // against util-linux getopt(1), which uses the same glibc getopt_long engine as shifter.
 import { execFileSync, spawn } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, runProgram } from "../helpers/jobrt.js";
@@ -302,6 +302,43 @@ describe("stand-in shifter: behaviour (spec 1.2-1.8)", () => {
     expect((await shifter(["--image=docker:entry:1", "--entrypoint=/bin/echo", "x"])).stdout).toBe("x\n");
     const none = await shifter([`--image=${BUSYBOX}`, "--entrypoint"]);
     expect(none).toMatchObject({ code: 1, stderr: "Image does not have a defined entrypoint.\n" });
+  });
+
+  it("refuses a udiRoot.conf with an unknown key, a missing required key, or group/world write", async () => {
+    const original = readFileSync(site.udiRootConf, "utf8");
+    const variants = [`${original}bogusKey=1\n`, original.replace(/^imagePath=.*\n/m, ""), original];
+    try {
+      for (const [i, text] of variants.entries()) {
+        writeFileSync(site.udiRootConf, text);
+        chmodSync(site.udiRootConf, i === 2 ? 0o664 : 0o644);
+        const r = await shifter([`--image=${BUSYBOX}`, "true"]);
+        expect(r).toMatchObject({ code: 1, stdout: "", stderr: "FAILED to parse udiRoot configuration.\n" });
+      }
+    } finally {
+      writeFileSync(site.udiRootConf, original);
+      chmodSync(site.udiRootConf, 0o644);
+    }
+    expect((await shifter([`--image=${BUSYBOX}`, "true"])).code).toBe(0);
+  });
+
+  it("runs local: images without checking allowLocalChroot, as Shifter 22.02 does (so the plugin must)", async () => {
+    const r = await shifter([`--image=local:${site.imagePath}/${imageId("docker:entry:1")}`, "cat", "/etc/jobrt-image"]);
+    expect(r).toMatchObject({ code: 0, stdout: "docker:entry:1\n" });
+  });
+
+  it("reads --env-file inside the container after --env is parsed, keeping quotes, skipping comments", async () => {
+    writeFileSync(join(site.siteHome, "work/vars.env"), '# comment\n\nFROM_FILE="quoted"\nCLI=file\n');
+    const r = await shifter([`--image=${BUSYBOX}`, "--env-file=/home/work/vars.env", "--env=CLI=cli", "/bin/env"]);
+    expect(r).toMatchObject({ code: 0, stderr: "" });
+    expect(r.stdout.split("\n")).toEqual(expect.arrayContaining(['FROM_FILE="quoted"', "CLI=cli"]));
+    // A host path the container does not see (the file is read inside the root, as the user).
+    const missing = await shifter([`--image=${BUSYBOX}`, "--env-file=/work/main/package.json", "true"]);
+    expect(missing).toMatchObject({ code: 1, stderr: "Failed to read env file: /work/main/package.json\n" });
+  });
+
+  it("falls back to SHIFTER_IMAGEREQUEST when no type/tag pair is set", async () => {
+    const r = await shifter(["cat", "/etc/jobrt-image"], { SHIFTER_IMAGEREQUEST: "docker:entry:1" });
+    expect(r).toMatchObject({ code: 0, stdout: "docker:entry:1\n" });
   });
 
   it("the task keeps shifter's pid; signals reach it and its death by signal is mirrored", async () => {

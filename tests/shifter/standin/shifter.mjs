@@ -1,6 +1,6 @@
 // @ts-check
 // The Shifter STAND-IN's `shifter` (tests only; not Shifter, not for production).
-// Invoked by its sh wrapper as: node shifter.mjs <udiRoot.conf> <argv0> <planfile> args...
+// Invoked by its sh wrapper as: node shifter.mjs <udiRoot.conf> <argv0> <planfile> xARG...
 // It does what shifter does before exec: udiRoot.conf, env intake, getopt_long grammar, image
 // lookup through shifterimg, .meta and ACLs, volume and module rules with Shifter's messages,
 // environment assembly, command/workdir rules. Then it writes a plan (a sh fragment) that the
@@ -184,7 +184,8 @@ function readMeta(file) {
 }
 
 function main() {
-  const [confPath, argv0, planPath, ...args] = /** @type {string[]} */ (process.argv.slice(2));
+  const [confPath, argv0, planPath, ...prefixed] = /** @type {string[]} */ (process.argv.slice(2));
+  const args = prefixed.map((a) => a.slice(1)); // the wrapper's "x" prefix (see layout.ts)
   const conf = readUdiRootConf(/** @type {string} */ (confPath));
   const v = conf.values;
   const env = process.env;
@@ -275,9 +276,9 @@ function main() {
     const line = r.status === 0 ? (r.stdout ?? "").split("\n").find((l) => l !== "" && !l.includes(":")) : undefined;
     if (!line) throw usage(1, [`FAILED to lookup ${image.type} image ${image.tag}`]);
     id = line.trim();
-  } else if (image.type === "local" && v.get("allowLocalChroot") !== "1") {
-    throw new Exit(1, ["FAILED to find requested image."]);
   }
+  // No allowLocalChroot gate for local: here, on purpose: in Shifter 22.02 the gate tests a field
+  // nothing sets (spec 1.2), so local: images run whatever udiRoot.conf says. Policy is the plugin's.
   const volumes = parseVolumes(rawVolumes, v);
 
   // Modules: --module, else SHIFTER_MODULE, else defaultModules; "none" only as the whole string.
