@@ -109,3 +109,33 @@ export function parseVolume(spec: string): Mount {
   }
   return { destination, type: "none", source, options: flag === "ro" ? ["rbind", "ro"] : ["rbind"] };
 }
+
+interface IdMapping {
+  containerID: number;
+  hostID: number;
+  size: number;
+}
+
+/**
+ * Fits a bundle to rootless runc for the job user (embedded default only): it must have a user
+ * namespace; single-id mappings (what `runc spec --rootless` writes, for whoever ran it) are
+ * pointed at the job's uid and gid, so one rootless bundle serves every user. Wider mappings
+ * (subuid ranges) are left alone. Returns what is wrong, or undefined.
+ */
+export function fitRootless(config: OciConfig, uid: number, gid: number): string | undefined {
+  const linux = isObject(config.linux) ? config.linux : undefined;
+  const namespaces = Array.isArray(linux?.namespaces) ? linux.namespaces : [];
+  if (!linux || !namespaces.some((n) => isObject(n) && n.type === "user")) {
+    return "the bundle has no user namespace, so it cannot run rootless; create its config.json with `runc spec --rootless`, or run as root";
+  }
+  const point = (key: "uidMappings" | "gidMappings", id: number) => {
+    const m = linux[key];
+    if (m === undefined || (Array.isArray(m) && m.length === 1 && isObject(m[0]) && m[0].size === 1)) {
+      const containerID = Array.isArray(m) && isObject(m[0]) && typeof m[0].containerID === "number" ? m[0].containerID : 0;
+      linux[key] = [{ containerID, hostID: id, size: 1 } satisfies IdMapping];
+    }
+  };
+  point("uidMappings", uid);
+  point("gidMappings", gid);
+  return undefined;
+}

@@ -239,8 +239,8 @@ export function userNamespacesAvailable(): boolean {
   return max === undefined || Number(max) > 0;
 }
 
-/** The container id the embedded default uses: unique per node, user, job, step and task. */
-export const DEFAULT_CONTAINER_ID = "jobrt.%n.%u.%j.%s.%t";
+/** The embedded default's container id: unique per node, user, job, step and task (the numeric uid: runc ids allow only [A-Za-z0-9_+.-], which a user name like a@b breaks). */
+export const DEFAULT_CONTAINER_ID = "jobrt.%n.%U.%j.%s.%t";
 
 /**
  * The configuration used when there is no oci.conf and a container is requested: runc in run

@@ -14,7 +14,7 @@ import {
   messageOf,
   packageVersion,
 } from "@jobrt/core";
-import { type BundleConfig, type Mount, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
+import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
 import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
@@ -180,6 +180,10 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     }
     bundleConfig = parseBundleConfig(r.value as string, file, bundle);
     rootfs = bundleConfig.rootfs;
+    if (conf.embedded && step.uid !== 0) {
+      const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
+      if (problem) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: ${problem}`, { details: { runtime: "runtime/oci", file } });
+    }
   }
   const stepDir = join(parent, stepDirName(step));
   try {
