@@ -30,6 +30,8 @@ BRIDGE=jrt-br0
 NS_PREFIX=jobrt-slurm-
 # Which DIR owns those machine-wide names right now.
 OWNER_FILE=/run/jobrt-slurm-local.dir
+# Serialises start and stop machine-wide (held on fd 9, which no daemon inherits).
+LOCK_FILE=/run/jobrt-slurm-local.lock
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
@@ -279,7 +281,7 @@ start_munge() {
   setpriv --reuid=munge --regid=munge --clear-groups \
     munged --foreground --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
     --pid-file="$DIR/munge/munged.pid" --log-file="$DIR/munge/munged.log" \
-    --seed-file="$DIR/munge/munged.seed" </dev/null >>"$LOGS/munged.out" 2>&1 &
+    --seed-file="$DIR/munge/munged.seed" </dev/null >>"$LOGS/munged.out" 2>&1 9>&- &
   echo $! >"$PIDS/munged.pid"
   i=0
   until [ -S "$DIR/munge/munge.socket" ] && munge -S "$DIR/munge/munge.socket" -n </dev/null | unmunge -S "$DIR/munge/munge.socket" >/dev/null 2>&1; do
@@ -317,7 +319,7 @@ make_network() {
 
 start_slurm() {
   export SLURM_CONF="$CONF"
-  setsid slurmctld -D -c -f "$CONF" </dev/null >>"$LOGS/slurmctld.out" 2>&1 &
+  setsid slurmctld -D -c -f "$CONF" </dev/null >>"$LOGS/slurmctld.out" 2>&1 9>&- &
   echo $! >"$PIDS/slurmctld.pid"
   i=0
   until scontrol ping 2>/dev/null | grep -q 'is UP'; do
@@ -331,13 +333,13 @@ start_slurm() {
     name=$(node_name $k)
     mkdir -p "$DIR/spool/$name"
     if [ $k -eq 0 ]; then
-      setsid slurmd -D -N "$name" -f "$CONF" </dev/null >>"$LOGS/slurmd-$name.out" 2>&1 &
+      setsid slurmd -D -N "$name" -f "$CONF" </dev/null >>"$LOGS/slurmd-$name.out" 2>&1 9>&- &
     else
       # nsenter keeps the host's /sys (and its cgroup mounts), unlike `ip netns exec`; exec makes
       # the recorded pid slurmd's own.
       setsid nsenter --net="/run/netns/$NS_PREFIX$name" unshare --uts \
         sh -c 'hostname "$1"; shift; exec "$@"' sh "$name" slurmd -D -N "$name" -f "$CONF" \
-        </dev/null >>"$LOGS/slurmd-$name.out" 2>&1 &
+        </dev/null >>"$LOGS/slurmd-$name.out" 2>&1 9>&- &
     fi
     echo $! >"$PIDS/slurmd-$name.pid"
     k=$((k + 1))
@@ -390,9 +392,14 @@ do_start() {
   echo "export SLURM_CONF=$CONF"
 }
 
+take_lock() {
+  exec 9>>"$LOCK_FILE"
+  flock -w 300 9 || die "another slurm-local.sh start or stop has held $LOCK_FILE for 300 s"
+}
+
 case $cmd in
-  start) do_start ;;
-  stop) do_stop ;;
+  start) take_lock; do_start ;;
+  stop) take_lock; do_stop ;;
   status) do_status ;;
   env) echo "export SLURM_CONF=$CONF" ;;
   -h|--help|help) usage ;;
