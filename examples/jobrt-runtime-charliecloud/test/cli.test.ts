@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,7 +10,7 @@ import { busyboxImage } from "./image.js";
 // PluginDir, loads it, and starts real ch-run. The CLI is a dev dependency, as it would be for any
 // third-party runtime's own end-to-end tests.
 const here = dirname(fileURLToPath(import.meta.url));
-const jobrtBin = join(dirname(createRequire(import.meta.url).resolve("@jobrt/cli/package.json")), "dist/bin.js");
+const jobrtBin = join(dirname(fileURLToPath(import.meta.resolve("@jobrt/cli/package.json"))), "dist/bin.js");
 let tmp: string;
 let image: string;
 let confDir: string;
