@@ -134,6 +134,15 @@ async function fsOne(op: FsOp, as: Identity | undefined): Promise<FsResult> {
   return r as FsResult;
 }
 
+/** Expands a path key (no shell quoting); an unknown value is a configuration error. */
+function expandPath(conf: OciConf, key: string, pattern: string, values: PatternValues): string {
+  try {
+    return expandPattern(pattern, values, { shell: false });
+  } catch (error) {
+    throw new JobrtError("ERR_CONF", `${conf.file}: ${key}: ${messageOf(error)}`, { details: { file: conf.file, key } });
+  }
+}
+
 function expandCommand(st: StepState, key: keyof OciConf["commands"], values: PatternValues): string {
   const pattern = st.conf.commands[key] as string;
   try {
@@ -163,11 +172,6 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     cwd: step.cwd,
     bundle,
   };
-  let parent = node.spoolDir;
-  if (conf.containerPath !== undefined) {
-    parent = expandPattern(conf.containerPath, base, { shell: false });
-    if (!isAbsolute(parent)) throw new JobrtError("ERR_CONF", `${conf.file}: ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`, { details: { file: conf.file, key: "ContainerPath" } });
-  }
   let bundleConfig: BundleConfig | undefined;
   let rootfs = bundle;
   if (!conf.ignoreFileConfigJson) {
@@ -185,6 +189,12 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
       if (problem) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: ${problem}`, { details: { runtime: "runtime/oci", file } });
     }
   }
+  base.rootfs = rootfs;
+  let parent = node.spoolDir;
+  if (conf.containerPath !== undefined) {
+    parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
+    if (!isAbsolute(parent)) throw new JobrtError("ERR_CONF", `${conf.file}: ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`, { details: { file: conf.file, key: "ContainerPath" } });
+  }
   const stepDir = join(parent, stepDirName(step));
   try {
     mkdirSync(parent, { recursive: true, mode: 0o755 });
@@ -194,7 +204,6 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     throw new JobrtError("ERR_LAUNCH", `cannot create the step spool dir ${stepDir}: ${messageOf(error)}`, { details: { runtime: "runtime/oci", path: stepDir } });
   }
   base.stepDir = stepDir;
-  base.rootfs = rootfs;
   states.set(step, {
     conf,
     request: c,
@@ -237,7 +246,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   const values: PatternValues = { ...st.base, taskId: task.localId, envFile: join(ts.taskDir, "environment") };
   const ops: FsOp[] = [];
   if (st.bundleConfig) {
-    const destination = conf.mountSpoolDir !== undefined ? expandPattern(conf.mountSpoolDir, values, { shell: false }) : st.stepDir;
+    const destination = conf.mountSpoolDir !== undefined ? expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values) : st.stepDir;
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,

@@ -312,6 +312,21 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     expect(readdirSync(spoolDir)).toEqual([]);
   });
 
+  test("ContainerPath and MountSpoolDir patterns place the step dir and its mount", async () => {
+    const base = tempDir();
+    const conf = runModeConf(`ContainerPath=${base}/cp/%u/%U\nMountSpoolDir=/tmp/spool-%t\n`);
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sh", "-c", "ls /tmp/spool-0"],
+      container: { value: makeBundle(join(base, "bundle")) },
+    });
+    expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
+    expect(r.tasks[0]?.stdout).toBe("task-0\n");
+    expect(readdirSync(join(base, "cp/root/0"))).toEqual([]);
+  });
+
   test("--container-env, --container-workdir and --container-volume", async () => {
     const data = tempDir();
     writeFileSync(join(data, "f"), "from host");
