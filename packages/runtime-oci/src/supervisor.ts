@@ -15,6 +15,7 @@
  * status cannot be known: the supervisor then says so and exits 125 instead of guessing.
  */
 import { readFileSync } from "node:fs";
+import { constants } from "node:os";
 import { type CommandResult, describeResult, parseState, runCommand } from "./command.js";
 import { writeAtomic } from "./fsops.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
@@ -44,7 +45,8 @@ export const SUPERVISOR_FAILURE = 125;
 
 type Key = keyof SupervisorSpec["commands"];
 
-const SIGNALS: Record<number, NodeJS.Signals> = { 1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" };
+/** Signal number → name, for re-raising the container's death signal on ourselves. */
+const SIGNALS = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
 
 function say(message: string): void {
   process.stderr.write(`jobrt-oci: ${message}\n`);
@@ -141,7 +143,7 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
       log: (level, m) => (level === "warn" ? say(m) : log(m)),
     });
     if (status.signal !== undefined) {
-      const name = SIGNALS[status.signal];
+      const name = SIGNALS.get(status.signal);
       for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(sig);
       if (name) process.kill(process.pid, name);
       process.exit(128 + status.signal);
@@ -245,5 +247,5 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
 }
 
 function signalNumber(sig: NodeJS.Signals): number {
-  return sig === "SIGINT" ? 2 : sig === "SIGHUP" ? 1 : 15;
+  return constants.signals[sig] ?? 15;
 }
