@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, symlinkSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ExecSpec, NOT_SUPPORTED, type TaskRecord, isJobrtError } from "@jobrt/core";
@@ -193,6 +193,32 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), ntasks: 2, argv: ["true"], container: { value: bundle } });
     expect(r.tasks.map((t) => t.code)).toEqual([0, 0]);
     expect(readFileSync(join(out, "log"), "utf8").split("\n").filter(Boolean).sort()).toEqual(["delete 0", "delete 1"]);
+  });
+
+  test("%p is the real pid of the task's runtime process: cleanup's Kill signals it while it runs (W6, W7)", async () => {
+    const out = tempDir();
+    const conf = `IgnoreFileConfigJson=true\nRunTimeRun="%@"\nRunTimeKill="echo %p > ${out}/kill; kill -s TERM %p"\nRunTimeDelete="echo %p > ${out}/delete"\n`;
+    const confDir = writeConf(tempDir(), conf);
+    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["sleep", "30"], container: { value: bundle } });
+    const node = makeNode({ confDir, spoolDir: tempDir(), killWait: 5 });
+    const task = step.tasks[0] as TaskRecord;
+    await plugin.setup(node, step);
+    await plugin.taskInit(node, step, task);
+    const spec = (await plugin.run(node, step, task)) as ExecSpec;
+    const child = spawn(spec.argv[0] as string, spec.argv.slice(1), { env: spec.env, cwd: spec.cwd, stdio: "ignore" });
+    task.pid = child.pid;
+    const exited = new Promise<NodeJS.Signals | null>((r) => child.on("exit", (_c, sig) => r(sig)));
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      // The host gave up on the task (it still runs) and cleans up.
+      await plugin.cleanup(node, step);
+      expect(await exited).toBe("SIGTERM");
+      expect(readFileSync(join(out, "kill"), "utf8")).toBe(`${child.pid}\n`);
+      // Once the process is gone its pid is unknown, so a Delete that needs %p is not run.
+      expect(existsSync(join(out, "delete"))).toBe(false);
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   test("create/start without perl: the exit is noticed but the status is unknown, so the task fails with 125, never 0", async () => {
