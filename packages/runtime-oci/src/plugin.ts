@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import {
   type ClientInfo,
   type ContainerRequest,
@@ -18,7 +18,7 @@ import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVol
 import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
-import { type FsOp, type FsResult, type Identity, makeDir, readNoFollow, removeEmptyDir, runFsOps } from "./fsops.js";
+import { type FsOp, type FsResult, type Identity, makeDir, removeEmptyDir, runFsOps } from "./fsops.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { SUPERVISOR_PROGRAM, subreaperPrefix } from "./subreaper.js";
@@ -196,13 +196,7 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     if (!isAbsolute(parent)) throw new JobrtError("ERR_CONF", `${conf.file}: ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`, { details: { file: conf.file, key: "ContainerPath" } });
   }
   const stepDir = join(parent, stepDirName(step));
-  try {
-    mkdirSync(parent, { recursive: true, mode: 0o755 });
-    // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
-    makeDir(stepDir, 0o770, identity, [step.uid]);
-  } catch (error) {
-    throw new JobrtError("ERR_LAUNCH", `cannot create the step spool dir ${stepDir}: ${messageOf(error)}`, { details: { runtime: "runtime/oci", path: stepDir } });
-  }
+  ensureStepDir(stepDir, identity, step);
   base.stepDir = stepDir;
   states.set(step, {
     conf,
@@ -223,9 +217,27 @@ async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Pr
   const st = states.get(step);
   if (!st) return;
   const taskDir = join(st.stepDir, `task-${task.localId}`);
-  const r = await fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
+  let r: FsResult = { ok: false, error: "not tried" };
+  // Under srun another task's jobrt may finish and remove the (then empty) step dir between our
+  // setup and this point: make it again and retry.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (attempt > 0) ensureStepDir(st.stepDir, st.identity, step);
+    r = await fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
+    if (r.ok || r.code !== "ENOENT") break;
+  }
   if (!r.ok) throw new JobrtError("ERR_LAUNCH", `cannot create the task spool dir ${taskDir}: ${r.error}`, { details: { runtime: "runtime/oci", path: taskDir } });
   st.tasks.set(task.localId, { task, taskDir });
+}
+
+/** Creates the step spool dir (and missing parents) as the host, owned by the job user. */
+function ensureStepDir(stepDir: string, identity: Identity | undefined, step: StepRecord): void {
+  try {
+    mkdirSync(dirname(stepDir), { recursive: true, mode: 0o755 });
+    // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
+    makeDir(stepDir, 0o770, identity, [step.uid]);
+  } catch (error) {
+    throw new JobrtError("ERR_LAUNCH", `cannot create the step spool dir ${stepDir}: ${messageOf(error)}`, { details: { runtime: "runtime/oci", path: stepDir } });
+  }
 }
 
 async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ExecSpec | NotSupported> {
@@ -318,20 +330,25 @@ function ownChildRunning(pid: number | undefined): boolean {
   return s !== undefined && s.state !== "Z" && s.state !== "X" && s.ppid === process.pid;
 }
 
-async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState): Promise<void> {
+type TeardownResult = Awaited<ReturnType<typeof teardown>>;
+
+async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState): Promise<TeardownResult> {
   const values = ts.values;
   const env = ts.runtimeEnv;
-  if (!values || !env) return; // run never got as far as a command
+  if (!values || !env) return "gone"; // run never got as far as a command
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
+  // create/start: the supervisor recorded the container's pid in the (user-owned) task dir; read
+  // it as the job user, like every other file there.
+  let recorded: number | undefined;
+  if (st.conf.mode === "create-start") {
+    const r = await fsOne({ op: "read", path: join(ts.taskDir, "container.pid") }, st.identity).catch(() => undefined);
+    const pid = r?.ok ? Number(String(r.value).trim()) : Number.NaN;
+    if (Number.isInteger(pid) && pid > 0) recorded = pid;
+  }
   const pidNow = (): number | undefined => {
     if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
-    try {
-      const pid = Number(readNoFollow(join(ts.taskDir, "container.pid")).trim());
-      const s = Number.isInteger(pid) && pid > 0 ? procStat(pid) : undefined;
-      return s && s.state !== "Z" ? pid : undefined;
-    } catch {
-      return undefined;
-    }
+    const s = recorded !== undefined ? procStat(recorded) : undefined;
+    return s && s.state !== "Z" ? recorded : undefined;
   };
   const log = (level: "verbose" | "debug" | "warn", m: string) => node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
   const result = await teardown({
@@ -373,39 +390,68 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     log,
   });
   log("debug", `teardown: ${result}`);
+  return result;
 }
 
 async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
   const st = states.get(step);
   if (!st) return;
+  const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   try {
     const tasks = [...st.tasks.values()];
-    await Promise.all(
+    const results = await Promise.all(
       tasks.map((ts) =>
-        teardownTask(node, step, st, ts).catch((error) => node.log("warn", `runtime oci: task ${ts.task.localId}: teardown failed: ${messageOf(error)}`)),
+        teardownTask(node, step, st, ts).catch((error): TeardownResult => {
+          warn(`task ${ts.task.localId}: teardown failed: ${messageOf(error)}`);
+          return "left";
+        }),
       ),
     );
     if (st.conf.disableCleanup) return;
-    const ops: FsOp[] = tasks.map((ts) => ({ op: "remove", path: ts.taskDir }));
-    if (st.conf.embedded) ops.push({ op: "rmdir", path: join(st.stepDir, "runc") });
-    const results = await runFsOps(ops, st.identity).catch((error: unknown) => {
-      node.log("warn", `runtime oci: cannot remove task files: ${messageOf(error)}`);
-      return [] as FsResult[];
-    });
-    for (const r of results) {
-      if (r.ok && Array.isArray(r.value) && r.value.length > 0) node.log("warn", `runtime oci: left behind: ${r.value.join("; ")}`);
-      else if (!r.ok && r.code !== "ENOTEMPTY") node.log("warn", `runtime oci: ${r.error}`);
-    }
+    // A task whose container could not be deleted keeps its dir (its config.json, and the step
+    // dir with the runtime's state), so nothing that may still run loses its files.
+    const done = tasks.filter((_, i) => results[i] !== "left");
+    for (const [i, ts] of tasks.entries()) if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
+    report(await fsOps(done.map((ts) => ({ op: "remove", path: ts.taskDir })), st.identity, warn), warn);
+    // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left
+    // (no task of this step is between taskInit and cleanup on this node), whatever the runtime
+    // or a wrapper left in %m goes too (W14), then the dir itself.
+    let names: string[];
     try {
-      // Other tasks of this step (separate hosts under srun) may still use it: only when empty.
-      if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is not empty; left for the step's other tasks`);
+      names = readdirSync(st.stepDir);
     } catch (error) {
-      node.log("warn", `runtime oci: cannot remove ${st.stepDir}: ${messageOf(error)}`);
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") warn(`cannot list ${st.stepDir}: ${messageOf(error)}`);
+      return;
+    }
+    if (names.some((n) => n.startsWith("task-"))) {
+      node.log("debug", `runtime oci: ${st.stepDir} still holds other tasks' dirs; left for them`);
+      return;
+    }
+    report(await fsOps(names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })), st.identity, warn), warn);
+    try {
+      if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is in use again; left`);
+    } catch (error) {
+      warn(`cannot remove ${st.stepDir}: ${messageOf(error)}`);
     }
   } catch (error) {
-    node.log("warn", `runtime oci: cleanup: ${messageOf(error)}`);
+    warn(`cleanup: ${messageOf(error)}`);
   } finally {
     states.delete(step);
+  }
+}
+
+async function fsOps(ops: FsOp[], as: Identity | undefined, warn: (m: string) => void): Promise<FsResult[]> {
+  if (ops.length === 0) return [];
+  return runFsOps(ops, as).catch((error: unknown) => {
+    warn(`cannot remove files: ${messageOf(error)}`);
+    return [];
+  });
+}
+
+function report(results: FsResult[], warn: (m: string) => void): void {
+  for (const r of results) {
+    if (r.ok && Array.isArray(r.value) && r.value.length > 0) warn(`left behind: ${r.value.join("; ")}`);
+    else if (!r.ok) warn(r.error);
   }
 }
 

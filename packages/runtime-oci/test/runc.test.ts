@@ -353,6 +353,25 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     expect(readdirSync(join(base, "cp/root/0"))).toEqual([]);
   });
 
+  test("what a wrapper leaves in %m goes with the last task; a container that could not be deleted keeps its task dir (W14)", async () => {
+    const spoolDir = tempDir();
+    const wrapper = 'IgnoreFileConfigJson=true\nRunTimeRun="mkdir -p %m/cache && echo img > %m/cache/container.sqsh && %@"\n';
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), wrapper), spoolDir, jobId: job(), ntasks: 2, argv: ["true"], container: { value: bundle } });
+    expect(r.tasks.map((t) => t.code)).toEqual([0, 0]);
+    expect(readdirSync(spoolDir)).toEqual([]);
+
+    const stuckSpool = tempDir();
+    const jobId = job();
+    const logs: string[] = [];
+    const stateFile = join(tempDir(), "state.json");
+    writeFileSync(stateFile, JSON.stringify({ status: "stopped", pid: 0 }));
+    const stuck = `RunTimeQuery="cat ${stateFile}"\nRunTimeRun="%@"\nRunTimeKill="true"\nRunTimeDelete="false"\n`;
+    const r2 = await runStep(plugin, { confDir: writeConf(tempDir(), stuck), spoolDir: stuckSpool, jobId, argv: ["true"], container: { value: bundle }, logs });
+    expect(r2.tasks[0]?.code).toBe(0);
+    expect(readdirSync(join(stuckSpool, `oci-job${jobId}-0`))).toEqual(["task-0"]);
+    expect(logs.join("\n")).toContain("container may still exist");
+  });
+
   test("--container-env, --container-workdir and --container-volume", async () => {
     const data = tempDir();
     writeFileSync(join(data, "f"), "from host");
@@ -384,6 +403,25 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     expect(r.setupError).toBeUndefined();
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
     expect(r.tasks[0]?.stdout.replace(/\s+/g, " ").trim()).toBe("0 65534 1 0");
+    expect(readdirSync(spoolDir)).toEqual([]);
+  });
+
+  test("create/start as nobody (rootless runc): the non-root supervisor still reads the real exit status", async () => {
+    const base = openUp(tempDir());
+    const b = makeBundle(join(base, "rootless"), (c) => {
+      c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+      c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+    }, true);
+    const R = "runc --rootless=true --root %m/runc";
+    const ID = "%n.%U.%j.%s.%t";
+    const conf = `RunTimeQuery="${R} state ${ID}"\nRunTimeCreate="${R} create ${ID} -b %b"\nRunTimeStart="${R} start ${ID}"\nRunTimeKill="${R} kill ${ID}"\nRunTimeDelete="${R} delete --force ${ID}"\n`;
+    const spoolDir = openUp(tempDir());
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir, jobId: job(), ntasks: 2, uid: 65534, gid: 65534, user: "nobody", argv: ["sh", "-c", "echo in; exit 3"], container: { value: b } });
+    expect(r.setupError).toBeUndefined();
+    expect(r.tasks.map((t) => [t.code, t.stdout, t.stderr])).toEqual([
+      [3, "in\n", ""],
+      [3, "in\n", ""],
+    ]);
     expect(readdirSync(spoolDir)).toEqual([]);
   });
 
