@@ -21,6 +21,7 @@ import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBund
 import { type FsOp, type FsResult, type Identity, makeDir, removeEmptyDir, runFsOps } from "./fsops.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
+import { runScript } from "./shell.js";
 import { SUPERVISOR_PROGRAM, subreaperPrefix } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
@@ -296,7 +297,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   if (conf.mode === "run") {
     const command = expandCommand(st, "RunTimeRun", values);
     node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
-    return { argv: ["/bin/sh", "-c", command], env: runtimeEnv, cwd: step.cwd, shell: true };
+    return { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
   }
   if (step.pty) {
     throw requestError(`--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`, "--pty");
@@ -377,12 +378,15 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
       return r;
     },
     forceKill: async (pid) => {
+      // A task process leads its own process group (the host starts it so): kill all of it, so
+      // a runtime that the RunTimeRun shell started as its child goes too.
+      const target = procStat(pid)?.pgrp === pid ? -pid : pid;
       if (st.identity) {
-        await runCommand(`kill -s KILL ${pid}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
+        await runCommand(`kill -s KILL -- ${target}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
         return;
       }
       try {
-        process.kill(pid, "SIGKILL");
+        process.kill(target, "SIGKILL");
       } catch {
         // already gone
       }

@@ -3,6 +3,8 @@ import { readFileSync } from "node:fs";
 export interface ProcStat {
   state: string;
   ppid: number;
+  /** Process group id. */
+  pgrp: number;
   /** Start time in clock ticks since boot (identifies a pid across reuse). */
   startTime: number;
   /** The exit status as waitpid(2) would report it; meaningful for a zombie we may ptrace-read. */
@@ -22,6 +24,7 @@ export function procStat(pid: number): ProcStat | undefined {
   return {
     state: fields[0] ?? "?",
     ppid: Number(fields[1]),
+    pgrp: Number(fields[2]),
     startTime: Number(fields[19]),
     exitCode: Number(fields[fields.length - 1]),
   };

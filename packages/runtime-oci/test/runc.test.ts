@@ -78,6 +78,26 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
         expect(processesWith(marker)).toEqual([]);
       });
 
+      test("SIGTERM reaches the container's processes; a task that traps it and exits 7 reports 7", async () => {
+        const out = tempDir();
+        const r = await runStep(plugin, {
+          confDir: writeConf(tempDir(), conf()),
+          spoolDir: tempDir(),
+          jobId: job(),
+          ntasks: 2,
+          argv: ["sh", "-c", 'trap "echo got > /out/term-$SLURM_PROCID; exit 7" TERM; while :; do sleep 1 & wait $!; done'],
+          container: { value: bundle, volumes: [`${out}:/out`] },
+          signal: "SIGTERM",
+          signalAfterMs: 1000,
+          killWait: 10,
+        });
+        expect(r.tasks.map((t) => [t.code, t.signal])).toEqual([
+          [7, null],
+          [7, null],
+        ]);
+        expect(readdirSync(out).sort()).toEqual(["term-0", "term-1"]);
+      });
+
       test("bundle paths with a space and with $(touch ...) work and inject nothing", async () => {
         const base = tempDir();
         const pwned = join(base, "pwned");
