@@ -42,6 +42,8 @@ export interface TaskOutcome {
   stdout: string;
   stderr: string;
   spec: ExecSpec | typeof NOT_SUPPORTED;
+  /** From spawn to the task process's exit, in ms. */
+  durationMs: number;
 }
 
 export interface HostResult {
@@ -120,6 +122,7 @@ function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof N
       ...(asUser ? { uid: step.uid, gid: step.gid } : {}),
     });
     task.pid = child.pid;
+    const started = performance.now();
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -144,10 +147,11 @@ function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof N
     }
     child.on("error", reject);
     child.on("exit", (code, signal) => {
+      const durationMs = performance.now() - started;
       clearTimeout(sigTimer);
       clearTimeout(killTimer);
       // Output written by processes that outlive the task (they should not) is not awaited.
-      setTimeout(() => resolve({ code, signal, stdout, stderr, spec }), 20);
+      setTimeout(() => resolve({ code, signal, stdout, stderr, spec, durationMs }), 20);
     });
   });
 }
