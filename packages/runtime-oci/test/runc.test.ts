@@ -323,6 +323,15 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     }
   });
 
+  test("DisableCleanup keeps the generated files but still deletes the containers", async () => {
+    const spoolDir = tempDir();
+    const jobId = job();
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), createStartConf("DisableCleanup=yes\nCreateEnvFile=newline\n")), spoolDir, jobId, argv: ["true"], container: { value: bundle } });
+    expect(r.tasks[0]?.code).toBe(0);
+    expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual(["config.json", "container.pid", "environment"]);
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+  });
+
   test("leftover files from a crashed run do not stop the next launch (W9)", async () => {
     const spoolDir = tempDir();
     const jobId = job();
