@@ -65,7 +65,7 @@ case $NET in
   *[!0-9.]*|*.*.*.*) die "JOBRT_SLURM_NET=$NET: give the first three octets of a private /24, e.g. 10.250.2" ;;
 esac
 
-CONF=$DIR/etc/slurm.conf
+CONF=$DIR/slurm.conf
 PIDS=$DIR/pids
 LOGS=$DIR/log
 
@@ -154,7 +154,7 @@ do_stop() {
   for d in $(daemons); do stop_pid "$d"; done
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$DIR/etc" "$DIR/state" "$DIR/spool" "$DIR/munge" "$PIDS" "$DIR/nodes" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/state" "$DIR/spool" "$DIR/munge" "$PIDS" "$DIR/nodes" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rmdir "$DIR" 2>/dev/null || true
   [ "$(cat "$OWNER_FILE" 2>/dev/null)" != "$DIR" ] || rm -f "$OWNER_FILE"
@@ -212,7 +212,7 @@ write_conf() {
   host=$(hostname -s)
   cpus=$(nproc)
   if [ "$NODES" -gt 1 ]; then ctld_addr=$NET.1; else ctld_addr=127.0.0.1; fi
-  mkdir -p "$DIR/etc" "$DIR/state" "$DIR/spool" "$PIDS" "$LOGS"
+  mkdir -p "$DIR/state" "$DIR/spool" "$PIDS" "$LOGS"
   cat >"$CONF" <<EOF
 # Written by scripts/slurm-local.sh; removed by its stop.
 ClusterName=jobrt-local
@@ -266,7 +266,7 @@ EOF
   echo "PartitionName=debug Nodes=$names Default=YES MaxTime=INFINITE State=UP" >>"$CONF"
   # This machine mounts cgroup v1 hierarchies; on a v2-only host use Slurm's v2 plugin.
   if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then cg=cgroup/v2; else cg=cgroup/v1; fi
-  printf 'CgroupPlugin=%s\nCgroupAutomount=no\n' "$cg" >"$DIR/etc/cgroup.conf"
+  printf 'CgroupPlugin=%s\nCgroupAutomount=no\n' "$cg" >"$DIR/cgroup.conf"
   echo "$NODES" >"$DIR/nodes"
 }
 

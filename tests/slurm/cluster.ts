@@ -10,7 +10,7 @@ import { type RunOptions, type RunResult, jobrtBin, repoRoot, runProgram, tempDi
  * script refuses to start while another local cluster runs).
  */
 export const slurmDir = join(tmpdir(), "jobrt-slurm-e2e");
-export const slurmConf = join(slurmDir, "etc/slurm.conf");
+export const slurmConf = join(slurmDir, "slurm.conf");
 const script = join(repoRoot, "scripts/slurm-local.sh");
 
 /**

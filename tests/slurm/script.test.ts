@@ -39,7 +39,7 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
   it("start --nodes 1 runs one node in this host's namespaces; a second start leaves it as it is", async () => {
     const first = await run("start", "--nodes", "1");
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toContain(`export SLURM_CONF=${join(slurmDir, "etc/slurm.conf")}`);
+    expect(first.stdout).toContain(`export SLURM_CONF=${join(slurmDir, "slurm.conf")}`);
     const pids = recordedPids();
     expect(Object.keys(pids).sort()).toEqual(["munged", "slurmctld", "slurmd-nodea"]);
     expect(await ourNamespaces()).toEqual([]);
