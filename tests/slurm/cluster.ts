@@ -116,9 +116,16 @@ export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
   const binDir = join(root, "bin");
   const spoolRoot = join(root, "spool");
   mkdirSync(binDir);
+  // Jobs of ordinary users run jobrt as themselves: the install must be readable by them and
+  // SpoolDir writable (sticky, like /tmp).
+  for (const dir of [root, binDir, join(root, "etc"), spoolRoot]) {
+    mkdirSync(dir, { recursive: true });
+    chmodSync(dir, 0o755);
+  }
   for (const node of [...nodes, "not-in-slurm"]) {
-    mkdirSync(join(root, "etc", node), { recursive: true });
-    mkdirSync(join(spoolRoot, node), { recursive: true });
+    mkdirSync(join(root, "etc", node), { mode: 0o755 });
+    mkdirSync(join(spoolRoot, node));
+    chmodSync(join(spoolRoot, node), 0o1777);
     writeFileSync(join(root, "etc", node, "jobrt.conf"), `SpoolDir=${join(spoolRoot, node)}\nKillWait=2\n`);
   }
   const wrapper = join(binDir, "jobrt");

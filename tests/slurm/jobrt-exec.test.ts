@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -209,6 +209,30 @@ describe("jobrt exec as the task of a Slurm step", () => {
     } finally {
       if (job.exitCode === null) job.kill("SIGKILL");
     }
+  });
+
+  it("a job of an ordinary user (srun --uid nobody): jobrt exec runs as that user, oci through rootless runc, on both nodes", async () => {
+    const dir = tmp("jobrt-slurm-nobody-");
+    chmodSync(dir, 0o755);
+    const rootless = busyboxBundle(join(dir, "bundle"), true);
+    // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
+    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+    const asUser = ["--uid=65534", "--gid=65534", "-N", "2", "-n", "2", "--chdir", dir, "jobrt", "exec"];
+    const none = await srun([...asUser, "--runtime", "none", "--", "sh", "-c", 'echo "$(id -u) $(id -g) $SLURMD_NODENAME"']);
+    expect(none.stderr).toBe("");
+    expect(sortedLines(none.stdout)).toEqual(["65534 65534 nodea", "65534 65534 nodeb"]);
+    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+    const oci = await srun([
+      ...asUser, "--runtime", "oci", "--container", rootless, "--",
+      "sh", "-c", 'echo "$SLURM_JOB_ID $(cat /proc/self/uid_map) $(cat /etc/jobrt-image) $SLURMD_NODENAME"',
+    ]);
+    expect(oci.stderr).not.toMatch(/^jobrt:/m);
+    expect(oci.code).toBe(0);
+    const lines = sortedLines(oci.stdout).map((l) => l.replace(/\s+/g, " "));
+    const jobId = (lines[0] ?? "").split(" ")[0] as string;
+    // Root inside the container is nobody outside: runc ran rootless, as the job's user.
+    expect(lines).toEqual([`${jobId} 0 65534 1 jobrt-busybox-image nodea`, `${jobId} 0 65534 1 jobrt-busybox-image nodeb`]);
+    expect(spoolLeftovers(jobId)).toEqual([]);
   });
 
   describe("SIGTERM from scancel, handled by the task", () => {
