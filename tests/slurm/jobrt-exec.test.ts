@@ -179,6 +179,32 @@ describe("jobrt exec as the task of a Slurm step", () => {
     expect(newContainers()).toEqual([]);
   });
 
+  it("sbatch --wait: a heterogeneous batch job, one component through none and one through oci", async () => {
+    const dir = tmp("jobrt-slurm-hetbatch-");
+    const script = join(dir, "het.sh");
+    writeFileSync(
+      script,
+      [
+        "#!/bin/sh",
+        "#SBATCH -n 1",
+        "#SBATCH hetjob",
+        "#SBATCH -n 1",
+        `srun --het-group=0 jobrt exec --runtime none -- sh -c 'echo "none $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"' : \\`,
+        `     --het-group=1 jobrt exec --runtime oci --container '${bundle}' -- sh -c 'echo "oci $SLURMD_NODENAME $(cat /etc/jobrt-image)"'`,
+        "",
+      ].join("\n"),
+    );
+    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), script], { env: site.env });
+    expect(readFileSync(join(dir, "err.txt"), "utf8")).toBe("");
+    expect(r.code).toBe(0);
+    const lines = sortedLines(readFileSync(join(dir, "out.txt"), "utf8"));
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^none node[ab] host-fs$/);
+    expect(lines[1]).toMatch(/^oci node[ab] jobrt-busybox-image$/);
+    expect(lines[0]?.split(" ")[1]).not.toBe(lines[1]?.split(" ")[1]);
+    expect(newContainers()).toEqual([]);
+  });
+
   it("scancel of a running containerised step leaves no container, no spool dir and no process", async () => {
     const marker = String(100000 + Math.floor(Math.random() * 800000));
     const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", `jobrt-cancel-${marker}`, "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", marker], {
