@@ -56,7 +56,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     slurm(["srun", ...args], { env: { ...site.env, ...env }, timeoutMs });
 
   // Containers of this file's jobs: their bundle is the test bundle or a task dir in a SpoolDir.
-  const newContainers = () => runcContainers([bundle, site.spoolRoot]);
+  const ourContainers = () => runcContainers([bundle, site.spoolRoot]);
 
   /** SpoolDir entries named after the job (oci's step dir is oci-job<J>-<S>). */
   const jobSpool = (jobId: string) => {
@@ -94,7 +94,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
     expect(r.stderr).not.toMatch(/^jobrt:/m);
     expect(r.code).toBe(3);
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
   });
 
   it("srun -n 2 jobrt exec --runtime oci --container <bundle> reads a file only the bundle has", async () => {
@@ -105,7 +105,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     const jobId = (lines[0] ?? "").split(" ")[0] as string;
     expect(jobId).toMatch(/^\d+$/);
     expect(lines).toEqual([`${jobId} 0 jobrt-busybox-image`, `${jobId} 1 jobrt-busybox-image`]);
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
     expect(spoolLeftovers(jobId)).toEqual([]);
   });
 
@@ -120,7 +120,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     const lines = sortedLines(r.stdout);
     const jobId = (lines[0] ?? "").split(" ")[0] as string;
     expect(lines).toEqual([`${jobId} quick`, `${jobId} survived`]);
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
     expect(spoolLeftovers(jobId)).toEqual([]);
   });
 
@@ -137,7 +137,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     expect(none).toMatch(/^none node[ab] host-fs$/);
     expect(oci).toMatch(/^oci node[ab] jobrt-busybox-image$/);
     expect(none?.split(" ")[1]).not.toBe(oci?.split(" ")[1]);
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
   });
 
   it("the runtime comes from --runtime, else SLURM_RUNTIME / SRUN_RUNTIME", async () => {
@@ -148,7 +148,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     expect(fromSrun.stdout.trim()).toBe("jobrt-busybox-image");
     const flagWins = await srun(["-n1", "jobrt", "exec", "--runtime", "none", "--container", bundle, ...read], { SLURM_RUNTIME: "oci" });
     expect(flagWins.stdout.trim()).toBe("host-fs");
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
   });
 
   it("sbatch --wait: a batch script whose steps use jobrt exec on both nodes", async () => {
@@ -176,7 +176,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     ]);
     expect(readFileSync(join(dir, "err.txt"), "utf8")).not.toMatch(/^jobrt:/m);
     expect(r.code).toBe(5);
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
   });
 
   it("sbatch --wait: a heterogeneous batch job, one component through none and one through oci", async () => {
@@ -202,7 +202,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     expect(lines[0]).toMatch(/^none node[ab] host-fs$/);
     expect(lines[1]).toMatch(/^oci node[ab] jobrt-busybox-image$/);
     expect(lines[0]?.split(" ")[1]).not.toBe(lines[1]?.split(" ")[1]);
-    expect(newContainers()).toEqual([]);
+    expect(ourContainers()).toEqual([]);
   });
 
   it("scancel of a running containerised step leaves no container, no spool dir and no process", async () => {
@@ -215,10 +215,10 @@ describe("jobrt exec as the task of a Slurm step", () => {
     const sleepers = () => runProgram(["pgrep", "-f", `^(/bin/)?sleep ${marker}$`]).then((p) => sortedLines(p.stdout));
     try {
       // Both containers running (one per node), their sleeps visible from here; stop waiting if srun ended.
-      await waitFor(async () => job.exitCode !== null || ((await sleepers()).length === 2 && newContainers().length === 2), 60_000, 200);
+      await waitFor(async () => job.exitCode !== null || ((await sleepers()).length === 2 && ourContainers().length === 2), 60_000, 200);
       expect(job.exitCode, "srun ended before its containers ran").toBeNull();
       expect(await sleepers()).toHaveLength(2);
-      expect(newContainers()).toHaveLength(2);
+      expect(ourContainers()).toHaveLength(2);
       const q = await slurm(["squeue", "-h", "-n", `jobrt-cancel-${marker}`, "-o", "%i"]);
       const jobId = q.stdout.trim();
       expect(jobId).toMatch(/^\d+$/);
@@ -229,7 +229,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
       // Slurm's KillWait (10 s) bounds how long the job may take to end.
       const gone = await waitFor(async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
       expect(gone).toBe(true);
-      expect(newContainers()).toEqual([]);
+      expect(ourContainers()).toEqual([]);
       expect(await sleepers()).toEqual([]);
       expect(spoolLeftovers(jobId)).toEqual([]);
     } finally {
@@ -317,7 +317,7 @@ describe("jobrt exec as the task of a Slurm step", () => {
     });
 
     it("cleanup still runs: no container and nothing in any SpoolDir", async () => {
-      expect(newContainers(), `srun's stderr:\n${runs.get("oci")?.stderr}`).toEqual([]);
+      expect(ourContainers(), `srun's stderr:\n${runs.get("oci")?.stderr}`).toEqual([]);
       for (const rt of runtimes) expect(spoolLeftovers(runs.get(rt)!.jobId), `runtime ${rt}`).toEqual([]);
     });
 
