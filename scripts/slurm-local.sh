@@ -34,6 +34,7 @@ OWNER_FILE=/run/jobrt-slurm-local.dir
 LOCK_FILE=/run/jobrt-slurm-local.lock
 
 die() { echo "$PROG: $*" >&2; exit 1; }
+bad_usage() { echo "$PROG: $*" >&2; exit 2; }
 usage() {
   sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
@@ -44,26 +45,32 @@ cmd=${1:-}
 shift
 while [ $# -gt 0 ]; do
   case $1 in
-    --nodes) [ $# -ge 2 ] || die "--nodes needs a number"; NODES=$2; shift 2 ;;
+    --nodes) [ $# -ge 2 ] || bad_usage "--nodes needs a number"; NODES=$2; shift 2 ;;
     --nodes=*) NODES=${1#--nodes=}; shift ;;
-    --dir) [ $# -ge 2 ] || die "--dir needs a directory"; DIR=$2; shift 2 ;;
+    --dir) [ $# -ge 2 ] || bad_usage "--dir needs a directory"; DIR=$2; shift 2 ;;
     --dir=*) DIR=${1#--dir=}; shift ;;
     --keep-logs) KEEP_LOGS=1; shift ;;
     -h|--help) usage ;;
-    *) die "unknown option $1 (see $0 --help)" ;;
+    *) bad_usage "unknown option $1 (see $0 --help)" ;;
   esac
 done
 case $NODES in
-  ''|*[!0-9]*) die "--nodes $NODES: must be a whole number from 1 to 26" ;;
+  ''|*[!0-9]*) bad_usage "--nodes $NODES: must be a whole number from 1 to 26" ;;
 esac
-[ "$NODES" -ge 1 ] && [ "$NODES" -le 26 ] || die "--nodes $NODES: must be a whole number from 1 to 26"
+[ "$NODES" -ge 1 ] && [ "$NODES" -le 26 ] || bad_usage "--nodes $NODES: must be a whole number from 1 to 26"
 case $DIR in
   /*) ;;
   *) DIR=$(pwd)/$DIR ;;
 esac
+# Only a private range: these addresses exist solely between this host and its namespaces.
+net_ok=0
 case $NET in
-  *[!0-9.]*|*.*.*.*) die "JOBRT_SLURM_NET=$NET: give the first three octets of a private /24, e.g. 10.250.2" ;;
+  *[!0-9.]*|*.*.*.*|*..*|.*|*.) ;;
+  10.*.*|192.168.*|172.1[6-9].*|172.2[0-9].*|172.3[01].*)
+    o1=${NET%%.*}; rest=${NET#*.}; o2=${rest%%.*}; o3=${rest#*.}
+    [ "$o1" -le 255 ] && [ "$o2" -le 255 ] && [ "$o3" -le 255 ] && net_ok=1 ;;
 esac
+[ $net_ok = 1 ] || bad_usage "JOBRT_SLURM_NET=$NET: give the first three octets of a private /24 (10.x.y, 172.16-31.y, 192.168.y), e.g. 10.250.2"
 
 CONF=$DIR/slurm.conf
 PIDS=$DIR/pids
@@ -403,5 +410,5 @@ case $cmd in
   status) do_status ;;
   env) echo "export SLURM_CONF=$CONF" ;;
   -h|--help|help) usage ;;
-  *) die "unknown command $cmd (start, stop, status, env)" ;;
+  *) bad_usage "unknown command $cmd (start, stop, status, env)" ;;
 esac

@@ -36,6 +36,23 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
   beforeAll(() => lockCluster());
   afterAll(() => stopCluster());
 
+  it("bad input is a usage error: exit 2 and one line naming the option and the rule", async () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [["start", "--nodes", "0"], {}, /--nodes 0: must be a whole number from 1 to 26/],
+      [["start", "--nodes", "two"], {}, /--nodes two: must be a whole number/],
+      [["start", "--frob"], {}, /unknown option --frob/],
+      [["restart"], {}, /unknown command restart/],
+      [["start"], { JOBRT_SLURM_NET: "8.8.8" }, /JOBRT_SLURM_NET=8\.8\.8: .*private \/24/],
+      [["start"], { JOBRT_SLURM_NET: "10.250" }, /JOBRT_SLURM_NET=10\.250: /],
+    ];
+    for (const [args, env, message] of cases) {
+      const r = await runProgram(["sh", script, ...args, "--dir", slurmDir], { env: { ...process.env, ...env } });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(r.stderr).toMatch(new RegExp(`^slurm-local\\.sh: ${message.source}`));
+    }
+  });
+
   it("start --nodes 1 runs one node in this host's namespaces; a second start leaves it as it is", async () => {
     const first = await run("start", "--nodes", "1");
     expect(first.code, first.stderr).toBe(0);
