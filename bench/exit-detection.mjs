@@ -30,7 +30,7 @@ export async function run({ quick, env }) {
   const createStart = confDir(CREATE_START_CONF);
   const runMode = confDir(RUN_MODE_CONF);
   const jobrt = (conf, s) => () =>
-    timeOnce([process.execPath, jobrtBin, "run", "--runtime", "oci", "--container", s ? sleepBundle : zeroBundle, "sleep", s ? String(seconds) : "0"], {
+    timeOnce([process.execPath, "--", jobrtBin, "run", "--runtime", "oci", "--container", s ? sleepBundle : zeroBundle, "sleep", s ? String(seconds) : "0"], {
       env: { ...env, JOBRT_CONF_DIR: conf },
     });
   let id = 0;

@@ -10,7 +10,7 @@ export async function run({ quick, env }) {
   const results = new Map();
   for (const n of sizes) {
     const r = await compare(
-      () => timeOnce([process.execPath, jobrtBin, "run", "-n", String(n), "--runtime", "none", "/bin/true"], { env }),
+      () => timeOnce([process.execPath, "--", jobrtBin, "run", "-n", String(n), "--runtime", "none", "/bin/true"], { env }),
       () => timeOnce([process.execPath, new URL("./baseline-spawn.mjs", import.meta.url).pathname, String(n), "/bin/true"], { env }),
       { runs, warmup: quick ? 1 : 2 },
     );

@@ -21,7 +21,7 @@ export async function run({ quick, env }) {
   const results = new Map();
   for (const n of sizes) {
     const r = await compare(
-      () => timeOnce([process.execPath, jobrtBin, "run", "-n", String(n), "--runtime", "oci", "--container", bundle, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } }),
+      () => timeOnce([process.execPath, "--", jobrtBin, "run", "-n", String(n), "--runtime", "oci", "--container", bundle, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } }),
       () => timeOnce(["sh", script, String(n), bundle], { env }),
       { runs, warmup: 1 },
     );

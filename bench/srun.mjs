@@ -23,7 +23,7 @@ export async function run({ quick, env }) {
     writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
     const slurmEnv = { ...env, SLURM_CONF: join(dir, "cluster", "slurm.conf"), JOBRT_CONF_DIR: conf };
     const r = await compare(
-      () => timeOnce(["srun", "-n", "2", process.execPath, jobrtBin, "exec", "--runtime", "none", "/bin/true"], { env: slurmEnv }),
+      () => timeOnce(["srun", "-n", "2", process.execPath, "--", jobrtBin, "exec", "--runtime", "none", "/bin/true"], { env: slurmEnv }),
       () => timeOnce(["srun", "-n", "2", "/bin/true"], { env: slurmEnv }),
       { runs, warmup: 1 },
     );

@@ -39,7 +39,7 @@ function steps(spool: string): string[] {
 /** Starts `jobrt run` with tasks that record their pids, and waits until all have started. */
 async function startStep(s: ReturnType<typeof site>, n: number) {
   const marker = tempDir();
-  const child = spawn(process.execPath, [jobrtBin, "run", "-n", String(n), "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/$SLURM_PROCID; exec sleep 120`], {
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", String(n), "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/$SLURM_PROCID; exec sleep 120`], {
     env: s.env,
     stdio: "ignore",
   });

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobrt, tempDir } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 
 /** A conf dir whose jobrt.conf puts the spool in a temp dir, so each test can check for leftovers. */
 function site(extra = "") {
@@ -63,6 +63,16 @@ describe("jobrt run: tasks and environment", () => {
     expect(some.stdout).not.toContain("JOBRT_SECRET");
     const all = await jobrt(["run", "--runtime", "none", "/usr/bin/env"], { env });
     expect(all.stdout).toContain("JOBRT_SECRET=s3cret");
+  });
+
+  it("passes Node-looking arguments such as --env-file= to the task untouched", async () => {
+    const s = site();
+    const r = await jobrt(["run", "--runtime", "none", "echo", "--env-file=/nonexistent", "--inspect"], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("--env-file=/nonexistent --inspect\n");
+    const direct = await runProgram([jobrtBin, "run", "--runtime", "none", "echo", "--env-file=/nonexistent"], { env: { ...process.env, ...s.env } });
+    expect(direct.stdout).toBe("--env-file=/nonexistent\n");
+    expect(direct.code).toBe(0);
   });
 
   it("-D sets the working directory; a missing one is a launch error", async () => {

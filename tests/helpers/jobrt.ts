@@ -49,7 +49,8 @@ export function runProgram(argv: string[], options: RunOptions = {}): Promise<Ru
 export function jobrt(args: string[], options: RunOptions = {}): Promise<RunResult> {
   if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
   const env = { ...process.env, JOBRT_CONF_DIR: emptyConfDir(), ...(options.env ?? {}) };
-  return runProgram([process.execPath, jobrtBin, ...args], { ...options, env });
+  // "--": Node 20 would otherwise read --env-file=... from the job's argv (as the bin's shebang does).
+  return runProgram([process.execPath, "--", jobrtBin, ...args], { ...options, env });
 }
 
 let emptyDir: string | undefined;

@@ -85,7 +85,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("jobrt run --runt
         const { dir, spool } = confDir(oci);
         const j = jobId();
         const marker = `sleep 96${j % 100}`;
-        const child = spawn(process.execPath, [jobrtBin, "run", "--conf-dir", dir, "--jobid", String(j), "-n", "2", "--container", bundle, ...marker.split(" ")], {
+        const child = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", dir, "--jobid", String(j), "-n", "2", "--container", bundle, ...marker.split(" ")], {
           stdio: ["ignore", "pipe", "pipe"],
         });
         try {

@@ -88,7 +88,7 @@ describe("one pinned image per step", () => {
       SLURM_JOB_USER: "nobody",
     });
     const args = ["exec", "--conf-dir", site.confDir, "--runtime", "shifter", "--container", TAG, "--"];
-    const first = spawn(process.execPath, [jobrtBin, ...args, "sh", "-c", `cat /etc/jobrt-image; while [ ! -e ${go} ]; do sleep 0.1; done`], {
+    const first = spawn(process.execPath, ["--", jobrtBin, ...args, "sh", "-c", `cat /etc/jobrt-image; while [ ! -e ${go} ]; do sleep 0.1; done`], {
       uid: TASK_UID, gid: TASK_GID, cwd: "/tmp", env: env(0), stdio: ["ignore", "pipe", "pipe"],
     });
     let firstOut = "";

@@ -178,7 +178,7 @@ describe("jobrt run --runtime shifter", () => {
   });
 
   it("forwards SIGTERM to the task and exits 128+15", async () => {
-    const child = spawn(process.execPath, [jobrtBin, "run", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", IMAGE, "sh", "-c", "echo up; exec sleep 60"], {
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", IMAGE, "sh", "-c", "echo up; exec sleep 60"], {
       cwd: workDir,
       env: { ...process.env, JOBRT_CONF_DIR: site.confDir },
       stdio: ["ignore", "pipe", "pipe"],

@@ -131,7 +131,7 @@ export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
   const wrapper = join(binDir, "jobrt");
   writeFileSync(
     wrapper,
-    `#!/bin/sh\nJOBRT_CONF_DIR='${root}/etc/'"\${SLURMD_NODENAME:-not-in-slurm}"\nexport JOBRT_CONF_DIR\nexec '${process.execPath}' '${jobrtBin}' "$@"\n`,
+    `#!/bin/sh\nJOBRT_CONF_DIR='${root}/etc/'"\${SLURMD_NODENAME:-not-in-slurm}"\nexport JOBRT_CONF_DIR\nexec '${process.execPath}' -- '${jobrtBin}' "$@"\n`,
   );
   chmodSync(wrapper, 0o755);
   return { root, binDir, spoolRoot, env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}` } };

@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --
+// The "--" stops Node 20 from reading options such as --env-file= out of the job's own argv.
 import { main } from "./main.js";
 
 process.exitCode = await main(process.argv.slice(2));

@@ -30,6 +30,7 @@ export function createHost(confDirOption: string | undefined, verbose: number): 
   const registry = new RuntimeRegistry({
     resolve: createPackageResolver({ baseDir, allow: site.runtimePlugins, log }),
     defaultRuntime: site.defRuntimePlugin,
+    initTimeoutMs: site.pluginInitTimeout * 1000,
   });
   const node: NodeConf = {
     nodeName: site.nodeName,

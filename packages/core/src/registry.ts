@@ -145,6 +145,7 @@ export class RuntimeRegistry {
 
   async #init(plugin: RuntimePlugin, type: string, context: RuntimeContext): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
+    // Not unref()ed: a hung init must still reach its time-out rather than let the process exit.
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () =>
@@ -155,7 +156,6 @@ export class RuntimeRegistry {
           ),
         this.#initTimeoutMs,
       );
-      timer.unref();
     });
     try {
       await Promise.race([Promise.resolve().then(() => plugin.init(context)), timeout]);

@@ -22,6 +22,8 @@ export interface SiteConfig {
   spoolDir: string;
   nodeName: string;
   killWait: number;
+  /** Seconds a runtime's init may take before the load fails. */
+  pluginInitTimeout: number;
   warnings: string[];
 }
 
@@ -32,6 +34,7 @@ const SCHEMA: ConfSchema = {
   SpoolDir: { type: "string" },
   NodeName: { type: "string" },
   KillWait: { type: "int", min: 0, max: 65535 },
+  PluginInitTimeout: { type: "int", min: 1, max: 3600 },
 };
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
@@ -70,6 +73,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     spoolDir: defaultSpoolDir(),
     nodeName: hostname().split(".")[0] ?? "localhost",
     killWait: 10,
+    pluginInitTimeout: 30,
     warnings: [],
   };
   if (!parsed) return config;
@@ -91,6 +95,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     config.nodeName = name;
   }
   if (v.KillWait !== undefined) config.killWait = v.KillWait as number;
+  if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout as number;
   if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {
     throw confError(parsed.where.DefRuntimePlugin!, "DefRuntimePlugin", `${config.defRuntimePlugin} is not in RuntimePlugins (${config.runtimePlugins.join(",")})`);
   }

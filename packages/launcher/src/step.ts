@@ -462,7 +462,9 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
 
   let status = taskStatus.reduce((a, b) => Math.max(a, b), 0);
   if (launchFailed || cleanupFailed) status = Math.max(status, 1);
-  if (cancel.signal) status = Math.max(status, 128 + (SIGNALS[cancel.signal] ?? 15));
+  // A signal to jobrt reports 128+N only when no task ran to report for itself: a task that
+  // handles SIGTERM and exits 7 exits 7, as srun and slurmstepd report it.
+  if (cancel.signal && running.length === 0) status = Math.max(status, 128 + (SIGNALS[cancel.signal] ?? 15));
   emit({ event: "step-end", status, ...(firstError ? { error: firstError.message, code: firstError.code } : {}) });
   return { status, taskStatus, ...(firstError ? { error: firstError } : {}) };
 }
