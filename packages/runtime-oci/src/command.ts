@@ -37,6 +37,8 @@ export interface CommandResult {
 }
 
 const LIMIT = 1 << 20;
+/** How long output may keep arriving after the command exited. */
+const PIPE_GRACE_MS = 250;
 
 /**
  * Runs a RunTime* command as `/bin/sh -c`. The result is taken when the shell exits, not when
@@ -76,10 +78,18 @@ export function runCommand(command: string, o: CommandOptions): Promise<CommandR
       clearTimeout(timer);
       reject(new CommandError("ERR_RUNTIME_COMMAND", `${o.key}: cannot start /bin/sh: ${error.message}`, o.key));
     });
+    // Output the command wrote before it exited may still sit in the pipe when 'exit' fires (seen
+    // under load: `runc state` JSON cut short, read as "no container"). Wait for both pipes to end,
+    // but only briefly: a grandchild that inherited a pipe (runc's container init) may hold it for ever.
+    const ended = (s: NodeJS.ReadableStream | null) => (s ? new Promise<void>((r) => s.once("end", r).once("close", r)) : Promise.resolve());
+    const drained = Promise.all([ended(child.stdout), ended(child.stderr)]);
     child.on("exit", (code, signal) => {
       clearTimeout(timer);
-      // Let already-written output arrive, then stop listening: a grandchild may keep the pipe.
-      setImmediate(() => {
+      let grace: NodeJS.Timeout | undefined;
+      void Promise.race([drained, new Promise<void>((r) => {
+        grace = setTimeout(r, PIPE_GRACE_MS);
+      })]).then(() => {
+        clearTimeout(grace);
         child.stdout?.destroy();
         child.stderr?.destroy();
         if (timedOut) {

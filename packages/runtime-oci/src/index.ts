@@ -24,7 +24,7 @@ export {
   quoteArgv,
   shellQuoteIn,
 } from "./pattern.js";
-export { COMMAND_TIMEOUTS, printedStepId, stepDirName } from "./plugin.js";
+export { COMMAND_TIMEOUTS, type CommandTimeouts, TIMEOUTS_VARIABLE, commandTimeouts, printedStepId, stepDirName } from "./plugin.js";
 export { SUPERVISOR_FAILURE } from "./supervisor.js";
 
 export default ociPlugin;

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import {
   type ClientInfo,
@@ -28,6 +28,34 @@ import { teardown } from "./teardown.js";
 
 /** Time-outs of the control commands, in ms. Every runtime command is bounded. */
 export const COMMAND_TIMEOUTS = { create: 60_000, start: 30_000, query: 10_000, kill: 10_000, delete: 30_000 } as const;
+export type CommandTimeouts = { -readonly [K in keyof typeof COMMAND_TIMEOUTS]: number };
+
+/** The environment variable (in jobrt's own environment) that overrides some of the time-outs. */
+export const TIMEOUTS_VARIABLE = "JOBRT_OCI_TIMEOUTS";
+
+/**
+ * COMMAND_TIMEOUTS with the overrides of $JOBRT_OCI_TIMEOUTS (`create=S,start=S,query=S,kill=S,delete=S`,
+ * seconds, any subset), for a site whose runtime is slower than runc, or a test that must see a
+ * time-out fire within seconds. A bad value is an error naming the variable and the rule.
+ */
+export function commandTimeouts(text: string | undefined = process.env[TIMEOUTS_VARIABLE]): CommandTimeouts {
+  const t: CommandTimeouts = { ...COMMAND_TIMEOUTS };
+  if (text === undefined || text.trim() === "") return t;
+  for (const item of text.split(",")) {
+    const m = /^\s*([a-z]+)\s*=\s*([0-9]+(?:\.[0-9]+)?)\s*$/.exec(item);
+    const key = m?.[1] as keyof CommandTimeouts | undefined;
+    const seconds = Number(m?.[2]);
+    if (!m || key === undefined || !(key in t) || !(seconds > 0) || seconds > 86_400) {
+      throw new JobrtError(
+        "ERR_CONF",
+        `$${TIMEOUTS_VARIABLE}: ${JSON.stringify(item.trim())} is not KEY=SECONDS with KEY one of ${Object.keys(t).join(", ")} and 0 < SECONDS <= 86400`,
+        { details: { variable: TIMEOUTS_VARIABLE } },
+      );
+    }
+    t[key] = Math.round(seconds * 1000);
+  }
+  return t;
+}
 
 interface TaskState {
   task: TaskRecord;
@@ -51,6 +79,7 @@ interface StepState {
   tasks: Map<number, TaskState>;
   /** The client asked for -vv or more: the supervisor narrates its commands. */
   verbose: boolean;
+  timeouts: CommandTimeouts;
 }
 
 // Per-step state lives here, never in module globals: one process may run many steps at once.
@@ -162,6 +191,26 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
   checkRequest(c, undefined);
   const conf = resolveConf(node, step);
   const mounts = checkRequest(c, conf);
+  const st = await stepState(node, step, conf, mounts, client, true);
+  ensureStepDir(st.stepDir, st.identity, step);
+  states.set(step, st);
+}
+
+/**
+ * What setup works out for a step: bundle, rootfs, spool dir, pattern values. `strict` (setup)
+ * fails on an unreadable bundle config.json; cleanup from a saved record (`jobrt gc` after the
+ * host died) takes what it can get, since the bundle may have changed since the step started.
+ */
+async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, strict: boolean): Promise<StepState> {
+  const c = step.container as ContainerRequest;
+  let timeouts: CommandTimeouts;
+  try {
+    timeouts = commandTimeouts();
+  } catch (error) {
+    if (strict) throw error;
+    // Cleanup must still run: with the built-in time-outs.
+    timeouts = { ...COMMAND_TIMEOUTS };
+  }
   const identity = identityFor(step);
   const bundle = resolve(step.cwd, c.value as string);
   const base: PatternValues = {
@@ -178,14 +227,21 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
   if (!conf.ignoreFileConfigJson) {
     const file = join(bundle, "config.json");
     // Read as the job user: a root host must not copy files the user cannot read (W8).
-    const r = await fsOne({ op: "read", path: file }, identity);
+    const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
-      throw new JobrtError("ERR_CONTAINER_REQUEST", `cannot read ${file}: ${why}`, { details: { runtime: "runtime/oci", file } });
+      if (strict) throw new JobrtError("ERR_CONTAINER_REQUEST", `cannot read ${file}: ${why}`, { details: { runtime: "runtime/oci", file } });
+      node.log("debug", `runtime oci: cleanup from the step record: cannot read ${file} (${why}); using the bundle as rootfs`);
+    } else {
+      try {
+        bundleConfig = parseBundleConfig(r.value as string, file, bundle);
+        rootfs = bundleConfig.rootfs;
+      } catch (error) {
+        if (strict) throw error;
+        node.log("debug", `runtime oci: cleanup from the step record: ${messageOf(error)}; using the bundle as rootfs`);
+      }
     }
-    bundleConfig = parseBundleConfig(r.value as string, file, bundle);
-    rootfs = bundleConfig.rootfs;
-    if (conf.embedded && step.uid !== 0) {
+    if (strict && bundleConfig && conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
       if (problem) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: ${problem}`, { details: { runtime: "runtime/oci", file } });
     }
@@ -197,9 +253,8 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     if (!isAbsolute(parent)) throw new JobrtError("ERR_CONF", `${conf.file}: ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`, { details: { file: conf.file, key: "ContainerPath" } });
   }
   const stepDir = join(parent, stepDirName(step));
-  ensureStepDir(stepDir, identity, step);
   base.stepDir = stepDir;
-  states.set(step, {
+  return {
     conf,
     request: c,
     bundle,
@@ -211,7 +266,8 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     base,
     tasks: new Map(),
     verbose: (client?.verbose ?? 0) >= 2,
-  });
+    timeouts,
+  };
 }
 
 async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Promise<void> {
@@ -256,7 +312,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
   env = filterEnvStrings(env, conf.envExclude);
 
-  const values: PatternValues = { ...st.base, taskId: task.localId, envFile: join(ts.taskDir, "environment") };
+  const { values, runtimeEnv } = commandContext(st, task, ts.taskDir);
   const ops: FsOp[] = [];
   if (st.bundleConfig) {
     const destination = conf.mountSpoolDir !== undefined ? expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values) : st.stepDir;
@@ -271,11 +327,6 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
       ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
     });
     ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
-    values.bundle = ts.taskDir;
-    values.argv = [];
-  } else {
-    values.bundle = st.bundle;
-    values.argv = task.argv;
   }
   if (conf.createEnvFile !== "disabled") {
     const file = formatEnvFile(env, conf.createEnvFile);
@@ -290,7 +341,6 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
     }
   });
 
-  const runtimeEnv = filterEnvRecord(task.env, conf.runTimeEnvExclude);
   ts.values = values;
   ts.runtimeEnv = runtimeEnv;
 
@@ -314,7 +364,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
       RunTimeDelete: conf.commands.RunTimeDelete as string,
     },
     values,
-    timeouts: { ...COMMAND_TIMEOUTS },
+    timeouts: { ...st.timeouts },
     graceMs,
     taskDir: ts.taskDir,
     verbose: st.verbose,
@@ -372,7 +422,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
         throw error;
       }
       log("debug", `${key}: ${command}`);
-      const timeoutMs = key === "RunTimeDelete" ? COMMAND_TIMEOUTS.delete : key === "RunTimeKill" ? COMMAND_TIMEOUTS.kill : COMMAND_TIMEOUTS.query;
+      const timeoutMs = key === "RunTimeDelete" ? st.timeouts.delete : key === "RunTimeKill" ? st.timeouts.kill : st.timeouts.query;
       const r = await runCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
       if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
       return r;
@@ -397,10 +447,70 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   return result;
 }
 
+/**
+ * The state cleanup needs, rebuilt from the StepRecord alone: `jobrt gc` calls cleanup with the
+ * record saved in SpoolDir after the host that ran the step died, so nothing is in memory. Only
+ * this record's tasks whose task dir exists are torn down: a task dir is made before its
+ * container, so a task without one never had a container, and a setup that failed in this
+ * process (before any task dir) leaves nothing to do. Undefined when there is nothing to clean.
+ */
+async function stateFromRecord(node: NodeConf, step: StepRecord): Promise<StepState | undefined> {
+  const c = step.container;
+  if (!c || c.value === undefined || c.value === "") return undefined;
+  const conf = resolveConf(node, step);
+  const st = await stepState(node, step, conf, [], undefined, false);
+  if (!isDirectoryNoFollow(st.stepDir)) return undefined;
+  for (const task of step.tasks) {
+    const taskDir = join(st.stepDir, `task-${task.localId}`);
+    if (!existsNoFollow(taskDir)) continue;
+    const { values, runtimeEnv } = commandContext(st, task, taskDir);
+    st.tasks.set(task.localId, { task: { ...task, pid: undefined }, taskDir, values, runtimeEnv } as TaskState);
+  }
+  return st;
+}
+
+function existsNoFollow(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isDirectoryNoFollow(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** A task's pattern values and the environment its runtime commands get (run and cleanup alike). */
+function commandContext(st: StepState, task: TaskRecord, taskDir: string): { values: PatternValues; runtimeEnv: Record<string, string> } {
+  const values: PatternValues = { ...st.base, taskId: task.localId, envFile: join(taskDir, "environment") };
+  if (st.conf.ignoreFileConfigJson) {
+    values.bundle = st.bundle;
+    values.argv = task.argv;
+  } else {
+    values.bundle = taskDir;
+    values.argv = [];
+  }
+  return { values, runtimeEnv: filterEnvRecord(task.env, st.conf.runTimeEnvExclude) };
+}
+
 async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
-  const st = states.get(step);
-  if (!st) return;
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
+  let st = states.get(step);
+  if (!st) {
+    try {
+      st = await stateFromRecord(node, step);
+    } catch (error) {
+      warn(`cleanup: ${messageOf(error)}`);
+      return;
+    }
+    if (!st) return;
+  }
   try {
     const tasks = [...st.tasks.values()];
     const results = await Promise.all(

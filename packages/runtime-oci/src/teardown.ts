@@ -40,7 +40,18 @@ export async function teardown(o: TeardownOptions): Promise<"gone" | "deleted" |
       const r = await safe("RunTimeQuery");
       return r ? parseState(r) : undefined;
     };
-    let st = await query();
+    const first = await safe("RunTimeQuery");
+    let st = first ? parseState(first) : undefined;
+    if (!st && first?.code === 0) {
+      // The query "succeeded" but printed no OCI state: the runtime is broken, not the container
+      // gone. Slurm takes that for "already dead" and leaks a created container; delete it anyway.
+      o.log("warn", `RunTimeQuery exited 0 but printed no OCI state JSON (${JSON.stringify(first.stdout.trim().slice(0, 80))}); running RunTimeKill and RunTimeDelete anyway`);
+      await safe("RunTimeKill");
+      const del = await safe("RunTimeDelete");
+      if (del?.code === 0) return "deleted";
+      o.log("warn", `RunTimeDelete ${del ? `exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}` : "did not run"}; taking the container for gone`);
+      return "gone";
+    }
     if (!st) return "gone";
     if (ACTIVE.has(st.status) && st.status !== "created") {
       await safe("RunTimeKill");
