@@ -362,3 +362,22 @@ export default definePlugin({ name: "failing", type: "runtime/failing", version:
     expect(spoolLeftovers(s.spool)).toEqual([]);
   });
 });
+
+describe("jobrt exec outside Slurm", () => {
+  it("fails with one clear line and exit 2", async () => {
+    const r = await jobrt(["exec", "--runtime", "none", "--", "true"], { env: { SLURM_JOB_ID: "", SLURM_JOBID: "", SLURM_STEP_ID: "", SLURM_PROCID: "" } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      "jobrt: exec: not inside a Slurm job step (SLURM_JOB_ID/SLURM_JOBID is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm\n",
+    );
+  });
+
+  it("runs one task from a Slurm-like environment and exits with its status", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
+    const env = { JOBRT_CONF_DIR: dir, SLURM_JOB_ID: "500", SLURM_STEP_ID: "3", SLURM_PROCID: "5", SLURM_LOCALID: "1", SLURM_NTASKS: "8", SLURMD_NODENAME: "n9" };
+    const r = await jobrt(["exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME $SLURMD_NODENAME"; exit 6'], { env });
+    expect(r.stdout).toBe("5 none n9\n");
+    expect(r.code).toBe(6);
+  });
+});

@@ -4,6 +4,7 @@ import { StepCancel, currentUser, runStep } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { EXEC_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
+import { hetFromSlurm } from "../slurm-env.js";
 import { trapSignals } from "./run.js";
 
 const EXEC_OPTIONS = new Set([
@@ -39,7 +40,6 @@ export function stepFromSlurm(env: NodeJS.ProcessEnv, argv: string[], runtime: s
   const taskEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined) taskEnv[k] = v;
   if (runtime) taskEnv.SLURM_RUNTIME = runtime;
-  const hetSize = env.SLURM_HET_SIZE ? Number(env.SLURM_HET_SIZE) : undefined;
   const record: StepRecord = {
     jobId,
     stepId,
@@ -58,13 +58,8 @@ export function stepFromSlurm(env: NodeJS.ProcessEnv, argv: string[], runtime: s
     nnodes: intVar(env, ["SLURM_STEP_NUM_NODES", "SLURM_NNODES"], 1),
     pty: false,
   };
-  if (hetSize !== undefined && hetSize > 1) {
-    record.het = {
-      size: hetSize,
-      component: intVar(env, ["SLURM_HET_JOB_OFFSET", "SLURM_HET_JOB_COMPONENT"], 0),
-      taskOffset: intVar(env, ["SLURM_HET_JOB_TASK_OFFSET"], 0),
-    };
-  }
+  const het = hetFromSlurm(env);
+  if (het) record.het = het;
   return record;
 }
 
