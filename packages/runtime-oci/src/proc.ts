@@ -30,12 +30,6 @@ export function procStat(pid: number): ProcStat | undefined {
   };
 }
 
-/** A process that exists and has not exited (a zombie has exited). */
-export function isRunning(pid: number): boolean {
-  const st = procStat(pid);
-  return st !== undefined && st.state !== "Z" && st.state !== "X";
-}
-
 /** Decodes a waitpid status: exit code, or the terminating signal number. */
 export function decodeWaitStatus(status: number): { code?: number; signal?: number } {
   const sig = status & 0x7f;

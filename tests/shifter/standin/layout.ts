@@ -199,4 +199,4 @@ export function createStandinSite(options: SiteOptions = {}): StandinSite {
 }
 
 /** The repository root, for tests that need it. */
-export const repoRoot = resolve(here, "../../..");
+const repoRoot = resolve(here, "../../..");

@@ -1,0 +1,109 @@
+import { PassThrough } from "node:stream";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { expandFilePattern, exportEnvironment, functionSink, isPerTask, parseTimeLimit, pipeLines, statusOf } from "../src/index.js";
+
+describe("parseTimeLimit (Slurm's -t formats)", () => {
+  it.each([
+    ["10", 600],
+    ["1:30", 90],
+    ["1:00:05", 3605],
+    ["2-0", 172800],
+    ["1-2:03", 93780],
+    ["1-02:03:04", 93784],
+    ["0", undefined],
+    ["INFINITE", undefined],
+    ["unlimited", undefined],
+  ])("%s → %s s", (text, seconds) => {
+    expect(parseTimeLimit(text)).toBe(seconds);
+  });
+
+  it.each(["", "soon", "1:2:3:4", "-5", "1-", "1.5"])("%j is a usage error", (text) => {
+    expect(() => parseTimeLimit(text)).toThrow(expect.objectContaining({ code: "ERR_USAGE" }));
+  });
+});
+
+describe("file patterns (-o/-e/-i)", () => {
+  const v = { jobId: 12, stepId: 3, taskId: 7, nodeName: "n1", nodeId: 0 };
+  it("expands every srun pattern, with zero padding", () => {
+    expect(expandFilePattern("out-%j.%s.%t.%N.%n.%%.%4t", "-o", v)).toBe("out-12.3.7.n1.0.%.0007");
+    expect(isPerTask("x-%t")).toBe(true);
+    expect(isPerTask("x-%3t")).toBe(true);
+    expect(isPerTask("x-%%t")).toBe(false);
+  });
+  it("rejects an unknown pattern character, and %t where there is no task", () => {
+    expect(() => expandFilePattern("x-%q", "--output", v)).toThrow('--output: unknown pattern %q in "x-%q" (use %j %s %t %n %N %%)');
+    expect(() => expandFilePattern("x-%t", "--output", { ...v, taskId: undefined })).toThrow("%t has no value here");
+  });
+  it("property: text without % is left alone", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[^%]*$/), (s) => {
+        expect(expandFilePattern(s, "-o", v)).toBe(s);
+      }),
+    );
+  });
+});
+
+describe("--export", () => {
+  const source = { A: "1", B: "2", PATH: "/bin" };
+  it("ALL, NONE, names, NAME=value and ALL as an item", () => {
+    expect(exportEnvironment("ALL", source)).toEqual(source);
+    expect(exportEnvironment("NONE", source)).toEqual({});
+    expect(exportEnvironment("A,C=x=y", source)).toEqual({ A: "1", C: "x=y" });
+    expect(exportEnvironment("ALL,B=9", source)).toEqual({ A: "1", B: "9", PATH: "/bin" });
+  });
+  it("rejects names that are not identifiers", () => {
+    expect(() => exportEnvironment("A-B", source)).toThrow('--export: "A-B" is not a variable name');
+  });
+});
+
+describe("statusOf", () => {
+  it("is the exit code, or 128+N for signal N", () => {
+    expect(statusOf(3, null)).toBe(3);
+    expect(statusOf(null, "SIGKILL")).toBe(137);
+    expect(statusOf(null, "SIGTERM")).toBe(143);
+  });
+});
+
+describe("pipeLines", () => {
+  async function copy(chunks: (string | Buffer)[], label = "") {
+    const source = new PassThrough();
+    const out: Buffer[] = [];
+    const done = pipeLines(source, functionSink((d) => out.push(Buffer.from(d))), (line) => Buffer.concat([Buffer.from(label), line]));
+    for (const c of chunks) source.write(c);
+    source.end();
+    await done;
+    return out;
+  }
+
+  it("emits whole lines only, however the input is cut", async () => {
+    const out = await copy(["he", "llo\nwor", "ld\n", "tail"], "0: ");
+    expect(Buffer.concat(out).toString()).toBe("0: hello\n0: world\n0: tail\n");
+    for (const piece of out) expect(piece.toString().endsWith("\n")).toBe(true);
+  });
+
+  it("passes bytes that are not UTF-8 through unchanged, even split mid-character", async () => {
+    const bytes = Buffer.from([0xff, 0xfe, 0x0a, 0xe2, 0x82]);
+    const rest = Buffer.from([0xac, 0x0a]);
+    const out = await copy([bytes, rest]);
+    expect(Buffer.concat(out)).toEqual(Buffer.concat([bytes, rest]));
+  });
+
+  it("property: the concatenated output is the input (plus a final newline) for any cut", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), fc.array(fc.nat(300), { maxLength: 5 }), async (data, cuts) => {
+        const buf = Buffer.from(data);
+        const points = [...new Set(cuts.map((c) => c % (buf.length + 1)))].sort((a, b) => a - b);
+        const chunks: Buffer[] = [];
+        let prev = 0;
+        for (const p of [...points, buf.length]) {
+          if (p > prev) chunks.push(buf.subarray(prev, p));
+          prev = Math.max(prev, p);
+        }
+        const out = Buffer.concat(await copy(chunks));
+        const expected = buf.length === 0 || buf[buf.length - 1] === 0x0a ? buf : Buffer.concat([buf, Buffer.from("\n")]);
+        expect(out).toEqual(expected);
+      }),
+    );
+  });
+});
