@@ -234,6 +234,11 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
     timeTimer.unref();
   }
 
+  const cancelled = new Promise<undefined>((resolve) => {
+    if (cancel.requested) resolve(undefined);
+    cancel.onRequest(() => resolve(undefined));
+  });
+
   emit({
     event: "step-start",
     jobId: components[0]?.record.jobId,
@@ -244,7 +249,9 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   try {
     // Resolve every runtime before any setup, so a bad name fails the step with nothing started.
     for (const [i, c] of components.entries()) {
-      const index = await registry.load(c.record.runtime || undefined, "step");
+      // A signal must not wait for a slow or hung plugin init (up to PluginInitTimeout).
+      const index = await Promise.race([registry.load(c.record.runtime || undefined, "step"), cancelled]);
+      if (index === undefined) break;
       const info = registry.info(index);
       c.record.runtime = info.name;
       for (const task of c.record.tasks) task.env.SLURM_RUNTIME = info.name;
@@ -252,9 +259,9 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       node.log("verbose", `component ${i}: runtime ${info.type} (index ${index}) ${info.package ?? ""}@${info.version} ${info.path ?? ""}`);
       emit({ event: "runtime", component: i, index, type: info.type, package: info.package, version: info.version, path: info.path });
     }
-    options.beforeSetup?.(components);
+    if (indexes.length === components.length) options.beforeSetup?.(components);
     for (const [i, c] of components.entries()) {
-      if (cancel.requested) break;
+      if (cancel.requested || indexes.length < components.length) break;
       setupTried.push(i);
       await registry.setup(indexes[i]!, node, c.record, options.client);
       emit({ event: "setup", component: i, runtime: c.record.runtime });
