@@ -52,7 +52,16 @@ export async function teardown(o: TeardownOptions): Promise<"gone" | "deleted" |
       o.log("warn", `RunTimeDelete ${del ? `exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}` : "did not run"}; taking the container for gone`);
       return "gone";
     }
-    if (!st) return "gone";
+    if (!st) {
+      // A query that timed out or was killed by a signal (Slurm signals every process of a step
+      // on scancel) says nothing about the container: delete it anyway rather than leak it.
+      if (!first || first.signal) {
+        o.log("verbose", "RunTimeQuery gave no answer; running RunTimeDelete anyway");
+        const del = await safe("RunTimeDelete");
+        return del?.code === 0 ? "deleted" : "gone";
+      }
+      return "gone";
+    }
     if (ACTIVE.has(st.status) && st.status !== "created") {
       await safe("RunTimeKill");
       const deadline = Date.now() + o.graceMs;

@@ -32,6 +32,19 @@ describe("the kill/delete sequence", () => {
     expect(await teardown({ ...base, hasQuery: true, ...s })).toBe("gone");
     expect(s.calls).toEqual(["RunTimeQuery"]);
   });
+  test("a query that timed out or was killed: delete anyway, since it says nothing about the container", async () => {
+    for (const answer of ["throws", "signal"] as const) {
+      const calls: string[] = [];
+      const run = async (key: Key): Promise<CommandResult> => {
+        calls.push(key);
+        if (key !== "RunTimeQuery") return ok();
+        if (answer === "throws") throw new Error("RunTimeQuery timed out after 10000 ms");
+        return { code: undefined, signal: "SIGTERM", stdout: "", stderr: "" };
+      };
+      expect(await teardown({ ...base, hasQuery: true, run, forceKill: async () => {} })).toBe("deleted");
+      expect(calls).toEqual(["RunTimeQuery", "RunTimeDelete"]);
+    }
+  });
   test("stopped: delete only", async () => {
     const s = script(["stopped"]);
     expect(await teardown({ ...base, hasQuery: true, ...s })).toBe("deleted");
