@@ -84,6 +84,8 @@ interface StepState {
 
 // Per-step state lives here, never in module globals: one process may run many steps at once.
 const states = new WeakMap<StepRecord, StepState>();
+/** Steps whose setup failed in this process before it created anything (its error was reported). */
+const failedSetups = new WeakSet<StepRecord>();
 
 /** `%s` as Slurm prints it: the reserved step numbers for batch, interactive and extern steps. */
 export function printedStepId(step: Pick<StepRecord, "kind" | "stepId">): number {
@@ -188,10 +190,16 @@ function expandCommand(st: StepState, key: keyof OciConf["commands"], values: Pa
 async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Promise<void> {
   const c = step.container;
   if (!c) return;
-  checkRequest(c, undefined);
-  const conf = resolveConf(node, step);
-  const mounts = checkRequest(c, conf);
-  const st = await stepState(node, step, conf, mounts, client, true);
+  let st: StepState;
+  try {
+    checkRequest(c, undefined);
+    const conf = resolveConf(node, step);
+    const mounts = checkRequest(c, conf);
+    st = await stepState(node, step, conf, mounts, client, true);
+  } catch (error) {
+    failedSetups.add(step);
+    throw error;
+  }
   ensureStepDir(st.stepDir, st.identity, step);
   states.set(step, st);
 }
@@ -502,6 +510,11 @@ function commandContext(st: StepState, task: TaskRecord, taskDir: string): { val
 async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   let st = states.get(step);
+  if (!st && failedSetups.has(step)) {
+    // Setup failed before it made anything; its error is the one the user needs, said once.
+    node.log("debug", "runtime oci: cleanup: setup failed before creating anything; nothing to do");
+    return;
+  }
   if (!st) {
     try {
       st = await stateFromRecord(node, step);
