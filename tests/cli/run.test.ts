@@ -155,6 +155,21 @@ describe("jobrt run: exit status", () => {
     expect(r.stderr).toBe("jobrt: task 0: cannot execute no-such-program-xyz: command not found\n");
   });
 
+  it("1,000 tasks under ulimit -n 1024: plain output falls back to direct writes; -l says what to do", async () => {
+    const s = site();
+    const sh = (args: string) => runProgram(["sh", "-c", `ulimit -n 1024; exec '${process.execPath}' -- '${jobrtBin}' ${args}`], { env: { ...process.env, ...s.env } });
+    const plain = await sh(`run -n 1000 --runtime none sh -c 'echo $SLURM_PROCID'`);
+    expect(plain.stderr).toBe("");
+    expect(plain.code).toBe(0);
+    expect(new Set(plain.stdout.trim().split("\n")).size).toBe(1000);
+    const labelled = await sh("run -n 1000 -l --runtime none true");
+    expect(labelled.code).toBe(1);
+    expect(labelled.stderr).toBe(
+      "jobrt: 1000 tasks with -l, --json or a shared --output/--error file need about 3064 open files, but the limit is 1024: raise it (ulimit -n), or use per-task files (-o out-%t)\n",
+    );
+    expect(spoolLeftovers(s.spool)).toEqual([]);
+  });
+
   it("-n 256 /bin/true completes", async () => {
     const s = site();
     const r = await jobrt(["run", "-n", "256", "--runtime", "none", "/bin/true"], { env: s.env });

@@ -1,5 +1,5 @@
 import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
-import { closeSync, createWriteStream, fstatSync, openSync, statSync, type WriteStream } from "node:fs";
+import { closeSync, createWriteStream, fstatSync, openSync, readFileSync, statSync, type WriteStream } from "node:fs";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import {
@@ -164,6 +164,42 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
+/** The soft limit on open files (Node raises it to the hard limit at start-up). */
+function openFileLimit(): number {
+  try {
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("Max open files"));
+    const soft = line?.split(/\s{2,}/)[1];
+    return soft && /^\d+$/.test(soft) ? Number(soft) : Number.POSITIVE_INFINITY;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+/**
+ * Copying output line by line holds up to three pipe ends per running task. When the step has
+ * more tasks than the open-file limit allows, plain output falls back to the tasks writing to
+ * jobrt's stdout and stderr directly; options that need the copy (-l, --json, a shared --output
+ * file) fail the step with what to do instead of failing tasks with EMFILE half-way.
+ */
+function checkDescriptorBudget(components: PlannedComponent[], totalTasks: number, options: RunStepOptions, node: NodeConf): boolean {
+  if (totalTasks <= 1) return true;
+  const limit = openFileLimit();
+  const needed = totalTasks * 3 + 64;
+  if (needed <= limit) return true;
+  const sharedFile = (p: string | undefined) => p !== undefined && !isPerTask(p);
+  const needsCopy = options.json || components.some((c) => c.io.label || sharedFile(c.io.output) || sharedFile(c.io.error));
+  if (needsCopy) {
+    throw new JobrtError(
+      "ERR_LAUNCH",
+      `${totalTasks} tasks with -l, --json or a shared --output/--error file need about ${needed} open files, but the limit is ${limit}: raise it (ulimit -n), or use per-task files (-o out-%t)`,
+    );
+  }
+  node.log("verbose", `${totalTasks} tasks exceed what the open-file limit (${limit}) allows for line-by-line output: tasks write to jobrt's stdout and stderr directly`);
+  return false;
+}
+
 let devNullStdin: boolean | undefined;
 function stdinIsDevNull(): boolean {
   if (devNullStdin === undefined) {
@@ -234,6 +270,9 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
     timeTimer.unref();
   }
 
+  const totalTasks = components.reduce((n, x) => n + x.record.tasks.length, 0);
+  /** Whether output can be copied line by line (enough file descriptors for the pipes). */
+  let lineMode = true;
   const cancelled = new Promise<undefined>((resolve) => {
     if (cancel.requested) resolve(undefined);
     cancel.onRequest(() => resolve(undefined));
@@ -267,6 +306,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       emit({ event: "setup", component: i, runtime: c.record.runtime });
     }
     if (!cancel.requested && setupTried.length === components.length) {
+      lineMode = checkDescriptorBudget(components, totalTasks, options, node);
       const stdinPlan = planStdin(options.stdin ?? process.stdin);
       for (const [i, c] of components.entries()) {
         for (const task of c.record.tasks) {
@@ -322,8 +362,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
     const opened: number[] = [];
     const rec = c.record;
     const patternValues = { jobId: rec.jobId, stepId: rec.stepId, taskId: task.globalId, nodeName: node.nodeName, nodeId: rec.nodeId };
-    const totalTasks = components.reduce((n, x) => n + x.record.tasks.length, 0);
-    const mustPipe = Boolean(options.json || c.io.label || totalTasks > 1);
+    const mustPipe = Boolean(options.json || c.io.label || (totalTasks > 1 && lineMode));
     const stdio: StdioOptions = ["ignore", "inherit", "inherit"];
     const label = (line: Buffer) => (c.io.label ? Buffer.concat([Buffer.from(`${task.globalId}: `), line]) : line);
     const pipes: Promise<void>[] = [];
@@ -350,7 +389,12 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       if (input === "none") stdio[0] = "ignore";
       else if (/^\d+$/.test(input)) stdio[0] = Number(input) === task.globalId ? "inherit" : "ignore";
       // Every task reading /dev/null itself is the same as copying its (empty) input to each.
-      else if (input === "all") stdio[0] = totalTasks === 1 || stdinIsDevNull() ? "inherit" : "pipe";
+      else if (input === "all") {
+        if (totalTasks === 1 || stdinIsDevNull()) stdio[0] = "inherit";
+        else if (lineMode) stdio[0] = "pipe";
+        // Too few file descriptors to copy stdin to every task: the first task gets it.
+        else stdio[0] = task.globalId === 0 ? "inherit" : "ignore";
+      }
       else {
         const fd = openSync(expandFilePattern(input, "--input", patternValues), "r");
         opened.push(fd);
