@@ -1,5 +1,5 @@
-import { mkdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, renameSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
 import { JobrtError, messageOf } from "@jobrt/core";
 import { bootId, processStartTime } from "./proc.js";
 
@@ -29,16 +29,54 @@ function mkdirExclusive(path: string): boolean {
  * Claims a job id (fresh unless given) and the next free step id of that job. `mkdir` is the
  * lock: two `jobrt run` processes on one node can never get the same pair.
  */
+/**
+ * mkdir -p, one component at a time: Node 20's recursive mkdir reports ENOENT on a read-only
+ * file system (and spins under /proc), which would blame a directory that exists.
+ */
+function makeDirs(path: string, mode: number): void {
+  const parts = resolve(path).split(sep).filter(Boolean);
+  let current: string = sep;
+  for (const part of parts) {
+    current = join(current, part);
+    try {
+      mkdirSync(current, { mode });
+    } catch (error) {
+      if (!isErrno(error, "EEXIST")) throw error;
+    }
+  }
+}
+
+/** Best effort: the counter only saves a scan, so a full disk must not fail the step here. */
+function writeCounter(path: string, next: number): void {
+  const tmp = `${path}.${process.pid}`;
+  try {
+    writeFileSync(tmp, `${next}\n`);
+    renameSync(tmp, path);
+  } catch {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/**
+ * Claims a job id (fresh unless given) and the next free step id of that job. `mkdir` is the
+ * lock: two `jobrt run` processes on one node can never get the same pair. On failure nothing
+ * of the claim is left behind.
+ */
 export function claimStep(spoolDir: string, jobId?: number): StepClaim {
   const jobsDir = join(spoolDir, "jobs");
   try {
-    mkdirSync(jobsDir, { recursive: true, mode: 0o700 });
+    // SpoolDir itself is searchable by all: runtimes make per-user directories inside it.
+    makeDirs(spoolDir, 0o755);
+    makeDirs(jobsDir, 0o700);
   } catch (error) {
     throw new JobrtError("ERR_LAUNCH", `cannot create ${jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
   }
   const counter = join(jobsDir, "next-jobid");
-  let job = jobId;
+  let jobDir: string | undefined;
+  let createdJobDir = false;
+  let dir: string | undefined;
   try {
+    let job = jobId;
     if (job === undefined) {
       let next = 1;
       try {
@@ -48,30 +86,39 @@ export function claimStep(spoolDir: string, jobId?: number): StepClaim {
       }
       while (!mkdirExclusive(join(jobsDir, String(next)))) next++;
       job = next;
-      writeFileSync(counter, `${next + 1}\n`);
+      createdJobDir = true;
+      writeCounter(counter, next + 1);
     } else {
-      mkdirSync(join(jobsDir, String(job)), { recursive: true, mode: 0o700 });
+      createdJobDir = mkdirExclusive(join(jobsDir, String(job)));
     }
-    const jobDir = join(jobsDir, String(job));
+    jobDir = join(jobsDir, String(job));
     let step = 0;
     while (!mkdirExclusive(join(jobDir, `step-${step}`))) step++;
-    const dir = join(jobDir, `step-${step}`);
+    dir = join(jobDir, `step-${step}`);
     writeFileSync(join(dir, "host.json"), `${JSON.stringify({ pid: process.pid, start: processStartTime(process.pid), boot: bootId() })}\n`);
+    const claimed = { jobDir, dir };
     return {
       jobId: job,
       stepId: step,
       dir,
       release() {
-        rmSync(dir, { recursive: true, force: true });
+        rmSync(claimed.dir, { recursive: true, force: true });
         try {
-          rmdirSync(jobDir);
+          rmdirSync(claimed.jobDir);
         } catch {
           // another step of the job is still running
         }
       },
     };
   } catch (error) {
-    if (error instanceof JobrtError) throw error;
-    throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${jobsDir}: ${messageOf(error)}`);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (jobDir && createdJobDir) {
+      try {
+        rmdirSync(jobDir);
+      } catch {
+        // a concurrent step of the same job uses it
+      }
+    }
+    throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
   }
 }
