@@ -55,7 +55,7 @@ function nobodySite(precreateSpool = true): FaultSite & { bundle: string; log: s
   sites.push(site);
   chmodSync(site.dir, 0o755);
   // As docs/slurm.md asks of a SpoolDir shared with job users (the file helper running as the
-  // user must get through it); see the known-gap cell below for a SpoolDir jobrt creates itself.
+  // user must get through it); the cell "a SpoolDir that jobrt creates itself" covers the other case.
   if (precreateSpool) {
     mkdirSync(site.spool, { mode: 0o755 });
     chmodSync(site.spool, 0o755);
@@ -169,10 +169,8 @@ describe.skipIf(!isRoot || !existsSync(jobrtBin))("privilege: host as root, task
       await expectNoLeaks(site);
     });
 
-    // Known launcher bug (docs/reliability.md, "Known gaps"): claimStep creates a missing SpoolDir
-    // itself with mode 0700 (mkdir -p of SpoolDir/jobs), so the job user cannot reach its own step
-    // dir under it and taskInit fails with EACCES. Drop `.fails` once jobids.ts makes SpoolDir 0755.
-    it.fails("a SpoolDir that jobrt creates itself works for a job of user nobody", async () => {
+    // The job user's file helper must get through SpoolDir to its step dir: jobrt makes it 0755.
+    it("a SpoolDir that jobrt creates itself works for a job of user nobody", async () => {
       const site = nobodySite(false);
       const r = await jobrt(["run", "--uid", "nobody", "--gid", "nogroup", "--container", site.bundle, "sh", "-c", "exit 3"], { env: site.env });
       expect(r.stderr).toBe("");
