@@ -23,11 +23,14 @@ function ociConf(tag: string): string {
 }
 
 const started: ChildProcess[] = [];
-afterEach(() => {
+const sites: FaultSite[] = [];
+afterEach(async () => {
+  // After a failure half-way: no jobrt of ours keeps running, and gc takes what they leave.
   for (const c of started.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  for (const s of sites.splice(0)) await jobrt(["gc"], { env: s.env });
 });
 
-function startStep(site: FaultSite, env: Record<string, string>, args: string[]): ChildProcess {
+function startStep(env: Record<string, string>, args: string[]): ChildProcess {
   const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
   child.stderr?.resume();
   started.push(child);
@@ -45,14 +48,15 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("crash recovery w
   it("SIGKILL of jobrt with 4 containers running: jobrt gc removes containers, spool dirs and processes; a live step is never touched", async () => {
     const tag = `jfcrash${process.pid}`;
     const site = faultSite("", { "oci.conf": ociConf(tag) });
+    sites.push(site);
     const bundle = busyboxBundle(join(site.dir, "bundle"));
     // The live step carries another marker, so the site's marker finds only the dead step's processes.
     const liveMarker = `${site.marker}_LIVE`;
     const liveEnv: Record<string, string> = { JOBRT_CONF_DIR: site.dir, TMPDIR: site.tmp, [liveMarker]: "1" };
 
-    const dead = startStep(site, site.env, ["--jobid", "71", "-n", "4", "--container", bundle, "sleep", "300"]);
+    const dead = startStep(site.env, ["--jobid", "71", "-n", "4", "--container", bundle, "sleep", "300"]);
     // The live tasks answer SIGTERM with their own status, which must come through unchanged at the end.
-    const live = startStep(site, liveEnv, ["--jobid", "72", "-n", "2", "--container", bundle, "sh", "-c", "trap 'exit 5' TERM; sleep 300 & wait"]);
+    const live = startStep(liveEnv, ["--jobid", "72", "-n", "2", "--container", bundle, "sh", "-c", "trap 'exit 5' TERM; sleep 300 & wait"]);
     await waitFor(() => ofJob(site, tag, 71).length === 4 && ofJob(site, tag, 72).length === 2, "6 containers to run", 20_000);
     const liveIds = ofJob(site, tag, 72).sort();
 
@@ -97,8 +101,9 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("crash recovery w
     // A RunTimeRun that never gets to start a container: the task dirs exist, no container does.
     const conf = ociConf(tag).replace(/RunTimeRun="[^"]*"/, 'RunTimeRun="sleep 300"');
     const site = faultSite("", { "oci.conf": conf });
+    sites.push(site);
     const bundle = busyboxBundle(join(site.dir, "bundle"));
-    const dead = startStep(site, site.env, ["--jobid", "73", "-n", "2", "--container", bundle, "true"]);
+    const dead = startStep(site.env, ["--jobid", "73", "-n", "2", "--container", bundle, "true"]);
     await waitFor(() => existsSync(join(site.spool, "oci-job73-0", "task-1", "config.json")) && markedProcesses(site).length >= 3, "the tasks to start");
     dead.kill("SIGKILL");
     await exited(dead);

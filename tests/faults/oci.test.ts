@@ -5,7 +5,7 @@
  * shortened through $JOBRT_OCI_TIMEOUTS so that a hanging command is seen within seconds.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
@@ -50,7 +50,7 @@ function bundleWith(site: FaultSite, text: string): string {
   const b = join(site.dir, "custom-bundle");
   mkdirSync(b);
   writeFileSync(join(b, "config.json"), text);
-  execFileSync("ln", ["-s", busyboxRootfs(), join(b, "rootfs")]);
+  symlinkSync(busyboxRootfs(), join(b, "rootfs"));
   return b;
 }
 
