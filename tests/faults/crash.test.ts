@@ -16,10 +16,11 @@ const haveRunc = spawnSync("runc", ["--version"]).status === 0;
 const isRoot = process.getuid?.() === 0;
 
 /** A literal per-test prefix in the container id keeps our ids apart from every other runc user. */
-function ociConf(tag: string): string {
+function ociConf(tag: string, mode: "run" | "create-start" = "run"): string {
   const id = `${tag}.%j.%s.%t`;
   const runc = "runc --root /run/runc";
-  return `RunTimeQuery="${runc} state ${id}"\nRunTimeRun="${runc} run ${id} -b %b"\nRunTimeKill="${runc} kill -a ${id}"\nRunTimeDelete="${runc} delete --force ${id}"\n`;
+  const start = mode === "run" ? `RunTimeRun="${runc} run ${id} -b %b"\n` : `RunTimeCreate="${runc} create ${id} -b %b"\nRunTimeStart="${runc} start ${id}"\n`;
+  return `RunTimeQuery="${runc} state ${id}"\n${start}RunTimeKill="${runc} kill -a ${id}"\nRunTimeDelete="${runc} delete --force ${id}"\n`;
 }
 
 const started: ChildProcess[] = [];
@@ -45,9 +46,9 @@ function exited(child: ChildProcess): Promise<number | null> {
 }
 
 describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("crash recovery with runtime oci", () => {
-  it("SIGKILL of jobrt with 4 containers running: jobrt gc removes containers, spool dirs and processes; a live step is never touched", async () => {
-    const tag = `jfcrash${process.pid}`;
-    const site = faultSite("", { "oci.conf": ociConf(tag) });
+  it.each(["run", "create-start"] as const)("%s mode: SIGKILL of jobrt with 4 containers running: jobrt gc removes containers, spool dirs and processes; a live step is never touched", async (mode) => {
+    const tag = `jfcrash${process.pid}${mode === "run" ? "r" : "c"}`;
+    const site = faultSite("", { "oci.conf": ociConf(tag, mode) });
     sites.push(site);
     const bundle = busyboxBundle(join(site.dir, "bundle"));
     // The live step carries another marker, so the site's marker finds only the dead step's processes.
