@@ -47,7 +47,7 @@ export function markedProcesses(site: FaultSite): number[] {
 export function runcContainers(prefix?: string): string[] {
   let out: { id: string; bundle: string }[] = [];
   try {
-    out = JSON.parse(execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8" }) || "[]") ?? [];
+    out = JSON.parse(execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }) || "[]") ?? [];
   } catch {
     return [];
   }
