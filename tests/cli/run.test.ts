@@ -279,6 +279,21 @@ describe("jobrt run: users, signals, time limits", () => {
   });
 });
 
+describe("jobrt run -v", () => {
+  it("says where each runtime was resolved from and what it runs, and adds stack traces to errors", async () => {
+    const s = site();
+    const r = await jobrt(["run", "-v", "--runtime", "none", "--conf-dir", s.dir, "true"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`jobrt: conf dir ${s.dir}; runtimes resolved from `);
+    expect(r.stderr).toMatch(/jobrt: runtime runtime\/none: @jobrt\/runtime-none@1\.0\.0 from \/\S+\/runtime-none\/dist\/index\.js\n/);
+    expect(r.stderr).toMatch(/jobrt: task 0: exec \["true"\] in \//);
+    const bad = await jobrt(["run", "-v", "--runtime", "../x", "true"], { env: s.env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("[ERR_RUNTIME_NAME]");
+    expect(bad.stderr).toMatch(/\n\s+at /);
+  });
+});
+
 describe("jobrt run --json", () => {
   it("emits one JSON event per line: step start, runtime, setup, task start with pid, output, exit, cleanup, step end", async () => {
     const s = site();

@@ -73,6 +73,8 @@ export interface RunStepOptions {
   beforeSetup?: (components: PlannedComponent[]) => void;
   /** One-line error reports (`jobrt: ...`). */
   report: (line: string) => void;
+  /** How an error is put into words for `report` (the CLI adds stack traces with -v). */
+  describeError?: (error: JobrtError) => string;
   stdout?: Writable;
   stderr?: Writable;
   stdin?: Readable;
@@ -229,6 +231,7 @@ function isDirectory(path: string): boolean {
  */
 export async function runStep(components: PlannedComponent[], options: RunStepOptions): Promise<StepResult> {
   const { registry, node, cancel, report } = options;
+  const describe = options.describeError ?? ((e: JobrtError) => e.message);
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const emit = (event: StepEvent) => options.onEvent?.(event);
@@ -243,7 +246,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   const fail = (error: unknown, what: string) => {
     const e = isJobrtError(error) ? error : new JobrtError("ERR_LAUNCH", `${what}: ${messageOf(error)}`, { cause: error });
     firstError ??= e;
-    report(e.message);
+    report(describe(e));
     launchFailed = true;
   };
 
@@ -505,7 +508,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
       cleanupFailed = true;
       const e = isJobrtError(error) ? error : new JobrtError("ERR_RUNTIME_HOOK", messageOf(error));
       firstError ??= e;
-      report(e.message);
+      report(describe(e));
       emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: false, error: e.message });
     }
   }

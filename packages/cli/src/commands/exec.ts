@@ -3,6 +3,7 @@ import { JobrtError, type StepKind, type StepRecord } from "@jobrt/core";
 import { StepCancel, currentUser, runStep } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { EXEC_HELP } from "../help.js";
+import { describeError } from "../errors.js";
 import { createHost, say } from "../host.js";
 import { hetFromSlurm } from "../slurm-env.js";
 import { trapSignals } from "./run.js";
@@ -86,6 +87,7 @@ export async function execCommand(args: string[]): Promise<number> {
       cancel,
       client: { verbose },
       report: say,
+      describeError: (e) => describeError(e, verbose),
       cpusOnNode: Number(process.env.SLURM_CPUS_ON_NODE) || cpus().length,
     });
     let status = result.status;

@@ -20,6 +20,7 @@ import {
 } from "@jobrt/launcher";
 import { type ParsedCommandLine, containerRequest, flag, one, parseCommandLine, positiveInt, usage } from "../args.js";
 import { RUN_HELP } from "../help.js";
+import { describeError } from "../errors.js";
 import { type Host, createHost, say } from "../host.js";
 import { collectGarbage } from "./gc.js";
 import { listRuntimes } from "./runtimes.js";
@@ -160,6 +161,7 @@ async function launch(
       client: { verbose: opts.verbose },
       json: opts.json,
       report: say,
+      describeError: (e) => describeError(e, opts.verbose),
       onEvent,
       beforeSetup: (components) => writeStepFile(claim.dir, components.map((c) => c.record)),
       ...(opts.timeLimit !== undefined ? { timeLimit: opts.timeLimit } : {}),
