@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
@@ -102,5 +102,41 @@ describe("crash recovery: jobrt gc", () => {
     expect(gc.stdout).toMatch(/killed 0 task process group/);
     expect(alive(pid!)).toBe(true);
     process.kill(-pid!, "SIGKILL");
+  });
+
+  it("a jobrt exec task of a Slurm step that was SIGKILLed is collected too", async () => {
+    const s = site();
+    const marker = tempDir();
+    const slurm = { SLURM_JOB_ID: "4242", SLURM_STEP_ID: "1", SLURM_PROCID: "3", SLURM_LOCALID: "0", SLURM_NTASKS: "4" };
+    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`], {
+      env: { ...s.env, ...slurm },
+      stdio: "ignore",
+    });
+    await waitFor(() => readdirSync(marker).length === 1, "the task to start");
+    const pid = Number(readFileSync(join(marker, "pid"), "utf8"));
+    expect(steps(s.spool)).toEqual([`4242/exec-1.3.${child.pid}`]);
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(alive(pid)).toBe(true);
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stdout).toBe("gc: step 4242.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(pid), "the orphaned task to die");
+    expect(steps(s.spool)).toEqual([]);
+  });
+
+  it("ignores records it did not write itself (a user cannot make root's gc kill or clean anything)", async () => {
+    const s = site();
+    const victim = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+    const start = readFileSync(`/proc/${victim.pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19];
+    const forged = join(s.spool, "jobs", "77", "step-0");
+    mkdirSync(forged, { recursive: true });
+    writeFileSync(join(forged, "host.json"), JSON.stringify({ pid: 999999, start: "1", boot: "x" }));
+    writeFileSync(join(forged, "pids"), `${victim.pid} ${start}\n`);
+    chownSync(forged, 65534, 65534);
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stdout).toBe("");
+    expect(alive(victim.pid!)).toBe(true);
+    expect(existsSync(forged)).toBe(true);
+    process.kill(-victim.pid!, "SIGKILL");
   });
 });

@@ -122,3 +122,34 @@ export function claimStep(spoolDir: string, jobId?: number): StepClaim {
     throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
   }
 }
+
+/**
+ * Records one `jobrt exec` task of a Slurm step in SpoolDir/jobs/<J>/exec-<S>.<T>.<pid>, so that
+ * `jobrt gc` can clean up after it if Slurm's SIGKILL (or anything else) ends it before cleanup.
+ */
+export function claimExecTask(spoolDir: string, jobId: number, stepId: number, taskId: number): StepClaim {
+  const jobDir = join(spoolDir, "jobs", String(jobId));
+  const dir = join(jobDir, `exec-${stepId}.${taskId}.${process.pid}`);
+  try {
+    makeDirs(spoolDir, 0o755);
+    makeDirs(jobDir, 0o700);
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(join(dir, "host.json"), `${JSON.stringify({ pid: process.pid, start: processStartTime(process.pid), boot: bootId() })}\n`);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new JobrtError("ERR_LAUNCH", `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+  }
+  return {
+    jobId,
+    stepId,
+    dir,
+    release() {
+      rmSync(dir, { recursive: true, force: true });
+      try {
+        rmdirSync(jobDir);
+      } catch {
+        // other tasks or steps of the job remain
+      }
+    },
+  };
+}

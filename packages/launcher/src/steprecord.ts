@@ -1,4 +1,4 @@
-import { appendFileSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
 import { messageOf } from "@jobrt/core";
@@ -56,6 +56,14 @@ function hostOf(dir: string): { pid: number; start?: string; boot?: string } | u
   }
 }
 
+function ownedByMe(path: string): boolean {
+  try {
+    return statSync(path).uid === (process.getuid?.() ?? 0);
+  } catch {
+    return false;
+  }
+}
+
 /** Steps in SpoolDir whose host process is gone. A live step is never listed. */
 export function findOrphanSteps(spoolDir: string): OrphanStep[] {
   const jobsDir = join(spoolDir, "jobs");
@@ -69,18 +77,22 @@ export function findOrphanSteps(spoolDir: string): OrphanStep[] {
   for (const job of jobs) {
     let steps: string[];
     try {
-      steps = readdirSync(join(jobsDir, job)).filter((s) => /^step-\d+$/.test(s));
+      // step-<S>: a `jobrt run` step; exec-<S>.<T>.<pid>: one `jobrt exec` task of a Slurm step.
+      steps = readdirSync(join(jobsDir, job)).filter((s) => /^(step-\d+|exec-\d+\.\d+\.\d+)$/.test(s));
     } catch {
       continue;
     }
     for (const step of steps) {
       const dir = join(jobsDir, job, step);
+      // Only records this user wrote: gc acts on them (kills, runtime cleanup) with its own rights.
+      if (!ownedByMe(dir)) continue;
       const host = hostOf(dir);
       // A claim being written right now has no host file yet: leave it alone.
       if (!host) continue;
       if (isSameProcess(host.pid, host.start, host.boot ?? "")) continue;
       const file = readStepFile(dir);
-      orphans.push({ dir, jobId: Number(job), stepId: Number(step.slice(5)), ...(file ? { file } : {}) });
+      const stepId = Number(/^(?:step|exec)-(\d+)/.exec(step)?.[1]);
+      orphans.push({ dir, jobId: Number(job), stepId, ...(file ? { file } : {}) });
     }
   }
   return orphans;

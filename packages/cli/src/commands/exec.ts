@@ -1,10 +1,11 @@
 import { cpus } from "node:os";
 import { JobrtError, type StepKind, type StepRecord } from "@jobrt/core";
-import { StepCancel, currentUser, runStep } from "@jobrt/launcher";
+import { StepCancel, type StepClaim, claimExecTask, currentUser, recordTaskPid, runStep, writeStepFile } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { EXEC_HELP } from "../help.js";
 import { describeError } from "../errors.js";
 import { createHost, say } from "../host.js";
+import { collectGarbage } from "./gc.js";
 import { hetFromSlurm } from "../slurm-env.js";
 import { trapSignals } from "./run.js";
 
@@ -80,8 +81,23 @@ export async function execCommand(args: string[]): Promise<number> {
   if (process.env.SLURMD_NODENAME) host.node.nodeName = process.env.SLURMD_NODENAME;
   const cancel = new StepCancel();
   const untrap = trapSignals(cancel);
+  await collectGarbage(host, true);
+  // Best effort: a job user may not be able to write SpoolDir/jobs (root's); then there is no
+  // record, and only Slurm's own cleanup and the runtime's stand behind this task.
+  let claim: StepClaim | undefined;
+  try {
+    claim = claimExecTask(host.node.spoolDir, record.jobId, record.stepId, record.tasks[0]!.globalId);
+  } catch (error) {
+    host.log("verbose", `no crash record for this task: ${(error as Error).message}`);
+  }
   try {
     const result = await runStep([{ record, io: {} }], {
+      beforeSetup: (components) => {
+        if (claim) writeStepFile(claim.dir, components.map((c) => c.record));
+      },
+      onEvent: (e) => {
+        if (claim && e.event === "task-start" && typeof e.pid === "number") recordTaskPid(claim.dir, e.pid);
+      },
       registry: host.registry,
       node: host.node,
       cancel,
@@ -99,6 +115,7 @@ export async function execCommand(args: string[]): Promise<number> {
     }
     return status;
   } finally {
+    claim?.release();
     untrap();
   }
 }
