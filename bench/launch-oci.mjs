@@ -2,16 +2,17 @@ import { join } from "node:path";
 import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { compare, fmt, jobrtBin, ratio, rss, table, timeOnce, verdict } from "./lib.mjs";
-import { RUN_MODE_CONF, bundleWithArgs, confDir } from "./fixtures.mjs";
+import { bundleWithArgs, confDir } from "./fixtures.mjs";
 
 export const name = "launch-oci";
-export const description = "jobrt run -n N --runtime oci --container <busybox bundle> /bin/true (RunTimeRun = runc run) against `runc run` of the same bundle N times concurrently from a shell script";
+export const description = "jobrt run -n N --runtime oci --container <busybox bundle> /bin/true (no oci.conf: the embedded default, RunTimeRun = runc run) against `runc run` of the same bundle N times concurrently from a shell script";
 
 export async function run({ quick, env }) {
   const sizes = quick ? [1, 2] : [1, 8, 32];
   const runs = quick ? 2 : 8;
   const bundle = bundleWithArgs(["/bin/true"]);
-  const conf = confDir(RUN_MODE_CONF);
+  // No oci.conf: the embedded default, RunTimeRun = runc run.
+  const conf = confDir();
   const script = join(mkdtempSync(join(tmpdir(), "jobrt-bench-")), "runc-n.sh");
   writeFileSync(
     script,

@@ -74,7 +74,7 @@ export interface StepRecord {
   pty: boolean;
 }
 
-/** One task. The host fills `pid` once the task's process is started. */
+/** One task. The host fills `pid` once the task's process is started, and `exit` once it ended. */
 export interface TaskRecord {
   /** Node-local task id (SLURM_LOCALID). */
   localId: number;
@@ -84,6 +84,8 @@ export interface TaskRecord {
   /** Full task environment (job env + SLURM_* task variables). */
   env: Record<string, string>;
   pid?: number;
+  /** Set by the host when the process it started for the task has exited. */
+  exit?: { code: number | null; signal: string | null };
 }
 
 /** What to start in place of a task. argv[0] is the program; never a shell string unless declared. */

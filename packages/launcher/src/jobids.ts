@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
-import { join, resolve, sep } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
 import { JobrtError, messageOf } from "@jobrt/core";
 import { bootId, processStartTime } from "./proc.js";
 
@@ -145,10 +145,13 @@ export function claimExecTask(spoolDir: string, jobId: number, stepId: number, t
     dir,
     release() {
       rmSync(dir, { recursive: true, force: true });
-      try {
-        rmdirSync(jobDir);
-      } catch {
-        // other tasks or steps of the job remain
+      // Empty directories go too, so a node that only runs Slurm tasks keeps a clean SpoolDir.
+      for (const d of [jobDir, dirname(jobDir)]) {
+        try {
+          rmdirSync(d);
+        } catch {
+          break; // other tasks, steps or jobs remain
+        }
       }
     },
   };

@@ -484,6 +484,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
         killGroup(child.pid, "SIGKILL");
       });
       child.on("close", async (code, signal) => {
+        task.exit = { code, signal };
         await Promise.all(pipes);
         const status = statusOf(code, signal);
         emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal, status });

@@ -25,9 +25,33 @@ export function writeStepFile(dir: string, components: StepRecord[]): void {
   renameSync(tmp, join(dir, STEP_FILE));
 }
 
-/** One line per started task: its pid (= its process group) and start time. */
+const pendingPids = new Map<string, string[]>();
+
+/**
+ * One line per started task: its pid (= its process group) and start time. The start time is read
+ * at once, while the pid surely is the task; the lines of one burst of starts are written together
+ * (one write instead of one per task, which showed in the per-task launch cost).
+ */
 export function recordTaskPid(dir: string, pid: number): void {
-  appendFileSync(join(dir, PIDS_FILE), `${pid} ${processStartTime(pid) ?? "-"}\n`, { mode: 0o600 });
+  const line = `${pid} ${processStartTime(pid) ?? "-"}\n`;
+  let lines = pendingPids.get(dir);
+  if (!lines) {
+    lines = [];
+    pendingPids.set(dir, lines);
+    setImmediate(() => flushTaskPids(dir));
+  }
+  lines.push(line);
+}
+
+function flushTaskPids(dir: string): void {
+  const lines = pendingPids.get(dir);
+  pendingPids.delete(dir);
+  if (!lines?.length) return;
+  try {
+    appendFileSync(join(dir, PIDS_FILE), lines.join(""), { mode: 0o600 });
+  } catch {
+    // the step is over and its record already gone
+  }
 }
 
 export interface OrphanStep {

@@ -33,6 +33,11 @@ export interface OciConf {
   mountSpool: boolean;
   runTimeEnvExclude?: RegExp;
   commands: Partial<Record<RuntimeCommandKey, string>>;
+  /**
+   * The embedded default's RunTimeRun as argv patterns (one per word): jobrt's own command needs
+   * no shell, so the task runs `runc run ...` directly, one process fewer per container.
+   */
+  runArgv?: string[];
   /** Where each key was set (for messages). */
   where: Record<string, ConfLocation>;
   /** Non-fatal remarks from parsing (repeated keys). */
@@ -251,6 +256,7 @@ export function embeddedDefaultConf(runc: string, rootless: boolean): OciConf {
   const q = shellQuoteIn("none", runc);
   const global = rootless ? `${q} --rootless=true --root %m/runc` : `${q} --root /run/runc`;
   const id = DEFAULT_CONTAINER_ID;
+  const globalArgv = rootless ? [runc.replace(/%/g, "%%"), "--rootless=true", "--root", "%m/runc"] : [runc.replace(/%/g, "%%"), "--root", "/run/runc"];
   return {
     file: "(embedded default)",
     embedded: true,
@@ -266,6 +272,7 @@ export function embeddedDefaultConf(runc: string, rootless: boolean): OciConf {
       RunTimeKill: `${global} kill -a ${id}`,
       RunTimeDelete: `${global} delete --force ${id}`,
     },
+    runArgv: [...globalArgv, "run", id, "-b", "%b"],
     where: {},
     warnings: [],
   };

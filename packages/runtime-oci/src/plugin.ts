@@ -352,6 +352,11 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   ts.values = values;
   ts.runtimeEnv = runtimeEnv;
 
+  if (conf.mode === "run" && conf.runArgv) {
+    const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
+    return { argv, env: runtimeEnv, cwd: step.cwd };
+  }
   if (conf.mode === "run") {
     const command = expandCommand(st, "RunTimeRun", values);
     node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
@@ -395,6 +400,11 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   const values = ts.values;
   const env = ts.runtimeEnv;
   if (!values || !env) return "gone"; // run never got as far as a command
+  // The embedded default's `runc run` removes its container when it exits by itself: an exit it
+  // reported (not a signal, not runc's own 125+ failure range) leaves nothing to query or delete.
+  // This spares one runc process per task at cleanup; site oci.conf commands are always queried.
+  const exit = ts.task.exit;
+  if (st.conf.embedded && st.conf.mode === "run" && exit && exit.signal === null && exit.code !== null && exit.code < 125) return "gone";
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
   // create/start: the supervisor recorded the container's pid in the (user-owned) task dir; read
   // it as the job user, like every other file there.
