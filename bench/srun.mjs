@@ -27,14 +27,22 @@ export async function run({ quick, env }) {
       () => timeOnce(["srun", "-n", "2", "/bin/true"], { env: slurmEnv }),
       { runs, warmup: 1 },
     );
+    // The floor of any Node-based task wrapper: starting Node itself, measured in the same run.
+    const floor = await compare(
+      () => timeOnce(["srun", "-n", "2", process.execPath, "-e", "0"], { env: slurmEnv }),
+      () => timeOnce(["srun", "-n", "2", "/bin/true"], { env: slurmEnv }),
+      { runs, warmup: 1 },
+    );
     const extra = r.a.median - r.b.median;
+    const nodeStart = floor.a.median - floor.b.median;
     return [
       table(["command", "median ms", "min-max ms"], [
         ["srun -n 2 jobrt exec --runtime none /bin/true", fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`],
         ["srun -n 2 /bin/true", fmt(r.b.median), `${fmt(r.b.min)}-${fmt(r.b.max)}`],
+        ["srun -n 2 node -e 0 (floor: Node start-up)", fmt(floor.a.median), `${fmt(floor.a.min)}-${fmt(floor.a.max)}`],
       ]),
       "",
-      `jobrt exec adds ${fmt(extra)} ms per srun (target ≤ +60 ms: ${verdict(extra <= 60)}).`,
+      `jobrt exec adds ${fmt(extra)} ms per srun (target ≤ +60 ms: ${verdict(extra <= 60)}); starting Node alone adds ${fmt(nodeStart)} ms, so jobrt's own work is ${fmt(extra - nodeStart)} ms.`,
     ].join("\n");
   } finally {
     if (started) execFileSync("sh", [script, "stop", "--dir", join(dir, "cluster")], { stdio: ["ignore", "ignore", "inherit"] });

@@ -1,19 +1,15 @@
 import { packageVersion } from "@jobrt/core";
-import { checkCommand } from "./commands/check.js";
-import { execCommand } from "./commands/exec.js";
-import { gcCommand } from "./commands/gc.js";
-import { runCommand } from "./commands/run.js";
-import { runtimesCommand } from "./commands/runtimes.js";
 import { describeError, exitCodeFor } from "./errors.js";
 import { MAIN_HELP } from "./help.js";
 import { say } from "./host.js";
 
+// Each command's modules load only when it runs: start-up is most of `jobrt exec`'s cost.
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
-  run: runCommand,
-  exec: execCommand,
-  runtimes: runtimesCommand,
-  check: checkCommand,
-  gc: gcCommand,
+  run: async (args) => (await import("./commands/run.js")).runCommand(args),
+  exec: async (args) => (await import("./commands/exec.js")).execCommand(args),
+  runtimes: async (args) => (await import("./commands/runtimes.js")).runtimesCommand(args),
+  check: async (args) => (await import("./commands/check.js")).checkCommand(args),
+  gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
 };
 
 /** Runs the jobrt command line and returns the exit status; never throws. */
