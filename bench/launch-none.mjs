@@ -20,9 +20,9 @@ export async function run({ quick, env }) {
   const first = sizes[0];
   const last = sizes[sizes.length - 1];
   const slope = (key) => (results.get(last)[key].median - results.get(first)[key].median) / (last - first);
-  // With tiny N on a busy machine the baseline's slope can come out ≤ 0: no ratio then.
-  const marginal = slope("b") > 0 ? slope("a") / slope("b") : undefined;
-  const marginalText = marginal === undefined ? "n/a (baseline slope ≤ 0: below the noise)" : `${marginal.toFixed(2)} (target ≤ 1.10: ${verdict(marginal <= 1.1)})`;
+  // With tiny N on a busy machine a slope can come out ≤ 0: no ratio then.
+  const marginal = slope("a") > 0 && slope("b") > 0 ? slope("a") / slope("b") : undefined;
+  const marginalText = marginal === undefined ? "n/a (a slope ≤ 0: below the noise)" : `${marginal.toFixed(2)} (target ≤ 1.10: ${verdict(marginal <= 1.1)})`;
   const fixed = results.get(first).a.median / results.get(first).b.median;
   const out = [
     table(["tasks", "jobrt median ms", "jobrt min-max", "baseline median ms", "baseline min-max", "ratio", "jobrt peak RSS", "baseline peak RSS"], rows),

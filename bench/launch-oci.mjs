@@ -32,9 +32,9 @@ export async function run({ quick, env }) {
   const first = sizes[0];
   const last = sizes[sizes.length - 1];
   const slope = (k) => (results.get(last)[k].median - results.get(first)[k].median) / (last - first);
-  // With tiny N on a busy machine the baseline's slope can come out ≤ 0: no ratio then.
-  const marginal = slope("b") > 0 ? slope("a") / slope("b") : undefined;
-  const marginalText = marginal === undefined ? "n/a (baseline slope ≤ 0: below the noise)" : `${marginal.toFixed(2)} (target ≤ 1.10: ${verdict(marginal <= 1.1)})`;
+  // With tiny N on a busy machine a slope can come out ≤ 0: no ratio then.
+  const marginal = slope("a") > 0 && slope("b") > 0 ? slope("a") / slope("b") : undefined;
+  const marginalText = marginal === undefined ? "n/a (a slope ≤ 0: below the noise)" : `${marginal.toFixed(2)} (target ≤ 1.10: ${verdict(marginal <= 1.1)})`;
   return [
     table(["containers", "jobrt median ms", "jobrt min-max", "runc-run script median ms", "script min-max", "ratio", "jobrt peak RSS"], rows),
     "",

@@ -11,7 +11,12 @@ try {
   process.exit(1);
 }
 const passed = report.numPassedTests ?? 0;
-const failed = (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0);
+// A file that failed without a failing test (an import error, a failing hook) counts once; a
+// file whose tests failed is already counted by its tests.
+const brokenFiles = (report.testResults ?? []).filter(
+  (f) => f.status === "failed" && !(f.assertionResults ?? []).some((t) => t.status === "failed"),
+).length;
+const failed = (report.numFailedTests ?? 0) + brokenFiles;
 const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);
