@@ -43,3 +43,14 @@ export function createHost(confDirOption: string | undefined, verbose: number): 
   log("verbose", `conf dir ${site.confDir}${site.file ? "" : " (no jobrt.conf: embedded defaults)"}; runtimes resolved from ${baseDir}`);
   return { site, node, registry, verbose, log };
 }
+
+/** Finalises the registry after a step: a failing `fini` is reported and makes the status at least 1. */
+export async function finishStep(host: Host, status: number): Promise<number> {
+  try {
+    await host.registry.fini();
+    return status;
+  } catch (error) {
+    say((error as Error).message);
+    return Math.max(status, 1);
+  }
+}

@@ -4,7 +4,7 @@ import { StepCancel, type StepClaim, claimExecTask, currentUser, recordTaskPid, 
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { EXEC_HELP } from "../help.js";
 import { describeError } from "../errors.js";
-import { createHost, say } from "../host.js";
+import { createHost, finishStep, say } from "../host.js";
 import { collectGarbage } from "./gc.js";
 import { hetFromSlurm } from "../slurm-env.js";
 import { trapSignals } from "./run.js";
@@ -106,14 +106,7 @@ export async function execCommand(args: string[]): Promise<number> {
       describeError: (e) => describeError(e, verbose),
       cpusOnNode: Number(process.env.SLURM_CPUS_ON_NODE) || cpus().length,
     });
-    let status = result.status;
-    try {
-      await host.registry.fini();
-    } catch (error) {
-      say((error as Error).message);
-      status = Math.max(status, 1);
-    }
-    return status;
+    return await finishStep(host, result.status);
   } finally {
     claim?.release();
     untrap();

@@ -20,8 +20,8 @@ import {
 } from "@jobrt/launcher";
 import { type ParsedCommandLine, containerRequest, flag, one, parseCommandLine, positiveInt, usage } from "../args.js";
 import { RUN_HELP } from "../help.js";
-import { describeError } from "../errors.js";
-import { type Host, createHost, say } from "../host.js";
+import { describeError, exitCodeFor } from "../errors.js";
+import { type Host, createHost, finishStep, say } from "../host.js";
 import { collectGarbage } from "./gc.js";
 import { listRuntimes } from "./runtimes.js";
 
@@ -167,21 +167,12 @@ async function launch(
       ...(opts.timeLimit !== undefined ? { timeLimit: opts.timeLimit } : {}),
       cpusOnNode: cpus().length,
     });
-    let status = result.status;
-    try {
-      await host.registry.fini();
-    } catch (error) {
-      say((error as JobrtError).message);
-      status = Math.max(status, 1);
-    }
-    if (result.error && !result.taskStatus.length && result.status <= 2 && isUsageish(result.error)) return 2;
+    const status = await finishStep(host, result.status);
+    // A bad runtime name or a usage error found while launching is still a usage error (2).
+    if (result.error && result.taskStatus.length === 0 && exitCodeFor(result.error) === 2) return 2;
     return status;
   } finally {
     claim.release();
     untrap();
   }
-}
-
-function isUsageish(error: JobrtError): boolean {
-  return ["ERR_RUNTIME_NAME", "ERR_RUNTIME_NOT_ALLOWED", "ERR_RUNTIME_NOT_FOUND", "ERR_RUNTIME_AMBIGUOUS", "ERR_USAGE"].includes(error.code);
 }
