@@ -1,6 +1,5 @@
 import { cpus } from "node:os";
 import { resolve } from "node:path";
-import type { JobrtError } from "@jobrt/core";
 import {
   type ComponentSpec,
   StepCancel,
