@@ -78,7 +78,6 @@ export interface RunStepOptions {
   stdout?: Writable;
   stderr?: Writable;
   stdin?: Readable;
-  cpusOnNode?: number;
 }
 
 export interface StepResult {
@@ -254,15 +253,23 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   const signalTasks = (signal: NodeJS.Signals) => {
     for (const r of running) killGroup(r.child?.pid, signal);
   };
+  /** Signal every task now, and SIGKILL what is left after KillWait. */
+  const stopTasks = (signal: NodeJS.Signals) => {
+    signalTasks(signal);
+    killTimer = setTimeout(() => signalTasks("SIGKILL"), node.killWait * 1000);
+    killTimer.unref();
+  };
+  let resolveCancelled: (value: undefined) => void = () => {};
+  /** Settles on the first cancel request: a signal must not wait for a slow plugin init. */
+  const cancelled = new Promise<undefined>((resolve) => {
+    resolveCancelled = resolve;
+  });
+  if (cancel.requested) resolveCancelled(undefined);
   const stopListening = cancel.onRequest((signal, count) => {
+    resolveCancelled(undefined);
     emit({ event: "cancel", signal, reason: cancel.reason });
-    if (count === 1) {
-      signalTasks(signal);
-      killTimer = setTimeout(() => signalTasks("SIGKILL"), node.killWait * 1000);
-      killTimer.unref();
-    } else {
-      signalTasks("SIGKILL");
-    }
+    if (count === 1) stopTasks(signal);
+    else signalTasks("SIGKILL");
   });
   let timeTimer: NodeJS.Timeout | undefined;
   if (options.timeLimit !== undefined) {
@@ -276,10 +283,6 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   const totalTasks = components.reduce((n, x) => n + x.record.tasks.length, 0);
   /** Whether output can be copied line by line (enough file descriptors for the pipes). */
   let lineMode = true;
-  const cancelled = new Promise<undefined>((resolve) => {
-    if (cancel.requested) resolve(undefined);
-    cancel.onRequest(() => resolve(undefined));
-  });
 
   emit({
     event: "step-start",
@@ -310,13 +313,12 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
     }
     if (!cancel.requested && setupTried.length === components.length) {
       lineMode = checkDescriptorBudget(components, totalTasks, options, node);
-      const stdinPlan = planStdin(options.stdin ?? process.stdin);
       for (const [i, c] of components.entries()) {
         for (const task of c.record.tasks) {
           running.push(startTask(i, c, task));
         }
       }
-      stdinPlan.start(running);
+      copyStdinToTasks(options.stdin ?? process.stdin, running);
     }
   } catch (error) {
     if (running.length === 0) fail(error, "launch failed");
@@ -356,9 +358,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
   function cancelOthers(): void {
     if (aborting || cancel.requested) return;
     aborting = true;
-    signalTasks("SIGTERM");
-    killTimer = setTimeout(() => signalTasks("SIGKILL"), node.killWait * 1000);
-    killTimer.unref();
+    stopTasks("SIGTERM");
   }
 
   function spawnTask(componentIndex: number, c: PlannedComponent, task: TaskRecord, spec: ExecSpec, entry: RunningTask): Promise<number> {
@@ -525,30 +525,26 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
 }
 
 /** srun's default `--input=all` with several tasks: jobrt's stdin is copied to every task that has a pipe. */
-function planStdin(stdin: Readable) {
-  return {
-    start(running: RunningTask[]) {
-      void Promise.all(running.map((r) => r.spawned)).then(() => {
-        const outs = running.map((r) => r.child?.stdin).filter((s): s is NonNullable<typeof s> => Boolean(s));
-        if (outs.length === 0) return;
-        const onData = (chunk: Buffer) => {
-          for (const o of outs) if (!o.destroyed) o.write(chunk);
-        };
-        const onEnd = () => {
-          for (const o of outs) o.end();
-        };
-        stdin.on("data", onData);
-        stdin.once("end", onEnd);
-        stdin.once("error", onEnd);
-        stdin.resume();
-        void Promise.all(running.map((r) => r.done)).then(() => {
-          stdin.off("data", onData);
-          stdin.off("end", onEnd);
-          stdin.pause();
-          // Reading a terminal or pipe keeps the event loop alive; jobrt must exit after the step.
-          if (stdin === process.stdin) process.stdin.destroy();
-        });
-      });
-    },
-  };
+function copyStdinToTasks(stdin: Readable, running: RunningTask[]): void {
+  void Promise.all(running.map((r) => r.spawned)).then(() => {
+    const outs = running.map((r) => r.child?.stdin).filter((s): s is NonNullable<typeof s> => Boolean(s));
+    if (outs.length === 0) return;
+    const onData = (chunk: Buffer) => {
+      for (const o of outs) if (!o.destroyed) o.write(chunk);
+    };
+    const onEnd = () => {
+      for (const o of outs) o.end();
+    };
+    stdin.on("data", onData);
+    stdin.once("end", onEnd);
+    stdin.once("error", onEnd);
+    stdin.resume();
+    void Promise.all(running.map((r) => r.done)).then(() => {
+      stdin.off("data", onData);
+      stdin.off("end", onEnd);
+      stdin.pause();
+      // Reading a terminal or pipe keeps the event loop alive; jobrt must exit after the step.
+      if (stdin === process.stdin) process.stdin.destroy();
+    });
+  });
 }

@@ -1,4 +1,3 @@
-import { cpus } from "node:os";
 import { JobrtError, type StepKind, type StepRecord } from "@jobrt/core";
 import { StepCancel, type StepClaim, claimExecTask, currentUser, recordTaskPid, runStep, writeStepFile } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
@@ -104,7 +103,6 @@ export async function execCommand(args: string[]): Promise<number> {
       client: { verbose },
       report: say,
       describeError: (e) => describeError(e, verbose),
-      cpusOnNode: Number(process.env.SLURM_CPUS_ON_NODE) || cpus().length,
     });
     return await finishStep(host, result.status);
   } finally {

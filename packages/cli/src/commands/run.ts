@@ -164,7 +164,6 @@ async function launch(
       onEvent,
       beforeSetup: (components) => writeStepFile(claim.dir, components.map((c) => c.record)),
       ...(opts.timeLimit !== undefined ? { timeLimit: opts.timeLimit } : {}),
-      cpusOnNode: cpus().length,
     });
     const status = await finishStep(host, result.status);
     // A bad runtime name or a usage error found while launching is still a usage error (2).

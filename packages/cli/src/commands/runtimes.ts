@@ -1,8 +1,7 @@
 import { JobrtError, RUNTIME_API_VERSION, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
-import { flag, parseCommandLine } from "../args.js";
+import { flag, one, parseCommandLine } from "../args.js";
 import { RUNTIMES_HELP } from "../help.js";
 import { type Host, cliPackageDir, createHost } from "../host.js";
-import { one } from "../args.js";
 
 export interface RuntimeListing {
   name: string;
