@@ -170,6 +170,24 @@ describe("jobrt run: exit status", () => {
     expect(spoolLeftovers(s.spool)).toEqual([]);
   });
 
+  it("a reader slower than the tasks still gets every line, and no warning", async () => {
+    const s = site();
+    // The reader sleeps while 20 tasks write 100,000 lines: jobrt's writes to the full pipe queue
+    // up, and must all be written before it exits (they were dropped by process.exit once).
+    const r = await runProgram(["sh", "-c", `'${process.execPath}' -- '${jobrtBin}' run -n 20 --runtime none seq 1 5000 | (sleep 2; wc -l)`], {
+      env: { ...process.env, ...s.env },
+    });
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("100000");
+  });
+
+  it("a line longer than 64 KiB passes in pieces, labelled once, nothing added", async () => {
+    const s = site();
+    const r = await jobrt(["run", "-n", "1", "-l", "--runtime", "none", "sh", "-c", 'head -c 300000 /dev/zero | tr "\\0" x; echo; echo short'], { env: s.env });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`0: ${"x".repeat(300_000)}\n0: short\n`);
+  });
+
   it("-n 256 /bin/true completes", async () => {
     const s = site();
     const r = await jobrt(["run", "-n", "256", "--runtime", "none", "/bin/true"], { env: s.env });

@@ -2,7 +2,19 @@
 // The "--" stops Node 20 from reading options such as --env-file= out of the job's own argv.
 import { main } from "./main.js";
 
+/**
+ * Writes to a pipe become asynchronous once the pipe is full (a reader slower than the tasks), and
+ * process.exit() drops what is still queued: wait until stdout and stderr have written it all.
+ */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.writableLength === 0 || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once("error", () => resolve());
+    stream.write("", () => resolve());
+  });
+}
+
 process.exitCode = await main(process.argv.slice(2));
-// Plugins or stdin may hold the event loop open; the step is over, so leave now. stdout and
-// stderr are synchronous for files and pipes on Linux, so nothing written is lost.
+await Promise.all([drained(process.stdout), drained(process.stderr)]);
+// Plugins or stdin may hold the event loop open; the step is over and its output written.
 process.exit();

@@ -2,7 +2,7 @@ export { StepCancel } from "./cancel.js";
 export { exportEnvironment, slurmTaskVariables } from "./env.js";
 export { expandFilePattern, type FilePatternValues, isPerTask } from "./filepattern.js";
 export { claimExecTask, claimStep, type StepClaim } from "./jobids.js";
-export { functionSink, type LineSink, pipeLines } from "./lines.js";
+export { functionSink, type LineSink, type LineTransform, pipeLines } from "./lines.js";
 export { confDirFrom, defaultSpoolDir, loadSiteConfig, type SiteConfig } from "./siteconf.js";
 export {
   type ComponentSpec,

@@ -17,9 +17,34 @@ export function functionSink(fn: (data: Buffer | string) => void): LineSink {
   };
 }
 
-/** Longest partial line held back before it is written anyway. */
+/** Sources paused until their shared destination drains: one listener per destination, not per task. */
+const waitingForDrain = new WeakMap<LineSink, Set<Readable>>();
+
+function pauseUntilDrain(source: Readable, dest: LineSink): void {
+  source.pause();
+  let paused = waitingForDrain.get(dest);
+  if (!paused) {
+    const set = new Set<Readable>();
+    paused = set;
+    waitingForDrain.set(dest, set);
+    dest.once("drain", () => {
+      waitingForDrain.delete(dest);
+      for (const s of set) s.resume();
+    });
+  }
+  paused.add(source);
+}
+
+/** Longest partial line held back; a longer line is passed on in pieces, unaltered. */
 const MAX_PENDING = 64 * 1024;
 const NL = 0x0a;
+
+/**
+ * Turns one piece of output into what is written: a whole line with its newline, or (for a line
+ * longer than 64 KiB) part of one. `atLineStart` says whether the piece begins a line, where -l
+ * puts its label.
+ */
+export type LineTransform = (piece: Buffer, atLineStart: boolean) => Buffer | string;
 
 /**
  * Copies a task's output to a shared destination one whole line at a time, so lines from
@@ -27,21 +52,20 @@ const NL = 0x0a;
  * Works on bytes, so output that is not UTF-8 passes through unchanged. A last line without a
  * newline gets one, because another task's output may follow it.
  */
-export function pipeLines(source: Readable, dest: LineSink, transform: (line: Buffer) => Buffer | string): Promise<void> {
+export function pipeLines(source: Readable, dest: LineSink, transform: LineTransform): Promise<void> {
   return new Promise((resolve) => {
     let pending: Buffer = Buffer.alloc(0);
+    let atLineStart = true;
     const write = (data: Buffer | string) => {
-      if (!dest.write(data)) {
-        source.pause();
-        dest.once("drain", () => source.resume());
-      }
+      if (!dest.write(data)) pauseUntilDrain(source, dest);
     };
     const emitLines = (buf: Buffer, upTo: number) => {
       const parts: (Buffer | string)[] = [];
       let start = 0;
       while (start <= upTo) {
         const nl = buf.indexOf(NL, start);
-        parts.push(transform(buf.subarray(start, nl + 1)));
+        parts.push(transform(buf.subarray(start, nl + 1), atLineStart));
+        atLineStart = true;
         start = nl + 1;
       }
       const first = parts[0];
@@ -57,12 +81,14 @@ export function pipeLines(source: Readable, dest: LineSink, transform: (line: Bu
         pending = buf;
       }
       if (pending.length > MAX_PENDING) {
-        write(transform(Buffer.concat([pending, Buffer.from("\n")])));
+        // Bounded memory: pass the long line on as it is; nothing is added to it.
+        write(transform(pending, atLineStart));
+        atLineStart = false;
         pending = Buffer.alloc(0);
       }
     });
     const finish = () => {
-      if (pending.length > 0) write(transform(Buffer.concat([pending, Buffer.from("\n")])));
+      if (pending.length > 0 || !atLineStart) write(transform(Buffer.concat([pending, Buffer.from("\n")]), atLineStart));
       pending = Buffer.alloc(0);
       resolve();
     };

@@ -367,7 +367,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
     const patternValues = { jobId: rec.jobId, stepId: rec.stepId, taskId: task.globalId, nodeName: node.nodeName, nodeId: rec.nodeId };
     const mustPipe = Boolean(options.json || c.io.label || (totalTasks > 1 && lineMode));
     const stdio: StdioOptions = ["ignore", "inherit", "inherit"];
-    const label = (line: Buffer) => (c.io.label ? Buffer.concat([Buffer.from(`${task.globalId}: `), line]) : line);
+    const label = (piece: Buffer, atLineStart: boolean) => (c.io.label && atLineStart ? Buffer.concat([Buffer.from(`${task.globalId}: `), piece]) : piece);
     const pipes: Promise<void>[] = [];
     const outputs: { stream: "stdout" | "stderr"; dest: Writable | undefined }[] = [];
 
@@ -475,7 +475,7 @@ export async function runStep(components: PlannedComponent[], options: RunStepOp
         else {
           // --json: each line becomes an event; the transform drops the newline.
           const sink = functionSink((line) => emit({ event: "output", task: task.globalId, stream: o.stream, data: line.toString() }));
-          pipes.push(pipeLines(source, sink, (line) => line.subarray(0, line.length - 1).toString()));
+          pipes.push(pipeLines(source, sink, (piece) => (piece.at(-1) === 0x0a ? piece.subarray(0, -1) : piece).toString()));
         }
       }
       child.stdin?.on("error", () => {});

@@ -69,7 +69,7 @@ describe("pipeLines", () => {
   async function copy(chunks: (string | Buffer)[], label = "") {
     const source = new PassThrough();
     const out: Buffer[] = [];
-    const done = pipeLines(source, functionSink((d) => out.push(Buffer.from(d))), (line) => Buffer.concat([Buffer.from(label), line]));
+    const done = pipeLines(source, functionSink((d) => out.push(Buffer.from(d))), (piece, atLineStart) => Buffer.concat([Buffer.from(atLineStart ? label : ""), piece]));
     for (const c of chunks) source.write(c);
     source.end();
     await done;
@@ -80,6 +80,12 @@ describe("pipeLines", () => {
     const out = await copy(["he", "llo\nwor", "ld\n", "tail"], "0: ");
     expect(Buffer.concat(out).toString()).toBe("0: hello\n0: world\n0: tail\n");
     for (const piece of out) expect(piece.toString().endsWith("\n")).toBe(true);
+  });
+
+  it("passes a line longer than 64 KiB on unaltered, labelled once", async () => {
+    const long = "x".repeat(200_000);
+    const out = await copy([long.slice(0, 70_000), long.slice(70_000, 150_000), `${long.slice(150_000)}\nshort\n`], "3: ");
+    expect(Buffer.concat(out).toString()).toBe(`3: ${long}\n3: short\n`);
   });
 
   it("passes bytes that are not UTF-8 through unchanged, even split mid-character", async () => {
