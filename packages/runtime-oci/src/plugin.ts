@@ -1,5 +1,5 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
 import {
   type ClientInfo,
   type ContainerRequest,
@@ -18,13 +18,16 @@ import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVol
 import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
-import { type FsOp, type FsResult, type Identity, makeDir, removeEmptyDir, runFsOps } from "./fsops.js";
+import { type FsOp, type FsResult, type Identity, removeEmptyDir, runFsOps } from "./fsops.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
-import { SUPERVISOR_PROGRAM, subreaperPrefix } from "./subreaper.js";
+import { spoolMountProblem } from "./spoolmount.js";
+import { makeStepDir } from "./stepdir.js";
+import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
+import { WATCHDOG_NAME, WATCHDOG_PID_FILE, type WatchdogSpec, supervisorPrefix } from "./watchdog.js";
 
 /** Time-outs of the control commands, in ms. Every runtime command is bounded. */
 export const COMMAND_TIMEOUTS = { create: 60_000, start: 30_000, query: 10_000, kill: 10_000, delete: 30_000 } as const;
@@ -80,6 +83,7 @@ interface StepState {
   /** The client asked for -vv or more: the supervisor narrates its commands. */
   verbose: boolean;
   timeouts: CommandTimeouts;
+  spoolMountWarned?: boolean;
 }
 
 // Per-step state lives here, never in module globals: one process may run many steps at once.
@@ -297,9 +301,8 @@ async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Pr
 /** Creates the step spool dir (and missing parents) as the host, owned by the job user. */
 function ensureStepDir(stepDir: string, identity: Identity | undefined, step: StepRecord): void {
   try {
-    mkdirSync(dirname(stepDir), { recursive: true, mode: 0o755 });
     // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
-    makeDir(stepDir, 0o770, identity, [step.uid]);
+    makeStepDir(stepDir, 0o770, identity, [step.uid]);
   } catch (error) {
     throw new JobrtError("ERR_LAUNCH", `cannot create the step spool dir ${stepDir}: ${messageOf(error)}`, { details: { runtime: "runtime/oci", path: stepDir } });
   }
@@ -323,11 +326,11 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   const { values, runtimeEnv } = commandContext(st, task, ts.taskDir);
   const ops: FsOp[] = [];
   if (st.bundleConfig) {
-    const destination = conf.mountSpoolDir !== undefined ? expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values) : st.stepDir;
+    const destination = spoolMountDestination(node, st, values);
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,
-      ...(conf.mountSpool ? { spoolMount: { source: st.stepDir, destination } } : {}),
+      ...(destination !== undefined ? { spoolMount: { source: st.stepDir, destination } } : {}),
       extraMounts: st.mounts,
       disableHooks: conf.disableHooks,
       env,
@@ -382,9 +385,59 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
     taskDir: ts.taskDir,
     verbose: st.verbose,
   };
-  const prefix = subreaperPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined));
+  const prefix = supervisorPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined), watchdogSpec(st, values, ts.taskDir));
   if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
   return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env: runtimeEnv, cwd: step.cwd };
+}
+
+/** The create/start watchdog's commands: Kill and Delete only if they expand without `%p`. */
+function watchdogSpec(st: StepState, values: PatternValues, taskDir: string): WatchdogSpec {
+  const orEmpty = (key: "RunTimeKill" | "RunTimeDelete") => {
+    try {
+      return expandCommand(st, key, values);
+    } catch {
+      return "";
+    }
+  };
+  const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+  return {
+    taskDir,
+    create: expandCommand(st, "RunTimeCreate", values),
+    kill: orEmpty("RunTimeKill"),
+    delete: orEmpty("RunTimeDelete"),
+    killSeconds: seconds(st.timeouts.kill),
+    deleteSeconds: seconds(st.timeouts.delete),
+  };
+}
+
+/**
+ * MountSpoolDir, when set and its mount point needs nothing created in the image (see
+ * spoolmount.ts); otherwise no spool mount, with one warning per step when one was asked for.
+ */
+function spoolMountDestination(node: NodeConf, st: StepState, values: PatternValues): string | undefined {
+  const { conf } = st;
+  if (!conf.mountSpool || conf.mountSpoolDir === undefined || !st.bundleConfig) return undefined;
+  const destination = expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values);
+  const problem = spoolMountProblem(st.rootfs, st.bundleConfig.config.mounts, destination);
+  if (problem === undefined) return destination;
+  if (!st.spoolMountWarned) node.log("warn", `runtime oci: MountSpoolDir: the step spool dir is not mounted: ${problem}`);
+  st.spoolMountWarned = true;
+  return undefined;
+}
+
+/** Waits (bounded) until `pid` is no longer a running create/start watchdog. */
+async function waitForWatchdog(pid: number, boundMs: number): Promise<void> {
+  const running = () => {
+    const s = procStat(pid);
+    if (!s || s.state === "Z" || s.state === "X") return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(WATCHDOG_NAME);
+    } catch {
+      return false;
+    }
+  };
+  const end = Date.now() + boundMs;
+  for (let delay = 2; running() && Date.now() < end; delay = Math.min(delay * 2, 50)) await new Promise((r) => setTimeout(r, delay));
 }
 
 /** Is `pid` still the host's own, running child (so it cannot be a recycled pid)? */
@@ -410,9 +463,22 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   // it as the job user, like every other file there.
   let recorded: number | undefined;
   if (st.conf.mode === "create-start") {
-    const r = await fsOne({ op: "read", path: join(ts.taskDir, "container.pid") }, st.identity).catch(() => undefined);
-    const pid = r?.ok ? Number(String(r.value).trim()) : Number.NaN;
-    if (Number.isInteger(pid) && pid > 0) recorded = pid;
+    const [r, w] = await runFsOps(
+      [
+        { op: "read", path: join(ts.taskDir, "container.pid") },
+        { op: "read", path: join(ts.taskDir, WATCHDOG_PID_FILE) },
+      ],
+      st.identity,
+    ).catch(() => []);
+    const number = (x: FsResult | undefined) => {
+      const n = x?.ok ? Number(String(x.value).trim()) : Number.NaN;
+      return Number.isInteger(n) && n > 0 ? n : undefined;
+    };
+    // A supervisor that was killed leaves its watchdog finishing an in-flight create and deleting
+    // the container: querying before it is done would find no container yet and leak it.
+    const watchdog = number(w);
+    if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
+    recorded = number(r);
   }
   const pidNow = (): number | undefined => {
     if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
@@ -420,9 +486,13 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     return s && s.state !== "Z" ? recorded : undefined;
   };
   const log = (level: "verbose" | "debug" | "warn", m: string) => node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
+  // A task process that died of SIGKILL was killed by the host after its KillWait (or by a second
+  // signal): that grace has been spent, so the container gets no second one. Otherwise a stop
+  // would take KillWait twice (the host's wait, then this one).
+  const graceSpent = ts.task.exit?.signal === "SIGKILL";
   const result = await teardown({
     hasQuery: st.conf.commands.RunTimeQuery !== undefined,
-    graceMs: Math.min(Math.max(node.killWait * 1000, 500), 10_000),
+    graceMs: graceSpent ? 0 : Math.min(Math.max(node.killWait * 1000, 500), 10_000),
     alive: () => pidNow() !== undefined,
     ...(pidNow() !== undefined ? { pid: pidNow() as number } : {}),
     run: async (key): Promise<CommandResult | undefined> => {

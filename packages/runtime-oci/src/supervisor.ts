@@ -14,13 +14,14 @@
  * descendant (a daemon-based runtime), the exit is still noticed by a 5 ms /proc poll, but the
  * status cannot be known: the supervisor then says so and exits 125 instead of guessing.
  */
-import { readFileSync } from "node:fs";
+import { createReadStream, readFileSync } from "node:fs";
 import { constants } from "node:os";
-import { type CommandResult, describeResult, parseState, runCommand } from "./command.js";
+import { CommandError, type CommandResult, describeResult, parseState, runCommand } from "./command.js";
 import { writeAtomic } from "./fsops.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { decodeWaitStatus, procStat } from "./proc.js";
 import { teardown } from "./teardown.js";
+import { parseWatchdogVariable } from "./watchdog.js";
 
 export interface SupervisorSpec {
   commands: {
@@ -81,7 +82,9 @@ function canReadExitCode(pid: number): boolean {
 export async function supervise(spec: SupervisorSpec): Promise<never> {
   const env = { ...process.env } as Record<string, string>;
   const subreaper = env.JOBRT_OCI_SUBREAPER === "1";
+  const watchdog = parseWatchdogVariable(env.JOBRT_OCI_WATCHDOG);
   delete env.JOBRT_OCI_SUBREAPER;
+  delete env.JOBRT_OCI_WATCHDOG;
   const cwd = process.cwd();
   const values: PatternValues = { ...spec.values };
   const log = (m: string) => {
@@ -117,10 +120,12 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
   };
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, forward);
 
-  const finish = async (status: { code?: number; signal?: number }): Promise<never> => {
+  const finish = async (status: { code?: number; signal?: number }, exited = false): Promise<never> => {
     clearTimeout(killTimer);
     await teardown({
       hasQuery: true,
+      // The init's exit was seen: the container is stopped, no need to ask the runtime first.
+      ...(exited ? { firstState: { status: "stopped" } } : {}),
       graceMs: spec.graceMs,
       run: async (key) => {
         try {
@@ -142,6 +147,8 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
       },
       log: (level, m) => (level === "warn" ? say(m) : log(m)),
     });
+    // Torn down here: the watchdog has nothing left to do (a kill of its group, not a signal it traps).
+    if (watchdog) killGroup(watchdog.pid);
     if (status.signal !== undefined) {
       const name = SIGNALS.get(status.signal);
       for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(sig);
@@ -158,7 +165,12 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
   // 1. create, with the task's stdio.
   let created: CommandResult;
   try {
-    created = await run("RunTimeCreate", "inherit", spec.timeouts.create);
+    if (watchdog) {
+      log(`RunTimeCreate (run by the watchdog, pid ${watchdog.pid}): ${expand("RunTimeCreate")}`);
+      created = await watchdogCreate(watchdog, spec.timeouts.create, expand("RunTimeCreate"));
+    } else {
+      created = await run("RunTimeCreate", "inherit", spec.timeouts.create);
+    }
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -243,7 +255,41 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
         : "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)",
     );
   }
-  return finish(decodeWaitStatus(status));
+  return finish(decodeWaitStatus(status), true);
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * RunTimeCreate's result as the watchdog reports it: its exit status, one line on the pipe. Past
+ * `timeoutMs` the watchdog's group (it and the create command) is killed, as runCommand does.
+ */
+function watchdogCreate(w: { pid: number; fd: number }, timeoutMs: number, command: string): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const stream = createReadStream("", { fd: w.fd, encoding: "utf8" });
+    const timer = setTimeout(() => {
+      killGroup(w.pid);
+      stream.destroy();
+      reject(new CommandError("ERR_RUNTIME_TIMEOUT", `RunTimeCreate did not finish within ${timeoutMs / 1000} s and was killed: ${command}`, "RunTimeCreate"));
+    }, timeoutMs);
+    stream.on("data", (d) => {
+      text += String(d);
+    });
+    stream.on("error", () => {});
+    stream.on("close", () => {
+      clearTimeout(timer);
+      const code = /^(\d+)\n/.exec(text)?.[1];
+      if (code === undefined) reject(new CommandError("ERR_RUNTIME_COMMAND", `RunTimeCreate: the watchdog (pid ${w.pid}) ended without its status: ${command}`, "RunTimeCreate"));
+      else resolve({ code: Number(code), signal: undefined, stdout: "", stderr: "" });
+    });
+  });
 }
 
 function signalNumber(sig: NodeJS.Signals): number {

@@ -16,6 +16,8 @@ export interface TeardownOptions {
   forceKill(pid: number): Promise<void>;
   /** The pid query-less mode kills. */
   pid?: number;
+  /** What the caller already knows of the container, in place of the first RunTimeQuery. */
+  firstState?: ContainerState;
   graceMs: number;
   log(level: "verbose" | "debug" | "warn", message: string): void;
   sleep?: (ms: number) => Promise<void>;
@@ -40,8 +42,8 @@ export async function teardown(o: TeardownOptions): Promise<"gone" | "deleted" |
       const r = await safe("RunTimeQuery");
       return r ? parseState(r) : undefined;
     };
-    const first = await safe("RunTimeQuery");
-    let st = first ? parseState(first) : undefined;
+    const first = o.firstState ? undefined : await safe("RunTimeQuery");
+    let st = o.firstState ?? (first ? parseState(first) : undefined);
     if (!st && first?.code === 0) {
       // The query "succeeded" but printed no OCI state: the runtime is broken, not the container
       // gone. Slurm takes that for "already dead" and leaks a created container; delete it anyway.
