@@ -5,7 +5,8 @@
  * shortened through $JOBRT_OCI_TIMEOUTS so that a hanging command is seen within seconds.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
@@ -70,11 +71,11 @@ afterEach(async () => {
   for (const m of mounts.splice(0).reverse()) spawnSync("umount", [m]);
 });
 
-/** The step's `sleep 600` processes (inside the containers: they carry the job env's marker). */
-function sleepers(site: FaultSite): number {
+/** The step's `sleep 600` (or `sleep <seconds>`) processes (inside the containers: they carry the job env's marker). */
+function sleepers(site: FaultSite, seconds = "600"): number {
   return markedProcesses(site).filter((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8") === "sleep\u0000600\u0000";
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8") === `sleep\u0000${seconds}\u0000`;
     } catch {
       return false;
     }
@@ -313,5 +314,244 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
         await expectNoLeaks(s);
       });
     }
+  });
+
+  describe("the bundle is never written to (the step spool dir is mounted only where nothing must be created)", () => {
+    /** Every entry under `dir`: path, type, mode, owner, size, and a file's sha256 or a link's target. */
+    function tree(dir: string): string[] {
+      const out: string[] = [];
+      const walk = (rel: string) => {
+        const p = join(dir, rel);
+        const st = lstatSync(p);
+        let what = "";
+        if (st.isSymbolicLink()) what = `-> ${readlinkSync(p)}`;
+        else if (st.isFile()) what = createHash("sha256").update(readFileSync(p)).digest("hex");
+        out.push(`${rel} ${st.mode.toString(8)} ${st.uid}:${st.gid} ${st.isDirectory() ? "" : st.size} ${what}`);
+        if (st.isDirectory()) for (const n of readdirSync(p).sort()) walk(join(rel, n));
+      };
+      walk(".");
+      return out;
+    }
+
+    /** A bundle with its own rootfs copy (root.readonly as `runc spec` writes it: true). */
+    function ownBundle(site: FaultSite): string {
+      const b = busyboxBundle(join(site.dir, "own-bundle"));
+      expect((JSON.parse(readFileSync(join(b, "config.json"), "utf8")) as { root: { readonly?: boolean } }).root.readonly).toBe(true);
+      return b;
+    }
+
+    for (const mode of ["run", "create-start"] as const) {
+      it(`${mode}: root.readonly: true, -n 2: the tasks run and the bundle tree is byte-identical afterwards`, async () => {
+        const s = ociSite(ociConf(mode));
+        const b = ownBundle(s);
+        const before = tree(b);
+        const r = await run(s, ["-n", "2", "--container", b, "cat", "/etc/jobrt-image"]);
+        expect(r.stderr).toBe("");
+        expect(r.stdout).toBe("jobrt-busybox-image\njobrt-busybox-image\n");
+        expect(r.code).toBe(0);
+        expect(tree(b)).toEqual(before);
+        await expectNoLeaks(s);
+      });
+
+      it(`${mode}: a rootfs on a read-only bind mount runs (nothing is created in it)`, async () => {
+        const s = ociSite(ociConf(mode));
+        const b = ownBundle(s);
+        const rootfs = join(b, "rootfs");
+        execFileSync("mount", ["--bind", rootfs, rootfs]);
+        mounts.push(rootfs);
+        execFileSync("mount", ["-o", "remount,bind,ro", rootfs]);
+        const before = tree(b);
+        const r = await run(s, ["--container", b, "cat", "/etc/jobrt-image"]);
+        expect(r.stderr).toBe("");
+        expect(r.stdout).toBe("jobrt-busybox-image\n");
+        expect(r.code).toBe(0);
+        expect(tree(b)).toEqual(before);
+        await expectNoLeaks(s);
+      });
+    }
+
+    it("MountSpoolDir naming a directory of the image: the step spool dir is mounted there, on a read-only rootfs too", async () => {
+      const s = ociSite(ociConf("run", {}, "MountSpoolDir=/home\n"));
+      const b = ownBundle(s);
+      const rootfs = join(b, "rootfs");
+      execFileSync("mount", ["--bind", rootfs, rootfs]);
+      mounts.push(rootfs);
+      execFileSync("mount", ["-o", "remount,bind,ro", rootfs]);
+      const before = tree(b);
+      const r = await run(s, ["--container", b, "ls", "/home/task-0"]);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe("config.json\n");
+      expect(r.code).toBe(0);
+      expect(tree(b)).toEqual(before);
+      await expectNoLeaks(s);
+    });
+
+    it("MountSpoolDir naming a path the image lacks: one warning, no mount, the image untouched", async () => {
+      const s = ociSite(ociConf("create-start", {}, "MountSpoolDir=/var/spool/jobrt\n"));
+      const b = ownBundle(s);
+      const before = tree(b);
+      const r = await run(s, ["-n", "2", "--container", b, "true"]);
+      expect(r.stderr).toBe(
+        `jobrt: warning: runtime oci: MountSpoolDir: the step spool dir is not mounted: /var/spool/jobrt does not exist in the image (${b}/rootfs), and the runtime would create it there\n`,
+      );
+      expect(r.code).toBe(0);
+      expect(tree(b)).toEqual(before);
+      await expectNoLeaks(s);
+    });
+  });
+
+  describe("ContainerPath through a symlink", () => {
+    it("the user's own component of ContainerPath=<dir>/%u is a symlink: refused with one line naming it, nothing created through it", async () => {
+      const probe = faultSite();
+      chmodSync(probe.dir, 0o755);
+      const shared = join(probe.dir, "shared");
+      const elsewhere = join(probe.dir, "elsewhere");
+      mkdirSync(shared, { mode: 0o755 });
+      mkdirSync(elsewhere, { mode: 0o755 });
+      symlinkSync(elsewhere, join(shared, "nobody"));
+      lchownSync(join(shared, "nobody"), 65534, 65534);
+      const s = ociSite(ociConf("run", {}, `ContainerPath=${shared}/%u\n`));
+      chmodSync(s.dir, 0o755);
+      const r = await run(s, ["--uid", "nobody", "--gid", "nogroup", "-D", "/", "--container", s.bundle, "touch", join(probe.dir, "started")]);
+      expect(r.stderr).toBe(
+        `jobrt: runtime runtime/oci setup failed: cannot create the step spool dir ${shared}/nobody/oci-job1-0: ${shared}/nobody is a symbolic link owned by uid 65534; refusing to follow it\n`,
+      );
+      expect(r.code).toBe(1);
+      expect(readdirSync(elsewhere)).toEqual([]);
+      expect(existsSync(join(probe.dir, "started"))).toBe(false);
+      await expectNoLeaks(s);
+    });
+
+    it("a symlink owned by root on the way (like /var/run -> /run) is followed", async () => {
+      const probe = faultSite();
+      const real = join(probe.dir, "real");
+      mkdirSync(real);
+      symlinkSync(real, join(probe.dir, "link"));
+      const s = ociSite(ociConf("run", {}, `ContainerPath=${probe.dir}/link/spool\n`));
+      const r = await run(s, ["--container", s.bundle, "true"]);
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(readdirSync(join(real, "spool"))).toEqual([]);
+      await expectNoLeaks(s);
+    });
+  });
+
+  describe("signals while containers are created but not started (create/start)", () => {
+    /** Starts `jobrt run ARGS` for a site; resolves with its status and how long after `since()` it ended. */
+    function start(site: FaultSite, args: string[]): { child: ChildProcess; ended: Promise<{ code: number | null; stderr: string }> } {
+      sites.push(site);
+      const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", "ignore", "pipe"] });
+      started.push(child);
+      let stderr = "";
+      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+        stderr += d;
+      });
+      return { child, ended: new Promise((r) => child.once("close", (code) => r({ code, stderr }))) };
+    }
+
+    /** Resolves with the elapsed ms, or with Infinity when `ended` did not settle within `ms`. */
+    async function within<T>(ended: Promise<T>, ms: number): Promise<number> {
+      const t0 = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<number>((r) => {
+        timer = setTimeout(() => r(Number.POSITIVE_INFINITY), ms);
+      });
+      const elapsed = await Promise.race([ended.then(() => Date.now() - t0), late]);
+      clearTimeout(timer);
+      return elapsed;
+    }
+
+    it("SIGINT then SIGTERM while RunTimeStart still sleeps (-n 2): jobrt ends at once, nothing left", async () => {
+      const conf = ociConf("create-start");
+      const s = ociSite({ text: conf.text.replace(`RunTimeStart="${RUNC} start`, `RunTimeStart="sleep 3; ${RUNC} start`) });
+      expect(readFileSync(join(s.dir, "oci.conf"), "utf8")).toContain('RunTimeStart="sleep 3; runc');
+      const { child, ended } = start(s, ["-n", "2", "--container", s.bundle, "sleep", "600"]);
+      await waitFor(() => runcContainers(s.dir).length === 2, "both containers to be created", 20_000);
+      child.kill("SIGINT");
+      child.kill("SIGTERM");
+      // KillWait is 1 s; the watchdog then deletes both containers.
+      expect(await within(ended, 15_000)).toBeLessThan(15_000);
+      await expectNoLeaks(s);
+    });
+
+    it("a signal storm at random moments (20 runs, -n 2): every run ends within KillWait + 10 s, nothing left", async () => {
+      for (let i = 0; i < 20; i++) {
+        const s = ociSite(ociConf("create-start"));
+        const { child, ended } = start(s, ["-n", "2", "--container", s.bundle, "sleep", "600"]);
+        await new Promise((r) => setTimeout(r, Math.random() * 1500));
+        const burst = 1 + Math.floor(Math.random() * 5);
+        for (let k = 0; k < burst; k++) {
+          if (child.exitCode !== null || child.signalCode !== null) break;
+          child.kill(Math.random() < 0.5 ? "SIGINT" : "SIGTERM");
+          await new Promise((r) => setTimeout(r, Math.random() * 50));
+        }
+        expect(await within(ended, 11_000), `run ${i}`).toBeLessThan(11_000);
+        await expectNoLeaks(s);
+      }
+    }, 600_000);
+  });
+
+  describe("jobrt SIGKILLed, then gc while RunTimeCreate is still running", () => {
+    /** runc's state dir and cgroup dirs named after a container id. */
+    function runcLeftovers(id: string): string[] {
+      const found: string[] = [];
+      if (existsSync(join("/run/runc", id))) found.push(join("/run/runc", id));
+      for (const c of readdirSync("/sys/fs/cgroup")) {
+        for (const p of [join("/sys/fs/cgroup", c, id), join("/sys/fs/cgroup", id)]) if (existsSync(p) && !found.includes(p)) found.push(p);
+      }
+      return found;
+    }
+
+    it("gc waits for the create to finish and deletes the container: no state dir, no cgroup dir, no container (3 trials)", async () => {
+      for (let trial = 0; trial < 3; trial++) {
+        const s = ociSite(ociConf("create-start"));
+        const conf = readFileSync(join(s.dir, "oci.conf"), "utf8");
+        const tag = /create (\S+)\.%j/.exec(conf)?.[1] as string;
+        // A createRuntime hook makes `runc create` take 2 s, and says when it is under way.
+        const marker = join(s.dir, "creating");
+        const b = join(s.dir, "slow-bundle");
+        busyboxBundle(b);
+        const config = JSON.parse(readFileSync(join(b, "config.json"), "utf8")) as Record<string, unknown>;
+        config.hooks = { createRuntime: [{ path: "/bin/sh", args: ["sh", "-c", `touch ${marker}; sleep 2`] }] };
+        writeFileSync(join(b, "config.json"), JSON.stringify(config));
+        sites.push(s);
+        const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", b, "sleep", "600"], { env: { ...process.env, ...s.env }, stdio: "ignore" });
+        started.push(child);
+        await waitFor(() => existsSync(marker), "runc create to run its hook", 20_000);
+        child.kill("SIGKILL");
+        await new Promise((r) => child.once("close", r));
+        const gc = await jobrt(["gc"], { env: s.env });
+        expect(gc.stderr, `trial ${trial}`).toBe("");
+        expect(gc.code).toBe(0);
+        const id = `${tag}.1.0.0`;
+        expect(runcContainers(s.dir), `trial ${trial}`).toEqual([]);
+        expect(runcLeftovers(id), `trial ${trial}`).toEqual([]);
+        await expectNoLeaks(s);
+      }
+    }, 180_000);
+  });
+
+  describe("run mode: the whole stop fits in KillWait plus a small margin", () => {
+    it("SIGTERM to jobrt running `sleep 30` (which ignores it as the container's pid 1): ends within KillWait (4 s) + 3 s, nothing left", async () => {
+      const s = ociSite(ociConf("run"));
+      writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${s.spool}\nKillWait=4\n`);
+      sites.push(s);
+      const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", s.bundle, "sleep", "30"], { env: { ...process.env, ...s.env }, stdio: ["ignore", "ignore", "pipe"] });
+      started.push(child);
+      let stderr = "";
+      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+        stderr += d;
+      });
+      await waitFor(() => runcContainers(s.dir).length === 1 && sleepers(s, "30") === 1, "the container's sleep", 20_000);
+      const t0 = Date.now();
+      child.kill("SIGTERM");
+      const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
+      const elapsed = Date.now() - t0;
+      expect(stderr).toBe("");
+      expect(code).toBe(137);
+      expect(elapsed).toBeGreaterThanOrEqual(4000);
+      expect(elapsed).toBeLessThan(7000);
+      await expectNoLeaks(s);
+    }, 60_000);
   });
 });
