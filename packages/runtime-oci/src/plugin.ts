@@ -25,7 +25,7 @@ import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { makeStepDir } from "./stepdir.js";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
-import type { SupervisorSpec } from "./supervisor.js";
+import { CONTAINER_DELETED, SUPERVISOR_FAILURE, type SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
 import { WATCHDOG_NAME, WATCHDOG_PID_FILE, type WatchdogSpec, supervisorPrefix } from "./watchdog.js";
 
@@ -479,6 +479,8 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     const watchdog = number(w);
     if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
     recorded = number(r);
+    // The supervisor ended by itself and noted that it deleted the container: nothing to query.
+    if (r?.ok && String(r.value).trim() === CONTAINER_DELETED && exit && exit.signal === null && exit.code !== SUPERVISOR_FAILURE) return "gone";
   }
   const pidNow = (): number | undefined => {
     if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;

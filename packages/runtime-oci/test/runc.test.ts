@@ -328,7 +328,7 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     const jobId = job();
     const r = await runStep(plugin, { confDir: writeConf(tempDir(), createStartConf("DisableCleanup=yes\nCreateEnvFile=newline\n")), spoolDir, jobId, argv: ["true"], container: { value: bundle } });
     expect(r.tasks[0]?.code).toBe(0);
-    expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual(["config.json", "container.pid", "environment"]);
+    expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual(["config.json", "container.pid", "environment", "watchdog.pid"]);
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
 
@@ -369,12 +369,15 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
   test("ContainerPath and MountSpoolDir patterns place the step dir and its mount", async () => {
     const base = tempDir();
     const conf = runModeConf(`ContainerPath=${base}/cp/%u/%U\nMountSpoolDir=/tmp/spool-%t\n`);
+    const bundleDir = makeBundle(join(base, "bundle"));
+    // The mount point must be in the image: the plugin never has one created in the rootfs.
+    mkdirSync(join(bundleDir, "rootfs/tmp/spool-0"));
     const r = await runStep(plugin, {
       confDir: writeConf(tempDir(), conf),
       spoolDir: tempDir(),
       jobId: job(),
       argv: ["sh", "-c", "ls /tmp/spool-0"],
-      container: { value: makeBundle(join(base, "bundle")) },
+      container: { value: bundleDir },
     });
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
     expect(r.tasks[0]?.stdout).toBe("task-0\n");
