@@ -83,9 +83,15 @@ function descend(dir: Held, name: string, path: string): Held {
     fd = openSync(inside(dir, name), DIR_FLAGS);
   } catch (error) {
     const code = errnoOf(error);
-    if (code === "ELOOP") throw new Error(`${path} was replaced by a symbolic link; refusing to follow it`);
-    if (code === "ENOTDIR") throw new Error(`${path} is not a directory`);
-    throw error;
+    if (code !== "ELOOP" && code !== "ENOTDIR") throw rephrase(error, inside(dir, name), path);
+    // O_NOFOLLOW|O_DIRECTORY on a link fails with ENOTDIR or ELOOP: say which it is.
+    let link = code === "ELOOP";
+    try {
+      link = lstatSync(inside(dir, name)).isSymbolicLink();
+    } catch {
+      // gone again: keep the errno's reading
+    }
+    throw new Error(link ? `${path} is a symbolic link; refusing to follow it` : `${path} is not a directory`);
   }
   closeSync(dir.fd);
   return { fd, path };
