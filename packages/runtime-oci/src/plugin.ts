@@ -370,6 +370,12 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   }
   // Check now that every command expands, so a bad pattern fails before anything starts.
   for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, values);
+  return supervisorExec(node, step, st, ts, values, runtimeEnv);
+}
+
+/** The create/start task: the supervisor behind its perl prefix (see watchdog.ts). */
+function supervisorExec(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState, values: PatternValues, runtimeEnv: Record<string, string>): ExecSpec {
+  const { conf } = st;
   const graceMs = Math.min(Math.max(node.killWait * 500, 500), 10_000);
   const spec: SupervisorSpec = {
     commands: {
@@ -387,7 +393,11 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   };
   const prefix = supervisorPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined), watchdogSpec(st, values, ts.taskDir));
   if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
-  return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env: runtimeEnv, cwd: step.cwd };
+  // The supervisor trusts these two only from the perl prefix, never from the job's environment.
+  const env = { ...runtimeEnv };
+  delete env.JOBRT_OCI_SUBREAPER;
+  delete env.JOBRT_OCI_WATCHDOG;
+  return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env, cwd: step.cwd };
 }
 
 /** The create/start watchdog's commands: Kill and Delete only if they expand without `%p`. */
@@ -425,6 +435,31 @@ function spoolMountDestination(node: NodeConf, st: StepState, values: PatternVal
   return undefined;
 }
 
+/**
+ * What a create/start task's supervisor left in its task dir (read as the job user, like every
+ * other file there): the container's pid, or the note that it deleted the container. A
+ * supervisor that was killed leaves its watchdog finishing an in-flight create and deleting the
+ * container: that is waited for first, since a query before it is done would find no container
+ * yet and leak it.
+ */
+async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: number; deleted: boolean }> {
+  const [r, w] = await runFsOps(
+    [
+      { op: "read", path: join(ts.taskDir, "container.pid") },
+      { op: "read", path: join(ts.taskDir, WATCHDOG_PID_FILE) },
+    ],
+    st.identity,
+  ).catch(() => []);
+  const number = (x: FsResult | undefined) => {
+    const n = x?.ok ? Number(String(x.value).trim()) : Number.NaN;
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  };
+  const watchdog = number(w);
+  if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
+  const pid = number(r);
+  return { ...(pid !== undefined ? { pid } : {}), deleted: r?.ok === true && String(r.value).trim() === CONTAINER_DELETED };
+}
+
 /** Waits (bounded) until `pid` is no longer a running create/start watchdog. */
 async function waitForWatchdog(pid: number, boundMs: number): Promise<void> {
   const running = () => {
@@ -459,28 +494,13 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   const exit = ts.task.exit;
   if (st.conf.embedded && st.conf.mode === "run" && exit && exit.signal === null && exit.code !== null && exit.code < 125) return "gone";
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
-  // create/start: the supervisor recorded the container's pid in the (user-owned) task dir; read
-  // it as the job user, like every other file there.
+  // create/start: the supervisor recorded the container's pid in the (user-owned) task dir.
   let recorded: number | undefined;
   if (st.conf.mode === "create-start") {
-    const [r, w] = await runFsOps(
-      [
-        { op: "read", path: join(ts.taskDir, "container.pid") },
-        { op: "read", path: join(ts.taskDir, WATCHDOG_PID_FILE) },
-      ],
-      st.identity,
-    ).catch(() => []);
-    const number = (x: FsResult | undefined) => {
-      const n = x?.ok ? Number(String(x.value).trim()) : Number.NaN;
-      return Number.isInteger(n) && n > 0 ? n : undefined;
-    };
-    // A supervisor that was killed leaves its watchdog finishing an in-flight create and deleting
-    // the container: querying before it is done would find no container yet and leak it.
-    const watchdog = number(w);
-    if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
-    recorded = number(r);
+    const notes = await createStartNotes(st, ts);
     // The supervisor ended by itself and noted that it deleted the container: nothing to query.
-    if (r?.ok && String(r.value).trim() === CONTAINER_DELETED && exit && exit.signal === null && exit.code !== SUPERVISOR_FAILURE) return "gone";
+    if (notes.deleted && exit && exit.signal === null && exit.code !== SUPERVISOR_FAILURE) return "gone";
+    recorded = notes.pid;
   }
   const pidNow = (): number | undefined => {
     if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
