@@ -25,7 +25,7 @@ import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { makeStepDir } from "./stepdir.js";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
-import { CONTAINER_DELETED, SUPERVISOR_FAILURE, type SupervisorSpec } from "./supervisor.js";
+import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
 import { WATCHDOG_NAME, WATCHDOG_PID_FILE, type WatchdogSpec, supervisorPrefix } from "./watchdog.js";
 
@@ -436,13 +436,12 @@ function spoolMountDestination(node: NodeConf, st: StepState, values: PatternVal
 }
 
 /**
- * What a create/start task's supervisor left in its task dir (read as the job user, like every
- * other file there): the container's pid, or the note that it deleted the container. A
- * supervisor that was killed leaves its watchdog finishing an in-flight create and deleting the
+ * The container pid a create/start task's supervisor recorded in its task dir (read as the job
+ * user, like every other file there). A supervisor that was killed leaves its watchdog finishing an in-flight create and deleting the
  * container: that is waited for first, since a query before it is done would find no container
  * yet and leak it.
  */
-async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: number; deleted: boolean }> {
+async function createStartPid(st: StepState, ts: TaskState): Promise<number | undefined> {
   const [r, w] = await runFsOps(
     [
       { op: "read", path: join(ts.taskDir, "container.pid") },
@@ -456,8 +455,7 @@ async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: n
   };
   const watchdog = number(w);
   if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
-  const pid = number(r);
-  return { ...(pid !== undefined ? { pid } : {}), deleted: r?.ok === true && String(r.value).trim() === CONTAINER_DELETED };
+  return number(r);
 }
 
 /** Waits (bounded) until `pid` is no longer a running create/start watchdog. */
@@ -497,10 +495,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   // create/start: the supervisor recorded the container's pid in the (user-owned) task dir.
   let recorded: number | undefined;
   if (st.conf.mode === "create-start") {
-    const notes = await createStartNotes(st, ts);
-    // The supervisor ended by itself and noted that it deleted the container: nothing to query.
-    if (notes.deleted && exit && exit.signal === null && exit.code !== SUPERVISOR_FAILURE) return "gone";
-    recorded = notes.pid;
+    recorded = await createStartPid(st, ts);
   }
   const pidNow = (): number | undefined => {
     if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;

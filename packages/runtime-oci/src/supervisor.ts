@@ -44,9 +44,6 @@ export interface SupervisorSpec {
 /** Exit status for "the runtime failed" (as docker and podman use it). */
 export const SUPERVISOR_FAILURE = 125;
 
-/** What container.pid says once the supervisor has deleted the container. */
-export const CONTAINER_DELETED = "deleted";
-
 type Key = keyof SupervisorSpec["commands"];
 
 /** Signal number → name, for re-raising the container's death signal on ourselves. */
@@ -125,7 +122,7 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
 
   const finish = async (status: { code?: number; signal?: number }, exited = false): Promise<never> => {
     clearTimeout(killTimer);
-    const result = await teardown({
+    await teardown({
       hasQuery: true,
       // The init's exit was seen: the container is stopped, no need to ask the runtime first.
       ...(exited ? { firstState: { status: "stopped" } } : {}),
@@ -152,14 +149,6 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
     });
     // Torn down here: the watchdog has nothing left to do (a kill of its group, not a signal it traps).
     if (watchdog) killGroup(watchdog.pid);
-    if (result !== "left" && spec.taskDir) {
-      // Tells the host's cleanup that there is nothing left to query (one runtime call less).
-      try {
-        writeAtomic(spec.taskDir, "container.pid", `${CONTAINER_DELETED}\n`, 0o600);
-      } catch {
-        // the host's cleanup then queries, as without the note
-      }
-    }
     if (status.signal !== undefined) {
       const name = SIGNALS.get(status.signal);
       for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(sig);
