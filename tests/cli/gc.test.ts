@@ -94,14 +94,16 @@ describe("crash recovery: jobrt gc", () => {
     const dead = await startStep(s, 1);
     dead.child.kill("SIGKILL");
     await new Promise((r) => dead.child.once("exit", r));
-    const [pid] = dead.pids;
-    // Forge the record: same pid, another start time, as after pid reuse.
+    // A process outside the step, recorded with another start time, as after pid reuse.
+    const stranger = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
     const stepDir = join(s.spool, "jobs", steps(s.spool)[0]!);
-    writeFileSync(join(stepDir, "pids"), `${pid} 1\n`);
+    writeFileSync(join(stepDir, "pids"), `${stranger.pid} 1\n`);
     const gc = await jobrt(["gc"], { env: s.env });
-    expect(gc.stdout).toMatch(/killed 0 task process group/);
-    expect(alive(pid!)).toBe(true);
-    process.kill(-pid!, "SIGKILL");
+    // The step's own task is still found (in its cgroup) and killed; the stranger is left alone.
+    expect(gc.stdout).toMatch(/killed 1 task process group/);
+    await waitFor(() => !dead.pids.some(alive), "the orphaned task to die");
+    expect(alive(stranger.pid!)).toBe(true);
+    stranger.kill("SIGKILL");
   });
 
   it("a jobrt exec task of a Slurm step that was SIGKILLed is collected too", async () => {

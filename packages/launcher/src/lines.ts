@@ -3,7 +3,9 @@ import type { Readable } from "node:stream";
 /** Where lines go: a Writable, or anything with the same write/drain contract. */
 export interface LineSink {
   write(data: Buffer | string): boolean;
-  once(event: "drain", listener: () => void): unknown;
+  once(event: "drain" | "close", listener: () => void): unknown;
+  /** A destination that is gone (its reader closed the pipe) takes no more output. */
+  readonly destroyed?: boolean;
 }
 
 /** A sink that hands each (already transformed) line to a function; it never applies back-pressure. */
@@ -21,16 +23,21 @@ export function functionSink(fn: (data: Buffer | string) => void): LineSink {
 const waitingForDrain = new WeakMap<LineSink, Set<Readable>>();
 
 function pauseUntilDrain(source: Readable, dest: LineSink): void {
+  // Output for a destination that is gone is dropped: waiting for it would stall the task.
+  if (dest.destroyed) return;
   source.pause();
   let paused = waitingForDrain.get(dest);
   if (!paused) {
     const set = new Set<Readable>();
     paused = set;
     waitingForDrain.set(dest, set);
-    dest.once("drain", () => {
+    const resumeAll = () => {
+      if (waitingForDrain.get(dest) !== set) return;
       waitingForDrain.delete(dest);
       for (const s of set) s.resume();
-    });
+    };
+    dest.once("drain", resumeAll);
+    dest.once("close", resumeAll);
   }
   paused.add(source);
 }
@@ -57,6 +64,7 @@ export function pipeLines(source: Readable, dest: LineSink, transform: LineTrans
     let pending: Buffer = Buffer.alloc(0);
     let atLineStart = true;
     const write = (data: Buffer | string) => {
+      if (dest.destroyed) return;
       if (!dest.write(data)) pauseUntilDrain(source, dest);
     };
     const emitLines = (buf: Buffer, upTo: number) => {
@@ -87,12 +95,17 @@ export function pipeLines(source: Readable, dest: LineSink, transform: LineTrans
         pending = Buffer.alloc(0);
       }
     });
+    let finished = false;
     const finish = () => {
+      if (finished) return;
+      finished = true;
       if (pending.length > 0 || !atLineStart) write(transform(Buffer.concat([pending, Buffer.from("\n")]), atLineStart));
       pending = Buffer.alloc(0);
       resolve();
     };
     source.on("end", finish);
     source.on("error", finish);
+    // A source destroyed by jobrt (its writer escaped and never closes it) ends without 'end'.
+    source.on("close", finish);
   });
 }

@@ -1,5 +1,6 @@
 import { hostname, tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
+import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack.js";
 import {
   type ConfSchema,
   DEFAULT_ALLOWED_RUNTIMES,
@@ -24,6 +25,8 @@ export interface SiteConfig {
   killWait: number;
   /** Seconds a runtime's init may take before the load fails. */
   pluginInitTimeout: number;
+  /** How a step's processes are tracked and killed (docs/reliability.md). */
+  procTrack: ProcTrackMode;
   warnings: string[];
 }
 
@@ -35,11 +38,20 @@ const SCHEMA: ConfSchema = {
   NodeName: { type: "string" },
   KillWait: { type: "int", min: 0, max: 65535 },
   PluginInitTimeout: { type: "int", min: 1, max: 3600 },
+  ProcTrack: { type: "string" },
 };
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
 export function confDirFrom(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return option ?? env.JOBRT_CONF_DIR ?? "/etc/jobrt";
+}
+
+/**
+ * SpoolDir with Slurm's SlurmdSpoolDir patterns expanded: %n the node name, %h the host name, so
+ * several nodes that share one jobrt.conf (and file system) each get a SpoolDir of their own.
+ */
+export function spoolDirFor(spoolDir: string, nodeName: string): string {
+  return spoolDir.replace(/%([nh%])/g, (_, c: string) => (c === "n" ? nodeName : c === "h" ? (hostname().split(".")[0] ?? "localhost") : "%"));
 }
 
 /** SpoolDir when jobrt.conf does not set one: a system dir for root, a private one otherwise. */
@@ -74,6 +86,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     nodeName: hostname().split(".")[0] ?? "localhost",
     killWait: 10,
     pluginInitTimeout: 30,
+    procTrack: "auto",
     warnings: [],
   };
   if (!parsed) return config;
@@ -96,6 +109,11 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   }
   if (v.KillWait !== undefined) config.killWait = v.KillWait as number;
   if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout as number;
+  if (v.ProcTrack !== undefined) {
+    const mode = (v.ProcTrack as string).toLowerCase() as ProcTrackMode;
+    if (!PROCTRACK_MODES.includes(mode)) throw confError(parsed.where.ProcTrack!, "ProcTrack", `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`);
+    config.procTrack = mode;
+  }
   if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {
     throw confError(parsed.where.DefRuntimePlugin!, "DefRuntimePlugin", `${config.defRuntimePlugin} is not in RuntimePlugins (${config.runtimePlugins.join(",")})`);
   }
