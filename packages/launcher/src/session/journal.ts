@@ -75,6 +75,12 @@ function removeIfEmpty(dir: string): void {
   }
 }
 
+function removeIdleJournal(jobsDir: string): void {
+  if (listDir(jobsDir).some((name) => name !== "node")) return;
+  rmSync(join(jobsDir, "node"), { force: true });
+  removeIfEmpty(jobsDir);
+}
+
 /** Best effort: the counter only saves a scan. A fresh temp name each time, created exclusively. */
 function writeCounter(jobsDir: string, next: number): void {
   const tmp = join(jobsDir, `.next-jobid.${process.pid}.${Math.random().toString(36).slice(2)}`);
@@ -118,7 +124,8 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     jobId,
     stepId,
     dir,
-    name: `${jobId}.${entry}`,
+    // Job ids are unique per SpoolDir only; cgroups are per node: the host's pid makes it unique.
+    name: entry.startsWith("exec-") ? `${jobId}.${entry}` : `${jobId}.${entry}.${process.pid}`,
     write(record) {
       const tmp = join(dir, `.${RECORD_FILE}.${process.pid}`);
       writeExclusive(tmp, JSON.stringify({ host: hostInfo(), ...record }));
@@ -134,6 +141,9 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
       flush();
       rmSync(dir, { recursive: true, force: true });
       removeIfEmpty(jobDir);
+      // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
+      // journal (and its node marker) with it; `jobrt run` keeps its job id counter there.
+      if (entry.startsWith("exec-")) removeIdleJournal(jobsDir);
     },
   };
 }

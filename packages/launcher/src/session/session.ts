@@ -168,6 +168,7 @@ export class StepSession {
       jobId: first.jobId,
       stepId: first.stepId,
       proctrack: tracker.record.kind,
+      ...(tracker.record.path ? { cgroup: tracker.record.path } : {}),
       ...(tracker.record.fallback ? { proctrackFallback: tracker.record.fallback } : {}),
       components: components.map((c, i) => ({ component: i, runtime: c.record.runtime, ntasks: c.record.tasks.length, argv: c.record.argv })),
     });
