@@ -166,6 +166,19 @@ function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): Co
 
 const LINE_RE = /^\s*([A-Za-z0-9_.]+)\s*([+\-*/]?=)\s*/;
 
+/** The text of an `Include` target, relative to the including file; every problem is at the Include line. */
+function readIncluded(target: string, loc: ConfLocation, depth: number, read: (path: string) => string): { body: string; path: string } {
+  if (depth >= 8) throw confError(loc, "Include", "includes nest deeper than 8 levels");
+  if (/[*?[%]/.test(target)) throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
+  const path = isAbsolute(target) ? target : resolve(dirname(resolve(loc.file)), target);
+  try {
+    return { body: read(path), path };
+  } catch (error) {
+    // readConfText's own messages already start with the path.
+    throw confError(loc, "Include", isJobrtError(error) && error.code === "ERR_CONF" ? error.message : `cannot read ${path}: ${messageOf(error)}`);
+  }
+}
+
 /** Parses Slurm-syntax text against a schema. Every error names file:line:column and the key. */
 export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
   const canonical = new Map(Object.keys(options.schema).map((k) => [k.toLowerCase(), k]));
@@ -183,18 +196,6 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
     const what = `the configuration, with its Includes, is more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit`;
     if (at) throw confError(at, "Include", `${file}: ${what}`);
     throw new JobrtError("ERR_CONF", `${file}: ${what}`, { details: { file } });
-  };
-
-  const readIncluded = (target: string, loc: ConfLocation, depth: number): { body: string; path: string } => {
-    if (depth >= 8) throw confError(loc, "Include", "includes nest deeper than 8 levels");
-    if (/[*?[%]/.test(target)) throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
-    const path = isAbsolute(target) ? target : resolve(dirname(resolve(loc.file)), target);
-    try {
-      return { body: readInclude(path), path };
-    } catch (error) {
-      // readConfText's own messages already start with the path.
-      throw confError(loc, "Include", isJobrtError(error) && error.code === "ERR_CONF" ? error.message : `cannot read ${path}: ${messageOf(error)}`);
-    }
   };
 
   const assign = (rawLine: string, line: number, file: string): void => {
@@ -238,7 +239,7 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
       const include = /^\s*include\s+(.*?)\s*$/i.exec(rawLine);
       if (include && !/^\s*include\s*[+\-*/]?=/i.test(rawLine)) {
         const loc = { file, line, column: 1 };
-        const { body: included, path } = readIncluded(stripEscapes(include[1] as string), loc, depth);
+        const { body: included, path } = readIncluded(stripEscapes(include[1] as string), loc, depth, readInclude);
         account(included, path, loc);
         parseText(included, path, depth + 1);
       } else assign(rawLine, line, file);
