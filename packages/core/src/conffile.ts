@@ -4,7 +4,7 @@ import { JobrtError, messageOf } from "./errors.js";
 /**
  * The most a configuration file (and, in parseConf, a file together with everything it
  * Includes) may hold. Real jobrt.conf/oci.conf/shifter.conf files are a few KiB; the cap keeps a
- * mistaken `Include /dev/zero`-like target or a runaway generated file from eating memory.
+ * runaway generated file, or a large file included by mistake, from eating memory.
  */
 export const MAX_CONF_BYTES = 1024 * 1024;
 
