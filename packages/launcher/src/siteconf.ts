@@ -43,7 +43,8 @@ const SCHEMA: ConfSchema = {
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
 export function confDirFrom(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return option ?? env.JOBRT_CONF_DIR ?? "/etc/jobrt";
+  // An empty $JOBRT_CONF_DIR is unset, not "the current directory".
+  return option ?? (env.JOBRT_CONF_DIR || "/etc/jobrt");
 }
 
 /**
@@ -59,10 +60,15 @@ export function defaultSpoolDir(uid = process.getuid?.() ?? 0): string {
   return uid === 0 ? "/var/spool/jobrt" : join(tmpdir(), `jobrt-${uid}`);
 }
 
+/** Linux's PATH_MAX counts the terminating NUL; a longer path fails every system call later, far from its line. */
+const MAX_PATH_BYTES = 4095;
+
 function absolutePath(parsed: ParsedConf, key: string): string | undefined {
   const value = parsed.values[key] as string | undefined;
   if (value === undefined) return undefined;
   if (!isAbsolute(value)) throw confError(parsed.where[key]!, key, `${JSON.stringify(value)} must be an absolute path`);
+  const bytes = Buffer.byteLength(value);
+  if (bytes > MAX_PATH_BYTES) throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${MAX_PATH_BYTES}-byte limit`);
   return value;
 }
 
@@ -74,7 +80,10 @@ function runtimeName(parsed: ParsedConf, key: string, value: string): string {
   }
 }
 
-/** Reads `<confDir>/jobrt.conf`; a missing file means all embedded defaults. */
+/**
+ * Reads `<confDir>/jobrt.conf`; a missing file means all embedded defaults. A dangling symlink or
+ * anything but a regular file is an error (it is not "missing": someone meant a file there).
+ */
 export function loadSiteConfig(confDir: string): SiteConfig {
   const file = join(confDir, "jobrt.conf");
   const parsed = loadConfFile(file, SCHEMA);
