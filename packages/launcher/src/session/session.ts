@@ -118,7 +118,7 @@ export class StepSession {
   async #claimAndRun(plan: StepPlan): Promise<StepResult> {
     closeInheritedDescriptors();
     const { node } = this.#o;
-    const spool = plan.mode === "run" ? openSpool(node.spoolDir, node.nodeName) : this.#tryOpenSpool();
+    const spool = plan.mode === "run" ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true }) : this.#tryOpenSpool();
     if (spool) await collectOrphans(spool, this.#o.registry, node, { log: node.log });
     const journal = plan.mode === "run" ? claimRunStep(spool as Spool, plan.jobId) : this.#tryClaimExec(spool, plan.record);
     try {

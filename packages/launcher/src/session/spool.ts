@@ -84,10 +84,10 @@ function jobsDirFor(spoolDir: string, uid: number, create: boolean): string | un
 }
 
 /**
- * Opens SpoolDir for this user, creating what is missing. Returns undefined when this user has no
- * place in it (a root-owned SpoolDir that is not shared): records are then not kept.
+ * Opens SpoolDir for this user, creating what is missing. When this user has no place in it (a
+ * root-owned SpoolDir that is not shared) it throws if `required`, else returns undefined.
  */
-export function openSpool(spoolDir: string, node: string, options: { create: boolean } = { create: true }): Spool | undefined {
+export function openSpool(spoolDir: string, node: string, options: { create: boolean; required?: boolean } = { create: true }): Spool | undefined {
   const uid = myUid();
   try {
     if (options.create) makeDirs(spoolDir, uid === 0 ? 0o755 : 0o700);
@@ -100,7 +100,10 @@ export function openSpool(spoolDir: string, node: string, options: { create: boo
     }
     checkPath(real, uid);
     const jobsDir = jobsDirFor(real, uid, options.create);
-    if (!jobsDir) return undefined;
+    if (!jobsDir) {
+      if (options.required) throw spoolError(`${real} has no place for uid ${uid}'s records: it belongs to root and is not shared (make it 1777 like /tmp, or set a SpoolDir of the user's own)`);
+      return undefined;
+    }
     checkNodeMarker(jobsDir, node);
     return { spoolDir: real, jobsDir, uid };
   } catch (error) {
