@@ -219,6 +219,30 @@ describe("crash recovery", () => {
   });
 });
 
+describe("gc under the node name the step ran with", () => {
+  it("a SIGKILLed `jobrt exec` with SLURMD_NODENAME set: a plain `jobrt gc` still removes its container (%n in the id)", async () => {
+    const s = faultSite();
+    const bundle = busyboxBundle(join(s.dir, "bundle"));
+    const job = String(700_000 + Math.floor(Math.random() * 100_000));
+    const slurm = { SLURM_JOB_ID: job, SLURM_STEP_ID: "2", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "slurmnode-x" };
+    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", "600"], {
+      env: { ...process.env, ...s.env, ...slurm },
+      stdio: "ignore",
+    });
+    children.push(child);
+    const id = `jobrt.slurmnode-x.0.${job}.2.0`;
+    // runtime/oci's per-task bundles live in the site's SpoolDir.
+    await waitFor(() => runcContainers(s.dir).includes(id), "the container to run");
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(runcContainers(s.dir)).toEqual([id]);
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stdout).toBe(`gc: step ${job}.2: killed 1 task process group(s); cleaned up oci\n`);
+    await waitFor(() => runcContainers(s.dir).length === 0, "the container to be removed");
+    await expectNoLeaks(s);
+  });
+});
+
 describe("output and time", () => {
   it("a shared -o file that cannot be opened fails the step before any task starts; nothing is left", async () => {
     const s = faultSite();
@@ -264,7 +288,8 @@ describe("a reader that goes away", () => {
     expect(r.signal).toBe(null);
     expect(r.stdout).toMatch(/^[01]: x\n$/);
     expect(r.stderr).toBe("");
-    expect(runcContainers(bundle)).toEqual([]);
-    await expectNoLeaks(s, bundle);
+    // runtime/oci's per-task bundles live in the site's SpoolDir.
+    expect(runcContainers(s.dir)).toEqual([]);
+    await expectNoLeaks(s);
   });
 });
