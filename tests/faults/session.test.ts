@@ -281,13 +281,13 @@ describe("a reader that goes away", () => {
     const s = faultSite();
     const bundle = busyboxBundle(join(s.dir, "bundle"));
     // sh waits for every member of the pipeline: it returns once jobrt has ended.
-    const r = await runProgram(["sh", "-c", '"$@" | head -1', "sh", process.execPath, "--", jobrtBin, "run", "-n", "2", "-l", "--runtime", "oci", "--container", bundle, "sh", "-c", "while :; do echo x; done"], {
+    const r = await runProgram(["sh", "-c", '"$@" | head -1', "sh", process.execPath, "--", jobrtBin, "run", "--jobid", String(800_000 + Math.floor(Math.random() * 100_000)), "-n", "2", "-l", "--runtime", "oci", "--container", bundle, "sh", "-c", "while :; do echo x; done"], {
       env: { ...process.env, ...s.env },
       timeoutMs: 30_000,
     });
     expect(r.signal).toBe(null);
-    expect(r.stdout).toMatch(/^[01]: x\n$/);
     expect(r.stderr).toBe("");
+    expect(r.stdout).toMatch(/^[01]: x\n$/);
     // runtime/oci's per-task bundles live in the site's SpoolDir.
     expect(runcContainers(s.dir)).toEqual([]);
     await expectNoLeaks(s);
