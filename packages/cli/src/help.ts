@@ -8,13 +8,14 @@ Commands:
   runtimes  list the runtimes this node allows, with package, version and API status
   check     validate a run request (submit context) without starting anything
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
+  images    list or prune the node's container image cache (--container-image)
 
 Options:
   -h, --help     show help (also: jobrt <command> --help)
   --version      print jobrt's version
 
 Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
-shifter.conf); with no files, embedded defaults apply. See docs/cli.md.
+shifter.conf, images.conf); with no files, embedded defaults apply. See docs/cli.md.
 `;
 
 export const RUN_HELP = `Usage: jobrt run [options] command [args...] [: [options] command [args...] ...]
@@ -26,6 +27,9 @@ Component options:
   -n, --ntasks N            number of tasks (default 1)
       --runtime NAME        runtime plugin (default: DefRuntimePlugin, else oci); 'list' lists them
       --container VALUE     container for the runtime (oci: bundle path; shifter: image)
+      --container-image REF runtime oci: run from an image, pulled and unpacked once per node:
+                            docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],
+                            oci-archive:/FILE[:REF] (same as --container-opt image=REF)
       --container-volume V  volume/bind for the runtime (repeatable)
       --container-module M  runtime module (repeatable)
       --container-env N=V   environment variable set inside the container (repeatable)
@@ -60,7 +64,7 @@ The step and task come from Slurm's variables (SLURM_JOB_ID, SLURM_STEP_ID, SLUR
 The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site default.
 
 Options:
-      --runtime NAME, --container VALUE, --container-volume V, --container-module M,
+      --runtime NAME, --container VALUE, --container-image REF, --container-volume V, --container-module M,
       --container-env N=V, --container-workdir D, --container-entrypoint P,
       --container-clearenv, --container-opt K=V   as for jobrt run
   -v, --verbose             more detail (repeatable)
@@ -91,4 +95,15 @@ reboot) and cleans up after them: kills the task process groups it had started, 
 component's runtime cleanup (containers, spool directories) and removes the step record. A live
 step is never touched. Every 'jobrt run' does the same, quietly, before it starts.
 Exits 1 when a step could not be cleaned up (its record is kept for another try).
+`;
+
+export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--conf-dir DIR]
+       jobrt images prune [--all] [--conf-dir DIR]
+
+The node's image cache (runtime oci, --container-image; CacheDir in images.conf).
+  list     every cached image this user can see: store, digest, size, last use, reference,
+           and how many running steps use it (least recently used first)
+  prune    removes the images no running step uses, least recently used first, until the cache
+           fits CacheSize; with --all, every image no running step uses. As root: every store;
+           as a user: their own store.
 `;

@@ -19,6 +19,8 @@ import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, makeDir, removeEmptyDir, runFsOps } from "./fsops.js";
+import type { CachedImage } from "./image/cache.js";
+import { IMAGE_OPTION, fitImageToStep, imageArgs, imageOption, releaseImage, setupImage, validateImage } from "./image/request.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -80,6 +82,8 @@ interface StepState {
   /** The client asked for -vv or more: the supervisor narrates its commands. */
   verbose: boolean;
   timeouts: CommandTimeouts;
+  /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
+  image?: CachedImage;
 }
 
 // Per-step state lives here, never in module globals: one process may run many steps at once.
@@ -113,11 +117,16 @@ function requestError(message: string, key?: string): JobrtError {
 
 /** Checks the job's container options against what this runtime can do. */
 export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mount[] {
-  if (c.value === undefined || c.value === "") throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory)", "--container");
+  const image = imageOption(c);
+  if (image !== undefined && c.value !== undefined) throw requestError("give either --container BUNDLE or --container-image REF, not both", "--container-image");
+  if (image === undefined && (c.value === undefined || c.value === "")) {
+    throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory) or --container-image REF", "--container");
+  }
+  if (image !== undefined && conf?.ignoreFileConfigJson) throw requestError(`--container-image needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-image");
   if (c.modules.length > 0) throw requestError("--container-module is not supported by runtime oci (it is a Shifter option)", "--container-module");
   if (c.entrypoint !== undefined) throw requestError("--container-entrypoint is not supported by runtime oci: the task's command replaces process.args", "--container-entrypoint");
-  const opts = Object.keys(c.options);
-  if (opts.length > 0) throw requestError(`--container-opt ${opts[0]}=... is not an option of runtime oci (it has none)`, "--container-opt");
+  const opts = Object.keys(c.options).filter((k) => k !== IMAGE_OPTION);
+  if (opts.length > 0) throw requestError(`--container-opt ${opts[0]}=... is not an option of runtime oci (its only one is ${IMAGE_OPTION}=REF)`, "--container-opt");
   for (const e of c.env) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
   }
@@ -191,12 +200,16 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
   const c = step.container;
   if (!c) return;
   let st: StepState;
+  let image: CachedImage | undefined;
   try {
     checkRequest(c, undefined);
     const conf = resolveConf(node, step);
     const mounts = checkRequest(c, conf);
-    st = await stepState(node, step, conf, mounts, client, true);
+    const ref = imageOption(c);
+    if (ref !== undefined) image = await setupImage(node, step, ref);
+    st = await stepState(node, step, conf, mounts, client, true, image);
   } catch (error) {
+    if (image) await releaseImage(image, (m) => node.log("warn", `runtime oci: ${m}`));
     failedSetups.add(step);
     throw error;
   }
@@ -209,7 +222,7 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
  * fails on an unreadable bundle config.json; cleanup from a saved record (`jobrt gc` after the
  * host died) takes what it can get, since the bundle may have changed since the step started.
  */
-async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, strict: boolean): Promise<StepState> {
+async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, strict: boolean, image?: CachedImage): Promise<StepState> {
   const c = step.container as ContainerRequest;
   let timeouts: CommandTimeouts;
   try {
@@ -220,7 +233,8 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     timeouts = { ...COMMAND_TIMEOUTS };
   }
   const identity = identityFor(step);
-  const bundle = resolve(step.cwd, c.value as string);
+  // An image step's bundle is its cached image; cleanup from a saved record does not know it (and needs no config.json).
+  const bundle = image ? image.bundle : c.value !== undefined ? resolve(step.cwd, c.value) : "";
   const base: PatternValues = {
     jobId: step.jobId,
     stepId: printedStepId(step),
@@ -232,7 +246,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
   };
   let bundleConfig: BundleConfig | undefined;
   let rootfs = bundle;
-  if (!conf.ignoreFileConfigJson) {
+  if (!conf.ignoreFileConfigJson && bundle !== "") {
     const file = join(bundle, "config.json");
     // Read as the job user: a root host must not copy files the user cannot read (W8).
     const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
@@ -249,6 +263,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
         node.log("debug", `runtime oci: cleanup from the step record: ${messageOf(error)}; using the bundle as rootfs`);
       }
     }
+    if (bundleConfig && image) fitImageToStep(node, bundleConfig.config, step.uid);
     if (strict && bundleConfig && conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
       if (problem) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: ${problem}`, { details: { runtime: "runtime/oci", file } });
@@ -273,6 +288,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     ...(identity ? { identity } : {}),
     base,
     tasks: new Map(),
+    ...(image ? { image } : {}),
     verbose: (client?.verbose ?? 0) >= 2,
     timeouts,
   };
@@ -331,7 +347,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
       extraMounts: st.mounts,
       disableHooks: conf.disableHooks,
       env,
-      args: task.argv,
+      args: st.image ? imageArgs(st.bundleConfig.config, task.argv) : task.argv,
       ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
     });
     ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
@@ -474,7 +490,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
  */
 async function stateFromRecord(node: NodeConf, step: StepRecord): Promise<StepState | undefined> {
   const c = step.container;
-  if (!c || c.value === undefined || c.value === "") return undefined;
+  if (!c || ((c.value === undefined || c.value === "") && imageOption(c) === undefined)) return undefined;
   const conf = resolveConf(node, step);
   const st = await stepState(node, step, conf, [], undefined, false);
   if (!isDirectoryNoFollow(st.stepDir)) return undefined;
@@ -573,6 +589,7 @@ async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
   } catch (error) {
     warn(`cleanup: ${messageOf(error)}`);
   } finally {
+    if (st.image) await releaseImage(st.image, warn);
     states.delete(step);
   }
 }
@@ -597,6 +614,8 @@ async function validate(node: NodeConf, step: StepRecord): Promise<void> {
   if (!c) return;
   checkRequest(c, undefined);
   checkRequest(c, resolveConf(node, step));
+  const ref = imageOption(c);
+  if (ref !== undefined) await validateImage(node, step, ref);
 }
 
 /** The OCI runtime plugin (Slurm's runtime/oci, oci.conf-compatible). */
