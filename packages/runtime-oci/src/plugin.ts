@@ -20,7 +20,7 @@ import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamesp
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, makeDir, removeEmptyDir, runFsOps } from "./fsops.js";
 import type { CachedImage } from "./image/cache.js";
-import { IMAGE_OPTION, fitImageToStep, imageArgs, imageOption, releaseImage, setupImage, validateImage } from "./image/request.js";
+import { IMAGE_OPTION, fitImageToStep, imageArgs, imageOption, releaseStepImage, setupImage, validateImage } from "./image/request.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -209,7 +209,7 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     if (ref !== undefined) image = await setupImage(node, step, ref);
     st = await stepState(node, step, conf, mounts, client, true, image);
   } catch (error) {
-    if (image) await releaseImage(image, (m) => node.log("warn", `runtime oci: ${m}`));
+    if (image) await releaseStepImage(node, step, image);
     failedSetups.add(step);
     throw error;
   }
@@ -589,7 +589,8 @@ async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
   } catch (error) {
     warn(`cleanup: ${messageOf(error)}`);
   } finally {
-    if (st.image) await releaseImage(st.image, warn);
+    // From a saved record (jobrt gc) the image is not known, but the step's pin dir still goes.
+    if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, st.image);
     states.delete(step);
   }
 }

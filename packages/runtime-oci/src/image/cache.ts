@@ -4,7 +4,7 @@ import { type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
 import { makeDir } from "../fsops.js";
 import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
 import { type ImageReference, sourceName } from "./reference.js";
-import { imageError, resolveImage, tlsFlags } from "./resolve.js";
+import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
 import { type StoreEntry, listEntries, listStores, lockFile, markName, publicStore, userStore } from "./store.js";
 import { runTool } from "./tool.js";
@@ -32,6 +32,17 @@ function toolEnv(from: Record<string, string | undefined>, names: string[], home
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, USER: user, LANG: "C.UTF-8" };
   for (const n of names) if (from[n] !== undefined) env[n] = from[n] as string;
   return env;
+}
+
+/** skopeo's environment when it runs as the job user: their HOME, auth file and proxies, jobrt's own PATH. */
+export function userToolEnv(step: StepRecord): Record<string, string> {
+  return toolEnv(step.env, USER_VARIABLES, step.home, step.user);
+}
+
+/** Resolves the step's reference to a digest, as the job user. */
+export function resolveForStep(step: StepRecord, settings: ImageSettings, ref: ImageReference): Promise<ResolvedImage> {
+  const asUser = hostIsRoot() && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : {};
+  return resolveImage(ref, settings, { env: userToolEnv(step), ...asUser });
 }
 
 /** Runs the image helper as `as` (else as the host) under the image's lock. */
@@ -76,11 +87,9 @@ function storeFor(settings: ImageSettings, step: StepRecord, isPublic: boolean):
  * use for this step. Private images are pulled as the job user with their own credentials into
  * their own store; public ones, on a root host, anonymously into the shared store.
  */
-export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, pinned?: { digest: string; public: boolean }): Promise<CachedImage> {
+export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage): Promise<CachedImage> {
   const root = hostIsRoot();
-  const asUser = root && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : undefined;
-  const userEnv = toolEnv(step.env, USER_VARIABLES, step.home, step.user);
-  const resolved = pinned ?? (await resolveImage(ref, settings, { env: userEnv, ...(asUser ?? {}) }));
+  const userEnv = userToolEnv(step);
   const { store, owner } = storeFor(settings, step, resolved.public);
   const hex = resolved.digest.slice("sha256:".length);
   const mark = markName(step.jobId, step.stepId);

@@ -1,6 +1,6 @@
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { removeTree } from "../fsops.js";
+import { removeEmptyDir, removeTree } from "../fsops.js";
 import { prepareImageConfig } from "./image-config.js";
 import { type ImageMeta, inUseDir } from "./store.js";
 import { runTool, toolMessage } from "./tool.js";
@@ -52,6 +52,7 @@ export async function fetchImage(spec: FetchSpec): Promise<FetchResult> {
     return { cached: false, size: await pullAndUnpack(spec, entry) };
   } catch (error) {
     removeTree(markPath);
+    removeEmptyDir(inUseDir(spec.store, spec.hex));
     throw error;
   }
 }

@@ -1,7 +1,7 @@
-import { readdirSync, renameSync, mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { removeTree } from "../fsops.js";
+import { removeEmptyDir, removeTree } from "../fsops.js";
 import { type FetchSpec, fetchImage } from "./fetch.js";
 import { inUseDir, liveMarks } from "./store.js";
 
@@ -23,6 +23,7 @@ export async function handle(r: HelperRequest): Promise<HelperResponse> {
       return { ok: true, ...(await fetchImage(r.spec)) };
     case "release":
       removeTree(join(inUseDir(r.store, r.hex), r.mark));
+      removeEmptyDir(inUseDir(r.store, r.hex));
       return { ok: true };
     case "remove":
       return removeImage(r.store, r.hex);

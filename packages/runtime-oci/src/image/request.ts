@@ -1,9 +1,9 @@
 import { type ContainerRequest, JobrtError, type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
 import type { OciConfig } from "../bundle.js";
-import { type CachedImage, ensureImage, evictImages, releaseImage } from "./cache.js";
+import { type CachedImage, ensureImage, evictImages, releaseImage, resolveForStep } from "./cache.js";
 import { fitImageUser } from "./image-config.js";
 import { parseImageReference } from "./reference.js";
-import { resolveImage } from "./resolve.js";
+import { joinPin, leavePin, readPin, writePin } from "./pin.js";
 import { loadImageSettings } from "./settings.js";
 
 /** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
@@ -23,7 +23,20 @@ export function imageOption(c: ContainerRequest): string | undefined {
 export async function setupImage(node: NodeConf, step: StepRecord, text: string): Promise<CachedImage> {
   const ref = parseImageReference(text);
   const settings = loadImageSettings(node.confDir);
-  const image = await ensureImage(node, step, settings, ref);
+  const shared = joinPin(node, step);
+  let image: CachedImage;
+  try {
+    let pin = shared ? readPin(shared, ref.text) : undefined;
+    if (pin) node.log("verbose", `runtime oci: using the image digest pinned by another process of this step (${shared})`);
+    if (!pin) {
+      pin = { request: ref.text, ...(await resolveForStep(step, settings, ref)) };
+      if (shared) pin = writePin(shared, pin);
+    }
+    image = await ensureImage(node, step, settings, ref, pin);
+  } catch (error) {
+    leavePin(node, step);
+    throw error;
+  }
   if (!image.cached) {
     await evictImages(settings, image.bundle, (m) => node.log("verbose", `runtime oci: ${m}`)).catch((error: unknown) =>
       node.log("warn", `runtime oci: image cache eviction failed: ${messageOf(error)}`),
@@ -35,12 +48,14 @@ export async function setupImage(node: NodeConf, step: StepRecord, text: string)
 /** The submit-context check: the reference parses and names an image the user can pull. */
 export async function validateImage(node: NodeConf, step: StepRecord, text: string): Promise<void> {
   const ref = parseImageReference(text);
-  const settings = loadImageSettings(node.confDir);
-  const asUser = (process.getuid?.() ?? -1) === 0 && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : {};
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: step.home, USER: step.user };
-  for (const n of ["REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "DOCKER_CONFIG", "CONTAINERS_REGISTRIES_CONF"]) if (step.env[n] !== undefined) env[n] = step.env[n] as string;
-  const r = await resolveImage(ref, settings, { env, ...asUser });
+  const r = await resolveForStep(step, loadImageSettings(node.confDir), ref);
   node.log("info", `runtime oci: ${ref.text} is ${r.digest}${r.public ? " (public)" : ""}`);
+}
+
+/** Cleanup's image work: give back the image and this process's share of the step's pin. */
+export async function releaseStepImage(node: NodeConf, step: StepRecord, image: CachedImage | undefined): Promise<void> {
+  if (image) await releaseImage(image, (m) => node.log("warn", `runtime oci: ${m}`));
+  leavePin(node, step);
 }
 
 /** The task's process.args: the image's Entrypoint (kept in the cached config.json), then the task argv. */
@@ -55,5 +70,3 @@ export function fitImageToStep(node: NodeConf, config: OciConfig, uid: number): 
   const note = fitImageUser(config, uid);
   if (note) node.log("verbose", `runtime oci: ${note}`);
 }
-
-export { releaseImage };

@@ -40,7 +40,7 @@ export async function resolveImage(ref: ImageReference, settings: ImageSettings,
     isPublic = false;
     r = await inspect(false);
   }
-  if (r.code !== 0) throw imageError(ref, `cannot read the image manifest: skopeo inspect ${toolMessage(r)}`);
+  if (r.code !== 0) throw imageError(ref, `cannot read the image manifest: ${toolMessage(r)}`);
   let digest = `sha256:${createHash("sha256").update(r.stdout).digest("hex")}`;
   if (ref.transport === "docker" && ref.digest && ref.digest !== digest) {
     throw imageError(ref, `the registry returned a manifest whose digest is ${digest}, not ${ref.digest}`);

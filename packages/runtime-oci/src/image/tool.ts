@@ -73,6 +73,8 @@ export function toolMessage(r: ToolResult): string {
   let last = lines[lines.length - 1] ?? "";
   const msg = /msg="((?:[^"\\]|\\.)*)"/.exec(last);
   if (msg) last = (msg[1] as string).replace(/\\(.)/g, "$1");
+  // skopeo words every failure to reach an image as a parse error of its name; the cause follows.
+  last = last.replace(/^Error parsing image name "[^"]*": /, "");
   const how = r.signal ? `was killed by ${r.signal}` : `exited with status ${r.code}`;
   return last ? last : how;
 }
