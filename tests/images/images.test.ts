@@ -130,7 +130,8 @@ describe("jobrt run --container-image against a real registry", () => {
       const layer = (manifest.layers[0] as { digest: string }).digest.slice(7);
       const data = join(own.storage, "docker/registry/v2/blobs/sha256", layer.slice(0, 2), layer, "data");
       const bytes = readFileSync(data);
-      bytes[bytes.length >> 1] ^= 0xff;
+      const middle = bytes.length >> 1;
+      bytes[middle] = (bytes[middle] as number) ^ 0xff;
       writeFileSync(data, bytes);
       const { dir, cache } = site(own);
       const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${own.host}/busybox:c`, "true"]);
