@@ -3,7 +3,7 @@
  * and storage in a temp dir, and busybox images pushed to it with umoci and skopeo.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, cpSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { busyboxRootfs } from "./fixtures.js";
@@ -78,7 +78,7 @@ export async function startRegistry(users?: Record<string, string>): Promise<Reg
  * Builds a busybox OCI image (umoci) whose /etc/jobrt-image holds `marker`, with the given image
  * config, and pushes it as `name:tag`. Returns the manifest digest.
  */
-export function pushBusybox(reg: Registry, name: string, marker: string, o: { creds?: string; env?: string[]; entrypoint?: string[]; workdir?: string; extraFile?: { path: string; bytes: number } } = {}): string {
+export function pushBusybox(reg: Registry, name: string, marker: string, o: { creds?: string; env?: string[]; entrypoint?: string[]; workdir?: string; extraFile?: { path: string; bytes: number }; hostile?: boolean } = {}): string {
   const dir = tempDir("jobrt-image-");
   const layout = join(dir, "layout");
   const bundle = join(dir, "bundle");
@@ -88,6 +88,13 @@ export function pushBusybox(reg: Registry, name: string, marker: string, o: { cr
   cpSync(busyboxRootfs(), join(bundle, "rootfs"), { recursive: true, verbatimSymlinks: true });
   writeFileSync(join(bundle, "rootfs/etc/jobrt-image"), `${marker}\n`);
   if (o.extraFile) writeFileSync(join(bundle, "rootfs", o.extraFile.path), Buffer.alloc(o.extraFile.bytes, marker));
+  if (o.hostile) {
+    // What a careless or hostile image may hold: a set-uid-root program and a world-writable dir.
+    writeFileSync(join(bundle, "rootfs/etc/suid-root"), "#!/bin/sh\n", { mode: 0o4755 });
+    chmodSync(join(bundle, "rootfs/etc/suid-root"), 0o4755);
+    mkdirSync(join(bundle, "rootfs/etc/open"));
+    chmodSync(join(bundle, "rootfs/etc/open"), 0o777);
+  }
   chmodSync(join(bundle, "rootfs/tmp"), 0o1777);
   must(["umoci", "repack", "--image", `${layout}:img`, bundle], "umoci repack");
   const cfg = ["umoci", "config", "--image", `${layout}:img`];

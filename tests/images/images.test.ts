@@ -4,7 +4,7 @@
  * with skopeo. Each test has its own conf dir (cache, spool) and job ids.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -141,6 +141,32 @@ describe("jobrt run --container-image against a real registry", () => {
       expect(images(cache)).toEqual([]);
       expect(onlyBookkeeping(cache)).toEqual([]);
       expect(readdirSync(join(cache, "public/.tmp"))).toEqual([]);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("a shared (public) image cannot be changed by another user: set-id bits and group/other write bits are gone", async () => {
+    const own = await startRegistry();
+    try {
+      const d = pushBusybox(own, "busybox:hostile", "hostile", { hostile: true });
+      const { dir, cache } = site(own);
+      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", `docker://${own.host}/busybox:hostile`, "stat", "-c", "%a", "/etc/suid-root", "/etc/open"]);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe("755\n755\n");
+      const rootfs = join(cache, "public", d.slice(7), "rootfs");
+      const loose: string[] = [];
+      const walk = (p: string) => {
+        const st = lstatSync(p);
+        if (!st.isSymbolicLink() && (st.mode & 0o6022) !== 0) loose.push(`${p} ${(st.mode & 0o7777).toString(8)}`);
+        if (st.isDirectory()) for (const n of readdirSync(p)) walk(join(p, n));
+      };
+      walk(rootfs);
+      expect(loose).toEqual([]);
+      // nobody tries to plant a file for the next user of the image.
+      const plant = spawnSync(process.execPath, ["-e", `require("fs").writeFileSync(${JSON.stringify(join(rootfs, "etc/open/planted"))}, "x")`], { uid: 65534, gid: 65534, encoding: "utf8" });
+      expect(plant.status).not.toBe(0);
+      expect(plant.stderr).toMatch(/EACCES/);
     } finally {
       await own.stop();
     }

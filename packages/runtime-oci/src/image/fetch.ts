@@ -60,6 +60,8 @@ export async function fetchImage(spec: FetchSpec): Promise<FetchResult> {
 async function pullAndUnpack(spec: FetchSpec, entry: string): Promise<number> {
   const tmpRoot = join(spec.store, ".tmp");
   mkdirSync(tmpRoot, { recursive: true, mode: 0o700 });
+  // What a killed pull of this image left (no other pull of it runs: we hold its lock).
+  for (const n of readdirSync(tmpRoot)) if (n.startsWith(`${spec.hex}.`)) removeTree(join(tmpRoot, n));
   const tmp = join(tmpRoot, `${spec.hex}.${process.pid}.${Date.now().toString(36)}`);
   mkdirSync(tmp, { mode: 0o700 });
   try {
