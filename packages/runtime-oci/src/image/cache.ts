@@ -6,7 +6,7 @@ import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.
 import { type ImageReference, sourceName } from "./reference.js";
 import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
-import { type StoreEntry, listEntries, listStores, lockFile, markName, publicStore, userStore } from "./store.js";
+import { type StoreEntry, addMark, dropMark, listEntries, listStores, lockFile, markName, publicStore, useIfPresent, userStore } from "./store.js";
 import { runTool } from "./tool.js";
 
 /** An image a step uses: its unpacked bundle in the cache, and what the step must give back. */
@@ -111,6 +111,11 @@ export async function ensureImage(node: NodeConf, step: StepRecord, settings: Im
     },
   };
   node.log("verbose", `runtime oci: image ${ref.text} is ${resolved.digest}${resolved.public ? " (public)" : ""}; cache ${store}`);
+  if (!owner) {
+    // The host's own store: a cached image needs no helper process and no lock.
+    addMark(store, hex, mark, request.spec.public);
+    if (useIfPresent(store, hex)) return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, cached: true };
+  }
   const r = await helper(request, store, hex, owner, "wait", settings.pullTimeoutMs);
   if (r === "busy" || !r.ok) throw imageError(ref, r === "busy" ? "busy" : r.error);
   return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, ...(owner ? { owner } : {}), cached: r.cached === true };
@@ -118,6 +123,10 @@ export async function ensureImage(node: NodeConf, step: StepRecord, settings: Im
 
 /** Gives back a step's use of an image (its mark); never throws. */
 export async function releaseImage(image: Pick<CachedImage, "store" | "hex" | "mark" | "owner">, log: (m: string) => void): Promise<void> {
+  if (!image.owner) {
+    dropMark(image.store, image.hex, image.mark);
+    return;
+  }
   const r = await helper({ op: "release", store: image.store, hex: image.hex, mark: image.mark }, image.store, image.hex, image.owner, "wait", 30_000).catch((error: unknown) => ({ ok: false as const, error: messageOf(error) }));
   if (r !== "busy" && !r.ok) log(`cannot release image ${image.hex}: ${r.error}`);
 }

@@ -1,8 +1,8 @@
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { removeEmptyDir, removeTree } from "../fsops.js";
+import { removeTree } from "../fsops.js";
 import { prepareImageConfig } from "./image-config.js";
-import { type ImageMeta, inUseDir } from "./store.js";
+import { type ImageMeta, addMark, dropMark, useIfPresent } from "./store.js";
 import { runTool, toolMessage } from "./tool.js";
 
 /** What the image helper is asked to make sure of, as the store's owner and under `<hex>.lock`. */
@@ -38,21 +38,13 @@ class FetchError extends Error {}
  * failure removes what it made (and the mark), leaving the cache as it was.
  */
 export async function fetchImage(spec: FetchSpec): Promise<FetchResult> {
-  const entry = join(spec.store, spec.hex);
-  mkdirSync(inUseDir(spec.store, spec.hex), { recursive: true, mode: spec.public ? 0o755 : 0o700 });
-  const markPath = join(inUseDir(spec.store, spec.hex), spec.mark);
-  closeSync(openSync(markPath, "w", 0o644));
+  addMark(spec.store, spec.hex, spec.mark, spec.public);
   try {
-    const meta = join(entry, "image.json");
-    if (isFile(meta)) {
-      const now = new Date();
-      utimesSync(meta, now, now);
-      return { cached: true, size: (JSON.parse(readFileSync(meta, "utf8")) as ImageMeta).size };
-    }
-    return { cached: false, size: await pullAndUnpack(spec, entry) };
+    const meta = useIfPresent(spec.store, spec.hex);
+    if (meta) return { cached: true, size: meta.size };
+    return { cached: false, size: await pullAndUnpack(spec, join(spec.store, spec.hex)) };
   } catch (error) {
-    removeTree(markPath);
-    removeEmptyDir(inUseDir(spec.store, spec.hex));
+    dropMark(spec.store, spec.hex, spec.mark);
     throw error;
   }
 }

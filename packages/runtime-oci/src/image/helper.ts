@@ -1,9 +1,9 @@
 import { mkdirSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { removeEmptyDir, removeTree } from "../fsops.js";
+import { removeTree } from "../fsops.js";
 import { type FetchSpec, fetchImage } from "./fetch.js";
-import { inUseDir, liveMarks } from "./store.js";
+import { dropMark, inUseDir, liveMarks } from "./store.js";
 
 export type HelperRequest =
   | { op: "fetch"; spec: FetchSpec }
@@ -22,8 +22,7 @@ export async function handle(r: HelperRequest): Promise<HelperResponse> {
     case "fetch":
       return { ok: true, ...(await fetchImage(r.spec)) };
     case "release":
-      removeTree(join(inUseDir(r.store, r.hex), r.mark));
-      removeEmptyDir(inUseDir(r.store, r.hex));
+      dropMark(r.store, r.hex, r.mark);
       return { ok: true };
     case "remove":
       return removeImage(r.store, r.hex);
@@ -41,6 +40,13 @@ function removeImage(store: string, hex: string): HelperResponse {
     renameSync(join(store, hex), doomed);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  // A step may have marked the image (without the lock) after the first look and seen it before
+  // the rename: it keeps it. A step marking after this look finds it gone and pulls it again.
+  const late = liveMarks(store, hex);
+  if (late.length > 0) {
+    renameSync(doomed, join(store, hex));
+    return { ok: true, removed: false, inUse: late };
   }
   const left = [...removeTree(doomed), ...removeTree(inUseDir(store, hex))];
   if (left.length > 0) return { ok: false, error: `could not remove: ${left.join("; ")}` };

@@ -1,4 +1,4 @@
-import { lstatSync, readFileSync, readdirSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { procStat } from "../proc.js";
 
@@ -108,4 +108,50 @@ export function listEntries(store: string): StoreEntry[] {
     }
   }
   return entries;
+}
+
+/**
+ * Marks an image in use by a step. Marking needs no lock: a remover renames the image away and
+ * then looks for marks again, putting it back when one appeared (see helper.ts), so an image that
+ * a step saw after marking it stays. A release may remove the empty mark dir meanwhile: retried.
+ */
+export function addMark(store: string, hex: string, mark: string, shared: boolean): void {
+  const dir = inUseDir(store, hex);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: shared ? 0o755 : 0o700 });
+      closeSync(openSync(join(dir, mark), "w", 0o644));
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 5) throw error;
+    }
+  }
+}
+
+/** Removes a step's mark, and the mark dir once empty. Never throws. */
+export function dropMark(store: string, hex: string, mark: string): void {
+  const dir = inUseDir(store, hex);
+  try {
+    unlinkSync(join(dir, mark));
+  } catch {
+    // already gone
+  }
+  try {
+    rmdirSync(dir);
+  } catch {
+    // other marks, or gone
+  }
+}
+
+/** The image's metadata when it is complete in the store, with its last use set to now. */
+export function useIfPresent(store: string, hex: string): ImageMeta | undefined {
+  const file = join(store, hex, "image.json");
+  try {
+    if (!lstatSync(file).isFile()) return undefined;
+    const now = new Date();
+    utimesSync(file, now, now);
+    return JSON.parse(readFileSync(file, "utf8")) as ImageMeta;
+  } catch {
+    return undefined;
+  }
 }
