@@ -172,6 +172,22 @@ describe("jobrt run --container-image against a real registry", () => {
     }
   });
 
+  test("the shared rootfs is never changed by a step: a volume on a path the image lacks is refused, one under /tmp works", async () => {
+    const { dir, cache } = site(reg);
+    const ref = `docker://${reg.host}/busybox:1`;
+    const host = tempDir("jobrt-img-vol-");
+    writeFileSync(join(host, "data"), "from the host\n");
+    const refused = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${host}:/newdir`, "--container-image", ref, "true"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toContain("/newdir does not exist in the image");
+    const ok = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${host}:/tmp/in/here`, "--container-image", ref, "cat", "/tmp/in/here/data"]);
+    expect(ok.stdout).toBe("from the host\n");
+    const rootfs = join(cache, "public", digest1.slice(7), "rootfs");
+    expect(readdirSync(rootfs).sort()).toEqual(["bin", "dev", "etc", "home", "proc", "root", "sbin", "sys", "tmp", "usr", "var"]);
+    expect(readdirSync(join(rootfs, "tmp"))).toEqual([]);
+  });
+
   test("8 concurrent first pulls of one image: one pull, one unpack, 8 successful steps", async () => {
     const own = await startRegistry();
     try {
@@ -202,8 +218,8 @@ describe("jobrt run --container-image against a real registry", () => {
       chmodSync(shared, 0o777);
       const ref = `docker://${own.host}/busybox:mv`;
       // Task 0 waits until the tag has moved, then reads the image; task 1 reads it at once.
-      const step = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "-n", "2", "-l", "--container-volume", `${shared}:/share`, "--container-image", ref, "sh", "-c",
-        'if [ $SLURM_PROCID = 0 ]; then touch /share/started; while [ ! -e /share/moved ]; do sleep 0.05; done; fi; cat /etc/jobrt-image'], { timeoutMs: 60_000 });
+      const step = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "-n", "2", "-l", "--container-volume", `${shared}:/tmp/share`, "--container-image", ref, "sh", "-c",
+        'if [ $SLURM_PROCID = 0 ]; then touch /tmp/share/started; while [ ! -e /tmp/share/moved ]; do sleep 0.05; done; fi; cat /etc/jobrt-image'], { timeoutMs: 60_000 });
       for (let i = 0; !existsSync(join(shared, "started")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       pushBusybox(own, "busybox:mv", "after-move");
       writeFileSync(join(shared, "moved"), "");
@@ -229,7 +245,7 @@ describe("jobrt run --container-image against a real registry", () => {
       chmodSync(shared, 0o777);
       const slurm = (procid: number) => ({ ...process.env, SLURM_JOB_ID: job, SLURM_STEP_ID: "0", SLURM_PROCID: String(procid), SLURM_LOCALID: String(procid), SLURM_STEP_NUM_TASKS: "2" });
       // Task 0 holds the step open (and so its pin) until task 1 has run.
-      const t0 = jobrt(["exec", "--conf-dir", dir, "--container-volume", `${shared}:/share`, "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; touch /share/up; while [ ! -e /share/done ]; do sleep 0.05; done"], { env: slurm(0), timeoutMs: 60_000 });
+      const t0 = jobrt(["exec", "--conf-dir", dir, "--container-volume", `${shared}:/tmp/share`, "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; touch /tmp/share/up; while [ ! -e /tmp/share/done ]; do sleep 0.05; done"], { env: slurm(0), timeoutMs: 60_000 });
       for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       pushBusybox(own, "busybox:srun", "second");
       const t1 = await jobrt(["exec", "--conf-dir", dir, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: slurm(1) });
@@ -297,7 +313,7 @@ describe("jobrt run --container-image against a real registry", () => {
       // b is in use (a running step) while c is pulled: a (least recently used, idle) goes.
       const shared = tempDir("jobrt-img-share-");
       chmodSync(shared, 0o777);
-      const busy = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${shared}:/share`, "--container-image", `docker://${own.host}/busybox:b`, "sh", "-c", "touch /share/up; while [ ! -e /share/done ]; do sleep 0.05; done"]);
+      const busy = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${shared}:/tmp/share`, "--container-image", `docker://${own.host}/busybox:b`, "sh", "-c", "touch /tmp/share/up; while [ ! -e /tmp/share/done ]; do sleep 0.05; done"]);
       for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       expect((await run("c", "true")).code).toBe(0);
       expect(images(cache).sort()).toEqual([`public/${b.slice(7)}`, `public/${c.slice(7)}`].sort());

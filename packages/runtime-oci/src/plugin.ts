@@ -20,7 +20,17 @@ import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamesp
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, makeDir, removeEmptyDir, runFsOps } from "./fsops.js";
 import type { CachedImage } from "./image/cache.js";
-import { IMAGE_OPTION, fitImageToStep, imageArgs, imageOption, releaseStepImage, setupImage, validateImage } from "./image/request.js";
+import {
+  IMAGE_OPTION,
+  checkImageVolumes,
+  fitImageToStep,
+  imageArgs,
+  imageHasMountPoint,
+  imageOption,
+  releaseStepImage,
+  setupImage,
+  validateImage,
+} from "./image/request.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -208,6 +218,7 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     const ref = imageOption(c);
     if (ref !== undefined) image = await setupImage(node, step, ref);
     st = await stepState(node, step, conf, mounts, client, true, image);
+    if (image) checkImageVolumes(st.rootfs, st.mounts);
   } catch (error) {
     if (image) await releaseStepImage(node, step, image);
     failedSetups.add(step);
@@ -343,7 +354,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,
-      ...(conf.mountSpool ? { spoolMount: { source: st.stepDir, destination } } : {}),
+      ...(conf.mountSpool && spoolMountFits(node, st, destination) ? { spoolMount: { source: st.stepDir, destination } } : {}),
       extraMounts: st.mounts,
       disableHooks: conf.disableHooks,
       env,
@@ -401,6 +412,13 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   const prefix = subreaperPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined));
   if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
   return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env: runtimeEnv, cwd: step.cwd };
+}
+
+/** An image's shared rootfs takes the spool dir bind only where it has a mount point (imageHasMountPoint). */
+function spoolMountFits(node: NodeConf, st: StepState, destination: string): boolean {
+  if (!st.image || imageHasMountPoint(st.rootfs, destination)) return true;
+  node.log("verbose", `runtime oci: the image has no ${destination}: the spool dir is not mounted (set MountSpoolDir to a path under /tmp to have it)`);
+  return false;
 }
 
 /** Is `pid` still the host's own, running child (so it cannot be a recycled pid)? */

@@ -1,5 +1,7 @@
+import { lstatSync } from "node:fs";
+import { join } from "node:path";
 import { type ContainerRequest, JobrtError, type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
-import type { OciConfig } from "../bundle.js";
+import type { Mount, OciConfig } from "../bundle.js";
 import { type CachedImage, ensureImage, evictImages, releaseImage, resolveForStep } from "./cache.js";
 import { fitImageUser } from "./image-config.js";
 import { parseImageReference } from "./reference.js";
@@ -69,4 +71,41 @@ export function imageArgs(config: OciConfig, argv: string[]): string[] {
 export function fitImageToStep(node: NodeConf, config: OciConfig, uid: number): void {
   const note = fitImageUser(config, uid);
   if (note) node.log("verbose", `runtime oci: ${note}`);
+}
+
+/**
+ * Can a mount land at `destination` without changing the shared rootfs? runc creates a missing
+ * mount point inside the rootfs on the host (as root it would add it to the image every user
+ * shares; rootless it cannot), so the point must exist in the image, or lie under its /tmp, which
+ * is a private tmpfs in every container.
+ */
+export function imageHasMountPoint(rootfs: string, destination: string): boolean {
+  const parts = destination.split("/").filter((p) => p !== "" && p !== ".");
+  if (parts.includes("..")) return false;
+  if (parts[0] === "tmp" && parts.length > 1) return isRealDir(join(rootfs, "tmp"));
+  try {
+    return !lstatSync(join(rootfs, ...parts)).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function isRealDir(p: string): boolean {
+  try {
+    return lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** --container-volume targets of an image step must be mount points the image has (see above). */
+export function checkImageVolumes(rootfs: string, mounts: Mount[]): void {
+  for (const m of mounts) {
+    if (imageHasMountPoint(rootfs, m.destination)) continue;
+    throw new JobrtError(
+      "ERR_CONTAINER_REQUEST",
+      `--container-volume ${m.source}:${m.destination}: ${m.destination} does not exist in the image, whose root filesystem is shared and read-only; mount on a path the image has, or under /tmp`,
+      { details: { runtime: "runtime/oci", key: "--container-volume" } },
+    );
+  }
 }
