@@ -360,6 +360,13 @@ describe("jobrt run --container-image against a real registry", () => {
       const store = statSync(join(cache, "users/65534"));
       expect({ uid: store.uid, mode: store.mode & 0o777 }).toEqual({ uid: 65534, mode: 0o700 });
       expect(statSync(join(cache, `users/65534/${d.slice(7)}/rootfs/bin/busybox`)).uid).toBe(65534);
+      // nobody swaps their image.json for a FIFO: root's listing (and eviction) must not hang on it.
+      const meta = join(cache, `users/65534/${d.slice(7)}/image.json`);
+      expect(spawnSync("sh", ["-c", `rm ${meta} && mkfifo ${meta} && chown 65534:65534 ${meta}`]).status).toBe(0);
+      const list = await jobrt(["images", "list", "--conf-dir", dir], { timeoutMs: 20_000 });
+      expect(list.signal).toBeNull();
+      expect(list.code).toBe(0);
+      expect(list.stdout).toContain("0 images");
       // Root's job without credentials cannot use nobody's private copy: it asks the registry, and is refused.
       const rootJob = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "true"], { env: { ...process.env, REGISTRY_AUTH_FILE: join(userDir, "none.json") } });
       expect(rootJob.code).toBe(1);

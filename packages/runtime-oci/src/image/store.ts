@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync, utimesSync } from "node:fs";
+import { closeSync, constants, fstatSync, futimesSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { procStat } from "../proc.js";
 
@@ -98,11 +98,8 @@ export function listEntries(store: string): StoreEntry[] {
     if (!HEX_RE.test(hex)) continue;
     const dir = join(store, hex);
     try {
-      const file = join(dir, "image.json");
-      const st = lstatSync(file);
-      if (!st.isFile()) continue;
-      const meta = JSON.parse(readFileSync(file, "utf8")) as ImageMeta;
-      entries.push({ store, hex, dir, meta, lastUsed: st.mtimeMs, users: liveMarks(store, hex) });
+      const { text, mtimeMs } = readMeta(join(dir, "image.json"), false);
+      entries.push({ store, hex, dir, meta: JSON.parse(text) as ImageMeta, lastUsed: mtimeMs, users: liveMarks(store, hex) });
     } catch {
       // half-removed or foreign: not an image
     }
@@ -145,13 +142,29 @@ export function dropMark(store: string, hex: string, mark: string): void {
 
 /** The image's metadata when it is complete in the store, with its last use set to now. */
 export function useIfPresent(store: string, hex: string): ImageMeta | undefined {
-  const file = join(store, hex, "image.json");
   try {
-    if (!lstatSync(file).isFile()) return undefined;
-    const now = new Date();
-    utimesSync(file, now, now);
-    return JSON.parse(readFileSync(file, "utf8")) as ImageMeta;
+    return JSON.parse(readMeta(join(store, hex, "image.json"), true).text) as ImageMeta;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Reads an image.json that its store's owner could have replaced (root lists and evicts every
+ * user's store): never through a symlink, never blocking on a FIFO, only a small regular file.
+ */
+function readMeta(file: string, touch: boolean): { text: string; mtimeMs: number } {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > 1 << 20) throw new Error(`${file} is not a small regular file`);
+    const text = readFileSync(fd, "utf8");
+    if (touch) {
+      const now = new Date();
+      futimesSync(fd, now, now);
+    }
+    return { text, mtimeMs: touch ? Date.now() : st.mtimeMs };
+  } finally {
+    closeSync(fd);
   }
 }
