@@ -3,7 +3,7 @@
  * 127.0.0.1 (its own port, config and storage; stopped by pid), images built with umoci and pushed
  * with skopeo. Each test has its own conf dir (cache, spool) and job ids.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -186,6 +186,31 @@ describe("jobrt run --container-image against a real registry", () => {
     const rootfs = join(cache, "public", digest1.slice(7), "rootfs");
     expect(readdirSync(rootfs).sort()).toEqual(["bin", "dev", "etc", "home", "proc", "root", "sbin", "sys", "tmp", "usr", "var"]);
     expect(readdirSync(join(rootfs, "tmp"))).toEqual([]);
+  });
+
+  test("jobrt SIGKILLed during an image step: gc tears its container down and removes its pin; its dead mark does not keep the image", async () => {
+    const { dir, cache } = site(reg);
+    const spool = join(dir, "spool");
+    const job = jobId();
+    const shared = tempDir("jobrt-img-share-");
+    chmodSync(shared, 0o777);
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", dir, "--jobid", job, "--container-volume", `${shared}:/tmp/share`, "--container-image", `docker://${reg.host}/busybox:1`, "sh", "-c", "touch /tmp/share/up; exec sleep 60"], { stdio: "ignore" });
+    for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(join(shared, "up"))).toBe(true);
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await exited;
+    const hex = digest1.slice(7);
+    expect(readdirSync(join(cache, `public/${hex}.inuse`))).toHaveLength(1);
+    expect(readdirSync(spool).filter((n) => n.startsWith("oci-image-"))).toEqual([`oci-image-${job}.0`]);
+    const gc = await jobrt(["gc", "--conf-dir", dir]);
+    expect(gc.code).toBe(0);
+    expect(spawnSync("runc", ["--root", "/run/runc", "list", "-q"], { encoding: "utf8" }).stdout.split("\n").filter((c) => c.includes(`.${job}.`))).toEqual([]);
+    expect(readdirSync(spool).filter((n) => n.startsWith("oci-image-") || n.startsWith("oci-job"))).toEqual([]);
+    // The mark of the dead jobrt is stale (its pid is gone): prune takes the image.
+    const prune = await jobrt(["images", "prune", "--all", "--conf-dir", dir]);
+    expect(prune.stdout).toContain(`removed docker://${reg.host}/busybox:1`);
+    expect(images(cache)).toEqual([]);
   });
 
   test("8 concurrent first pulls of one image: one pull, one unpack, 8 successful steps", async () => {
