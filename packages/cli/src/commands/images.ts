@@ -1,5 +1,5 @@
 import { confDirFrom } from "@jobrt/launcher";
-import { evictImages, listImages, loadImageSettings, removeImage } from "@jobrt/runtime-oci";
+import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } from "@jobrt/runtime-oci";
 import { usage } from "../args.js";
 import { IMAGES_HELP } from "../help.js";
 import { say } from "../host.js";
@@ -62,7 +62,7 @@ export async function imagesCommand(args: string[]): Promise<number> {
     await evictImages(settings, undefined, (m) => process.stdout.write(`${m}\n`));
     return 0;
   }
-  for (const e of listImages(settings)) {
+  for (const e of listImages(settings).filter(mayRemove)) {
     const result = await removeImage(e);
     if (result === "removed") process.stdout.write(`removed ${e.meta.reference} (${e.meta.digest}) from ${e.store}\n`);
     else if (result === "in use") process.stdout.write(`kept ${e.meta.reference} (${e.meta.digest}): in use\n`);

@@ -138,6 +138,11 @@ export function listImages(settings: ImageSettings): StoreEntry[] {
     .sort((a, b) => a.lastUsed - b.lastUsed);
 }
 
+/** Root may remove from every store (as its owner); a user only from their own. */
+export function mayRemove(entry: Pick<StoreEntry, "store">): boolean {
+  return hostIsRoot() || lstatSync(entry.store).uid === process.getuid?.();
+}
+
 /** Removes one image as its store's owner, unless in use or being pulled. */
 export async function removeImage(entry: StoreEntry): Promise<"removed" | "in use" | string> {
   let owner: { uid: number; gid: number } | undefined;
@@ -158,7 +163,7 @@ export async function evictImages(settings: ImageSettings, keep: string | undefi
   let total = entries.reduce((n, e) => n + e.meta.size, 0);
   for (const e of entries) {
     if (total <= settings.cacheSize) return;
-    if (e.dir === keep || e.users.length > 0) continue;
+    if (e.dir === keep || e.users.length > 0 || !mayRemove(e)) continue;
     const result = await removeImage(e).catch((error: unknown) => messageOf(error));
     if (result === "removed") {
       total -= e.meta.size;
