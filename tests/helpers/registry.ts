@@ -35,8 +35,8 @@ function must(argv: string[], what: string): string {
   return r.stdout;
 }
 
-/** Starts docker-registry; with `users`, it wants HTTP basic auth (an htpasswd file, bcrypt). */
-export async function startRegistry(users?: Record<string, string>): Promise<Registry> {
+/** Starts docker-registry on `address`; with `users`, it wants HTTP basic auth (an htpasswd file, bcrypt). */
+export async function startRegistry(users?: Record<string, string>, address = "127.0.0.1"): Promise<Registry> {
   const dir = tempDir("jobrt-registry-");
   const storage = join(dir, "storage");
   const port = await freePort();
@@ -47,12 +47,12 @@ export async function startRegistry(users?: Record<string, string>): Promise<Reg
     auth = `auth:\n  htpasswd:\n    realm: jobrt-test\n    path: ${file}\n`;
   }
   const config = join(dir, "config.yml");
-  writeFileSync(config, `version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: ${storage}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:${port}\n${auth}`);
+  writeFileSync(config, `version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: ${storage}\n  delete:\n    enabled: true\nhttp:\n  addr: ${address}:${port}\n${auth}`);
   const logFile = join(dir, "registry.log");
   const { openSync } = await import("node:fs");
   const out = openSync(logFile, "a");
   const child: ChildProcess = spawn("docker-registry", ["serve", config], { stdio: ["ignore", out, out] });
-  const host = `127.0.0.1:${port}`;
+  const host = `${address}:${port}`;
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://${host}/v2/`).then((r) => r.status === 200 || r.status === 401, () => false);
     if (ok) break;
