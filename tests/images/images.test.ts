@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -87,6 +88,8 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toContain(`public\t${digest1}`);
     expect(list.stdout).toContain(`idle\t${ref}`);
+    const json = JSON.parse((await jobrt(["images", "list", "--json", "--conf-dir", dir])).stdout) as { digest: string; reference: string; inUse: number }[];
+    expect(json.map((e) => [e.digest, e.reference, e.inUse])).toEqual([[digest1, ref, 0]]);
   });
 
   test("a digest reference runs that image; a wrong digest, an unknown image and a malformed reference fail with one line and leave nothing", async () => {
@@ -120,6 +123,26 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toMatch(/connection refused/);
     expect(cacheContents(cache)).toEqual([]);
+  });
+
+  test("a registry that accepts connections and never answers: PullTimeout ends the wait with one line, nothing left", async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const host = `127.0.0.1:${(silent.address() as { port: number }).port}`;
+    try {
+      const { dir, cache } = site(undefined);
+      writeFileSync(join(dir, "images.conf"), `CacheDir=${cache}\nInsecureRegistries=${host}\nPullTimeout=3\n`);
+      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${host}/busybox:1`, "true"], { timeoutMs: 60_000 });
+      expect(r.signal).toBeNull();
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain("timed out");
+      expect(cacheContents(cache)).toEqual([]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
   });
 
   test("a corrupt layer in the registry is refused (digest mismatch) and leaves no image and no partial pull", async () => {

@@ -33,13 +33,14 @@ export function tlsFlags(ref: ImageReference, settings: ImageSettings, flag: str
  */
 export async function resolveImage(ref: ImageReference, settings: ImageSettings, run: Omit<ToolOptions, "timeoutMs">): Promise<ResolvedImage> {
   const inspect = (noCreds: boolean) =>
-    runTool(["skopeo", "inspect", "--raw", ...tlsFlags(ref, settings, "--tls-verify"), ...(noCreds ? ["--no-creds"] : []), sourceName(ref)], { ...run, timeoutMs: 120_000 });
+    runTool(["skopeo", "inspect", "--raw", ...tlsFlags(ref, settings, "--tls-verify"), ...(noCreds ? ["--no-creds"] : []), sourceName(ref)], { ...run, timeoutMs: settings.pullTimeoutMs });
   let isPublic = true;
   let r = await inspect(ref.transport === "docker");
-  if (r.code !== 0 && ref.transport === "docker" && !/connection refused|no such host|dial tcp|timeout/i.test(r.stderr)) {
+  if (r.code !== 0 && ref.transport === "docker" && !r.timedOut && !/connection refused|no such host|dial tcp|timeout/i.test(r.stderr)) {
     isPublic = false;
     r = await inspect(false);
   }
+  if (r.timedOut) throw imageError(ref, `cannot read the image manifest: the registry did not answer within ${settings.pullTimeoutMs / 1000} s (PullTimeout in images.conf); skopeo inspect timed out and was killed`);
   if (r.code !== 0) throw imageError(ref, `cannot read the image manifest: ${toolMessage(r)}`);
   let digest = `sha256:${createHash("sha256").update(r.stdout).digest("hex")}`;
   if (ref.transport === "docker" && ref.digest && ref.digest !== digest) {
