@@ -11,7 +11,7 @@ import { compare, fmt, jobrtBin, ratio, repoRoot, rss, table, timeOnce } from ".
 
 export const name = "images";
 export const description =
-  "jobrt run --container-image docker://127.0.0.1:PORT/busybox:1 /bin/true (embedded runc default, as root): first pull (empty cache) and cached start, against `skopeo copy` + `umoci unpack --rootless` by hand into a fresh dir, and against `runc run` of a prepared busybox bundle";
+  "jobrt run --container-image docker://127.0.0.1:PORT/busybox:1 /bin/true (embedded runc default, as root): first pull (empty cache) and cached start, against `skopeo copy` + `umoci unpack --rootless` by hand into a fresh dir, and against `runc run` and `jobrt run --container` of a prepared busybox bundle";
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -67,7 +67,9 @@ export async function run({ quick, env }) {
   try {
     pushBusybox(work, reg.host);
     const ref = `docker://${reg.host}/busybox:1`;
-    const jobrt = (conf) => timeOnce([process.execPath, "--", jobrtBin, "run", "--container-image", ref, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } });
+    // Own job ids: runc's container ids (node.uid.job.step.task) are machine-wide.
+    let job = 800000 + (process.pid % 1000) * 100;
+    const jobrt = (conf) => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "--container-image", ref, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } });
     const byHand = join(work, "by-hand.sh");
     writeFileSync(
       byHand,
@@ -82,6 +84,8 @@ export async function run({ quick, env }) {
     let n = 0;
     const runcRun = () => timeOnce(["runc", "run", "-b", bundle, `bench-images-${process.pid}-${n++}`], { env });
     const prepared = await compare(() => jobrt(cachedConf), runcRun, { runs, warmup: 1 });
+    const jobrtBundle = () => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "--container", bundle, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: cachedConf } });
+    const sameHost = await compare(() => jobrt(cachedConf), jobrtBundle, { runs, warmup: 1 });
     const row = (what, r, base) => [what, fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`, base, fmt(r.b.median), ratio(r.a.median, r.b.median), rss(r.a.rssKiB)];
     return table(
       ["jobrt run --container-image", "median ms", "min-max", "baseline", "baseline median ms", "ratio", "jobrt peak RSS"],
@@ -89,6 +93,7 @@ export async function run({ quick, env }) {
         row("first pull + unpack + run (empty cache)", first, "skopeo copy + umoci unpack"),
         row("cached start", cached, "skopeo copy + umoci unpack"),
         row("cached start", prepared, "runc run of a prepared bundle"),
+        row("cached start", sameHost, "jobrt run --container <prepared bundle>"),
       ],
     );
   } finally {
