@@ -20,4 +20,4 @@ export {
 export { parseTimeLimit } from "./time.js";
 export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
 export { bootId, isSameProcess, processStartTime } from "./proc.js";
-export { type CollectResult, type OrphanStep, type StepFile, collectOrphan, findOrphanSteps, recordTaskPid, writeStepFile } from "./steprecord.js";
+export { type CollectResult, type OrphanFilter, type OrphanStep, type StepFile, collectOrphan, findOrphanSteps, recordTaskPid, writeStepFile } from "./steprecord.js";

@@ -1,8 +1,9 @@
-import { appendFileSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, readdirSync, renameSync, rmSync, rmdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
 import { messageOf } from "@jobrt/core";
 import { bootId, isSameProcess, processStartTime } from "./proc.js";
+import { directoryOwner, killableBy, mayCollect, readRecordFile } from "./recordowner.js";
 
 /**
  * What a live step leaves in SpoolDir/jobs/<J>/step-<S>/ so that `jobrt gc` can clean up after a
@@ -59,11 +60,18 @@ export interface OrphanStep {
   jobId: number;
   stepId: number;
   file?: StepFile;
+  /** Set when the record is another user's (root collecting a job user's record): that uid. */
+  owner?: number;
+}
+
+/** Which orphans findOrphanSteps lists: `jobId`, only that job's steps (`jobrt gc --job`). */
+export interface OrphanFilter {
+  jobId?: number;
 }
 
 function readStepFile(dir: string): StepFile | undefined {
   try {
-    return JSON.parse(readFileSync(join(dir, STEP_FILE), "utf8")) as StepFile;
+    return JSON.parse(readRecordFile(join(dir, STEP_FILE))) as StepFile;
   } catch {
     return undefined;
   }
@@ -74,31 +82,26 @@ function hostOf(dir: string): { pid: number; start?: string; boot?: string } | u
   if (file) return file.host;
   try {
     // A step that died before its step file was written has only the claim's host.json.
-    return JSON.parse(readFileSync(join(dir, "host.json"), "utf8")) as { pid: number; start?: string; boot?: string };
+    return JSON.parse(readRecordFile(join(dir, "host.json"))) as { pid: number; start?: string; boot?: string };
   } catch {
     return undefined;
   }
 }
 
-function ownedByMe(path: string): boolean {
-  try {
-    return statSync(path).uid === (process.getuid?.() ?? 0);
-  } catch {
-    return false;
-  }
-}
-
 /** Steps in SpoolDir whose host process is gone. A live step is never listed. */
-export function findOrphanSteps(spoolDir: string): OrphanStep[] {
+export function findOrphanSteps(spoolDir: string, filter: OrphanFilter = {}): OrphanStep[] {
   const jobsDir = join(spoolDir, "jobs");
   const orphans: OrphanStep[] = [];
+  const me = process.getuid?.() ?? 0;
   let jobs: string[];
   try {
-    jobs = readdirSync(jobsDir).filter((j) => /^\d+$/.test(j));
+    jobs = readdirSync(jobsDir).filter((j) => /^\d+$/.test(j) && (filter.jobId === undefined || j === String(filter.jobId)));
   } catch {
     return orphans;
   }
   for (const job of jobs) {
+    // A job directory that is a symlink is not one jobrt made: its records may be anywhere.
+    if (directoryOwner(join(jobsDir, job)) === undefined) continue;
     let steps: string[];
     try {
       // step-<S>: a `jobrt run` step; exec-<S>.<T>.<pid>: one `jobrt exec` task of a Slurm step.
@@ -108,15 +111,16 @@ export function findOrphanSteps(spoolDir: string): OrphanStep[] {
     }
     for (const step of steps) {
       const dir = join(jobsDir, job, step);
-      // Only records this user wrote: gc acts on them (kills, runtime cleanup) with its own rights.
-      if (!ownedByMe(dir)) continue;
+      const owner = directoryOwner(dir);
+      const file = readStepFile(dir);
+      // gc acts (kills, runtime cleanup) with its own rights: see mayCollect for whose records.
+      if (owner === undefined || !mayCollect(owner, file?.components, me)) continue;
       const host = hostOf(dir);
       // A claim being written right now has no host file yet: leave it alone.
       if (!host) continue;
       if (isSameProcess(host.pid, host.start, host.boot ?? "")) continue;
-      const file = readStepFile(dir);
       const stepId = Number(/^(?:step|exec)-(\d+)/.exec(step)?.[1]);
-      orphans.push({ dir, jobId: Number(job), stepId, ...(file ? { file } : {}) });
+      orphans.push({ dir, jobId: Number(job), stepId, ...(file ? { file } : {}), ...(owner !== me ? { owner } : {}) });
     }
   }
   return orphans;
@@ -146,14 +150,14 @@ export async function collectOrphan(orphan: OrphanStep, registry: RuntimeRegistr
   const boot = orphan.file?.host.boot ?? "";
   let pids: string[] = [];
   try {
-    pids = readFileSync(join(claimed, PIDS_FILE), "utf8").split("\n").filter(Boolean);
+    pids = readRecordFile(join(claimed, PIDS_FILE)).split("\n").filter(Boolean);
   } catch {
     // no task had started
   }
   for (const line of pids) {
     const [pidText, start] = line.split(" ");
     const pid = Number(pidText);
-    if (!Number.isInteger(pid) || pid <= 1 || !isSameProcess(pid, start, boot)) continue;
+    if (!Number.isInteger(pid) || pid <= 1 || !isSameProcess(pid, start, boot) || !killableBy(pid, orphan.owner)) continue;
     try {
       process.kill(-pid, "SIGKILL");
       result.killed++;

@@ -1,6 +1,6 @@
-import { collectOrphan, findOrphanSteps } from "@jobrt/launcher";
+import { type OrphanFilter, collectOrphan, findOrphanSteps } from "@jobrt/launcher";
 import { JobrtError } from "@jobrt/core";
-import { flag, one, parseCommandLine } from "../args.js";
+import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { GC_HELP } from "../help.js";
 import { type Host, createHost, say } from "../host.js";
 
@@ -8,9 +8,9 @@ import { type Host, createHost, say } from "../host.js";
  * Cleans up the steps whose jobrt died (SIGKILL, OOM, power loss) and returns how many could not
  * be cleaned. Live steps are never touched.
  */
-export async function collectGarbage(host: Host, quiet: boolean): Promise<number> {
+export async function collectGarbage(host: Host, quiet: boolean, filter: OrphanFilter = {}): Promise<number> {
   let failed = 0;
-  for (const orphan of findOrphanSteps(host.node.spoolDir)) {
+  for (const orphan of findOrphanSteps(host.node.spoolDir, filter)) {
     const result = await collectOrphan(orphan, host.registry, host.node);
     if (!result) continue;
     const what = `step ${orphan.jobId}.${orphan.stepId}`;
@@ -27,15 +27,18 @@ export async function collectGarbage(host: Host, quiet: boolean): Promise<number
 }
 
 export async function gcCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "gc" });
+  const parsed = parseCommandLine(args, { allowed: new Set(["job", "verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "gc" });
   if (flag(parsed.step, "help")) {
     process.stdout.write(GC_HELP);
     return 0;
   }
   if (parsed.components[0]!.argv.length > 0) throw new JobrtError("ERR_USAGE", `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}`);
+  // The Slurm Epilog collects what the ending job left (docs/slurm.md); same bound as run's --jobid.
+  const jobText = one(parsed.step, "job");
+  const filter: OrphanFilter = jobText === undefined ? {} : { jobId: positiveInt(jobText, "job", 4_294_967_000) };
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
-    return (await collectGarbage(host, false)) > 0 ? 1 : 0;
+    return (await collectGarbage(host, false, filter)) > 0 ? 1 : 0;
   } finally {
     await host.registry.fini();
   }
