@@ -37,17 +37,22 @@ export function unlockCluster(): void {
   lockHolder = undefined;
 }
 
-export async function startCluster(nodes = 2): Promise<void> {
+/** `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's wrapper). */
+export async function startCluster(nodes = 2, jobrt?: string): Promise<void> {
   await lockCluster();
-  const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir], { timeoutMs: 280_000 });
+  const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
+  const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, ...epilog], { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
 }
 
-/** Stops the cluster and releases the lock (also when stopping fails). */
+/**
+ * Stops the cluster and releases the lock (also when stopping fails). Exit 3 means there was no
+ * cluster to stop: a start that failed has already removed what it made.
+ */
 export async function stopCluster(): Promise<void> {
   try {
     const r = await runProgram(["sh", script, "stop", "--dir", slurmDir], { timeoutMs: 120_000 });
-    if (r.code !== 0) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+    if (r.code !== 0 && r.code !== 3) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
   } finally {
     unlockCluster();
   }
