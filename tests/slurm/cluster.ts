@@ -111,11 +111,11 @@ export interface JobrtSite {
 /**
  * A jobrt installation on every node. On a real cluster each node has its own /etc/jobrt and a
  * SpoolDir on local disk; the test nodes share this machine's filesystem, so the wrapper picks
- * the conf dir of the node it runs on (SLURMD_NODENAME), each naming its own SpoolDir. KillWait 2
- * stays below slurm.conf's KillWait (10), so jobrt's own kill-and-cleanup finishes before Slurm's
- * SIGKILL.
+ * the conf dir of the node it runs on (SLURMD_NODENAME), each naming its own SpoolDir. KillWait
+ * (default 2) stays below slurm.conf's KillWait (10), so jobrt's own kill-and-cleanup finishes
+ * before Slurm's SIGKILL.
  */
-export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
+export function jobrtSite(nodes = ["nodea", "nodeb"], killWait = 2): JobrtSite {
   if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
   const root = tempDir("jobrt-slurm-site-");
   const binDir = join(root, "bin");
@@ -131,7 +131,7 @@ export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
     mkdirSync(join(root, "etc", node), { mode: 0o755 });
     mkdirSync(join(spoolRoot, node));
     chmodSync(join(spoolRoot, node), 0o1777);
-    writeFileSync(join(root, "etc", node, "jobrt.conf"), `SpoolDir=${join(spoolRoot, node)}\nKillWait=2\n`);
+    writeFileSync(join(root, "etc", node, "jobrt.conf"), `SpoolDir=${join(spoolRoot, node)}\nKillWait=${killWait}\n`);
   }
   const wrapper = join(binDir, "jobrt");
   writeFileSync(

@@ -37,6 +37,8 @@ export async function gcCommand(args: string[]): Promise<number> {
   const jobText = one(parsed.step, "job");
   const filter: OrphanFilter = jobText === undefined ? {} : { jobId: positiveInt(jobText, "job", 4_294_967_000) };
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
+  // In a Slurm Epilog: the node name the job's `jobrt exec` used (it is part of oci's container ids).
+  if (process.env.SLURMD_NODENAME) host.node.nodeName = process.env.SLURMD_NODENAME;
   try {
     return (await collectGarbage(host, false, filter)) > 0 ? 1 : 0;
   } finally {
