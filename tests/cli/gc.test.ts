@@ -258,7 +258,7 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     const s = sharedSite();
     const fifo = plantRecord(s.spool, 6363, 65534, 65534, "");
     rmSync(join(fifo, "step.json"));
-    execFileSync("mkfifo", [join(fifo, "step.json")]);
+    execFileSync("sh", ["-c", 'mkfifo "$1"', "sh", join(fifo, "step.json")]);
     const link = plantRecord(s.spool, 6464, 65534, 65534, "");
     rmSync(join(link, "step.json"));
     symlinkSync("/etc/passwd", join(link, "step.json"));
