@@ -88,6 +88,23 @@ CONF=$DIR/slurm.conf
 CREATED=$DIR/created
 LOGS=$DIR/log
 
+# Root runs DIR/epilog on every node and acts on what DIR/created names: both must be root's (or
+# the caller's) and writable by no one else, or another user could plant them (/tmp is shared).
+dir_is_safe() {
+  [ -e "$DIR" ] || [ -L "$DIR" ] || return 0
+  for f in "$DIR" "$CREATED"; do
+    [ "$f" = "$DIR" ] || [ -e "$f" ] || [ -L "$f" ] || continue
+    [ ! -L "$f" ] || return 1
+    owner=$(stat -c %u "$f") || return 1
+    [ "$owner" = 0 ] || [ "$owner" = "$(id -u)" ] || return 1
+    case $(stat -c %A "$f") in ?????w????|????????w?) return 1 ;; esac
+  done
+  [ -d "$DIR" ] && { [ ! -e "$CREATED" ] || [ -f "$CREATED" ]; }
+}
+check_dir() {
+  dir_is_safe || die "$DIR: not a directory owned by root (or you) and writable by no one else (nor is $CREATED); refusing to use it"
+}
+
 node_name() { # 0 -> nodea, 1 -> nodeb, ...
   printf "node\\$(printf '%03o' $((97 + $1)))"
 }
@@ -514,9 +531,9 @@ take_lock() {
 }
 
 case $cmd in
-  start) take_lock; do_start ;;
-  stop) take_lock; do_stop strict ;;
-  status) do_status ;;
+  start) check_dir; take_lock; do_start ;;
+  stop) check_dir; take_lock; do_stop strict ;;
+  status) check_dir; do_status ;;
   env) echo "export SLURM_CONF=$CONF" ;;
   -h|--help|help) usage ;;
   *) bad_usage "unknown command $cmd (start, stop, status, env)" ;;

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -65,6 +65,27 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
       expect(r.stderr).toMatch(new RegExp(`^slurm-local\\.sh: ${message.source}`));
+    }
+  });
+
+  it("a DIR another user owns or may write (a planted Epilog, a planted DIR/created) is refused: one line, exit 1, nothing made", async () => {
+    const planted = tempDir("jobrt-slurm-planted-");
+    try {
+      writeFileSync(join(planted, "created"), "netns jobrt-slurm-nodeb 1\nlink jrt-br0 1\n");
+      chownSync(planted, 65534, 65534);
+      const groupWritable = tempDir("jobrt-slurm-gw-");
+      chmodSync(groupWritable, 0o775);
+      for (const [dir, cmd] of [[planted, "start"], [planted, "stop"], [planted, "status"], [groupWritable, "start"]] as const) {
+        const r = await runProgram(["sh", script, cmd, "--dir", dir]);
+        expect(r.code, `${cmd} ${dir}`).toBe(1);
+        expect(r.stderr).toBe(`slurm-local.sh: ${dir}: not a directory owned by root (or you) and writable by no one else (nor is ${dir}/created); refusing to use it\n`);
+      }
+      expect(readdirSync(planted)).toEqual(["created"]);
+      expect(readdirSync(groupWritable)).toEqual([]);
+      rmSync(groupWritable, { recursive: true });
+      expect(await ourNamespaces()).toEqual([]);
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
     }
   });
 
