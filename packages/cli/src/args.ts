@@ -8,11 +8,13 @@ interface OptionDef {
   /** "step" options apply to the whole step and may only be given before the first ' : '. */
   scope: "component" | "step";
   repeat?: boolean;
+  /** Why an empty value is refused: it would otherwise quietly mean "not given". */
+  nonEmpty?: string;
 }
 
 const OPTIONS: OptionDef[] = [
   { long: "ntasks", short: "n", value: true, scope: "component" },
-  { long: "runtime", value: true, scope: "component" },
+  { long: "runtime", value: true, scope: "component", nonEmpty: "leave the option out for the default runtime" },
   { long: "container", value: true, scope: "component" },
   { long: "container-volume", value: true, scope: "component", repeat: true },
   { long: "container-module", value: true, scope: "component", repeat: true },
@@ -34,7 +36,7 @@ const OPTIONS: OptionDef[] = [
   { long: "gid", value: true, scope: "step" },
   { long: "verbose", short: "v", value: false, scope: "step", repeat: true },
   { long: "json", value: false, scope: "step" },
-  { long: "conf-dir", value: true, scope: "step" },
+  { long: "conf-dir", value: true, scope: "step", nonEmpty: "it would read configuration from the current directory" },
   { long: "help", short: "h", value: false, scope: "step" },
 ];
 
@@ -136,6 +138,7 @@ export function parseCommandLine(args: string[], rules: ParseRules): ParsedComma
       } else if (found.inline !== undefined) {
         throw usage(`--${def.long} takes no value`);
       }
+      if (value === "" && def.nonEmpty) throw usage(`--${def.long}: empty value (${def.nonEmpty})`);
       if (def.scope === "step") {
         if (components.length > 0) throw usage(`--${def.long} applies to the whole step: give it before the first ':'`);
         push(step, def, value);
