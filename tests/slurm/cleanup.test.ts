@@ -55,10 +55,14 @@ interface RunningStep {
   exited: Promise<number | null>;
 }
 
+/** Every marker a test used: a failed test's tasks (a rootless container's) are killed by them at the end. */
+const markers: string[] = [];
+
 /** Starts `srun -N 2 -n 2 jobrt exec ... -- sleep <marker>` and waits until both containers' tasks run. */
 async function startSleepStep(site: JobrtSite, srunArgs: string[], jobrtArgs: string[]): Promise<RunningStep> {
   // A duration no other process on the machine sleeps, to find the tasks from outside.
   const marker = String(100000 + Math.floor(Math.random() * 800000));
+  markers.push(marker);
   const name = `jobrt-cleanup-${marker}`;
   const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", name, ...srunArgs, "jobrt", "exec", ...jobrtArgs, "--", "sleep", marker], {
     env: slurmEnv(site.env),
@@ -110,16 +114,22 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       await stopCluster();
     } finally {
       if (site && bundle) removeRuncContainers(roots());
+      for (const marker of markers) for (const pid of await sleepers(marker)) process.kill(Number(pid), "SIGKILL");
       for (const dir of temps) rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  /** What a finished job left in any node's SpoolDir of `s`: any file, or anything named after the job. */
+  /**
+   * What a finished job left in any node's SpoolDir of `s`: any file, or anything named after the
+   * job. A journal's `node` marker (which host uses the SpoolDir) stays by design.
+   */
   const spoolLeftovers = (s: JobrtSite, jobId: string) => {
     const mentions = new RegExp(`(^|\\D)${jobId}(\\D|$)`);
-    return listTree(s.spoolRoot).filter((p) => !p.endsWith("/") || mentions.test(p));
+    return listTree(s.spoolRoot).filter((p) => !/^node[ab]\/jobs(\.\d+)?\/node$/.test(p) && (!p.endsWith("/") || mentions.test(p)));
   };
-  const execRecords = (s: JobrtSite, jobId: string) => listTree(s.spoolRoot).filter((p) => new RegExp(`^node[ab]/jobs/${jobId}/exec-\\d+\\.\\d+\\.\\d+/$`).test(p));
+  /** The journal entries of the job's `jobrt exec` tasks (`jobs`, or `jobs.<uid>` for a job user). */
+  const execRecords = (s: JobrtSite, jobId: string) =>
+    listTree(s.spoolRoot).filter((p) => new RegExp(`^node[ab]/jobs(\\.\\d+)?/${jobId}/exec-\\d+\\.\\d+\\.\\d+/$`).test(p));
 
   it("every jobrt exec of a running oci step SIGKILLed on both nodes: the Epilog's jobrt gc --job leaves no container, record or task", async () => {
     const step = await startSleepStep(site, [], ["--runtime", "oci", "--container", bundle]);
