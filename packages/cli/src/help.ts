@@ -88,13 +88,20 @@ context and calls the runtime's validate hook (e.g. shifter looks the image up),
 Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
 `;
 
-export const GC_HELP = `Usage: jobrt gc [-v] [--conf-dir DIR]
+export const GC_HELP = `Usage: jobrt gc [--job N] [-v] [--conf-dir DIR]
 
 Finds the steps in SpoolDir whose jobrt process is gone (killed with SIGKILL, out of memory, a
 reboot) and cleans up after them: kills the task process groups it had started, runs each
 component's runtime cleanup (containers, spool directories) and removes the step record. A live
 step is never touched. Every 'jobrt run' does the same, quietly, before it starts.
 Exits 1 when a step could not be cleaned up (its record is kept for another try).
+
+Options:
+  --job N   only the steps of job N (under Slurm: the Slurm job id); for a Slurm Epilog line
+            'jobrt gc --job $SLURM_JOB_ID' (see docs/slurm.md)
+
+gc acts on the records of its own user; root also on a job user's record whose every component
+runs as that user (the runtime cleanup then acts as that user).
 `;
 
 export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--conf-dir DIR]

@@ -10,6 +10,7 @@ export type { StepEvent } from "./session/task.js";
 export { statusOf } from "./session/status.js";
 export { type Collected, collectOrphans } from "./session/collect.js";
 export { openSpool, type Spool } from "./session/spool.js";
+export { userSpools } from "./session/userjournals.js";
 export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";
 export { type TaskProcessOptions, closeInheritedDescriptors, dropTo, spawnTaskProcess } from "./session/spawn.js";
 export { functionSink, pipeLines } from "./lines.js";

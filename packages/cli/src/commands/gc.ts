@@ -1,5 +1,5 @@
 import { JobrtError } from "@jobrt/core";
-import { collectOrphans, openSpool } from "@jobrt/launcher";
+import { collectOrphans, openSpool, userSpools } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { GC_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
@@ -21,8 +21,11 @@ export async function gcCommand(args: string[]): Promise<number> {
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
     const spool = openSpool(host.node.spoolDir, host.node.nodeName, { create: false });
-    if (!spool) return 0;
-    const results = await collectOrphans(spool, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), log: () => {} });
+    // Root also collects job users' journals in a shared SpoolDir: the Slurm Epilog (docs/slurm.md).
+    // openSpool has checked the path to SpoolDir, also when root has no journal of its own there.
+    const spools = [...(spool ? [spool] : []), ...userSpools(host.node.spoolDir)];
+    const results = [];
+    for (const s of spools) results.push(...(await collectOrphans(s, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), log: () => {} })));
     for (const r of results) {
       const what = `step ${r.jobId}.${r.stepId}`;
       if (r.errors.length > 0) say(`gc: ${what}: cleanup failed, kept ${r.dir} for another try: ${r.errors.join("; ")}`);

@@ -3,6 +3,7 @@ import { isSameProcess, processGroupOf, processRunning } from "../proc.js";
 import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
+import { collectsFor, isForeign, mayKill } from "./userjournals.js";
 
 export interface CollectOptions {
   /** Only steps of this job (`jobrt gc --job`, a Slurm Epilog). */
@@ -31,12 +32,13 @@ function hostAlive(entry: JournalEntry): boolean {
 }
 
 /** Kills what a dead step left running: its cgroup (killed, waited for, removed), its task groups. */
-async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected): Promise<void> {
+async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
   const groups = new Set<number>();
   const boot = entry.host?.boot ?? "";
-  for (const { pid, start } of recordedPids(claimed)) if (isSameProcess(pid, start, boot)) groups.add(pid);
-  // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group.
-  const tracker = entry.record ? trackerFromRecord(entry.record.proctrack) : undefined;
+  for (const { pid, start } of recordedPids(claimed)) if (isSameProcess(pid, start, boot) && mayKill(spool, pid)) groups.add(pid);
+  // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
+  // user's journal could name any cgroup: root does not use it (userjournals.ts).
+  const tracker = entry.record && !isForeign(spool) ? trackerFromRecord(entry.record.proctrack) : undefined;
   for (const pid of tracker?.members() ?? []) {
     const group = processGroupOf(pid);
     if (group !== undefined && processRunning(pid)) groups.add(group);
@@ -60,11 +62,11 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
  * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
  * cleanup with the journaled StepRecord under the node name it ran with, remove the entry.
  */
-async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf): Promise<Collected | undefined> {
+async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
   const claimed = claimEntry(entry);
   if (!claimed) return undefined;
   const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
-  await killLeftovers(claimed, entry, result);
+  await killLeftovers(claimed, entry, result, spool);
   const stepNode: NodeConf = { ...node, nodeName: entry.record?.nodeName ?? node.nodeName };
   for (const record of entry.record?.components ?? []) {
     try {
@@ -87,8 +89,8 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
 export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
   const out: Collected[] = [];
   for (const entry of listEntries(spool, options.jobId)) {
-    if (hostAlive(entry)) continue;
-    const result = await collectEntry(entry, registry, node);
+    if (hostAlive(entry) || !collectsFor(spool, entry.record)) continue;
+    const result = await collectEntry(entry, registry, node, spool);
     if (!result) continue;
     out.push(result);
     const what = `step ${result.jobId}.${result.stepId}`;
