@@ -1,7 +1,7 @@
 #!/bin/sh
 # A local Slurm cluster on this one machine, for jobrt's tests and for trying jobrt under Slurm.
 #
-#   scripts/slurm-local.sh start [--nodes N] [--dir DIR]   (default: 2 nodes, /tmp/jobrt-slurm)
+#   scripts/slurm-local.sh start [--nodes N] [--dir DIR] [--jobrt CMD]   (default: 2 nodes, /tmp/jobrt-slurm)
 #   scripts/slurm-local.sh stop  [--dir DIR] [--keep-logs]
 #   scripts/slurm-local.sh status [--dir DIR]
 #   scripts/slurm-local.sh env   [--dir DIR]                (prints the export line)
@@ -13,15 +13,19 @@
 # that: Slurm places each component on a different node.
 #
 # Everything lives under DIR: slurm.conf, cgroup.conf, a munge key and socket of its own (a system
-# munged, if any, is left alone), state, spool, pid and log files. `stop` signals exactly the
-# daemons this script started (pids recorded in DIR/pids, each checked against /proc before it is
-# signalled), removes the namespaces and the bridge, then DIR. Needs root.
+# munged, if any, is left alone), state, spool, pid and log files, and DIR/created: one line per
+# daemon (pid and start time), namespace (inode) and link (ifindex) this script made, written as it
+# makes them. `stop` acts only on what DIR/created names and what is still that very thing (a
+# reused pid, or a namespace or bridge of the same name made by someone else, is left alone), and
+# refuses a DIR without that file. The cluster's Epilog runs `jobrt gc --job $SLURM_JOB_ID` on
+# every node of an ending job (CMD from --jobrt, default `jobrt` on PATH). Needs root.
 set -eu
 
 PROG=slurm-local.sh
 DIR=${JOBRT_SLURM_DIR:-/tmp/jobrt-slurm}
 NODES=2
 KEEP_LOGS=0
+JOBRT=jobrt
 NET=${JOBRT_SLURM_NET:-10.250.2}
 CTLD_PORT=${JOBRT_SLURM_CTLD_PORT:-16817}
 SLURMD_PORT=${JOBRT_SLURM_SLURMD_PORT:-16818}
@@ -50,6 +54,8 @@ while [ $# -gt 0 ]; do
     --dir) [ $# -ge 2 ] || bad_usage "--dir needs a directory"; DIR=$2; shift 2 ;;
     --dir=*) DIR=${1#--dir=}; shift ;;
     --keep-logs) KEEP_LOGS=1; shift ;;
+    --jobrt) [ $# -ge 2 ] || bad_usage "--jobrt needs a command"; JOBRT=$2; shift 2 ;;
+    --jobrt=*) JOBRT=${1#--jobrt=}; shift ;;
     -h|--help) usage ;;
     *) bad_usage "unknown option $1 (see $0 --help)" ;;
   esac
@@ -58,6 +64,12 @@ case $NODES in
   ''|*[!0-9]*) bad_usage "--nodes $NODES: must be a whole number from 1 to 26" ;;
 esac
 [ "$NODES" -ge 1 ] && [ "$NODES" -le 26 ] || bad_usage "--nodes $NODES: must be a whole number from 1 to 26"
+# The Epilog quotes CMD in single quotes; a bare name is looked up on the Epilog's PATH.
+case $JOBRT in
+  ''|*[!-A-Za-z0-9_./+@=:,]*) bad_usage "--jobrt $JOBRT: give an absolute path or a command name (letters, digits and _./+@=:,- only)" ;;
+  /*) [ -f "$JOBRT" ] && [ -x "$JOBRT" ] || bad_usage "--jobrt $JOBRT: not an executable file" ;;
+  */*) bad_usage "--jobrt $JOBRT: give an absolute path or a command name" ;;
+esac
 case $DIR in
   /*) ;;
   *) DIR=$(pwd)/$DIR ;;
@@ -73,33 +85,81 @@ esac
 [ $net_ok = 1 ] || bad_usage "JOBRT_SLURM_NET=$NET: give the first three octets of a private /24 (10.x.y, 172.16-31.y, 192.168.y), e.g. 10.250.2"
 
 CONF=$DIR/slurm.conf
-PIDS=$DIR/pids
+CREATED=$DIR/created
 LOGS=$DIR/log
+
+# Root runs DIR/epilog on every node and acts on what DIR/created names: both must be root's (or
+# the caller's) and writable by no one else, or another user could plant them (/tmp is shared).
+dir_is_safe() {
+  [ -e "$DIR" ] || [ -L "$DIR" ] || return 0
+  for f in "$DIR" "$CREATED"; do
+    [ "$f" = "$DIR" ] || [ -e "$f" ] || [ -L "$f" ] || continue
+    [ ! -L "$f" ] || return 1
+    owner=$(stat -c %u "$f") || return 1
+    [ "$owner" = 0 ] || [ "$owner" = "$(id -u)" ] || return 1
+    case $(stat -c %A "$f") in ?????w????|????????w?) return 1 ;; esac
+  done
+  [ -d "$DIR" ] && { [ ! -e "$CREATED" ] || [ -f "$CREATED" ]; }
+}
+check_dir() {
+  dir_is_safe || die "$DIR: not a directory owned by root (or you) and writable by no one else (nor is $CREATED); refusing to use it"
+}
 
 node_name() { # 0 -> nodea, 1 -> nodeb, ...
   printf "node\\$(printf '%03o' $((97 + $1)))"
 }
 
-# A pid is ours only if it is alive and runs the expected program with our slurm.conf (or our
-# munge socket): a stale pid file from a dead run may name a pid the system has reused.
-pid_is_ours() { # pid program
-  [ -n "$1" ] && [ -r "/proc/$1/cmdline" ] || return 1
-  cmdline=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+# DIR/created: "pid NAME PID START", "netns NAME INODE", "link NAME IFINDEX", one line per thing
+# made, appended at once, so even a start that died half-way left a record of what it made.
+record() { echo "$*" >>"$CREATED"; }
+recorded() { # kind name -> the rest of the last line for it
+  [ -f "$CREATED" ] || return 0
+  awk -v k="$1" -v n="$2" '$1 == k && $2 == n { v = ""; for (i = 3; i <= NF; i++) v = v (i > 3 ? " " : "") $i } END { if (v != "") print v }' "$CREATED"
+}
+recorded_names() { # kind -> every recorded name of that kind, once, in the order made
+  [ -f "$CREATED" ] || return 0
+  awk -v k="$1" '$1 == k && !seen[$2]++ { print $2 }' "$CREATED"
+}
+read_pid() { recorded pid "$1" | cut -d' ' -f1; }
+
+proc_field() { # pid field-after-comm (1 = state, 20 = start time)
+  [ -r "/proc/$1/stat" ] || return 1
+  sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f"$2"
+}
+
+# The recorded daemon still runs: same pid, same start time (so not a reused pid), not a zombie.
+# Sets $pid.
+same_process() { # name
+  rec=$(recorded pid "$1")
+  pid=${rec%% *}
+  start=${rec#* }
+  [ -n "$rec" ] && [ "$pid" != "$rec" ] || return 1
+  state=$(proc_field "$pid" 1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] || return 1
+  [ "$(proc_field "$pid" 20)" = "$start" ]
+}
+
+# ...and, once its exec is done, runs the expected program with our slurm.conf (or munge socket).
+pid_is_ours() { # name program
+  same_process "$1" || return 1
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
   case $cmdline in
     *"$2"*"$DIR/"*) return 0 ;;
   esac
   return 1
 }
 
-# For a daemon this run just started: alive and not a zombie. (pid_is_ours would race with the
-# exec: until then the child's cmdline is this script's.)
-alive() {
-  [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
-  state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+# Started in the background: record its pid and start time before anything else happens.
+record_pid() { # name pid
+  start=$(proc_field "$2" 20) || start=-
+  record pid "$1" "$2" "${start:--}"
 }
 
-read_pid() { [ -f "$PIDS/$1.pid" ] && cat "$PIDS/$1.pid" || true; }
+netns_inode() { stat -L -c %i "/run/netns/$1" 2>/dev/null || true; }
+link_index() { cat "/sys/class/net/$1/ifindex" 2>/dev/null || true; }
+# A namespace or link is ours only while it is the very one we made (same inode / ifindex).
+netns_is_ours() { r=$(recorded netns "$1"); [ -n "$r" ] && [ "$(netns_inode "$1")" = "$r" ]; }
+link_is_ours() { r=$(recorded link "$1"); [ -n "$r" ] && [ "$(link_index "$1")" = "$r" ]; }
 
 # Daemon name -> program name, for the /proc check.
 program_of() {
@@ -110,46 +170,55 @@ program_of() {
   esac
 }
 
-daemons() { # every daemon this script may have started, in stop order
-  for f in "$PIDS"/slurmd-*.pid; do [ -f "$f" ] && basename "$f" .pid; done
+daemons() { # every daemon this script recorded, in stop order
+  recorded_names pid | grep '^slurmd-' || true
   echo slurmctld
   echo munged
 }
 
 stop_pid() { # name: SIGTERM, wait up to 10 s, then SIGKILL
-  pid=$(read_pid "$1")
   prog=$(program_of "$1")
-  if pid_is_ours "$pid" "$prog"; then
+  if pid_is_ours "$1" "$prog"; then
     kill -TERM "$pid" 2>/dev/null || true
     i=0
-    while pid_is_ours "$pid" "$prog" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    if pid_is_ours "$pid" "$prog"; then
+    while pid_is_ours "$1" "$prog" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    if pid_is_ours "$1" "$prog"; then
       echo "$PROG: $1 (pid $pid) ignored SIGTERM for 10 s; sending SIGKILL" >&2
       kill -KILL "$pid" 2>/dev/null || true
     fi
   fi
-  rm -f "$PIDS/$1.pid"
 }
 
+# Only what DIR/created names, and only while it is still that very namespace or link.
 remove_network() {
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-    case $ns in
-      "$NS_PREFIX"*) ip netns del "$ns" 2>/dev/null || true ;;
-    esac
+  for ns in $(recorded_names netns); do
+    if netns_is_ours "$ns"; then
+      ip netns del "$ns" 2>/dev/null || true
+    elif [ -e "/run/netns/$ns" ]; then
+      echo "$PROG: left network namespace $ns alone: it is not the one this cluster made" >&2
+    fi
   done
   # Deleting a namespace deletes its veth end and so the peer; a half-made pair may remain.
-  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
-    case $link in
-      jrtv-*) ip link del "$link" 2>/dev/null || true ;;
-    esac
+  # The bridge goes last.
+  for link in $(recorded_names link | grep -vx "$BRIDGE"; recorded_names link | grep -x "$BRIDGE"); do
+    if link_is_ours "$link"; then
+      ip link del "$link" 2>/dev/null || true
+    elif [ -n "$(link_index "$link")" ]; then
+      echo "$PROG: left link $link alone: it is not the one this cluster made" >&2
+    fi
   done
-  ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE" 2>/dev/null || true
 }
 
 slurm_env() { SLURM_CONF=$CONF "$@"; }
 
+# Stops the cluster DIR/created describes. "strict" (the stop command): refuse when DIR holds no
+# cluster. Otherwise (start, clearing a run that died) there is then simply nothing to clear.
 do_stop() {
-  if [ -f "$CONF" ] && pid_is_ours "$(read_pid slurmctld)" slurmctld; then
+  if [ ! -f "$CREATED" ]; then
+    [ "${1:-}" != strict ] || { echo "$PROG: no cluster in $DIR ($CREATED is missing); nothing stopped" >&2; exit 3; }
+    return 0
+  fi
+  if [ -f "$CONF" ] && pid_is_ours slurmctld slurmctld; then
     # Jobs first, so no slurmstepd or task outlives the cluster that started it.
     if [ -n "$(slurm_env squeue -h -o %i 2>/dev/null)" ]; then
       slurm_env scancel --full --quiet --user=root 2>/dev/null || true
@@ -161,39 +230,64 @@ do_stop() {
   for d in $(daemons); do stop_pid "$d"; done
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/state" "$DIR/spool" "$DIR/munge" "$PIDS" "$DIR/nodes" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
+  rm -f "$CREATED"
   rmdir "$DIR" 2>/dev/null || true
   [ "$(cat "$OWNER_FILE" 2>/dev/null)" != "$DIR" ] || rm -f "$OWNER_FILE"
 }
 
-all_running() {
-  [ -f "$CONF" ] || return 1
-  pid_is_ours "$(read_pid munged)" munged || return 1
-  pid_is_ours "$(read_pid slurmctld)" slurmctld || return 1
+# True when every daemon, namespace and link the cluster needs is the one this script recorded.
+# With "verbose", one line per item (status).
+check_cluster() {
+  verbose=${1:-}
+  ok=0
   n=$(cat "$DIR/nodes" 2>/dev/null || echo 0)
-  [ "$n" -ge 1 ] || return 1
+  case $n in ''|*[!0-9]*) n=0 ;; esac
+  [ "$n" -ge 1 ] || { [ -z "$verbose" ] || echo "  node count: missing ($DIR/nodes)"; ok=1; }
+  names="munged slurmctld"
   k=0
+  while [ $k -lt "$n" ]; do names="$names slurmd-$(node_name $k)"; k=$((k + 1)); done
+  for d in $names; do
+    if pid_is_ours "$d" "$(program_of "$d")"; then
+      [ -z "$verbose" ] || echo "  $d: running, pid $pid"
+    else
+      ok=1
+      rec=$(read_pid "$d")
+      [ -z "$verbose" ] || echo "  $d: not running${rec:+ (recorded pid $rec is gone or another process)}"
+    fi
+  done
+  k=1
   while [ $k -lt "$n" ]; do
-    pid_is_ours "$(read_pid "slurmd-$(node_name $k)")" slurmd || return 1
+    ns=$NS_PREFIX$(node_name $k)
+    if netns_is_ours "$ns"; then
+      [ -z "$verbose" ] || echo "  network namespace: $ns"
+    else
+      ok=1
+      [ -z "$verbose" ] || echo "  network namespace $ns: missing (or not the one this cluster made)"
+    fi
     k=$((k + 1))
   done
+  if [ "$n" -gt 1 ]; then
+    if link_is_ours "$BRIDGE"; then
+      [ -z "$verbose" ] || echo "  bridge: $BRIDGE"
+    else
+      ok=1
+      [ -z "$verbose" ] || echo "  bridge $BRIDGE: missing (or not the one this cluster made)"
+    fi
+  fi
+  return $ok
 }
 
+all_running() { [ -f "$CONF" ] && [ -f "$CREATED" ] && check_cluster; }
+
 do_status() {
-  if [ ! -f "$CONF" ]; then
+  if [ ! -f "$CREATED" ]; then
     echo "no cluster in $DIR"
     return 3
   fi
   echo "cluster dir: $DIR ($(cat "$DIR/nodes" 2>/dev/null || echo '?') nodes)"
-  for d in munged slurmctld $(for f in "$PIDS"/slurmd-*.pid; do [ -f "$f" ] && basename "$f" .pid; done); do
-    pid=$(read_pid "$d")
-    if pid_is_ours "$pid" "$(program_of "$d")"; then echo "  $d: running, pid $pid"; else echo "  $d: not running"; fi
-  done
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
-    case $ns in "$NS_PREFIX"*) echo "  network namespace: $ns" ;; esac
-  done
-  if all_running; then
+  if check_cluster verbose && [ -f "$CONF" ]; then
     slurm_env sinfo -N -o '  %N %T %c' 2>&1 || true
     echo "export SLURM_CONF=$CONF"
     return 0
@@ -219,7 +313,7 @@ write_conf() {
   host=$(hostname -s)
   cpus=$(nproc)
   if [ "$NODES" -gt 1 ]; then ctld_addr=$NET.1; else ctld_addr=127.0.0.1; fi
-  mkdir -p "$DIR/state" "$DIR/spool" "$PIDS" "$LOGS"
+  mkdir -p "$DIR/state" "$DIR/spool" "$LOGS"
   cat >"$CONF" <<EOF
 # Written by scripts/slurm-local.sh; removed by its stop.
 ClusterName=jobrt-local
@@ -251,6 +345,8 @@ JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1
 ReturnToService=2
+# Removes what a SIGKILLed jobrt exec left on a node once its job ends (docs/slurm.md).
+Epilog=$DIR/epilog
 # Slurm's KillWait must exceed jobrt.conf KillWait, so jobrt's cleanup finishes before SIGKILL.
 KillWait=10
 MinJobAge=2
@@ -275,6 +371,26 @@ EOF
   if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then cg=cgroup/v2; else cg=cgroup/v1; fi
   printf 'CgroupPlugin=%s\nCgroupAutomount=no\n' "$cg" >"$DIR/cgroup.conf"
   echo "$NODES" >"$DIR/nodes"
+  write_epilog
+}
+
+# Rewritten by every start, also of a running cluster (slurmd runs the file afresh at each job
+# end), so --jobrt takes effect at once.
+write_epilog() {
+  cat >"$DIR/epilog.tmp" <<EPILOG
+#!/bin/sh
+# Written by scripts/slurm-local.sh start. slurmd runs it as root on each node of a job once the
+# job has ended there: it removes what a SIGKILLed jobrt exec of that job left on this node
+# (containers, spool files, task processes). A non-zero exit drains the node (Slurm's rule for a
+# failed Epilog): something was left that an admin should look at.
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+# A node without jobrt has no jobrt records either.
+command -v '$JOBRT' >/dev/null 2>&1 || exit 0
+exec '$JOBRT' gc --job "\$SLURM_JOB_ID" >>'$LOGS'/epilog-"\$SLURMD_NODENAME".log 2>&1
+EPILOG
+  chmod 755 "$DIR/epilog.tmp"
+  mv "$DIR/epilog.tmp" "$DIR/epilog"
 }
 
 start_munge() {
@@ -289,11 +405,11 @@ start_munge() {
     munged --foreground --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
     --pid-file="$DIR/munge/munged.pid" --log-file="$DIR/munge/munged.log" \
     --seed-file="$DIR/munge/munged.seed" </dev/null >>"$LOGS/munged.out" 2>&1 9>&- &
-  echo $! >"$PIDS/munged.pid"
+  record_pid munged $!
   i=0
   until [ -S "$DIR/munge/munge.socket" ] && munge -S "$DIR/munge/munge.socket" -n </dev/null | unmunge -S "$DIR/munge/munge.socket" >/dev/null 2>&1; do
     i=$((i + 1))
-    [ $i -lt 100 ] && alive "$(read_pid munged)" ||
+    [ $i -lt 100 ] && same_process munged ||
       { cat "$DIR/munge/munged.log" "$LOGS/munged.out" >&2 2>/dev/null || true; die "munged did not start"; }
     sleep 0.1
   done
@@ -304,15 +420,22 @@ make_network() {
   if ip -4 -o addr show | grep -v " $BRIDGE " | grep -q " inet $NET\\."; then
     die "$NET.0/24 is already used on this machine; choose another with JOBRT_SLURM_NET (e.g. 10.250.3)"
   fi
+  [ -z "$(link_index "$BRIDGE")" ] ||
+    die "a link $BRIDGE exists that this cluster did not make (another local cluster: see $OWNER_FILE; or a leftover: ip link del $BRIDGE)"
   ip link add "$BRIDGE" type bridge
+  record link "$BRIDGE" "$(link_index "$BRIDGE")"
   ip addr add "$NET.1/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   k=1
   while [ $k -lt "$NODES" ]; do
     name=$(node_name $k)
     ns=$NS_PREFIX$name
+    [ ! -e "/run/netns/$ns" ] ||
+      die "a network namespace $ns exists that this cluster did not make (another local cluster: see $OWNER_FILE; or a leftover: ip netns del $ns)"
     ip netns add "$ns"
+    record netns "$ns" "$(netns_inode "$ns")"
     ip link add "jrtv-$name" type veth peer name "jrtp-$name"
+    record link "jrtv-$name" "$(link_index "jrtv-$name")"
     ip link set "jrtp-$name" netns "$ns"
     ip link set "jrtv-$name" master "$BRIDGE"
     ip link set "jrtv-$name" up
@@ -327,11 +450,11 @@ make_network() {
 start_slurm() {
   export SLURM_CONF="$CONF"
   setsid slurmctld -D -c -f "$CONF" </dev/null >>"$LOGS/slurmctld.out" 2>&1 9>&- &
-  echo $! >"$PIDS/slurmctld.pid"
+  record_pid slurmctld $!
   i=0
   until scontrol ping 2>/dev/null | grep -q 'is UP'; do
     i=$((i + 1))
-    [ $i -lt 200 ] && alive "$(read_pid slurmctld)" ||
+    [ $i -lt 200 ] && same_process slurmctld ||
       { tail -n 20 "$LOGS/slurmctld.log" "$LOGS/slurmctld.out" >&2 2>/dev/null || true; die "slurmctld did not come up"; }
     sleep 0.1
   done
@@ -348,7 +471,7 @@ start_slurm() {
         sh -c 'hostname "$1"; shift; exec "$@"' sh "$name" slurmd -D -N "$name" -f "$CONF" \
         </dev/null >>"$LOGS/slurmd-$name.out" 2>&1 9>&- &
     fi
-    echo $! >"$PIDS/slurmd-$name.pid"
+    record_pid "slurmd-$name" $!
     k=$((k + 1))
   done
 }
@@ -360,7 +483,7 @@ wait_idle() {
     idle=$(printf '%s\n' "$states" | grep -c ' idle$' || true)
     [ "$idle" -ge "$NODES" ] && return 0
     for d in $(daemons); do
-      alive "$(read_pid "$d")" ||
+      same_process "$d" ||
         { tail -n 20 "$LOGS"/*.log "$LOGS"/*.out >&2 2>/dev/null || true; die "$d exited during start (logs above)"; }
     done
     i=$((i + 1))
@@ -376,6 +499,7 @@ wait_idle() {
 do_start() {
   [ "$(id -u)" = 0 ] || die "start needs root (it creates network namespaces and runs slurmd as root)"
   if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ]; then
+    write_epilog
     echo "$PROG: already running in $DIR"
     echo "export SLURM_CONF=$CONF"
     return 0
@@ -387,6 +511,8 @@ do_start() {
   ensure_installed
   # A previous run may have died half-way: its daemons, namespaces and files go first.
   do_stop
+  mkdir -p "$DIR"
+  : >"$CREATED"
   echo "$DIR" >"$OWNER_FILE"
   trap 'echo "$PROG: start failed; cleaning up" >&2; KEEP_LOGS=1 do_stop' EXIT
   write_conf
@@ -405,9 +531,9 @@ take_lock() {
 }
 
 case $cmd in
-  start) take_lock; do_start ;;
-  stop) take_lock; do_stop ;;
-  status) do_status ;;
+  start) check_dir; take_lock; do_start ;;
+  stop) check_dir; take_lock; do_stop strict ;;
+  status) check_dir; do_status ;;
   env) echo "export SLURM_CONF=$CONF" ;;
   -h|--help|help) usage ;;
   *) bad_usage "unknown command $cmd (start, stop, status, env)" ;;

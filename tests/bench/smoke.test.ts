@@ -25,6 +25,6 @@ describe("bench smoke", () => {
   it("refuses an unknown benchmark", async () => {
     const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe('bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, srun, registry)\n');
+    expect(r.stderr).toBe('bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, srun, registry, images)\n');
   });
 });

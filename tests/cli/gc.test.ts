@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
@@ -28,8 +28,9 @@ const alive = (pid: number) => {
   }
 };
 
-function steps(spool: string): string[] {
-  const jobs = join(spool, "jobs");
+/** Journal entries as `<job>/<entry>`; `journal` is `jobs`, or `jobs.<uid>` for a user in a shared SpoolDir. */
+function steps(spool: string, journal = "jobs"): string[] {
+  const jobs = join(spool, journal);
   if (!existsSync(jobs)) return [];
   return readdirSync(jobs)
     .filter((j) => /^\d+$/.test(j))
@@ -94,14 +95,16 @@ describe("crash recovery: jobrt gc", () => {
     const dead = await startStep(s, 1);
     dead.child.kill("SIGKILL");
     await new Promise((r) => dead.child.once("exit", r));
-    const [pid] = dead.pids;
-    // Forge the record: same pid, another start time, as after pid reuse.
+    // A process outside the step, recorded with another start time, as after pid reuse.
+    const stranger = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
     const stepDir = join(s.spool, "jobs", steps(s.spool)[0]!);
-    writeFileSync(join(stepDir, "pids"), `${pid} 1\n`);
+    writeFileSync(join(stepDir, "pids"), `${stranger.pid} 1\n`);
     const gc = await jobrt(["gc"], { env: s.env });
-    expect(gc.stdout).toMatch(/killed 0 task process group/);
-    expect(alive(pid!)).toBe(true);
-    process.kill(-pid!, "SIGKILL");
+    // The step's own task is still found (in its cgroup) and killed; the stranger is left alone.
+    expect(gc.stdout).toMatch(/killed 1 task process group/);
+    await waitFor(() => !dead.pids.some(alive), "the orphaned task to die");
+    expect(alive(stranger.pid!)).toBe(true);
+    stranger.kill("SIGKILL");
   });
 
   it("a jobrt exec task of a Slurm step that was SIGKILLed is collected too", async () => {
@@ -138,5 +141,156 @@ describe("crash recovery: jobrt gc", () => {
     expect(alive(victim.pid!)).toBe(true);
     expect(existsSync(forged)).toBe(true);
     process.kill(-victim.pid!, "SIGKILL");
+  });
+});
+
+/** A site every user can use, as on a Slurm node: conf readable by all, SpoolDir sticky 1777. */
+function sharedSite() {
+  const s = site();
+  chmodSync(s.dir, 0o755);
+  mkdirSync(s.spool, { mode: 0o1777 });
+  chmodSync(s.spool, 0o1777);
+  return s;
+}
+
+/** Starts `jobrt exec` as one task of Slurm job `jobId`, step 1, and waits for its task's pid. */
+async function startExecTask(s: ReturnType<typeof site>, jobId: number, user?: { uid: number; gid: number }) {
+  const journal = user ? `jobs.${user.uid}` : "jobs";
+  const marker = tempDir();
+  chmodSync(marker, 0o777);
+  const slurm = { SLURM_JOB_ID: String(jobId), SLURM_STEP_ID: "1", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1" };
+  const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`], {
+    env: { ...s.env, ...slurm, HOME: "/" },
+    cwd: "/",
+    stdio: "ignore",
+    ...(user ?? {}),
+  });
+  await waitFor(() => existsSync(join(marker, "pid")) && readFileSync(join(marker, "pid"), "utf8").endsWith("\n"), "the task to start");
+  const pid = Number(readFileSync(join(marker, "pid"), "utf8"));
+  // The task runs; its pid reaches the record right after (one write per burst of starts).
+  await waitFor(() => steps(s.spool, journal).some((p) => p.startsWith(`${jobId}/`) && existsSync(join(s.spool, journal, p, "pids"))), "the task's record");
+  return { child, pid };
+}
+
+async function sigkill(child: ReturnType<typeof spawn>): Promise<void> {
+  child.kill("SIGKILL");
+  if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once("exit", r));
+}
+
+/** A hand-made journal entry of a dead host in `uid`'s journal (`jobs.<uid>`), whose components run as `recordUid`. */
+function plantRecord(spool: string, jobId: number, uid: number, recordUid: number, pids: string, proctrack: { kind: string; path?: string } = { kind: "pgid" }): string {
+  const journal = join(spool, `jobs.${uid}`);
+  const dir = join(journal, String(jobId), "exec-0.0.999999");
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(journal, 0o700);
+  const component = { jobId, stepId: 0, kind: "normal", runtime: "none", uid: recordUid, gid: recordUid, user: "x", home: "/", cwd: "/", argv: ["true"], env: {}, tasks: [{ localId: 0, globalId: 0, argv: ["true"], env: {} }], totalTasks: 1, nodeId: 0, nnodes: 1, pty: false };
+  // This boot, so recorded pids count; a host pid that is not running, so the step is an orphan.
+  const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  const record = { host: { pid: 999999, start: "1", boot }, nodeName: "n", proctrack, components: [component] };
+  writeFileSync(join(dir, "step.json"), JSON.stringify(record));
+  writeFileSync(join(dir, "pids"), pids);
+  for (const path of [journal, join(journal, String(jobId)), dir, join(dir, "step.json"), join(dir, "pids")]) chownSync(path, uid, uid);
+  return dir;
+}
+
+const startOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[19];
+
+// The Slurm Epilog runs `jobrt gc --job $SLURM_JOB_ID` as root when a job ends (docs/slurm.md).
+describe("jobrt gc --job N, and root's gc on a job user's records", () => {
+  it("--job N collects only job N's SIGKILLed jobrt exec tasks", async () => {
+    const s = site();
+    const a = await startExecTask(s, 5151);
+    const b = await startExecTask(s, 5252);
+    await sigkill(a.child);
+    await sigkill(b.child);
+    const gc = await jobrt(["gc", "--job", "5151"], { env: s.env });
+    expect(gc.stderr).toBe("");
+    expect(gc.code).toBe(0);
+    expect(gc.stdout).toBe("gc: step 5151.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(a.pid), "job 5151's task to die");
+    expect(alive(b.pid)).toBe(true);
+    expect(steps(s.spool)).toEqual([`5252/exec-1.0.${b.child.pid}`]);
+    const rest = await jobrt(["gc", "--job", "5252"], { env: s.env });
+    expect(rest.stdout).toBe("gc: step 5252.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(b.pid), "job 5252's task to die");
+    expect(steps(s.spool)).toEqual([]);
+  });
+
+  it("--job with a bad value is a usage error: one line, exit 2, nothing collected", async () => {
+    const s = site();
+    const a = await startExecTask(s, 5353);
+    await sigkill(a.child);
+    for (const value of ["x", "0", "-1", "", "5353a"]) {
+      const gc = await jobrt(["gc", "--job", value], { env: s.env });
+      expect(gc.code, value).toBe(2);
+      expect(gc.stderr, value).toMatch(/^jobrt: --job: .* is not a whole number from 1 to \d+\n$/);
+    }
+    expect(alive(a.pid)).toBe(true);
+    expect(steps(s.spool)).toHaveLength(1);
+    process.kill(-a.pid, "SIGKILL");
+  });
+
+  it("root's gc --job collects a SIGKILLed jobrt exec that ran as the job user (nobody)", async () => {
+    const s = sharedSite();
+    const task = await startExecTask(s, 5454, { uid: 65534, gid: 65534 });
+    expect(steps(s.spool, "jobs.65534")).toHaveLength(1);
+    expect(statSync(join(s.spool, "jobs.65534", steps(s.spool, "jobs.65534")[0]!)).uid).toBe(65534);
+    await sigkill(task.child);
+    expect(alive(task.pid)).toBe(true);
+    const gc = await jobrt(["gc", "--job", "5454"], { env: s.env });
+    expect(gc.stderr).toBe("");
+    expect(gc.stdout).toBe("gc: step 5454.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(task.pid), "nobody's orphaned task to die");
+    expect(steps(s.spool, "jobs.65534")).toEqual([]);
+  });
+
+  it("root never acts on a user's record that names another uid, and kills only the record user's processes and cgroups", async () => {
+    const s = sharedSite();
+    const victim = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+    // root's process in a cgroup of its own (cgroup2), which a user's record then names.
+    const cgroup = `/sys/fs/cgroup/unified/jobrt-gctest-${process.pid}`;
+    mkdirSync(cgroup);
+    try {
+      writeFileSync(join(cgroup, "cgroup.procs"), `${victim.pid}\n`);
+      const pids = `${victim.pid} ${startOf(victim.pid!)}\n`;
+      // nobody's journal, a record claiming root's uid: root's gc would act as root for nobody.
+      const claimsRoot = plantRecord(s.spool, 6161, 65534, 0, pids);
+      let gc = await jobrt(["gc"], { env: s.env });
+      expect(gc.stderr).toBe("");
+      expect(gc.stdout).toBe("");
+      expect(existsSync(join(claimsRoot, "step.json"))).toBe(true);
+      // nobody's own record listing root's process and naming root's cgroup: collected, but
+      // root's process lives and the cgroup stays.
+      const listsRoot = plantRecord(s.spool, 6262, 65534, 65534, pids, { kind: "cgroup2", path: cgroup });
+      gc = await jobrt(["gc", "--job", "6262"], { env: s.env });
+      expect(gc.stdout).toBe("gc: step 6262.0: killed 0 task process group(s); cleaned up none\n");
+      expect(existsSync(listsRoot)).toBe(false);
+      expect(alive(victim.pid!)).toBe(true);
+      expect(existsSync(cgroup)).toBe(true);
+    } finally {
+      process.kill(-victim.pid!, "SIGKILL");
+      await waitFor(() => !alive(victim.pid!), "the victim to die");
+      try {
+        rmdirSync(cgroup);
+      } catch {
+        // already gone (a failed run removed it)
+      }
+    }
+  });
+
+  it("a user's record files that are a FIFO or a symlink cannot block or redirect root's gc", async () => {
+    const s = sharedSite();
+    const fifo = plantRecord(s.spool, 6363, 65534, 65534, "");
+    rmSync(join(fifo, "step.json"));
+    execFileSync("sh", ["-c", 'mkfifo "$1"', "sh", join(fifo, "step.json")]);
+    const link = plantRecord(s.spool, 6464, 65534, 65534, "");
+    rmSync(join(link, "step.json"));
+    symlinkSync("/etc/passwd", join(link, "step.json"));
+    const gc = await jobrt(["gc"], { env: s.env, timeoutMs: 20_000 });
+    expect(gc.signal).toBeNull();
+    expect(gc.code).toBe(0);
+    expect(gc.stdout).toBe("");
+    expect(existsSync(join(fifo, "step.json"))).toBe(true);
+    expect(existsSync(join(link, "step.json"))).toBe(true);
   });
 });

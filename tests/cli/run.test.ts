@@ -15,7 +15,7 @@ function spoolLeftovers(spool: string): string[] {
   if (!existsSync(spool)) return [];
   const jobs = join(spool, "jobs");
   const left = readdirSync(spool).filter((f) => f !== "jobs");
-  if (existsSync(jobs)) left.push(...readdirSync(jobs).filter((f) => f !== "next-jobid").map((f) => `jobs/${f}`));
+  if (existsSync(jobs)) left.push(...readdirSync(jobs).filter((f) => f !== "next-jobid" && f !== "node").map((f) => `jobs/${f}`));
   return left;
 }
 
@@ -263,18 +263,26 @@ describe("jobrt run: users, signals, time limits", () => {
 
   it("SIGTERM mid-step stops every task, runs cleanup, leaves nothing, exits 143", async () => {
     const s = site();
-    const marker = tempDir();
-    const child = jobrt(["run", "-n", "3", "--runtime", "none", "--json", "sh", "-c", `echo $$ > ${marker}/$SLURM_PROCID; exec sleep 60`], { env: s.env, detached: false });
-    // wait until all three tasks have started
-    for (let i = 0; i < 200 && readdirSync(marker).length < 3; i++) await new Promise((r) => setTimeout(r, 25));
-    const pids = readdirSync(marker).map((f) => Number(readFileSync(join(marker, f), "utf8")));
-    expect(pids).toHaveLength(3);
-    const ps = await import("node:child_process");
-    const jobrtPid = Number(ps.execFileSync("sh", ["-c", `ps -o ppid= -p ${pids[0]}`], { encoding: "utf8" }).trim());
-    process.kill(jobrtPid, "SIGTERM");
-    const r = await child;
-    expect(r.code).toBe(143);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; status?: number });
+    // Task pids come from the --json task-start events, so there is no file a task may not have written yet.
+    const { spawn } = await import("node:child_process");
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", "3", "--runtime", "none", "--json", "sleep", "60"], {
+      env: { ...process.env, ...s.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    const pids: number[] = [];
+    const started = new Promise<void>((resolve) => {
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+        for (const line of d.split("\n").filter((l) => l.includes('"task-start"'))) pids.push((JSON.parse(line) as { pid: number }).pid);
+        if (pids.length === 3) resolve();
+      });
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    await started;
+    child.kill("SIGTERM");
+    expect(await closed).toBe(143);
+    const events = stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; status?: number });
     expect(events.filter((e) => e.event === "task-exit").map((e) => e.status)).toEqual([143, 143, 143]);
     expect(events.some((e) => e.event === "cleanup")).toBe(true);
     expect(events.at(-1)).toMatchObject({ event: "step-end", status: 143 });

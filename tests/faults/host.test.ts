@@ -175,6 +175,6 @@ describe("faults: SpoolDir", () => {
     writeFileSync(join(s.dir, "jobrt.conf"), "SpoolDir=/dev/null/spool\n");
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^jobrt: cannot create \/dev\/null\/spool\/jobs: ENOTDIR.*\(check SpoolDir in jobrt.conf\)\n$/);
+    expect(r.stderr).toMatch(/^jobrt: SpoolDir: cannot create \/dev\/null\/spool: ENOTDIR.*\(check SpoolDir in jobrt.conf\)\n$/);
   });
 });

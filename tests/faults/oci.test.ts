@@ -284,7 +284,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       execFileSync("mount", ["-o", "remount,ro", s.spool]);
       const r = await run(s, ["--container", s.bundle, "touch", join(s.dir, "started")]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`jobrt: cannot create ${s.spool}/jobs: EROFS: read-only file system, mkdir '${s.spool}/jobs' (check SpoolDir in jobrt.conf)\n`);
+      expect(r.stderr).toBe(`jobrt: SpoolDir: cannot create ${s.spool}/jobs: EROFS: read-only file system, mkdir '${s.spool}/jobs' (check SpoolDir in jobrt.conf)\n`);
       expect(existsSync(join(s.dir, "started"))).toBe(false);
       expect(readdirSync(s.spool)).toEqual([]);
       await expectNoLeaks(s);

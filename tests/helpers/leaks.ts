@@ -54,7 +54,7 @@ export function runcContainers(prefix?: string): string[] {
   return out.filter((c) => prefix === undefined || c.bundle.startsWith(prefix)).map((c) => c.id);
 }
 
-/** What a step may leave in SpoolDir: the job id counter, nothing else. */
+/** What a step may leave in SpoolDir: the job id counter and the node marker, nothing else. */
 export function spoolLeftovers(site: FaultSite): string[] {
   if (!existsSync(site.spool)) return [];
   const left: string[] = [];
@@ -62,7 +62,7 @@ export function spoolLeftovers(site: FaultSite): string[] {
     if (entry !== "jobs") left.push(entry);
   }
   const jobs = join(site.spool, "jobs");
-  if (existsSync(jobs)) for (const entry of readdirSync(jobs)) if (entry !== "next-jobid") left.push(`jobs/${entry}`);
+  if (existsSync(jobs)) for (const entry of readdirSync(jobs)) if (entry !== "next-jobid" && entry !== "node") left.push(`jobs/${entry}`);
   return left;
 }
 

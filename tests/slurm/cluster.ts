@@ -37,17 +37,22 @@ export function unlockCluster(): void {
   lockHolder = undefined;
 }
 
-export async function startCluster(nodes = 2): Promise<void> {
+/** `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's wrapper). */
+export async function startCluster(nodes = 2, jobrt?: string): Promise<void> {
   await lockCluster();
-  const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir], { timeoutMs: 280_000 });
+  const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
+  const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, ...epilog], { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
 }
 
-/** Stops the cluster and releases the lock (also when stopping fails). */
+/**
+ * Stops the cluster and releases the lock (also when stopping fails). Exit 3 means there was no
+ * cluster to stop: a start that failed has already removed what it made.
+ */
 export async function stopCluster(): Promise<void> {
   try {
     const r = await runProgram(["sh", script, "stop", "--dir", slurmDir], { timeoutMs: 120_000 });
-    if (r.code !== 0) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+    if (r.code !== 0 && r.code !== 3) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
   } finally {
     unlockCluster();
   }
@@ -106,11 +111,11 @@ export interface JobrtSite {
 /**
  * A jobrt installation on every node. On a real cluster each node has its own /etc/jobrt and a
  * SpoolDir on local disk; the test nodes share this machine's filesystem, so the wrapper picks
- * the conf dir of the node it runs on (SLURMD_NODENAME), each naming its own SpoolDir. KillWait 2
- * stays below slurm.conf's KillWait (10), so jobrt's own kill-and-cleanup finishes before Slurm's
- * SIGKILL.
+ * the conf dir of the node it runs on (SLURMD_NODENAME), each naming its own SpoolDir. KillWait
+ * (default 2) stays below slurm.conf's KillWait (10), so jobrt's own kill-and-cleanup finishes
+ * before Slurm's SIGKILL.
  */
-export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
+export function jobrtSite(nodes = ["nodea", "nodeb"], killWait = 2): JobrtSite {
   if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
   const root = tempDir("jobrt-slurm-site-");
   const binDir = join(root, "bin");
@@ -126,7 +131,7 @@ export function jobrtSite(nodes = ["nodea", "nodeb"]): JobrtSite {
     mkdirSync(join(root, "etc", node), { mode: 0o755 });
     mkdirSync(join(spoolRoot, node));
     chmodSync(join(spoolRoot, node), 0o1777);
-    writeFileSync(join(root, "etc", node, "jobrt.conf"), `SpoolDir=${join(spoolRoot, node)}\nKillWait=2\n`);
+    writeFileSync(join(root, "etc", node, "jobrt.conf"), `SpoolDir=${join(spoolRoot, node)}\nKillWait=${killWait}\n`);
   }
   const wrapper = join(binDir, "jobrt");
   writeFileSync(

@@ -1,18 +1,30 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { chmodSync, chownSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot, runProgram } from "../helpers/jobrt.js";
+import { repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 import { lockCluster, slurm, slurmDir, sortedLines, stopCluster } from "./cluster.js";
 
 const script = join(repoRoot, "scripts/slurm-local.sh");
 const run = (...args: string[]) => runProgram(["sh", script, ...args, "--dir", slurmDir], { timeoutMs: 280_000 });
 
+/** DIR/created: what start made, one `kind name values...` line each. */
+function createdLines(): string[][] {
+  return readFileSync(join(slurmDir, "created"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => l.split(" "));
+}
+
 /** Recorded daemon pids, by daemon name. */
 function recordedPids(): Record<string, number> {
-  const dir = join(slurmDir, "pids");
   const out: Record<string, number> = {};
-  for (const f of readdirSync(dir)) out[f.replace(/\.pid$/, "")] = Number(readFileSync(join(dir, f), "utf8").trim());
+  for (const [kind, name, pid] of createdLines()) if (kind === "pid") out[name as string] = Number(pid);
   return out;
+}
+
+async function bridgeIndex(): Promise<string> {
+  const r = await runProgram(["cat", "/sys/class/net/jrt-br0/ifindex"]);
+  return r.stdout.trim();
 }
 
 /** True while `pid` runs `program` (a zombie or a reused pid does not count). */
@@ -44,12 +56,36 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
       [["restart"], {}, /unknown command restart/],
       [["start"], { JOBRT_SLURM_NET: "8.8.8" }, /JOBRT_SLURM_NET=8\.8\.8: .*private \/24/],
       [["start"], { JOBRT_SLURM_NET: "10.250" }, /JOBRT_SLURM_NET=10\.250: /],
+      [["start", "--jobrt", "jobrt'; reboot"], {}, /--jobrt jobrt'; reboot: give an absolute path or a command name/],
+      [["start", "--jobrt", "bin/jobrt"], {}, /--jobrt bin\/jobrt: give an absolute path or a command name/],
+      [["start", "--jobrt", "/nonexistent/jobrt"], {}, /--jobrt \/nonexistent\/jobrt: not an executable file/],
     ];
     for (const [args, env, message] of cases) {
       const r = await runProgram(["sh", script, ...args, "--dir", slurmDir], { env: { ...process.env, ...env } });
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
       expect(r.stderr).toMatch(new RegExp(`^slurm-local\\.sh: ${message.source}`));
+    }
+  });
+
+  it("a DIR another user owns or may write (a planted Epilog, a planted DIR/created) is refused: one line, exit 1, nothing made", async () => {
+    const planted = tempDir("jobrt-slurm-planted-");
+    try {
+      writeFileSync(join(planted, "created"), "netns jobrt-slurm-nodeb 1\nlink jrt-br0 1\n");
+      chownSync(planted, 65534, 65534);
+      const groupWritable = tempDir("jobrt-slurm-gw-");
+      chmodSync(groupWritable, 0o775);
+      for (const [dir, cmd] of [[planted, "start"], [planted, "stop"], [planted, "status"], [groupWritable, "start"]] as const) {
+        const r = await runProgram(["sh", script, cmd, "--dir", dir]);
+        expect(r.code, `${cmd} ${dir}`).toBe(1);
+        expect(r.stderr).toBe(`slurm-local.sh: ${dir}: not a directory owned by root (or you) and writable by no one else (nor is ${dir}/created); refusing to use it\n`);
+      }
+      expect(readdirSync(planted)).toEqual(["created"]);
+      expect(readdirSync(groupWritable)).toEqual([]);
+      rmSync(groupWritable, { recursive: true });
+      expect(await ourNamespaces()).toEqual([]);
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
     }
   });
 
@@ -95,6 +131,63 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
     const lines = sortedLines(r.stdout);
     expect(lines.map((l) => l.split(" ")[0])).toEqual(["nodea", "nodeb", "nodec"]);
     expect(lines.slice(1)).toEqual(["nodeb nodeb", "nodec nodec"]);
+  });
+
+  it("stop --dir <a dir that holds no cluster> refuses with one line and exit 3, and touches nothing", async () => {
+    const other = tempDir("jobrt-slurm-notacluster-");
+    writeFileSync(join(other, "keep.txt"), "mine\n");
+    const pids = recordedPids();
+    const namespaces = await ourNamespaces();
+    const bridge = await bridgeIndex();
+    try {
+      const stop = await runProgram(["sh", script, "stop", "--dir", other]);
+      expect(stop.code).toBe(3);
+      expect(stop.stdout).toBe("");
+      expect(stop.stderr).toBe(`slurm-local.sh: no cluster in ${other} (${other}/created is missing); nothing stopped\n`);
+      expect(readdirSync(other)).toEqual(["keep.txt"]);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+    // The running cluster is untouched: same namespaces, same bridge, same daemons, and it works.
+    expect(await ourNamespaces()).toEqual(namespaces);
+    expect(await bridgeIndex()).toBe(bridge);
+    for (const [name, pid] of Object.entries(pids)) expect(runs(pid, name.startsWith("slurmd-") ? "slurmd" : name), name).toBe(true);
+    const status = await run("status");
+    expect(status.code, status.stdout).toBe(0);
+    const r = await slurm(["srun", "-N", "3", "sh", "-c", "echo $SLURMD_NODENAME"]);
+    expect(r.stderr).toBe("");
+    expect(sortedLines(r.stdout)).toEqual(["nodea", "nodeb", "nodec"]);
+  });
+
+  it("status tells the truth: a recorded pid that is another process, or a recorded namespace that is gone, is not running", async () => {
+    const created = join(slurmDir, "created");
+    const original = readFileSync(created, "utf8");
+    const pid = recordedPids()["slurmd-nodec"];
+    // The record names a pid whose start time differs: as after the daemon died and its pid was reused.
+    writeFileSync(created, original.replace(/^(pid slurmd-nodec \d+) \d+$/m, "$1 1"));
+    try {
+      const status = await run("status");
+      expect(status.code).toBe(1);
+      expect(status.stdout).toContain(`slurmd-nodec: not running (recorded pid ${pid} is gone or another process)`);
+      expect(status.stdout).not.toContain("export SLURM_CONF");
+    } finally {
+      writeFileSync(created, original);
+    }
+    expect((await run("status")).code).toBe(0);
+
+    // A namespace deleted from under the cluster: its slurmd lives on, but the cluster is broken.
+    expect((await runProgram(["ip", "netns", "del", "jobrt-slurm-nodec"])).code).toBe(0);
+    const status = await run("status");
+    expect(status.code).toBe(1);
+    expect(status.stdout).toContain("network namespace jobrt-slurm-nodec: missing");
+    // start does not call that running: it clears the cluster and starts it again.
+    const start = await run("start", "--nodes", "3");
+    expect(start.code, start.stderr).toBe(0);
+    expect(start.stdout).not.toMatch(/already running/);
+    expect(await ourNamespaces()).toEqual(["jobrt-slurm-nodeb", "jobrt-slurm-nodec"]);
+    expect((await run("status")).code).toBe(0);
+    const r = await slurm(["srun", "-N", "3", "sh", "-c", "echo $SLURMD_NODENAME"]);
+    expect(sortedLines(r.stdout)).toEqual(["nodea", "nodeb", "nodec"]);
   });
 
   it("stop ends exactly the recorded daemons, removes the namespaces, the bridge and the directory", async () => {

@@ -8,12 +8,17 @@ interface OptionDef {
   /** "step" options apply to the whole step and may only be given before the first ' : '. */
   scope: "component" | "step";
   repeat?: boolean;
+  /** Why an empty value is refused: it would otherwise quietly mean "not given". */
+  nonEmpty?: string;
+  /** Accepted by every command that accepts this other option. */
+  alongside?: string;
 }
 
 const OPTIONS: OptionDef[] = [
   { long: "ntasks", short: "n", value: true, scope: "component" },
-  { long: "runtime", value: true, scope: "component" },
+  { long: "runtime", value: true, scope: "component", nonEmpty: "leave the option out for the default runtime" },
   { long: "container", value: true, scope: "component" },
+  { long: "container-image", value: true, scope: "component", alongside: "container" },
   { long: "container-volume", value: true, scope: "component", repeat: true },
   { long: "container-module", value: true, scope: "component", repeat: true },
   { long: "container-env", value: true, scope: "component", repeat: true },
@@ -29,11 +34,12 @@ const OPTIONS: OptionDef[] = [
   { long: "export", value: true, scope: "component" },
   { long: "time", short: "t", value: true, scope: "step" },
   { long: "jobid", value: true, scope: "step" },
+  { long: "job", value: true, scope: "step" },
   { long: "uid", value: true, scope: "step" },
   { long: "gid", value: true, scope: "step" },
   { long: "verbose", short: "v", value: false, scope: "step", repeat: true },
   { long: "json", value: false, scope: "step" },
-  { long: "conf-dir", value: true, scope: "step" },
+  { long: "conf-dir", value: true, scope: "step", nonEmpty: "it would read configuration from the current directory" },
   { long: "help", short: "h", value: false, scope: "step" },
 ];
 
@@ -119,7 +125,7 @@ export function parseCommandLine(args: string[], rules: ParseRules): ParsedComma
     // Short flags may be bundled (-lv); a value option takes the rest of the word or the next one.
     for (;;) {
       const found = findOption(token);
-      if (!found || !rules.allowed.has(found.def.long)) {
+      if (!found || !(rules.allowed.has(found.def.long) || (found.def.alongside !== undefined && rules.allowed.has(found.def.alongside)))) {
         throw usage(`${rules.command}: unknown option ${token.split("=")[0]} (see jobrt ${rules.command} --help)`);
       }
       const { def } = found;
@@ -135,6 +141,7 @@ export function parseCommandLine(args: string[], rules: ParseRules): ParsedComma
       } else if (found.inline !== undefined) {
         throw usage(`--${def.long} takes no value`);
       }
+      if (value === "" && def.nonEmpty) throw usage(`--${def.long}: empty value (${def.nonEmpty})`);
       if (def.scope === "step") {
         if (components.length > 0) throw usage(`--${def.long} applies to the whole step: give it before the first ':'`);
         push(step, def, value);
@@ -168,7 +175,7 @@ export function positiveInt(text: string, option: string, max = 1_000_000): numb
 
 /** The container request from --container and --container-* options (undefined when none given). */
 export function containerRequest(map: OptionValues): ContainerRequest | undefined {
-  const names = ["container", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt"];
+  const names = ["container", "container-image", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt"];
   if (!names.some((n) => map.has(n))) return undefined;
   const options: Record<string, string[]> = {};
   for (const item of map.get("container-opt") ?? []) {
@@ -182,6 +189,14 @@ export function containerRequest(map: OptionValues): ContainerRequest | undefine
   }
   const value = one(map, "container");
   if (value === "") throw usage("--container: empty value");
+  // The image travels as the runtime option `image` (what `--container-opt image=REF` also gives).
+  const image = one(map, "container-image");
+  if (image === "") throw usage("--container-image: empty value");
+  if (image !== undefined && value !== undefined) throw usage("give either --container BUNDLE or --container-image REF, not both");
+  if (image !== undefined) {
+    if (options.image) throw usage("--container-image and --container-opt image=... both given");
+    options.image = [image];
+  }
   const workdir = one(map, "container-workdir");
   const entrypoint = one(map, "container-entrypoint");
   return {

@@ -8,13 +8,14 @@ Commands:
   runtimes  list the runtimes this node allows, with package, version and API status
   check     validate a run request (submit context) without starting anything
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
+  images    list or prune the node's container image cache (--container-image)
 
 Options:
   -h, --help     show help (also: jobrt <command> --help)
   --version      print jobrt's version
 
 Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
-shifter.conf); with no files, embedded defaults apply. See docs/cli.md.
+shifter.conf, images.conf); with no files, embedded defaults apply. See docs/cli.md.
 `;
 
 export const RUN_HELP = `Usage: jobrt run [options] command [args...] [: [options] command [args...] ...]
@@ -26,6 +27,9 @@ Component options:
   -n, --ntasks N            number of tasks (default 1)
       --runtime NAME        runtime plugin (default: DefRuntimePlugin, else oci); 'list' lists them
       --container VALUE     container for the runtime (oci: bundle path; shifter: image)
+      --container-image REF runtime oci: run from an image, pulled and unpacked once per node:
+                            docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],
+                            oci-archive:/FILE[:REF] (same as --container-opt image=REF)
       --container-volume V  volume/bind for the runtime (repeatable)
       --container-module M  runtime module (repeatable)
       --container-env N=V   environment variable set inside the container (repeatable)
@@ -60,7 +64,7 @@ The step and task come from Slurm's variables (SLURM_JOB_ID, SLURM_STEP_ID, SLUR
 The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site default.
 
 Options:
-      --runtime NAME, --container VALUE, --container-volume V, --container-module M,
+      --runtime NAME, --container VALUE, --container-image REF, --container-volume V, --container-module M,
       --container-env N=V, --container-workdir D, --container-entrypoint P,
       --container-clearenv, --container-opt K=V   as for jobrt run
   -v, --verbose             more detail (repeatable)
@@ -84,11 +88,29 @@ context and calls the runtime's validate hook (e.g. shifter looks the image up),
 Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
 `;
 
-export const GC_HELP = `Usage: jobrt gc [-v] [--conf-dir DIR]
+export const GC_HELP = `Usage: jobrt gc [--job N] [-v] [--conf-dir DIR]
 
 Finds the steps in SpoolDir whose jobrt process is gone (killed with SIGKILL, out of memory, a
 reboot) and cleans up after them: kills the task process groups it had started, runs each
 component's runtime cleanup (containers, spool directories) and removes the step record. A live
 step is never touched. Every 'jobrt run' does the same, quietly, before it starts.
 Exits 1 when a step could not be cleaned up (its record is kept for another try).
+
+Options:
+  --job N   only the steps of job N (under Slurm: the Slurm job id); for a Slurm Epilog line
+            'jobrt gc --job $SLURM_JOB_ID' (see docs/slurm.md)
+
+gc acts on the records of its own user; root also on a job user's record whose every component
+runs as that user (the runtime cleanup then acts as that user).
+`;
+
+export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--conf-dir DIR]
+       jobrt images prune [--all] [--conf-dir DIR]
+
+The node's image cache (runtime oci, --container-image; CacheDir in images.conf).
+  list     every cached image this user can see: store, digest, size, last use, reference,
+           and how many running steps use it (least recently used first)
+  prune    removes the images no running step uses, least recently used first, until the cache
+           fits CacheSize; with --all, every image no running step uses. As root: every store;
+           as a user: their own store.
 `;

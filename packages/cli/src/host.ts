@@ -1,7 +1,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LogLevel, type NodeConf, RuntimeRegistry, createPackageResolver } from "@jobrt/core";
-import { type SiteConfig, confDirFrom, loadSiteConfig } from "@jobrt/launcher";
+import { type SiteConfig, confDirFrom, loadSiteConfig, spoolDirFor } from "@jobrt/launcher";
 
 /** The site install root: runtime packages are resolved from beside @jobrt/cli (DESIGN.md §4). */
 export const cliPackageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -19,7 +19,11 @@ export function say(message: string): void {
   process.stderr.write(`jobrt: ${message}\n`);
 }
 
-export function createHost(confDirOption: string | undefined, verbose: number): Host {
+/**
+ * The site's configuration, registry and node. `nodeName` overrides jobrt.conf's (under Slurm, the
+ * node the task runs on: SLURMD_NODENAME).
+ */
+export function createHost(confDirOption: string | undefined, verbose: number, nodeName?: string): Host {
   const site = loadSiteConfig(confDirFrom(confDirOption));
   const log = (level: LogLevel, message: string) => {
     const shown = level === "error" || level === "warn" || (level === "info" && verbose >= 1) || (level === "verbose" && verbose >= 1) || verbose >= 2;
@@ -32,25 +36,15 @@ export function createHost(confDirOption: string | undefined, verbose: number): 
     defaultRuntime: site.defRuntimePlugin,
     initTimeoutMs: site.pluginInitTimeout * 1000,
   });
+  const name = nodeName || site.nodeName;
   const node: NodeConf = {
-    nodeName: site.nodeName,
+    nodeName: name,
     confDir: site.confDir,
-    spoolDir: site.spoolDir,
+    spoolDir: spoolDirFor(site.spoolDir, name),
     killWait: site.killWait,
     hostUid: process.getuid?.() ?? 0,
     log,
   };
   log("verbose", `conf dir ${site.confDir}${site.file ? "" : " (no jobrt.conf: embedded defaults)"}; runtimes resolved from ${baseDir}`);
   return { site, node, registry, verbose, log };
-}
-
-/** Finalises the registry after a step: a failing `fini` is reported and makes the status at least 1. */
-export async function finishStep(host: Host, status: number): Promise<number> {
-  try {
-    await host.registry.fini();
-    return status;
-  } catch (error) {
-    say((error as Error).message);
-    return Math.max(status, 1);
-  }
 }

@@ -1,2 +1,1 @@
 export { main } from "./main.js";
-export { stepFromSlurm } from "./commands/exec.js";

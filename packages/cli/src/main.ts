@@ -10,6 +10,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   runtimes: async (args) => (await import("./commands/runtimes.js")).runtimesCommand(args),
   check: async (args) => (await import("./commands/check.js")).checkCommand(args),
   gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
+  images: async (args) => (await import("./commands/images.js")).imagesCommand(args),
 };
 
 /** Runs the jobrt command line and returns the exit status; never throws. */

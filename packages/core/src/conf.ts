@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { JobrtError, messageOf } from "./errors.js";
+import { MAX_CONF_BYTES, readConfText } from "./conffile.js";
+import { JobrtError, isJobrtError, messageOf } from "./errors.js";
 
 /**
  * Slurm's configuration syntax (slurm.conf, oci.conf): one `Key=Value` a line, case-insensitive
@@ -43,9 +43,12 @@ export interface ParseConfOptions {
   /** Name used in messages (and base for relative Include paths). */
   file: string;
   schema: ConfSchema;
-  /** Reads an included file; default reads from disk. */
+  /** Reads an included file; default reads it from disk (regular files only, see readConfText). */
   readFile?: (path: string) => string;
 }
+
+/** Repeated-key warnings kept per parse; the rest are counted in one summary line. */
+export const MAX_CONF_WARNINGS = 10;
 
 const TRUE_WORDS = new Set(["yes", "up", "true", "1"]);
 const FALSE_WORDS = new Set(["no", "down", "false", "0"]);
@@ -58,11 +61,31 @@ export function parseSlurmBool(text: string): boolean | undefined {
   return undefined;
 }
 
+/**
+ * Shortens text for a message by cutting out its middle: a value of a megabyte must not become
+ * a megabyte-long error line, and the end of a message usually says what to do.
+ */
+export function clipText(text: string, max = 300): string {
+  if (text.length <= max) return text;
+  const tail = Math.floor(max / 3);
+  return `${text.slice(0, max - tail)}...[${text.length - max} characters cut]...${text.slice(text.length - tail)}`;
+}
+
 export function confError(loc: ConfLocation, key: string | undefined, what: string): JobrtError {
   const prefix = `${loc.file}:${loc.line}:${loc.column}`;
-  return new JobrtError("ERR_CONF", `${prefix}: ${key ? `${key}: ` : ""}${what}`, {
-    details: { file: loc.file, line: loc.line, column: loc.column, ...(key ? { key } : {}) },
+  const shownKey = key === undefined ? undefined : clipText(key, 60);
+  return new JobrtError("ERR_CONF", `${prefix}: ${shownKey ? `${shownKey}: ` : ""}${clipText(what)}`, {
+    details: { file: loc.file, line: loc.line, column: loc.column, ...(shownKey ? { key: shownKey } : {}) },
   });
+}
+
+/** A NUL byte ends a C string: Slurm would silently cut the value there, and paths cannot hold one. */
+function checkNoNul(body: string, file: string): void {
+  const at = body.indexOf("\0");
+  if (at < 0) return;
+  const lineStart = body.lastIndexOf("\n", at) + 1;
+  const line = body.slice(0, at).split("\n").length;
+  throw confError({ file, line, column: at - lineStart + 1 }, undefined, "contains a NUL byte");
 }
 
 interface LogicalLine {
@@ -122,8 +145,10 @@ function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): Co
   if (t === "int") {
     if (!/^-?\d+$/.test(raw)) throw confError(loc, key, `${JSON.stringify(raw)} is not an integer`);
     const n = Number(raw);
-    if (spec.min !== undefined && n < spec.min) throw confError(loc, key, `${n} is below the minimum ${spec.min}`);
-    if (spec.max !== undefined && n > spec.max) throw confError(loc, key, `${n} is above the maximum ${spec.max}`);
+    // Past 2^53 Number() rounds (or gives Infinity): show what was written.
+    const shown = Number.isSafeInteger(n) ? String(n) : raw;
+    if (spec.min !== undefined && n < spec.min) throw confError(loc, key, `${shown} is below the minimum ${spec.min}`);
+    if (spec.max !== undefined && n > spec.max) throw confError(loc, key, `${shown} is above the maximum ${spec.max}`);
     return n;
   }
   if (t === "list") {
@@ -141,82 +166,91 @@ function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): Co
 
 const LINE_RE = /^\s*([A-Za-z0-9_.]+)\s*([+\-*/]?=)\s*/;
 
+/** The text of an `Include` target, relative to the including file; every problem is at the Include line. */
+function readIncluded(target: string, loc: ConfLocation, depth: number, read: (path: string) => string): { body: string; path: string } {
+  if (depth >= 8) throw confError(loc, "Include", "includes nest deeper than 8 levels");
+  if (/[*?[%]/.test(target)) throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
+  const path = isAbsolute(target) ? target : resolve(dirname(resolve(loc.file)), target);
+  try {
+    return { body: read(path), path };
+  } catch (error) {
+    // readConfText's own messages already start with the path.
+    throw confError(loc, "Include", isJobrtError(error) && error.code === "ERR_CONF" ? error.message : `cannot read ${path}: ${messageOf(error)}`);
+  }
+}
+
 /** Parses Slurm-syntax text against a schema. Every error names file:line:column and the key. */
 export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
   const canonical = new Map(Object.keys(options.schema).map((k) => [k.toLowerCase(), k]));
   const result: ParsedConf = { file: options.file, values: {}, where: {}, warnings: [] };
-  const readInclude = options.readFile ?? ((p: string) => readFileSync(p, "utf8"));
+  const readInclude = options.readFile ?? ((p: string) => readConfText(p, false) as string);
   const seen = new Set<string>();
+  let bytes = 0;
+  let unshownWarnings = 0;
+
+  // The cap counts every Include too: a file that includes itself 8 levels deep, or many
+  // includes of one large file, must not multiply into gigabytes.
+  const account = (body: string, file: string, at?: ConfLocation): void => {
+    bytes += Buffer.byteLength(body);
+    if (bytes <= MAX_CONF_BYTES) return;
+    const what = `the configuration, with its Includes, is more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit`;
+    if (at) throw confError(at, "Include", `${file}: ${what}`);
+    throw new JobrtError("ERR_CONF", `${file}: ${what}`, { details: { file } });
+  };
+
+  const assign = (rawLine: string, line: number, file: string): void => {
+    const m = LINE_RE.exec(rawLine);
+    if (!m) {
+      throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, undefined, `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`);
+    }
+    const keyText = m[1] as string;
+    const key = canonical.get(keyText.toLowerCase());
+    const loc: ConfLocation = { file, line, column: m[0].length + 1 };
+    if (key === undefined) throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, keyText, "unknown key");
+    const raw = valueText(rawLine.slice(m[0].length), loc, key);
+    const spec = options.schema[key] as FieldSpec;
+    const value = typed(spec, raw, loc, key);
+    if (spec.check) {
+      const problem = spec.check(value as never);
+      if (problem) throw confError(loc, key, problem);
+    }
+    if (spec.type === "array") {
+      const list = (result.values[key] as string[] | undefined) ?? [];
+      list.push(value as string);
+      result.values[key] = list;
+    } else {
+      if (seen.has(key)) {
+        const prev = result.where[key] as ConfLocation;
+        // A generated file can repeat a key thousands of times: a few lines say it, one counts the rest.
+        if (result.warnings.length < MAX_CONF_WARNINGS) {
+          result.warnings.push(`${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`);
+        } else unshownWarnings++;
+      }
+      result.values[key] = value;
+    }
+    seen.add(key);
+    result.where[key] = loc;
+  };
 
   const parseText = (body: string, file: string, depth: number): void => {
+    checkNoNul(body, file);
     for (const { text: rawLine, line } of logicalLines(body)) {
       if (rawLine.trim() === "") continue;
       const include = /^\s*include\s+(.*?)\s*$/i.exec(rawLine);
       if (include && !/^\s*include\s*[+\-*/]?=/i.test(rawLine)) {
         const loc = { file, line, column: 1 };
-        const target = stripEscapes(include[1] as string);
-        if (depth >= 8) throw confError(loc, "Include", "includes nest deeper than 8 levels");
-        if (/[*?[%]/.test(target)) throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
-        const path = isAbsolute(target) ? target : resolve(dirname(resolve(file)), target);
-        let included: string;
-        try {
-          included = readInclude(path);
-        } catch (error) {
-          throw confError(loc, "Include", `cannot read ${path}: ${messageOf(error)}`);
-        }
+        const { body: included, path } = readIncluded(stripEscapes(include[1] as string), loc, depth, readInclude);
+        account(included, path, loc);
         parseText(included, path, depth + 1);
-        continue;
-      }
-      const m = LINE_RE.exec(rawLine);
-      if (!m) {
-        throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, undefined, `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`);
-      }
-      const keyText = m[1] as string;
-      const key = canonical.get(keyText.toLowerCase());
-      const valueColumn = m[0].length + 1;
-      const loc: ConfLocation = { file, line, column: valueColumn };
-      if (key === undefined) throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, keyText, "unknown key");
-      const rest = stripEscapes(rawLine.slice(m[0].length));
-      let raw: string;
-      let after: string;
-      if (rest.startsWith('"')) {
-        const close = rest.indexOf('"', 1);
-        if (close < 0) {
-          throw confError(loc, key, "unterminated double quote (note: '#' starts a comment even inside quotes; write \\# for a literal #)");
-        }
-        raw = rest.slice(1, close);
-        after = rest.slice(close + 1);
-      } else {
-        const end = rest.search(/\s/);
-        raw = end < 0 ? rest : rest.slice(0, end);
-        after = end < 0 ? "" : rest.slice(end);
-      }
-      if (after.trim() !== "") {
-        throw confError(loc, key, `unexpected text after the value: ${JSON.stringify(after.trim())} (one Key=Value per line; quote values with spaces)`);
-      }
-      const spec = options.schema[key] as FieldSpec;
-      const value = typed(spec, raw, loc, key);
-      if (spec.check) {
-        const problem = spec.check(value as never);
-        if (problem) throw confError(loc, key, problem);
-      }
-      if (spec.type === "array") {
-        const list = (result.values[key] as string[] | undefined) ?? [];
-        list.push(value as string);
-        result.values[key] = list;
-      } else {
-        if (seen.has(key)) {
-          const prev = result.where[key] as ConfLocation;
-          result.warnings.push(`${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`);
-        }
-        result.values[key] = value;
-      }
-      seen.add(key);
-      result.where[key] = loc;
+      } else assign(rawLine, line, file);
     }
   };
 
+  account(text, options.file);
   parseText(text, options.file, 0);
+  if (unshownWarnings > 0) {
+    result.warnings.push(`${options.file}: ${unshownWarnings} more keys specified more than once (not shown); the last value of each wins`);
+  }
   for (const [key, spec] of Object.entries(options.schema)) {
     if (spec.required && !(key in result.values)) {
       throw new JobrtError("ERR_CONF", `${options.file}: missing required key ${key}`, { details: { file: options.file, key } });
@@ -225,17 +259,35 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
   return result;
 }
 
+/** The value part of a line: a double-quoted string or one word, and nothing after it. */
+function valueText(restRaw: string, loc: ConfLocation, key: string): string {
+  const rest = stripEscapes(restRaw);
+  let raw: string;
+  let after: string;
+  if (rest.startsWith('"')) {
+    const close = rest.indexOf('"', 1);
+    if (close < 0) {
+      throw confError(loc, key, "unterminated double quote (note: '#' starts a comment even inside quotes; write \\# for a literal #)");
+    }
+    raw = rest.slice(1, close);
+    after = rest.slice(close + 1);
+  } else {
+    const end = rest.search(/\s/);
+    raw = end < 0 ? rest : rest.slice(0, end);
+    after = end < 0 ? "" : rest.slice(end);
+  }
+  if (after.trim() !== "") {
+    throw confError(loc, key, `unexpected text after the value: ${JSON.stringify(after.trim())} (one Key=Value per line; quote values with spaces)`);
+  }
+  return raw;
+}
+
 /**
- * Reads and parses a conf file. Returns undefined when the file does not exist (the caller
- * decides whether that means "embedded defaults"); any other read error is ERR_CONF.
+ * Reads and parses a conf file. Returns undefined when nothing is at the path (the caller
+ * decides whether that means "embedded defaults"); a dangling symlink, anything but a regular
+ * file, a file over MAX_CONF_BYTES and any other read error is ERR_CONF.
  */
 export function loadConfFile(path: string, schema: ConfSchema): ParsedConf | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new JobrtError("ERR_CONF", `${path}: cannot read: ${messageOf(error)}`, { details: { file: path } });
-  }
-  return parseConf(text, { file: path, schema });
+  const text = readConfText(path, true);
+  return text === undefined ? undefined : parseConf(text, { file: path, schema });
 }

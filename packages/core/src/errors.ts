@@ -23,6 +23,7 @@ export const ErrorCodes = {
   ERR_USAGE: "ERR_USAGE",
   ERR_LAUNCH: "ERR_LAUNCH",
   ERR_NOT_IN_SLURM_STEP: "ERR_NOT_IN_SLURM_STEP",
+  ERR_SPOOL: "ERR_SPOOL",
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

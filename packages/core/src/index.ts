@@ -6,11 +6,13 @@ export {
   type FieldType,
   type ParseConfOptions,
   type ParsedConf,
+  clipText,
   confError,
   loadConfFile,
   parseConf,
   parseSlurmBool,
 } from "./conf.js";
+export { MAX_CONF_BYTES, readConfText } from "./conffile.js";
 export { type ErrorCode, ErrorCodes, JobrtError, type JobrtErrorDetails, isJobrtError, messageOf } from "./errors.js";
 export { MAX_RUNTIME_NAME_LENGTH, type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
 export {

@@ -13,12 +13,18 @@ export interface RuntimeName {
 
 const SEGMENT = "[a-z0-9][a-z0-9._-]*";
 const NAME_RE = new RegExp(`^(?:runtime/)?(?:@(${SEGMENT})/)?(${SEGMENT})$`);
-/** npm allows 214 characters for a whole package name; ours add a prefix, so stay well below. */
+/**
+ * The longest name (`x` or `@scope/x`, not counting an optional `runtime/` prefix, so every
+ * spelling of one name is accepted alike). npm allows 214 characters for a whole package name;
+ * ours add `jobrt-runtime-`, so stay well below.
+ */
 export const MAX_RUNTIME_NAME_LENGTH = 100;
+const TYPE_PREFIX = "runtime/";
 
 /**
  * Normalises a runtime name from an untrusted source. Accepts `x`, `runtime/x` and `@scope/x`
- * (optionally `runtime/@scope/x`), where x and scope match [a-z0-9][a-z0-9._-]*. Everything else
+ * (optionally `runtime/@scope/x`), where x and scope match [a-z0-9][a-z0-9._-]* and the name
+ * without `runtime/` has at most MAX_RUNTIME_NAME_LENGTH characters. Everything else
  * (paths, URLs, `..`, upper case, builtins) is ERR_RUNTIME_NAME. This runs before any import.
  */
 export function normalizeRuntimeName(input: string): RuntimeName {
@@ -27,7 +33,8 @@ export function normalizeRuntimeName(input: string): RuntimeName {
     throw new JobrtError("ERR_RUNTIME_NAME", `invalid runtime name ${shown}: ${why}`, { details: {} });
   };
   if (typeof input !== "string" || input.length === 0) bad("empty");
-  if (input.length > MAX_RUNTIME_NAME_LENGTH) bad(`longer than ${MAX_RUNTIME_NAME_LENGTH} characters`);
+  const bare = input.startsWith(TYPE_PREFIX) ? input.slice(TYPE_PREFIX.length) : input;
+  if (bare.length > MAX_RUNTIME_NAME_LENGTH) bad(`longer than ${MAX_RUNTIME_NAME_LENGTH} characters${bare === input ? "" : ` after "${TYPE_PREFIX}"`}`);
   const m = NAME_RE.exec(input);
   if (!m) bad("use a name like 'oci', 'runtime/oci' or '@scope/name' (lower case letters, digits, '.', '_', '-')");
   const [, scope, base] = m as RegExpExecArray;

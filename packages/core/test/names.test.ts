@@ -64,6 +64,20 @@ describe("normalizeRuntimeName", () => {
     expect(resolve).not.toHaveBeenCalled();
   });
 
+  it("allows 100 characters (not counting runtime/) in every spelling, and refuses 101", () => {
+    const base = "a".repeat(100);
+    const scoped = `@${"s".repeat(48)}/${"b".repeat(50)}`;
+    for (const name of [base, scoped]) {
+      expect(normalizeRuntimeName(name).name).toBe(name);
+      expect(normalizeRuntimeName(`runtime/${name}`).name).toBe(name);
+      // The registry and the resolver normalise the type again: it must stay accepted.
+      expect(normalizeRuntimeName(normalizeRuntimeName(name).type).name).toBe(name);
+      for (const longer of [`${name}x`, `runtime/${name}x`]) {
+        expect(() => normalizeRuntimeName(longer)).toThrow(expect.objectContaining({ code: "ERR_RUNTIME_NAME", message: expect.stringMatching(/longer than 100 characters/) }));
+      }
+    }
+  });
+
   it("maps names to packages by one fixed rule", () => {
     expect(packageCandidates(normalizeRuntimeName("oci"))).toEqual(["@jobrt/runtime-oci", "jobrt-runtime-oci"]);
     expect(packageCandidates(normalizeRuntimeName("@acme/fast"))).toEqual(["@acme/jobrt-runtime-fast"]);

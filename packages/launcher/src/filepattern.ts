@@ -15,11 +15,21 @@ export function isPerTask(pattern: string): boolean {
 }
 
 /**
+ * The widest zero padding: Slurm's own maximum (it quietly uses 10 for anything wider). A wider
+ * one is a usage error here, so `%999999999t` cannot ask for a gigabyte-long file name.
+ */
+export const MAX_PAD_WIDTH = 10;
+
+/**
  * Expands srun's filename patterns: %j job id, %s step id, %t task id, %n node id, %N node name,
  * %% a percent sign; a number between % and the letter zero-pads (%3t → 007).
  */
 export function expandFilePattern(pattern: string, option: string, v: FilePatternValues): string {
   return pattern.replace(/%(\d*)(.)/g, (_, width: string, c: string) => {
+    if (Number(width) > MAX_PAD_WIDTH) {
+      const shown = width.length > 12 ? `${width.slice(0, 12)}...` : width;
+      throw new JobrtError("ERR_USAGE", `${option}: padding width ${shown} in %${shown}${c} is more than ${MAX_PAD_WIDTH}`);
+    }
     const pad = (n: number) => String(n).padStart(width === "" ? 0 : Number(width), "0");
     switch (c) {
       case "%":

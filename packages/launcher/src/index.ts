@@ -1,23 +1,17 @@
 export { StepCancel } from "./cancel.js";
-export { exportEnvironment, slurmTaskVariables } from "./env.js";
-export { expandFilePattern, type FilePatternValues, isPerTask } from "./filepattern.js";
-export { claimExecTask, claimStep, type StepClaim } from "./jobids.js";
-export { functionSink, type LineSink, type LineTransform, pipeLines } from "./lines.js";
-export { confDirFrom, defaultSpoolDir, loadSiteConfig, type SiteConfig } from "./siteconf.js";
-export {
-  type ComponentSpec,
-  type PlannedComponent,
-  type RunStepOptions,
-  type StepEvent,
-  type StepResult,
-  type StepSpec,
-  type TaskIo,
-  planStep,
-  runStep,
-  statusOf,
-  taskEnvironment,
-} from "./step.js";
+export { exportEnvironment } from "./env.js";
+export { expandFilePattern } from "./filepattern.js";
+export { confDirFrom, loadSiteConfig, type SiteConfig, spoolDirFor } from "./siteconf.js";
 export { parseTimeLimit } from "./time.js";
 export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
-export { bootId, isSameProcess, processStartTime } from "./proc.js";
-export { type CollectResult, type OrphanStep, type StepFile, collectOrphan, findOrphanSteps, recordTaskPid, writeStepFile } from "./steprecord.js";
+export { type ComponentSpec, type PlannedComponent, type StepSpec, type TaskIo, planFromSlurm, planStep } from "./session/plan.js";
+export { type SessionOptions, type StepPlan, type StepResult, runSession } from "./session/session.js";
+export type { StepEvent } from "./session/task.js";
+export { statusOf } from "./session/status.js";
+export { type Collected, collectOrphans } from "./session/collect.js";
+export { openSpool, type Spool } from "./session/spool.js";
+export { userSpools } from "./session/userjournals.js";
+export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";
+export { type TaskProcessOptions, closeInheritedDescriptors, dropTo, spawnTaskProcess } from "./session/spawn.js";
+export { functionSink, pipeLines } from "./lines.js";
+export { isPerTask } from "./filepattern.js";

@@ -3,7 +3,11 @@ import type { Readable } from "node:stream";
 /** Where lines go: a Writable, or anything with the same write/drain contract. */
 export interface LineSink {
   write(data: Buffer | string): boolean;
-  once(event: "drain", listener: () => void): unknown;
+  once(event: "drain" | "close" | "error", listener: () => void): unknown;
+  off?(event: "drain" | "close" | "error", listener: () => void): unknown;
+  /** A destination that is gone (its reader closed the pipe) takes no more output. */
+  readonly destroyed?: boolean;
+  readonly errored?: unknown;
 }
 
 /** A sink that hands each (already transformed) line to a function; it never applies back-pressure. */
@@ -17,20 +21,30 @@ export function functionSink(fn: (data: Buffer | string) => void): LineSink {
   };
 }
 
+/** A destination that failed (EPIPE: its reader went away) or was destroyed: output is dropped. */
+function isGone(dest: LineSink): boolean {
+  return Boolean(dest.destroyed || dest.errored);
+}
+
 /** Sources paused until their shared destination drains: one listener per destination, not per task. */
 const waitingForDrain = new WeakMap<LineSink, Set<Readable>>();
 
 function pauseUntilDrain(source: Readable, dest: LineSink): void {
+  // Waiting for a destination that is gone would stall the task for ever.
+  if (isGone(dest)) return;
   source.pause();
   let paused = waitingForDrain.get(dest);
   if (!paused) {
     const set = new Set<Readable>();
     paused = set;
     waitingForDrain.set(dest, set);
-    dest.once("drain", () => {
+    const events = ["drain", "close", "error"] as const;
+    const resumeAll = () => {
+      for (const e of events) dest.off?.(e, resumeAll);
       waitingForDrain.delete(dest);
       for (const s of set) s.resume();
-    });
+    };
+    for (const e of events) dest.once(e, resumeAll);
   }
   paused.add(source);
 }
@@ -57,6 +71,7 @@ export function pipeLines(source: Readable, dest: LineSink, transform: LineTrans
     let pending: Buffer = Buffer.alloc(0);
     let atLineStart = true;
     const write = (data: Buffer | string) => {
+      if (isGone(dest)) return;
       if (!dest.write(data)) pauseUntilDrain(source, dest);
     };
     const emitLines = (buf: Buffer, upTo: number) => {
@@ -87,12 +102,17 @@ export function pipeLines(source: Readable, dest: LineSink, transform: LineTrans
         pending = Buffer.alloc(0);
       }
     });
+    let finished = false;
     const finish = () => {
+      if (finished) return;
+      finished = true;
       if (pending.length > 0 || !atLineStart) write(transform(Buffer.concat([pending, Buffer.from("\n")]), atLineStart));
       pending = Buffer.alloc(0);
       resolve();
     };
     source.on("end", finish);
     source.on("error", finish);
+    // A source destroyed by jobrt (its writer escaped and never closes it) ends without 'end'.
+    source.on("close", finish);
   });
 }

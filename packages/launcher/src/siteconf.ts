@@ -1,5 +1,6 @@
 import { hostname, tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
+import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack.js";
 import {
   type ConfSchema,
   DEFAULT_ALLOWED_RUNTIMES,
@@ -24,6 +25,8 @@ export interface SiteConfig {
   killWait: number;
   /** Seconds a runtime's init may take before the load fails. */
   pluginInitTimeout: number;
+  /** How a step's processes are tracked and killed (docs/reliability.md). */
+  procTrack: ProcTrackMode;
   warnings: string[];
 }
 
@@ -35,11 +38,21 @@ const SCHEMA: ConfSchema = {
   NodeName: { type: "string" },
   KillWait: { type: "int", min: 0, max: 65535 },
   PluginInitTimeout: { type: "int", min: 1, max: 3600 },
+  ProcTrack: { type: "string" },
 };
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
 export function confDirFrom(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return option ?? env.JOBRT_CONF_DIR ?? "/etc/jobrt";
+  // An empty $JOBRT_CONF_DIR is unset, not "the current directory".
+  return option ?? (env.JOBRT_CONF_DIR || "/etc/jobrt");
+}
+
+/**
+ * SpoolDir with Slurm's SlurmdSpoolDir patterns expanded: %n the node name, %h the host name, so
+ * several nodes that share one jobrt.conf (and file system) each get a SpoolDir of their own.
+ */
+export function spoolDirFor(spoolDir: string, nodeName: string): string {
+  return spoolDir.replace(/%([nh%])/g, (_, c: string) => (c === "n" ? nodeName : c === "h" ? (hostname().split(".")[0] ?? "localhost") : "%"));
 }
 
 /** SpoolDir when jobrt.conf does not set one: a system dir for root, a private one otherwise. */
@@ -47,10 +60,15 @@ export function defaultSpoolDir(uid = process.getuid?.() ?? 0): string {
   return uid === 0 ? "/var/spool/jobrt" : join(tmpdir(), `jobrt-${uid}`);
 }
 
+/** Linux's PATH_MAX counts the terminating NUL; a longer path fails every system call later, far from its line. */
+const MAX_PATH_BYTES = 4095;
+
 function absolutePath(parsed: ParsedConf, key: string): string | undefined {
   const value = parsed.values[key] as string | undefined;
   if (value === undefined) return undefined;
   if (!isAbsolute(value)) throw confError(parsed.where[key]!, key, `${JSON.stringify(value)} must be an absolute path`);
+  const bytes = Buffer.byteLength(value);
+  if (bytes > MAX_PATH_BYTES) throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${MAX_PATH_BYTES}-byte limit`);
   return value;
 }
 
@@ -62,7 +80,10 @@ function runtimeName(parsed: ParsedConf, key: string, value: string): string {
   }
 }
 
-/** Reads `<confDir>/jobrt.conf`; a missing file means all embedded defaults. */
+/**
+ * Reads `<confDir>/jobrt.conf`; a missing file means all embedded defaults. A dangling symlink or
+ * anything but a regular file is an error (it is not "missing": someone meant a file there).
+ */
 export function loadSiteConfig(confDir: string): SiteConfig {
   const file = join(confDir, "jobrt.conf");
   const parsed = loadConfFile(file, SCHEMA);
@@ -74,6 +95,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     nodeName: hostname().split(".")[0] ?? "localhost",
     killWait: 10,
     pluginInitTimeout: 30,
+    procTrack: "auto",
     warnings: [],
   };
   if (!parsed) return config;
@@ -96,6 +118,11 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   }
   if (v.KillWait !== undefined) config.killWait = v.KillWait as number;
   if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout as number;
+  if (v.ProcTrack !== undefined) {
+    const mode = (v.ProcTrack as string).toLowerCase() as ProcTrackMode;
+    if (!PROCTRACK_MODES.includes(mode)) throw confError(parsed.where.ProcTrack!, "ProcTrack", `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`);
+    config.procTrack = mode;
+  }
   if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {
     throw confError(parsed.where.DefRuntimePlugin!, "DefRuntimePlugin", `${config.defRuntimePlugin} is not in RuntimePlugins (${config.runtimePlugins.join(",")})`);
   }

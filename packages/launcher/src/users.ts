@@ -38,8 +38,27 @@ function getent(db: "passwd" | "group", key: string): string[] | undefined {
   }
 }
 
+/**
+ * The largest id a task can be started as: Linux ids are 32-bit with (uid_t)-1 reserved, but
+ * Node's spawn takes only int32 ids, so ids above 2^31-1 cannot be switched to.
+ */
+export const MAX_ID = 2 ** 31 - 1;
+
+/** A user-given name or number, shortened for a message. */
+const shown = (spec: string) => JSON.stringify(spec.length > 64 ? `${spec.slice(0, 64)}...` : spec);
+
+/** An id from the command line or a passwd/group entry, checked before anything starts. */
+function checkedId(text: string | undefined, subject: string): number {
+  const id = text !== undefined && /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(id) || id > MAX_ID) {
+    throw new JobrtError("ERR_USAGE", `${subject} ${shown(text ?? "")} is not an id from 0 to ${MAX_ID}`);
+  }
+  return id;
+}
+
 /** Looks a user up by name or number through NSS (getent), as srun --uid does. */
 export function lookupUser(spec: string): UserIdentity {
+  if (/^\d+$/.test(spec)) checkedId(spec, "--uid:");
   const entry = getent("passwd", spec);
   if (!entry || entry.length < 7) {
     if (/^\d+$/.test(spec)) {
@@ -47,16 +66,16 @@ export function lookupUser(spec: string): UserIdentity {
       const uid = Number(spec);
       return { uid, gid: uid, user: spec, home: "/" };
     }
-    throw new JobrtError("ERR_USAGE", `--uid: no such user ${JSON.stringify(spec)}`);
+    throw new JobrtError("ERR_USAGE", `--uid: no such user ${shown(spec)}`);
   }
-  return { user: entry[0]!, uid: Number(entry[2]), gid: Number(entry[3]), home: entry[5] || "/" };
+  return { user: entry[0]!, uid: checkedId(entry[2], `--uid: user ${shown(spec)} has uid`), gid: checkedId(entry[3], `--uid: user ${shown(spec)} has gid`), home: entry[5] || "/" };
 }
 
 export function lookupGroup(spec: string): number {
-  if (/^\d+$/.test(spec)) return Number(spec);
+  if (/^\d+$/.test(spec)) return checkedId(spec, "--gid:");
   const entry = getent("group", spec);
-  if (!entry || entry.length < 3) throw new JobrtError("ERR_USAGE", `--gid: no such group ${JSON.stringify(spec)}`);
-  return Number(entry[2]);
+  if (!entry || entry.length < 3) throw new JobrtError("ERR_USAGE", `--gid: no such group ${shown(spec)}`);
+  return checkedId(entry[2], `--gid: group ${shown(spec)} has gid`);
 }
 
 /** Who the host runs as. */

@@ -1,7 +1,7 @@
 import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { expandFilePattern, exportEnvironment, functionSink, isPerTask, parseTimeLimit, pipeLines, statusOf } from "../src/index.js";
+import { expandFilePattern, exportEnvironment, functionSink, isPerTask, lookupGroup, lookupUser, parseTimeLimit, pipeLines, statusOf } from "../src/index.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {
   it.each([
@@ -34,6 +34,12 @@ describe("file patterns (-o/-e/-i)", () => {
   it("rejects an unknown pattern character, and %t where there is no task", () => {
     expect(() => expandFilePattern("x-%q", "--output", v)).toThrow('--output: unknown pattern %q in "x-%q" (use %j %s %t %n %N %%)');
     expect(() => expandFilePattern("x-%t", "--output", { ...v, taskId: undefined })).toThrow("%t has no value here");
+  });
+  it("bounds the padding width at Slurm's 10 with a usage error, not a giant string", () => {
+    expect(expandFilePattern("x-%10t", "-o", v)).toBe("x-0000000007");
+    for (const pattern of ["x-%11t", "x%999999999t", `x%${"9".repeat(400)}j`]) {
+      expect(() => expandFilePattern(pattern, "--output", v)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message: expect.stringMatching(/^--output: padding width \d+(\.\.\.)? in %\d+(\.\.\.)?[tj] is more than 10$/) }));
+    }
   });
   it("property: text without % is left alone", () => {
     fc.assert(
@@ -111,5 +117,16 @@ describe("pipeLines", () => {
         expect(out).toEqual(expected);
       }),
     );
+  });
+});
+
+describe("--uid / --gid ids", () => {
+  it("takes ids up to 2^31-1 (what a task can be started as) and refuses larger ones with one usage line", () => {
+    expect(lookupUser("2147483647")).toMatchObject({ uid: 2147483647, gid: 2147483647 });
+    expect(lookupGroup("2147483647")).toBe(2147483647);
+    for (const id of ["2147483648", "4294967295", "4294967296", "9".repeat(400)]) {
+      expect(() => lookupUser(id)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message: expect.stringMatching(/^--uid: "\d+(\.\.\.)?" is not an id from 0 to 2147483647$/) }));
+      expect(() => lookupGroup(id)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message: expect.stringMatching(/^--gid: "\d+(\.\.\.)?" is not an id from 0 to 2147483647$/) }));
+    }
   });
 });

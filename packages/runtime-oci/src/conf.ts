@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ConfLocation, type ConfSchema, type FieldSpec, JobrtError, confError, messageOf, parseConf } from "@jobrt/core";
+import { type ConfLocation, type ConfSchema, type FieldSpec, JobrtError, confError, messageOf, parseConf, readConfText } from "@jobrt/core";
 import { compileEre } from "./ere.js";
 import { type PatternChar, describePatternChar, findPatternProblem, shellQuoteIn, usedPatternChars } from "./pattern.js";
 
@@ -203,17 +203,11 @@ export function parseOciConf(text: string, file: string): OciConf {
   return conf;
 }
 
-/** Reads `<confDir>/oci.conf`; undefined when there is none. Every other problem is ERR_CONF. */
+/** Reads `<confDir>/oci.conf`; undefined when there is none. Every other problem (a dangling symlink, a FIFO, ...) is ERR_CONF. */
 export function loadOciConf(confDir: string): OciConf | undefined {
   const file = join(confDir, "oci.conf");
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new JobrtError("ERR_CONF", `${file}: cannot read: ${messageOf(error)}`, { details: { file } });
-  }
-  return parseOciConf(text, file);
+  const text = readConfText(file, true);
+  return text === undefined ? undefined : parseOciConf(text, file);
 }
 
 /** Where runc is, searching PATH (an absolute path, or undefined). */

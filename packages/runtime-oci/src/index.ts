@@ -13,6 +13,10 @@ export {
   parseOciConf,
 } from "./conf.js";
 export { compileEre } from "./ere.js";
+export { type CachedImage, evictImages, listImages, mayRemove, removeImage } from "./image/cache.js";
+export { type ImageReference, parseImageReference } from "./image/reference.js";
+export { type ImageSettings, loadImageSettings } from "./image/settings.js";
+export type { ImageMeta, StoreEntry } from "./image/store.js";
 export { type EnvFile, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 export {
   PATTERN_CHARS,

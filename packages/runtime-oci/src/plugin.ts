@@ -19,6 +19,18 @@ import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, removeEmptyDir, runFsOps } from "./fsops.js";
+import type { CachedImage } from "./image/cache.js";
+import {
+  IMAGE_OPTION,
+  checkImageVolumes,
+  fitImageToStep,
+  imageArgs,
+  imageHasMountPoint,
+  imageOption,
+  releaseStepImage,
+  setupImage,
+  validateImage,
+} from "./image/request.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -84,6 +96,8 @@ interface StepState {
   verbose: boolean;
   timeouts: CommandTimeouts;
   spoolMountWarned?: boolean;
+  /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
+  image?: CachedImage;
 }
 
 // Per-step state lives here, never in module globals: one process may run many steps at once.
@@ -117,11 +131,16 @@ function requestError(message: string, key?: string): JobrtError {
 
 /** Checks the job's container options against what this runtime can do. */
 export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mount[] {
-  if (c.value === undefined || c.value === "") throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory)", "--container");
+  const image = imageOption(c);
+  if (image !== undefined && c.value !== undefined) throw requestError("give either --container BUNDLE or --container-image REF, not both", "--container-image");
+  if (image === undefined && (c.value === undefined || c.value === "")) {
+    throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory) or --container-image REF", "--container");
+  }
+  if (image !== undefined && conf?.ignoreFileConfigJson) throw requestError(`--container-image needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-image");
   if (c.modules.length > 0) throw requestError("--container-module is not supported by runtime oci (it is a Shifter option)", "--container-module");
   if (c.entrypoint !== undefined) throw requestError("--container-entrypoint is not supported by runtime oci: the task's command replaces process.args", "--container-entrypoint");
-  const opts = Object.keys(c.options);
-  if (opts.length > 0) throw requestError(`--container-opt ${opts[0]}=... is not an option of runtime oci (it has none)`, "--container-opt");
+  const opts = Object.keys(c.options).filter((k) => k !== IMAGE_OPTION);
+  if (opts.length > 0) throw requestError(`--container-opt ${opts[0]}=... is not an option of runtime oci (its only one is ${IMAGE_OPTION}=REF)`, "--container-opt");
   for (const e of c.env) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
   }
@@ -195,12 +214,17 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
   const c = step.container;
   if (!c) return;
   let st: StepState;
+  let image: CachedImage | undefined;
   try {
     checkRequest(c, undefined);
     const conf = resolveConf(node, step);
     const mounts = checkRequest(c, conf);
-    st = await stepState(node, step, conf, mounts, client, true);
+    const ref = imageOption(c);
+    if (ref !== undefined) image = await setupImage(node, step, ref);
+    st = await stepState(node, step, conf, mounts, client, true, image);
+    if (image) checkImageVolumes(st.rootfs, st.mounts);
   } catch (error) {
+    if (image) await releaseStepImage(node, step, image);
     failedSetups.add(step);
     throw error;
   }
@@ -213,7 +237,7 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
  * fails on an unreadable bundle config.json; cleanup from a saved record (`jobrt gc` after the
  * host died) takes what it can get, since the bundle may have changed since the step started.
  */
-async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, strict: boolean): Promise<StepState> {
+async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, strict: boolean, image?: CachedImage): Promise<StepState> {
   const c = step.container as ContainerRequest;
   let timeouts: CommandTimeouts;
   try {
@@ -224,7 +248,8 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     timeouts = { ...COMMAND_TIMEOUTS };
   }
   const identity = identityFor(step);
-  const bundle = resolve(step.cwd, c.value as string);
+  // An image step's bundle is its cached image; cleanup from a saved record does not know it (and needs no config.json).
+  const bundle = image ? image.bundle : c.value !== undefined ? resolve(step.cwd, c.value) : "";
   const base: PatternValues = {
     jobId: step.jobId,
     stepId: printedStepId(step),
@@ -236,7 +261,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
   };
   let bundleConfig: BundleConfig | undefined;
   let rootfs = bundle;
-  if (!conf.ignoreFileConfigJson) {
+  if (!conf.ignoreFileConfigJson && bundle !== "") {
     const file = join(bundle, "config.json");
     // Read as the job user: a root host must not copy files the user cannot read (W8).
     const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
@@ -253,6 +278,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
         node.log("debug", `runtime oci: cleanup from the step record: ${messageOf(error)}; using the bundle as rootfs`);
       }
     }
+    if (bundleConfig && image) fitImageToStep(node, bundleConfig.config, step.uid);
     if (strict && bundleConfig && conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
       if (problem) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: ${problem}`, { details: { runtime: "runtime/oci", file } });
@@ -277,6 +303,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     ...(identity ? { identity } : {}),
     base,
     tasks: new Map(),
+    ...(image ? { image } : {}),
     verbose: (client?.verbose ?? 0) >= 2,
     timeouts,
   };
@@ -330,11 +357,11 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,
-      ...(destination !== undefined ? { spoolMount: { source: st.stepDir, destination } } : {}),
+      ...(destination !== undefined && spoolMountFits(node, st, destination) ? { spoolMount: { source: st.stepDir, destination } } : {}),
       extraMounts: st.mounts,
       disableHooks: conf.disableHooks,
       env,
-      args: task.argv,
+      args: st.image ? imageArgs(st.bundleConfig.config, task.argv) : task.argv,
       ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
     });
     ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
@@ -473,6 +500,13 @@ async function waitForWatchdog(pid: number, boundMs: number): Promise<void> {
   for (let delay = 2; running() && Date.now() < end; delay = Math.min(delay * 2, 50)) await new Promise((r) => setTimeout(r, delay));
 }
 
+/** An image's shared rootfs takes the spool dir bind only where it has a mount point (imageHasMountPoint). */
+function spoolMountFits(node: NodeConf, st: StepState, destination: string): boolean {
+  if (!st.image || imageHasMountPoint(st.rootfs, destination)) return true;
+  node.log("verbose", `runtime oci: the image has no ${destination}: the spool dir is not mounted (set MountSpoolDir to a path under /tmp to have it)`);
+  return false;
+}
+
 /** Is `pid` still the host's own, running child (so it cannot be a recycled pid)? */
 function ownChildRunning(pid: number | undefined): boolean {
   if (pid === undefined) return false;
@@ -561,7 +595,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
  */
 async function stateFromRecord(node: NodeConf, step: StepRecord): Promise<StepState | undefined> {
   const c = step.container;
-  if (!c || c.value === undefined || c.value === "") return undefined;
+  if (!c || ((c.value === undefined || c.value === "") && imageOption(c) === undefined)) return undefined;
   const conf = resolveConf(node, step);
   const st = await stepState(node, step, conf, [], undefined, false);
   if (!isDirectoryNoFollow(st.stepDir)) return undefined;
@@ -660,6 +694,8 @@ async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
   } catch (error) {
     warn(`cleanup: ${messageOf(error)}`);
   } finally {
+    // From a saved record (jobrt gc) the image is not known, but the step's pin dir still goes.
+    if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, st.image);
     states.delete(step);
   }
 }
@@ -684,6 +720,8 @@ async function validate(node: NodeConf, step: StepRecord): Promise<void> {
   if (!c) return;
   checkRequest(c, undefined);
   checkRequest(c, resolveConf(node, step));
+  const ref = imageOption(c);
+  if (ref !== undefined) await validateImage(node, step, ref);
 }
 
 /** The OCI runtime plugin (Slurm's runtime/oci, oci.conf-compatible). */

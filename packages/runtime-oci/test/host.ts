@@ -3,11 +3,11 @@
  * taskInit + run per task concurrently, spawn the ExecSpec in its own process group, cleanup
  * always) with real processes. Used until/besides the CLI end-to-end tests.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { type ProcessTracker, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 
 export interface HostOptions {
   confDir: string;
@@ -107,28 +107,20 @@ export function makeStep(o: HostOptions): StepRecord {
   };
 }
 
-function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions): Promise<TaskOutcome> {
-  const argv = spec === NOT_SUPPORTED ? task.argv : spec.argv;
-  const env = spec === NOT_SUPPORTED ? task.env : spec.env;
-  const cwd = spec === NOT_SUPPORTED ? step.cwd : spec.cwd;
-  const root = process.getuid?.() === 0;
-  const asUser = root && (step.uid !== 0 || step.gid !== 0);
+function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions, tracker: ProcessTracker): Promise<TaskOutcome> {
+  const exec: ExecSpec = spec === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : spec;
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), {
-      env,
-      cwd,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      ...(asUser ? { uid: step.uid, gid: step.gid } : {}),
-    });
+    // The launcher's own spawn path: process group, cgroup, uid drop, as `jobrt run` starts tasks.
+    const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
+    const child = spawnTaskProcess(exec, { stdio: ["ignore", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
     task.pid = child.pid;
     const started = performance.now();
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
     });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
     let killTimer: NodeJS.Timeout | undefined;
@@ -161,18 +153,22 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
   const node = makeNode(o);
   const step = makeStep(o);
   const result: HostResult = { tasks: [], step };
+  const tracker = createTracker("auto", `oci-test.${process.pid}.${counter++}`);
   try {
     await plugin.setup(node, step);
     result.tasks = await Promise.all(
       step.tasks.map(async (task) => {
         await plugin.taskInit(node, step, task);
         const spec = await plugin.run(node, step, task);
-        return spawnTask(step, task, spec, o);
+        return spawnTask(step, task, spec, o, tracker);
       }),
     );
   } catch (error) {
     result.setupError = error;
   } finally {
+    tracker.killAll();
+    await tracker.waitEmpty(5000);
+    tracker.release();
     o.beforeCleanup?.();
     try {
       await plugin.cleanup(node, step);

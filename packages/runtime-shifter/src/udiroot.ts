@@ -1,5 +1,5 @@
-import { readFileSync, statSync } from "node:fs";
-import { JobrtError, messageOf } from "@jobrt/core";
+import { statSync } from "node:fs";
+import { JobrtError, readConfText } from "@jobrt/core";
 
 /** The parts of Shifter's udiRoot.conf a launcher needs (Shifter's own syntax, not Slurm's). */
 export interface UdiRootConf {
@@ -74,13 +74,8 @@ function splitList(text: string): string[] {
 
 /** Loads udiRoot.conf; a missing file at the default path means "no site facts" (undefined). */
 export function loadUdiRootConf(path: string, explicit: boolean, hostUid: number): UdiRootConf | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT" && !explicit) return undefined;
-    throw new JobrtError("ERR_CONF", `${path}: cannot read udiRoot.conf: ${messageOf(error)}`, { details: { file: path } });
-  }
+  const text = readConfText(path, !explicit);
+  if (text === undefined) return undefined;
   assertTrustedFile(path, hostUid, "udiRoot.conf");
   return parseUdiRootConf(text, path);
 }

@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
 import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 
 export interface LaunchResult {
   code: number | null;
@@ -17,51 +17,45 @@ export interface LaunchOptions {
   input?: string;
 }
 
+let launches = 0;
+
 /**
- * Starts a task the way the host does: the ExecSpec `run` returned, or for NOT_SUPPORTED the task's
- * own argv with the task env in the step's cwd; in its own process group; as step.uid/step.gid
- * (both) when running as root and they differ from root's; sets `task.pid`; waits.
+ * Starts a task through the launcher's own spawn path, as `jobrt run` does: the ExecSpec `run`
+ * returned (or for NOT_SUPPORTED the task's own argv, env and the step's cwd), in its own process
+ * group and the step's cgroup where there is one, as step.uid/step.gid when running as root; sets
+ * `task.pid`; waits for it, and, as the host does at a task's end, kills what it left behind.
  */
-export function launchTask(
-  result: ExecSpec | NotSupported,
-  step: StepRecord,
-  task: TaskRecord,
-  options: LaunchOptions = {},
-): Promise<LaunchResult> {
+export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, task: TaskRecord, options: LaunchOptions = {}): Promise<LaunchResult> {
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
-  const [file, ...args] = spec.argv;
-  if (file === undefined) return Promise.reject(new Error("launchTask: empty argv"));
-  return new Promise((resolve, reject) => {
-    const drop = process.getuid?.() === 0 && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : {};
-    const child = spawn(file, args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: ["pipe", "pipe", "pipe"], ...drop });
+  if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
+  const tracker = createTracker("auto", `testkit.${process.pid}.${launches++}`);
+  return new Promise<LaunchResult>((resolve, reject) => {
+    const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
+    const child = spawnTaskProcess(spec, { stdio: ["pipe", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
     if (child.pid !== undefined) task.pid = child.pid;
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
     });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
-    const timer = setTimeout(() => {
-      if (child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // the group is already gone
-        }
-      }
-    }, options.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
     child.on("error", (error) => {
       clearTimeout(timer);
       reject(error);
     });
+    child.on("exit", () => tracker.killTask(task.globalId, child.pid));
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
     });
-    child.stdin.on("error", () => {});
-    child.stdin.end(options.input ?? "");
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(options.input ?? "");
+  }).finally(async () => {
+    await tracker.waitEmpty(5000);
+    tracker.release();
   });
 }
 

@@ -3,7 +3,7 @@ import { planStep } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { CHECK_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
-import { RUN_OPTIONS, componentSpecs, stepUser } from "./run.js";
+import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
 
 /** `jobrt check`: the submit-context validation of a run request; nothing is started. */
 export async function checkCommand(args: string[]): Promise<number> {
@@ -14,7 +14,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   }
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   const specs = componentSpecs(parsed);
-  const planned = planStep({ jobId: 0, stepId: 0, user: stepUser(parsed), components: specs }, host.node, cpus().length);
+  const planned = planStep({ jobId: 0, stepId: 0, user: stepUser(parsed), components: specs }, host.node.nodeName, cpus().length);
   let status = 0;
   try {
     for (const [i, c] of planned.entries()) {

@@ -1,41 +1,37 @@
-import { collectOrphan, findOrphanSteps } from "@jobrt/launcher";
 import { JobrtError } from "@jobrt/core";
-import { flag, one, parseCommandLine } from "../args.js";
+import { collectOrphans, openSpool, userSpools } from "@jobrt/launcher";
+import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { GC_HELP } from "../help.js";
-import { type Host, createHost, say } from "../host.js";
+import { createHost, say } from "../host.js";
 
 /**
- * Cleans up the steps whose jobrt died (SIGKILL, OOM, power loss) and returns how many could not
- * be cleaned. Live steps are never touched.
+ * `jobrt gc`: cleans up the steps whose jobrt died (SIGKILL, OOM, power loss), with `--job N` only
+ * those of job N (a Slurm Epilog). Live steps are never touched. Exit 1 when one could not be
+ * cleaned (it is kept for another try).
  */
-export async function collectGarbage(host: Host, quiet: boolean): Promise<number> {
-  let failed = 0;
-  for (const orphan of findOrphanSteps(host.node.spoolDir)) {
-    const result = await collectOrphan(orphan, host.registry, host.node);
-    if (!result) continue;
-    const what = `step ${orphan.jobId}.${orphan.stepId}`;
-    if (result.errors.length > 0) {
-      failed++;
-      say(`gc: ${what}: cleanup failed, kept ${orphan.dir} for another try: ${result.errors.join("; ")}`);
-    } else if (!quiet) {
-      process.stdout.write(`gc: ${what}: killed ${result.killed} task process group(s); cleaned up ${result.cleaned.join(", ") || "no runtime"}\n`);
-    } else {
-      host.log("info", `gc: ${what} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
-    }
-  }
-  return failed;
-}
-
 export async function gcCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "gc" });
+  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job"]), components: false, needCommand: false, command: "gc" });
   if (flag(parsed.step, "help")) {
     process.stdout.write(GC_HELP);
     return 0;
   }
   if (parsed.components[0]!.argv.length > 0) throw new JobrtError("ERR_USAGE", `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}`);
+  const jobText = one(parsed.step, "job");
+  const jobId = jobText === undefined ? undefined : positiveInt(jobText, "job", 4_294_967_295);
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
-    return (await collectGarbage(host, false)) > 0 ? 1 : 0;
+    const spool = openSpool(host.node.spoolDir, host.node.nodeName, { create: false });
+    // Root also collects job users' journals in a shared SpoolDir: the Slurm Epilog (docs/slurm.md).
+    // openSpool has checked the path to SpoolDir, also when root has no journal of its own there.
+    const spools = [...(spool ? [spool] : []), ...userSpools(host.node.spoolDir)];
+    const results = [];
+    for (const s of spools) results.push(...(await collectOrphans(s, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), log: () => {} })));
+    for (const r of results) {
+      const what = `step ${r.jobId}.${r.stepId}`;
+      if (r.errors.length > 0) say(`gc: ${what}: cleanup failed, kept ${r.dir} for another try: ${r.errors.join("; ")}`);
+      else process.stdout.write(`gc: ${what}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);
+    }
+    return results.some((r) => r.errors.length > 0) ? 1 : 0;
   } finally {
     await host.registry.fini();
   }

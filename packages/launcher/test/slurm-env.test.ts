@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { stepFromSlurm } from "../src/commands/exec.js";
-import { expandHostList, expandTasksPerNode, hetFromSlurm } from "../src/slurm-env.js";
+import { planFromSlurm } from "../src/session/plan.js";
+import { expandHostList, expandTasksPerNode, hetFromSlurm } from "../src/session/slurm-env.js";
+
+const USER = { uid: 1000, gid: 1000, user: "alice", home: "/home/alice" };
+const stepFromSlurm = (env: NodeJS.ProcessEnv, argv: string[], runtime: string) => planFromSlurm(env, argv, runtime, USER, "/tmp");
 
 // Recorded from a real heterogeneous step on Slurm 22.05 (`srun -n1 env : -n2 env`, two nodes):
 // the task with SLURM_PROCID=1 on nodeb. Slurm gives no component number; jobrt derives it.
@@ -70,5 +73,17 @@ describe("Slurm task environment", () => {
 
   it("refuses to run outside a Slurm step, naming the variable", () => {
     expect(() => stepFromSlurm({}, ["x"], "none")).toThrow(/not inside a Slurm job step \(SLURM_JOB_ID\/SLURM_JOBID is not set\)/);
+  });
+});
+
+describe("planFromSlurm: what `jobrt exec` adds to Slurm's environment", () => {
+  it("sets SLURM_CONTAINER to the --container value, as `jobrt run` does", () => {
+    const container = { value: "/shared/bundle", volumes: [], modules: [], env: [], clearEnv: false, options: {} };
+    const step = planFromSlurm(HET_TASK, ["x"], "oci", USER, "/tmp", container);
+    expect(step.tasks[0]!.env.SLURM_CONTAINER).toBe("/shared/bundle");
+    expect(step.container).toEqual(container);
+  });
+  it("sets no SLURM_CONTAINER without a container", () => {
+    expect(planFromSlurm(HET_TASK, ["x"], "none", USER, "/tmp").tasks[0]!.env.SLURM_CONTAINER).toBeUndefined();
   });
 });

@@ -1,0 +1,76 @@
+import { JobrtError, RUNTIME_API_VERSION, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
+import { probeTracker } from "@jobrt/launcher";
+import { type Host, cliPackageDir } from "./host.js";
+
+export interface RuntimeListing {
+  name: string;
+  type: string;
+  default: boolean;
+  package?: string;
+  version?: string;
+  path?: string;
+  apiVersion?: number;
+  compatible: boolean;
+  capabilities: string[];
+  /** Why it cannot be used, when it cannot. */
+  problem?: string;
+  code?: string;
+}
+
+/** Loads every allowed runtime (context "node") and describes it, problems included. */
+export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
+  const out: RuntimeListing[] = [];
+  for (const allowed of host.site.runtimePlugins) {
+    const name = normalizeRuntimeName(allowed);
+    const item: RuntimeListing = { name: name.name, type: name.type, default: name.name === host.site.defRuntimePlugin, compatible: false, capabilities: [] };
+    try {
+      const located = locateRuntimePackage(name, host.site.pluginDir ?? cliPackageDir);
+      Object.assign(item, { package: located.package, version: located.version, path: located.dir });
+      const index = await host.registry.load(name.name, "node");
+      const info = host.registry.info(index);
+      item.apiVersion = host.registry.plugin(index).meta.apiVersion;
+      item.compatible = true;
+      item.capabilities = info.capabilities;
+      item.version = info.version;
+    } catch (error) {
+      item.problem = messageOf(error);
+      if (isJobrtError(error)) {
+        item.code = error.code;
+        if (error.code === "ERR_RUNTIME_API_VERSION") item.apiVersion = error.details.apiVersion as number;
+      }
+    }
+    out.push(item);
+  }
+  return out;
+}
+
+export async function listRuntimes(host: Host, json: boolean): Promise<number> {
+  const list = await describeRuntimes(host);
+  try {
+    await host.registry.fini();
+  } catch (error) {
+    process.stderr.write(`jobrt: ${(error as JobrtError).message}\n`);
+  }
+  // Whether steps on this node get a cgroup (probed as this user, with this jobrt.conf).
+  const proctrack = probeTracker(host.site.procTrack);
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ apiVersion: RUNTIME_API_VERSION, proctrack, runtimes: list }, null, 2)}\n`);
+  } else {
+    const rows = list.map((r) => [
+      `${r.name}${r.default ? " (default)" : ""}`,
+      r.package ?? "-",
+      r.version ?? "-",
+      r.compatible ? `ok (API ${r.apiVersion})` : `NO: ${r.problem ?? "unknown"}`,
+      r.capabilities.join(",") || "-",
+      r.path ?? "-",
+    ]);
+    const header = ["RUNTIME", "PACKAGE", "VERSION", "API", "CAPABILITIES", "PATH"];
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (i === 3 && !r[3]!.startsWith("ok") ? 0 : r[i]!.length))));
+    const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+    process.stdout.write(`${[header, ...rows].map(fmt).join("\n")}\n`);
+    const how = proctrack.kind === "pgid" ? `process groups only${proctrack.fallback ? ` (${proctrack.fallback})` : ""}` : `${proctrack.kind} (below ${proctrack.path?.replace(/\/jobrt-probe\.\d+$/, "")})`;
+    process.stdout.write(`process tracking (ProcTrack=${host.site.procTrack}): ${how}\n`);
+  }
+  return list.every((r) => r.compatible) ? 0 : 1;
+}
+

@@ -1,0 +1,21 @@
+import { describe, expect, it } from "vitest";
+import { parseCommandLine } from "../src/args.js";
+
+const rules = { allowed: new Set(["ntasks", "runtime", "conf-dir"]), components: true, needCommand: true, command: "run" };
+
+describe("parseCommandLine: empty values that would quietly mean 'not given'", () => {
+  it.each([
+    [["--runtime", "", "true"], "--runtime: empty value (leave the option out for the default runtime)"],
+    [["--runtime=", "true"], "--runtime: empty value (leave the option out for the default runtime)"],
+    [["-n", "1", "true", ":", "--runtime", "", "true"], "--runtime: empty value (leave the option out for the default runtime)"],
+    [["--conf-dir", "", "true"], "--conf-dir: empty value (it would read configuration from the current directory)"],
+  ])("%j is a usage error", (args, message) => {
+    expect(() => parseCommandLine(args, rules)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message }));
+  });
+
+  it("a named runtime and conf dir still parse", () => {
+    const parsed = parseCommandLine(["--conf-dir", "/etc/jobrt", "--runtime", "none", "true"], rules);
+    expect(parsed.step.get("conf-dir")).toEqual(["/etc/jobrt"]);
+    expect(parsed.components[0]?.options.get("runtime")).toEqual(["none"]);
+  });
+});

@@ -1,0 +1,136 @@
+import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
+export interface CgroupHierarchy {
+  version: 1 | 2;
+  /** Mount point of the hierarchy. */
+  mount: string;
+  /** This process's own cgroup in it, relative to the mount ("/" for the root). */
+  own: string;
+}
+
+/** Unescapes the octal escapes (\040 for a space) of /proc/self/mountinfo. */
+function unescapeMount(path: string): string {
+  return path.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
+}
+
+/** The cgroup2 mount and the v1 freezer mount of this mount namespace, where they exist. */
+function cgroupMounts(): { v2?: string; freezer?: string } {
+  const found: { v2?: string; freezer?: string } = {};
+  let info = "";
+  try {
+    info = readFileSync("/proc/self/mountinfo", "utf8");
+  } catch {
+    return found;
+  }
+  for (const line of info.split("\n")) {
+    const [left, right] = line.split(" - ");
+    if (!left || !right) continue;
+    const mountPoint = unescapeMount(left.split(" ")[4] ?? "");
+    const [fstype, , superOptions = ""] = right.split(" ");
+    if (fstype === "cgroup2") found.v2 ??= mountPoint;
+    else if (fstype === "cgroup" && superOptions.split(",").includes("freezer")) found.freezer ??= mountPoint;
+  }
+  return found;
+}
+
+/** This process's cgroup path in the v2 hierarchy ("0::") or in the v1 hierarchy of `controller`. */
+function ownCgroup(version: 1 | 2): string | undefined {
+  let text = "";
+  try {
+    text = readFileSync("/proc/self/cgroup", "utf8");
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split("\n")) {
+    const [id, controllers, ...rest] = line.split(":");
+    const path = rest.join(":");
+    if (version === 2 && id === "0" && controllers === "") return path;
+    if (version === 1 && controllers?.split(",").includes("freezer")) return path;
+  }
+  return undefined;
+}
+
+export function findHierarchy(version: 1 | 2): CgroupHierarchy | undefined {
+  const mounts = cgroupMounts();
+  const mount = version === 2 ? mounts.v2 : mounts.freezer;
+  const own = ownCgroup(version);
+  if (mount === undefined || own === undefined) return undefined;
+  return { version, mount, own };
+}
+
+/** The directory of this process's own cgroup. */
+export function ownDir(h: CgroupHierarchy): string {
+  return join(h.mount, h.own);
+}
+
+/** Pids listed in one cgroup's cgroup.procs (not its descendants). */
+export function procsOf(dir: string): number[] {
+  try {
+    return readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** `dir` and every cgroup below it, deepest first (the order rmdir needs). */
+export function subtree(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    let entries: import("node:fs").Dirent[] = [];
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory()) walk(join(d, e.name));
+    out.push(d);
+  };
+  walk(dir);
+  return out;
+}
+
+/** Moves process `pid` (all its threads) into the cgroup at `dir`. */
+export function moveInto(dir: string, pid: number): void {
+  writeFileSync(join(dir, "cgroup.procs"), `${pid}\n`);
+}
+
+/** True while any process (a zombie does not count) is in `dir` or below it. */
+export function populated(h: CgroupHierarchy, dir: string): boolean {
+  if (h.version === 2) {
+    try {
+      return /^populated 1$/m.test(readFileSync(join(dir, "cgroup.events"), "utf8"));
+    } catch {
+      return false;
+    }
+  }
+  return subtree(dir).some((d) => procsOf(d).some(isLive));
+}
+
+function isLive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+/** Removes `dir` and every cgroup below it; returns the ones that could not be removed. */
+export function removeTree(dir: string): string[] {
+  const left: string[] = [];
+  for (const d of subtree(dir)) {
+    try {
+      rmdirSync(d);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") left.push(d);
+    }
+  }
+  return left;
+}
+
+export function cgroupExists(dir: string): boolean {
+  return existsSync(join(dir, "cgroup.procs"));
+}

@@ -1,0 +1,101 @@
+import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
+import { isSameProcess, processGroupOf, processRunning } from "../proc.js";
+import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, unclaimEntry } from "./journal.js";
+import { trackerFromRecord } from "./proctrack.js";
+import type { Spool } from "./spool.js";
+import { collectsFor, isForeign, mayKill } from "./userjournals.js";
+
+export interface CollectOptions {
+  /** Only steps of this job (`jobrt gc --job`, a Slurm Epilog). */
+  jobId?: number;
+  log: Logger;
+}
+
+/** What `jobrt gc` did for one dead step. */
+export interface Collected {
+  jobId: number;
+  stepId: number;
+  dir: string;
+  /** Task process groups killed (with a cgroup, everything in it is killed besides). */
+  killed: number;
+  cleaned: string[];
+  /** Failures: the entry is kept for another try. */
+  errors: string[];
+}
+
+function hostAlive(entry: JournalEntry): boolean {
+  if (entry.staleClaim) return false;
+  const host = entry.host;
+  // No host file yet: a claim being written right now. Leave it alone.
+  if (!host) return true;
+  return isSameProcess(host.pid, host.start, host.boot);
+}
+
+/** Kills what a dead step left running: its cgroup (killed, waited for, removed), its task groups. */
+async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
+  const groups = new Set<number>();
+  const boot = entry.host?.boot ?? "";
+  for (const { pid, start } of recordedPids(claimed)) if (isSameProcess(pid, start, boot) && mayKill(spool, pid)) groups.add(pid);
+  // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
+  // user's journal could name any cgroup: root does not use it (userjournals.ts).
+  const tracker = entry.record && !isForeign(spool) ? trackerFromRecord(entry.record.proctrack) : undefined;
+  for (const pid of tracker?.members() ?? []) {
+    const group = processGroupOf(pid);
+    if (group !== undefined && processRunning(pid)) groups.add(group);
+  }
+  for (const group of groups) {
+    try {
+      process.kill(-group, "SIGKILL");
+      result.killed++;
+    } catch {
+      // the group is already gone
+    }
+  }
+  if (!tracker) return;
+  tracker.killAll();
+  if (!(await tracker.waitEmpty(5000))) result.errors.push(`processes in ${entry.record?.proctrack.path} survived SIGKILL`);
+  const left = tracker.release();
+  if (left.length > 0) result.errors.push(`cannot remove cgroup ${left.join(", ")}`);
+}
+
+/**
+ * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
+ * cleanup with the journaled StepRecord under the node name it ran with, remove the entry.
+ */
+async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
+  const claimed = claimEntry(entry);
+  if (!claimed) return undefined;
+  const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
+  await killLeftovers(claimed, entry, result, spool);
+  const stepNode: NodeConf = { ...node, nodeName: entry.record?.nodeName ?? node.nodeName };
+  for (const record of entry.record?.components ?? []) {
+    try {
+      const index = await registry.load(record.runtime || undefined, "node");
+      await registry.cleanup(index, stepNode, record);
+      result.cleaned.push(record.runtime);
+    } catch (error) {
+      result.errors.push(messageOf(error));
+    }
+  }
+  if (result.errors.length > 0) unclaimEntry(claimed);
+  else removeEntry(claimed);
+  return result;
+}
+
+/**
+ * Every step in this user's journal whose host is gone (SIGKILL, OOM, power loss), or whose
+ * collector died half-way, is cleaned up. Live steps are never touched.
+ */
+export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
+  const out: Collected[] = [];
+  for (const entry of listEntries(spool, options.jobId)) {
+    if (hostAlive(entry) || !collectsFor(spool, entry.record)) continue;
+    const result = await collectEntry(entry, registry, node, spool);
+    if (!result) continue;
+    out.push(result);
+    const what = `step ${result.jobId}.${result.stepId}`;
+    if (result.errors.length > 0) options.log("warn", `gc: ${what}: cleanup failed, kept ${result.dir} for another try: ${result.errors.join("; ")}`);
+    else options.log("info", `gc: ${what} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
+  }
+  return out;
+}

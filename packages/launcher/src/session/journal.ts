@@ -1,0 +1,279 @@
+import { appendFileSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
+import { JobrtError, type StepRecord, messageOf } from "@jobrt/core";
+import { bootId, processRunning, processStartTime } from "../proc.js";
+import type { TrackerRecord } from "./proctrack.js";
+import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
+
+/**
+ * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
+ *
+ *   <jobsDir>/next-jobid                       next fresh job id (a hint; mkdir is the lock)
+ *   <jobsDir>/<J>/step-<S>/                    a `jobrt run` step
+ *   <jobsDir>/<J>/exec-<S>.<T>.<pid>/          one `jobrt exec` task of a Slurm step
+ *       host.json   the host process (pid, start time, boot id), written at the claim
+ *       step.json   the JournalRecord, written once every runtime is resolved
+ *       pids        one line per started task: pid and start time
+ *   <entry>.gc-<pid>-<start>                   an entry a `jobrt gc` has claimed
+ */
+export interface HostInfo {
+  pid: number;
+  start: string | undefined;
+  boot: string;
+}
+
+/** Everything `jobrt gc` needs to clean up after a dead host, as the host itself would. */
+export interface JournalRecord {
+  host: HostInfo;
+  /** The node name the step ran under (SLURMD_NODENAME under Slurm): an input of container ids. */
+  nodeName: string;
+  proctrack: TrackerRecord;
+  components: StepRecord[];
+}
+
+/** A live step's entry in the journal, held until `release()`. */
+export interface StepJournal {
+  jobId: number;
+  stepId: number;
+  dir: string;
+  /** Unique on this node while the entry exists: names the step's cgroup. */
+  name: string;
+  write(record: Omit<JournalRecord, "host">): void;
+  recordTaskPid(pid: number): void;
+  release(): void;
+}
+
+const HOST_FILE = "host.json";
+const RECORD_FILE = "step.json";
+const PIDS_FILE = "pids";
+const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
+const GC_CLAIM = /^(.+)\.gc-(\d+)-(\d+)$/;
+
+export function hostInfo(): HostInfo {
+  return { pid: process.pid, start: processStartTime(process.pid), boot: bootId() };
+}
+
+function isErrno(error: unknown, code: string): boolean {
+  return (error as NodeJS.ErrnoException)?.code === code;
+}
+
+function mkdirExclusive(path: string): boolean {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+    return true;
+  } catch (error) {
+    if (isErrno(error, "EEXIST")) return false;
+    throw error;
+  }
+}
+
+function removeIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // other steps of the job remain
+  }
+}
+
+function removeIdleJournal(jobsDir: string): void {
+  if (listDir(jobsDir).some((name) => name !== "node")) return;
+  rmSync(join(jobsDir, "node"), { force: true });
+  removeIfEmpty(jobsDir);
+}
+
+/** Best effort: the counter only saves a scan. A fresh temp name each time, created exclusively. */
+function writeCounter(jobsDir: string, next: number): void {
+  const tmp = join(jobsDir, `.next-jobid.${process.pid}.${Math.random().toString(36).slice(2)}`);
+  try {
+    writeExclusive(tmp, `${next}\n`);
+    renameSync(tmp, join(jobsDir, "next-jobid"));
+  } catch {
+    rmSync(tmp, { force: true });
+  }
+}
+
+function nextJobId(jobsDir: string): number {
+  const text = readNoFollow(join(jobsDir, "next-jobid"), 64) ?? "";
+  const next = Math.max(1, Number.parseInt(text, 10) || 1);
+  let job = next;
+  while (!mkdirExclusive(join(jobsDir, String(job)))) job++;
+  writeCounter(jobsDir, job + 1);
+  return job;
+}
+
+function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: string, createdJobDir: boolean): StepJournal {
+  const jobDir = join(jobsDir, String(jobId));
+  const dir = join(jobDir, entry);
+  const pending: string[] = [];
+  const flush = () => {
+    if (pending.length === 0) return;
+    try {
+      appendFileSync(join(dir, PIDS_FILE), pending.splice(0).join(""), { mode: 0o600 });
+    } catch {
+      // released already
+    }
+  };
+  try {
+    writeExclusive(join(dir, HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    if (createdJobDir) removeIfEmpty(jobDir);
+    throw error;
+  }
+  return {
+    jobId,
+    stepId,
+    dir,
+    // Job ids are unique per SpoolDir only; cgroups are per node: the host's pid makes it unique.
+    name: entry.startsWith("exec-") ? `${jobId}.${entry}` : `${jobId}.${entry}.${process.pid}`,
+    write(record) {
+      const tmp = join(dir, `.${RECORD_FILE}.${process.pid}`);
+      writeExclusive(tmp, JSON.stringify({ host: hostInfo(), ...record }));
+      renameSync(tmp, join(dir, RECORD_FILE));
+    },
+    recordTaskPid(pid) {
+      // The start time is read at once, while the pid surely is the task; a burst of starts is
+      // written together (one write instead of one per task).
+      if (pending.length === 0) setImmediate(flush);
+      pending.push(`${pid} ${processStartTime(pid) ?? "-"}\n`);
+    },
+    release() {
+      flush();
+      rmSync(dir, { recursive: true, force: true });
+      removeIfEmpty(jobDir);
+      // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
+      // journal (and its node marker) with it; `jobrt run` keeps its job id counter there.
+      if (entry.startsWith("exec-")) removeIdleJournal(jobsDir);
+    },
+  };
+}
+
+/**
+ * Claims a job id (fresh unless given) and the next free step id of that job. `mkdir` is the
+ * lock: two hosts on one node never get the same pair. On failure nothing is left behind.
+ */
+export function claimRunStep(spool: Spool, jobId?: number): StepJournal {
+  let createdJobDir = false;
+  try {
+    let job = jobId;
+    if (job === undefined) {
+      job = nextJobId(spool.jobsDir);
+      createdJobDir = true;
+    } else {
+      createdJobDir = mkdirExclusive(join(spool.jobsDir, String(job)));
+    }
+    const jobDir = join(spool.jobsDir, String(job));
+    let step = 0;
+    while (!mkdirExclusive(join(jobDir, `step-${step}`))) step++;
+    return entryJournal(spool.jobsDir, job, step, `step-${step}`, createdJobDir);
+  } catch (error) {
+    throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+  }
+}
+
+/** Records one `jobrt exec` task of a Slurm step, so `jobrt gc` can clean up if Slurm kills it. */
+export function claimExecTask(spool: Spool, jobId: number, stepId: number, taskId: number): StepJournal {
+  const jobDir = join(spool.jobsDir, String(jobId));
+  const entry = `exec-${stepId}.${taskId}.${process.pid}`;
+  try {
+    const createdJobDir = mkdirExclusive(jobDir);
+    mkdirSync(join(jobDir, entry), { mode: 0o700 });
+    return entryJournal(spool.jobsDir, jobId, stepId, entry, createdJobDir);
+  } catch (error) {
+    throw new JobrtError("ERR_LAUNCH", `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+  }
+}
+
+/** A journal entry found by `jobrt gc`: its directory, ids, and (when written) its record. */
+export interface JournalEntry {
+  dir: string;
+  jobId: number;
+  stepId: number;
+  host?: HostInfo;
+  record?: JournalRecord;
+  /** Set when a `jobrt gc` claimed the entry and died before finishing. */
+  staleClaim?: boolean;
+}
+
+function readJson<T>(path: string): T | undefined {
+  try {
+    const text = readNoFollow(path, 64 * 1024 * 1024);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
+  } catch {
+    return undefined;
+  }
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Every entry of the journal (of one job, when given), live or not; gc claims included. */
+export function listEntries(spool: Spool, jobId?: number): JournalEntry[] {
+  const jobs = listDir(spool.jobsDir).filter((j) => /^\d+$/.test(j) && (jobId === undefined || Number(j) === jobId));
+  const out: JournalEntry[] = [];
+  for (const job of jobs) {
+    for (const name of listDir(join(spool.jobsDir, job))) {
+      const claim = GC_CLAIM.exec(name);
+      const m = ENTRY.exec(claim ? claim[1]! : name);
+      if (!m) continue;
+      const dir = join(spool.jobsDir, job, name);
+      const record = readJson<JournalRecord>(join(dir, RECORD_FILE));
+      const host = record?.host ?? readJson<HostInfo>(join(dir, HOST_FILE));
+      const entry: JournalEntry = { dir, jobId: Number(job), stepId: Number(m[1] ?? m[2]) };
+      if (host) entry.host = host;
+      if (record) entry.record = record;
+      if (claim) {
+        // A claim whose collector still runs is its business; a dead collector's is reclaimed.
+        const pid = Number(claim[2]);
+        if (processRunning(pid) && processStartTime(pid) === claim[3]) continue;
+        entry.staleClaim = true;
+      }
+      out.push(entry);
+    }
+  }
+  return out;
+}
+
+/**
+ * Takes an entry for cleanup by renaming it to `<entry>.gc-<pid>-<start>`: of several collectors
+ * only the rename's winner goes on, and a collector that dies leaves a claim the next one reclaims.
+ */
+export function claimEntry(entry: JournalEntry): string | undefined {
+  const base = entry.dir.replace(/\.gc-\d+-\d+$/, "");
+  const claimed = `${base}.gc-${process.pid}-${processStartTime(process.pid) ?? "0"}`;
+  try {
+    renameSync(entry.dir, claimed);
+    return claimed;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Task pids (with start times) a claimed entry recorded. */
+export function recordedPids(dir: string): { pid: number; start: string | undefined }[] {
+  const text = readNoFollow(join(dir, PIDS_FILE), 64 * 1024 * 1024) ?? "";
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [pid, start] = line.split(" ");
+      return { pid: Number(pid), start: start === "-" ? undefined : start };
+    })
+    .filter((p) => Number.isInteger(p.pid) && p.pid > 1);
+}
+
+/** Gives a claimed entry back (cleanup failed; a later gc tries again). */
+export function unclaimEntry(claimed: string): void {
+  renameSync(claimed, claimed.replace(/\.gc-\d+-\d+$/, ""));
+}
+
+/** Removes a claimed entry, and its job directory once empty. */
+export function removeEntry(claimed: string): void {
+  rmSync(claimed, { recursive: true, force: true });
+  removeIfEmpty(join(claimed, ".."));
+}

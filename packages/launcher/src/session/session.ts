@@ -1,0 +1,339 @@
+import type { ChildProcess } from "node:child_process";
+import type { Readable, Writable } from "node:stream";
+import {
+  type ClientInfo,
+  JobrtError,
+  type NodeConf,
+  type RuntimeRegistry,
+  type StepRecord,
+  isJobrtError,
+  messageOf,
+} from "@jobrt/core";
+import type { StepCancel } from "../cancel.js";
+import type { UserIdentity } from "../users.js";
+import { checkDescriptorBudget } from "./budget.js";
+import { collectOrphans } from "./collect.js";
+import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
+import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
+import { type ProcTrackMode, type ProcessTracker, createTracker } from "./proctrack.js";
+import { closeInheritedDescriptors } from "./spawn.js";
+import { type Spool, openSpool } from "./spool.js";
+import { signalNumber } from "./status.js";
+import { copyStdinToTasks } from "./stdin.js";
+import { StepStdio } from "./stdio.js";
+import { StopControl } from "./stop.js";
+import { type StepEvent, type TaskContext, runTask } from "./task.js";
+
+/** What to run: a `jobrt run` step (ids claimed here) or one task of a Slurm step (`jobrt exec`). */
+export type StepPlan =
+  | { mode: "run"; jobId?: number; user: UserIdentity; components: ComponentSpec[]; cpusOnNode: number }
+  | { mode: "exec"; record: StepRecord };
+
+export interface SessionOptions {
+  registry: RuntimeRegistry;
+  node: NodeConf;
+  cancel: StepCancel;
+  /** jobrt.conf ProcTrack. */
+  procTrack: ProcTrackMode;
+  client?: ClientInfo;
+  /** Seconds; on expiry the step is cancelled like SIGTERM. */
+  timeLimit?: number;
+  /** Task output becomes "output" events. */
+  json?: boolean;
+  onEvent?: (event: StepEvent) => void;
+  /** One-line error reports. */
+  report: (line: string) => void;
+  /** How an error is put into words for `report` (the CLI adds stack traces with -v). */
+  describeError?: (error: JobrtError) => string;
+  stdout?: Writable;
+  stderr?: Writable;
+  stdin?: Readable;
+}
+
+export interface StepResult {
+  status: number;
+  /** The first launch, setup or cleanup error, if any. */
+  error?: JobrtError;
+  taskStatus: number[];
+}
+
+/** Runs one step end to end; see StepSession. */
+export function runSession(plan: StepPlan, options: SessionOptions): Promise<StepResult> {
+  return new StepSession(options).run(plan);
+}
+
+/**
+ * One step, end to end (docs/architecture.md, "The step session"): claim ids → journal → collect
+ * orphans → load runtimes → setup → spawn → wait → kill what is left → cleanup → release → fini.
+ * Never throws once the step is claimed: failures become the status and `error`.
+ */
+export class StepSession {
+  readonly #o: SessionOptions;
+  #firstError: JobrtError | undefined;
+  #launchFailed = false;
+  #aborting = false;
+  #started = 0;
+
+  constructor(options: SessionOptions) {
+    this.#o = options;
+  }
+
+  #emit(event: StepEvent): void {
+    this.#o.onEvent?.(event);
+  }
+
+  #report(error: JobrtError): void {
+    this.#firstError ??= error;
+    this.#o.report((this.#o.describeError ?? ((e: JobrtError) => e.message))(error));
+  }
+
+  #fail = (error: unknown, what: string): void => {
+    const e = isJobrtError(error) ? error : new JobrtError("ERR_LAUNCH", `${what}: ${messageOf(error)}`, { cause: error });
+    this.#report(e);
+    this.#launchFailed = true;
+  };
+
+  async run(plan: StepPlan): Promise<StepResult> {
+    let result: StepResult | undefined;
+    try {
+      result = await this.#claimAndRun(plan);
+    } finally {
+      const finiFailed = await this.#fini();
+      if (finiFailed && result) result = { ...result, status: Math.max(result.status, 1) };
+    }
+    return result;
+  }
+
+  /** Finalises every loaded runtime; a failing `fini` is reported (and makes the status at least 1). */
+  async #fini(): Promise<boolean> {
+    try {
+      await this.#o.registry.fini();
+      return false;
+    } catch (error) {
+      this.#o.report(messageOf(error));
+      return true;
+    }
+  }
+
+  async #claimAndRun(plan: StepPlan): Promise<StepResult> {
+    closeInheritedDescriptors();
+    const { node } = this.#o;
+    const spool = plan.mode === "run" ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true }) : this.#tryOpenSpool();
+    if (spool) await collectOrphans(spool, this.#o.registry, node, { log: node.log });
+    const journal = plan.mode === "run" ? claimRunStep(spool as Spool, plan.jobId) : this.#tryClaimExec(spool, plan.record);
+    try {
+      const components =
+        plan.mode === "run"
+          ? planStep({ jobId: journal!.jobId, stepId: journal!.stepId, user: plan.user, components: plan.components }, node.nodeName, plan.cpusOnNode)
+          : [{ record: plan.record, io: {} }];
+      const first = components[0]!.record;
+      const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`);
+      try {
+        return await this.#runPlanned(components, tracker, journal);
+      } finally {
+        for (const left of tracker.release()) node.log("warn", `cannot remove cgroup ${left}`);
+      }
+    } finally {
+      journal?.release();
+    }
+  }
+
+  /** `jobrt exec` runs as the job user: a SpoolDir it cannot use means no crash record, not failure. */
+  #tryOpenSpool(): Spool | undefined {
+    try {
+      return openSpool(this.#o.node.spoolDir, this.#o.node.nodeName);
+    } catch (error) {
+      if (isJobrtError(error, "ERR_SPOOL") && /is in use by host/.test(error.message)) throw error;
+      this.#o.node.log("verbose", `no crash record for this task: ${messageOf(error)}`);
+      return undefined;
+    }
+  }
+
+  #tryClaimExec(spool: Spool | undefined, record: StepRecord): StepJournal | undefined {
+    if (!spool) return undefined;
+    try {
+      return claimExecTask(spool, record.jobId, record.stepId, record.tasks[0]!.globalId);
+    } catch (error) {
+      this.#o.node.log("verbose", `no crash record for this task: ${messageOf(error)}`);
+      return undefined;
+    }
+  }
+
+  async #runPlanned(components: PlannedComponent[], tracker: ProcessTracker, journal: StepJournal | undefined): Promise<StepResult> {
+    const { node, cancel } = this.#o;
+    const first = components[0]!.record;
+    if (tracker.record.fallback) node.log("verbose", `process tracking by process group: ${tracker.record.fallback}`);
+    this.#emit({
+      event: "step-start",
+      jobId: first.jobId,
+      stepId: first.stepId,
+      proctrack: tracker.record.kind,
+      ...(tracker.record.path ? { cgroup: tracker.record.path } : {}),
+      ...(tracker.record.fallback ? { proctrackFallback: tracker.record.fallback } : {}),
+      components: components.map((c, i) => ({ component: i, runtime: c.record.runtime, ntasks: c.record.tasks.length, argv: c.record.argv })),
+    });
+    const stop = new StopControl(cancel, node, tracker, (signal) => this.#emit({ event: "cancel", signal, reason: cancel.reason }));
+    if (this.#o.timeLimit !== undefined) {
+      const limit = this.#o.timeLimit;
+      stop.limitTime(limit, () => this.#o.report(`step ${first.jobId}.${first.stepId} cancelled: time limit of ${limit} s reached`));
+    }
+    const unguard = this.#guardOutputs();
+    const setupTried: number[] = [];
+    const indexes: number[] = [];
+    let taskStatus: number[] = [];
+    try {
+      if (await this.#loadRuntimes(components, indexes, stop)) {
+        journal?.write({ nodeName: node.nodeName, proctrack: tracker.record, components: components.map((c) => c.record) });
+        if (await this.#setup(components, indexes, setupTried)) taskStatus = await this.#launch(components, indexes, tracker, stop, journal);
+      }
+    } catch (error) {
+      this.#fail(error, "launch failed");
+    } finally {
+      await this.#endProcesses(tracker);
+      stop.dispose();
+      unguard();
+    }
+    const cleanupFailed = await this.#cleanup(components, indexes, setupTried);
+    return this.#finish(taskStatus, cleanupFailed);
+  }
+
+  /** Resolves every runtime before any setup, so a bad name fails the step with nothing started. */
+  async #loadRuntimes(components: PlannedComponent[], indexes: number[], stop: StopControl): Promise<boolean> {
+    const { registry, node } = this.#o;
+    for (const [i, c] of components.entries()) {
+      // A signal must not wait for a slow or hung plugin init (up to PluginInitTimeout).
+      const index = await Promise.race([registry.load(c.record.runtime || undefined, "step"), stop.cancelled.then(() => undefined)]);
+      if (index === undefined) return false;
+      const info = registry.info(index);
+      c.record.runtime = info.name;
+      for (const task of c.record.tasks) task.env.SLURM_RUNTIME = info.name;
+      indexes.push(index);
+      node.log("verbose", `component ${i}: runtime ${info.type} (index ${index}) ${info.package ?? ""}@${info.version} ${info.path ?? ""}`);
+      this.#emit({ event: "runtime", component: i, index, type: info.type, package: info.package, version: info.version, path: info.path });
+    }
+    return true;
+  }
+
+  async #setup(components: PlannedComponent[], indexes: number[], setupTried: number[]): Promise<boolean> {
+    for (const [i, c] of components.entries()) {
+      if (this.#o.cancel.requested) return false;
+      setupTried.push(i);
+      await this.#o.registry.setup(indexes[i]!, this.#o.node, c.record, this.#o.client);
+      this.#emit({ event: "setup", component: i, runtime: c.record.runtime });
+    }
+    return !this.#o.cancel.requested;
+  }
+
+  /** Opens every task's files, then starts every task; resolves with their statuses. */
+  async #launch(components: PlannedComponent[], indexes: number[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined): Promise<number[]> {
+    const { node, cancel } = this.#o;
+    const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
+    const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
+    const first = components[0]!.record;
+    const stdio = new StepStdio({
+      json: Boolean(this.#o.json),
+      lineMode,
+      totalTasks: total,
+      nodeName: node.nodeName,
+      user: node.hostUid === 0 ? { uid: first.uid, gid: first.gid } : undefined,
+      stdout: this.#o.stdout ?? process.stdout,
+      stderr: this.#o.stderr ?? process.stderr,
+    });
+    stdio.open(components);
+    const ctx: TaskContext = {
+      registry: this.#o.registry,
+      node,
+      tracker,
+      stop,
+      stdio,
+      label: components.some((c) => c.io.label),
+      emit: (e) => this.#emit(e),
+      report: this.#o.report,
+      fail: (error, what) => {
+        this.#fail(error, what);
+        this.#abort(stop);
+      },
+      stopping: () => cancel.requested || this.#aborting,
+      // A task stopped before it started reports the signal that stopped the step.
+      stoppedStatus: () => (cancel.requested ? 128 + signalNumber(cancel.signal ?? "SIGTERM") : 1),
+    };
+    const spawned: Promise<ChildProcess | undefined>[] = [];
+    const done: Promise<number>[] = [];
+    for (const [i, c] of components.entries()) {
+      for (const task of c.record.tasks) {
+        let markSpawned: (child: ChildProcess | undefined) => void = () => {};
+        spawned.push(new Promise((r) => (markSpawned = r)));
+        const onSpawn = (child: ChildProcess) => {
+          this.#started++;
+          if (child.pid !== undefined) journal?.recordTaskPid(child.pid);
+          markSpawned(child);
+        };
+        done.push(runTask(ctx, indexes[i]!, i, c, task, onSpawn).finally(() => markSpawned(undefined)));
+      }
+    }
+    const all = Promise.all(done);
+    copyStdinToTasks(this.#o.stdin ?? process.stdin, spawned, all);
+    const statuses = await all;
+    await stdio.end();
+    return statuses;
+  }
+
+  /** A task could not be launched: the others are stopped (once) as on SIGTERM. */
+  #abort(stop: StopControl): void {
+    if (this.#aborting || this.#o.cancel.requested) return;
+    this.#aborting = true;
+    stop.stopTasks("SIGTERM");
+  }
+
+  /**
+   * jobrt's own stdout or stderr reader went away (`jobrt run ... | head -1`): like a pipeline
+   * member, the step gets SIGPIPE instead of running on unread (docs/cli.md, "Output").
+   */
+  #guardOutputs(): () => void {
+    const streams = [this.#o.stdout ?? process.stdout, this.#o.stderr ?? process.stderr];
+    const onError = () => {
+      if (!this.#o.cancel.requested) this.#o.cancel.request("SIGPIPE", "the reader of jobrt's output went away");
+    };
+    for (const s of streams) s.on("error", onError);
+    return () => {
+      for (const s of streams) s.off("error", onError);
+    };
+  }
+
+  /** The step has ended: whatever is left in its cgroup (or its tasks' groups) is killed and waited for. */
+  async #endProcesses(tracker: ProcessTracker): Promise<void> {
+    tracker.killAll();
+    const bound = (this.#o.node.killWait + 5) * 1000;
+    if (!(await tracker.waitEmpty(bound))) this.#o.node.log("warn", `processes of the step were still alive ${bound} ms after SIGKILL (uninterruptible sleep?)`);
+  }
+
+  /** Cleanup always, in reverse order, for every component whose setup was attempted. */
+  async #cleanup(components: PlannedComponent[], indexes: number[], setupTried: number[]): Promise<boolean> {
+    let failed = false;
+    for (const i of [...setupTried].reverse()) {
+      const c = components[i]!;
+      try {
+        await this.#o.registry.cleanup(indexes[i]!, this.#o.node, c.record);
+        this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: true });
+      } catch (error) {
+        failed = true;
+        const e = isJobrtError(error) ? error : new JobrtError("ERR_RUNTIME_HOOK", messageOf(error));
+        this.#report(e);
+        this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: false, error: e.message });
+      }
+    }
+    return failed;
+  }
+
+  #finish(taskStatus: number[], cleanupFailed: boolean): StepResult {
+    const { cancel } = this.#o;
+    let status = taskStatus.reduce((a, b) => Math.max(a, b), 0);
+    if (this.#launchFailed || cleanupFailed) status = Math.max(status, 1);
+    // A signal to jobrt reports 128+N only when no task ran to report for itself: a task that
+    // handles SIGTERM and exits 7 exits 7, as srun and slurmstepd report it.
+    if (cancel.signal && this.#started === 0) status = Math.max(status, 128 + signalNumber(cancel.signal));
+    const error = this.#firstError;
+    this.#emit({ event: "step-end", status, ...(error ? { error: error.message, code: error.code } : {}) });
+    return { status, taskStatus, ...(error ? { error } : {}) };
+  }
+}

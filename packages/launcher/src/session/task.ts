@@ -1,0 +1,132 @@
+import type { ChildProcess } from "node:child_process";
+import { statSync } from "node:fs";
+import { type ExecSpec, JobrtError, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type TaskRecord, messageOf } from "@jobrt/core";
+import type { PlannedComponent } from "./plan.js";
+import type { ProcessTracker } from "./proctrack.js";
+import { dropTo, spawnTaskProcess } from "./spawn.js";
+import { statusOf } from "./status.js";
+import type { StepStdio } from "./stdio.js";
+import type { StopControl } from "./stop.js";
+
+export type StepEvent = Record<string, unknown> & { event: string };
+
+/** What a task needs from its session. */
+export interface TaskContext {
+  registry: RuntimeRegistry;
+  node: NodeConf;
+  tracker: ProcessTracker;
+  stop: StopControl;
+  stdio: StepStdio;
+  label: boolean;
+  emit: (event: StepEvent) => void;
+  report: (line: string) => void;
+  /** A task could not be launched: the session reports it once and stops the other tasks. */
+  fail: (error: unknown, what: string) => void;
+  /** True once the step is being stopped (a signal, or another task's launch failure). */
+  stopping: () => boolean;
+  /** The status of a task that was stopped before it started. */
+  stoppedStatus: () => number;
+}
+
+/** Asks the runtime what to start for a task: its ExecSpec, or the task's own argv. */
+async function execSpecFor(ctx: TaskContext, index: number, c: PlannedComponent, task: TaskRecord): Promise<ExecSpec> {
+  await ctx.registry.taskInit(index, ctx.node, c.record, task);
+  const result = await ctx.registry.run(index, ctx.node, c.record, task);
+  return result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: c.record.cwd } : result;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs one task to its end and returns its status: taskInit, run, spawn through the one spawn path,
+ * copy its output, and when its process exits, kill whatever it left in its cgroup (or group).
+ */
+export async function runTask(ctx: TaskContext, index: number, componentIndex: number, c: PlannedComponent, task: TaskRecord, onSpawn: (child: ChildProcess) => void): Promise<number> {
+  let spec: ExecSpec;
+  try {
+    spec = await execSpecFor(ctx, index, c, task);
+  } catch (error) {
+    ctx.stdio.closeTask(task);
+    ctx.fail(error, `task ${task.globalId}`);
+    return 1;
+  }
+  if (ctx.stopping()) {
+    ctx.stdio.closeTask(task);
+    return ctx.stoppedStatus();
+  }
+  if (!isDirectory(spec.cwd)) {
+    ctx.stdio.closeTask(task);
+    ctx.fail(new JobrtError("ERR_LAUNCH", `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory`), "");
+    return 1;
+  }
+  ctx.node.log("verbose", `task ${task.globalId}: exec ${JSON.stringify(spec.argv)} in ${spec.cwd}`);
+  let child: ChildProcess;
+  try {
+    const user = dropTo(ctx.node.hostUid, c.record.uid, c.record.gid);
+    child = spawnTaskProcess(spec, { stdio: ctx.stdio.of(task).stdio, tracker: ctx.tracker, taskId: task.globalId, ...(user ? { user } : {}) });
+  } catch (error) {
+    ctx.fail(new JobrtError("ERR_LAUNCH", `task ${task.globalId}: cannot start ${spec.argv[0]}: ${messageOf(error)}`), "");
+    return 1;
+  } finally {
+    ctx.stdio.closeTask(task);
+  }
+  onSpawn(child);
+  return waitForTask(ctx, componentIndex, task, spec, child);
+}
+
+function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord, spec: ExecSpec, child: ChildProcess): Promise<number> {
+  return new Promise<number>((resolve) => {
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      // spawn failures (ENOENT, EACCES) arrive here; 'close' still follows.
+      const code = error.code === "ENOENT" ? 127 : error.code === "EACCES" ? 126 : 1;
+      const why = error.code === "ENOENT" ? "command not found" : error.code === "EACCES" ? "permission denied" : messageOf(error);
+      ctx.report(`task ${task.globalId}: cannot execute ${spec.argv[0]}: ${why}`);
+      ctx.emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal: null, status: code, error: why });
+      resolve(code);
+    });
+    const pid = child.pid;
+    if (pid === undefined) return;
+    task.pid = pid;
+    ctx.stop.started(pid);
+    ctx.emit({ event: "task-start", task: task.globalId, component: componentIndex, pid, exec: spec.argv === task.argv ? null : spec, argv: spec.argv });
+    const pipes = ctx.stdio.attach(child, task, ctx.label, (stream, data) => ctx.emit({ event: "output", task: task.globalId, stream, data }));
+    child.stdin?.on("error", () => {});
+    child.on("exit", () => {
+      ctx.stop.ended(pid);
+      // Like proctrack at a task's end: whatever it left behind (daemons included) goes too, so
+      // its pipes close and nothing of it outlives the task.
+      ctx.tracker.killTask(task.globalId, pid);
+      releaseHeldPipes(ctx, child);
+    });
+    child.on("close", async (code, signal) => {
+      task.exit = { code, signal };
+      await Promise.all(pipes);
+      const status = statusOf(code, signal);
+      ctx.emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal, status });
+      resolve(status);
+    });
+  });
+}
+
+/**
+ * Without a cgroup, a process that left the task's group (setsid) can hold its pipes open for
+ * ever: after KillWait jobrt stops reading them so the step can end.
+ */
+function releaseHeldPipes(ctx: TaskContext, child: ChildProcess): void {
+  if (ctx.tracker.record.kind !== "pgid") return;
+  const timer = setTimeout(() => {
+    if (child.stdout?.readableEnded === false || child.stderr?.readableEnded === false) {
+      ctx.node.log("warn", `task process ${child.pid} exited, but a process that escaped its process group still holds its output: output no longer read (use ProcTrack=cgroup to kill such processes)`);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }
+  }, Math.max(1, ctx.node.killWait) * 1000);
+  timer.unref();
+  child.once("close", () => clearTimeout(timer));
+}

@@ -1,0 +1,73 @@
+import { lstatSync, readFileSync, readdirSync, realpathSync } from "node:fs";
+import { join } from "node:path";
+import type { JournalRecord } from "./journal.js";
+import type { Spool } from "./spool.js";
+
+/**
+ * Root's `jobrt gc` also collects what job users' `jobrt exec` left: the Slurm Epilog runs
+ * `jobrt gc --job $SLURM_JOB_ID` as root after Slurm SIGKILLed the job user's jobrt
+ * (docs/slurm.md, "Cleanup when Slurm kills jobrt"). A user's journal is that user's to write, so
+ * root trusts none of it beyond what the user could do itself: see `collectsFor` and `mayKill`.
+ */
+
+/**
+ * The journals of job users in a shared SpoolDir (`jobs.<uid>`), for root only. Each must be a
+ * real directory of that uid, mode 0700, as `openSpool` made it; anything else is skipped.
+ */
+export function userSpools(spoolDir: string): Spool[] {
+  if ((process.getuid?.() ?? 0) !== 0) return [];
+  let real: string;
+  let names: string[];
+  try {
+    real = realpathSync(spoolDir);
+    names = readdirSync(real);
+  } catch {
+    return [];
+  }
+  const out: Spool[] = [];
+  for (const name of names) {
+    const uid = Number(/^jobs\.(\d+)$/.exec(name)?.[1] ?? Number.NaN);
+    if (!Number.isSafeInteger(uid) || uid === 0) continue;
+    const jobsDir = join(real, name);
+    try {
+      const st = lstatSync(jobsDir);
+      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0) out.push({ spoolDir: real, jobsDir, uid });
+    } catch {
+      // gone while we looked
+    }
+  }
+  return out;
+}
+
+/** True when this process collects `spool` on behalf of another user (root on a user's journal). */
+export function isForeign(spool: Spool): boolean {
+  return spool.uid !== (process.getuid?.() ?? 0);
+}
+
+/**
+ * A record from a foreign journal is collected only when every component runs as the journal's
+ * user: the runtime cleanup then acts as that user (runtime/oci runs its commands as the record's
+ * uid), so a record naming root or anyone else cannot make root act for them.
+ */
+export function collectsFor(spool: Spool, record: JournalRecord | undefined): boolean {
+  if (!isForeign(spool)) return true;
+  const components = record?.components ?? [];
+  return components.length > 0 && components.every((c) => c.uid === spool.uid);
+}
+
+function realUid(pid: number): number | undefined {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("Uid:"));
+    const uid = line?.split(/\s+/)[1];
+    return uid === undefined ? undefined : Number(uid);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether gc may kill the process group led by `pid` for `spool`: a foreign journal's user's only. */
+export function mayKill(spool: Spool, pid: number): boolean {
+  return !isForeign(spool) || realUid(pid) === spool.uid;
+}

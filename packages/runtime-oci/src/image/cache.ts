@@ -1,0 +1,173 @@
+import { lstatSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
+import { makeDir } from "../fsops.js";
+import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
+import { type ImageReference, sourceName } from "./reference.js";
+import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
+import type { ImageSettings } from "./settings.js";
+import { type StoreEntry, addMark, dropMark, listEntries, listStores, lockFile, markName, publicStore, useIfPresent, userStore } from "./store.js";
+import { runTool } from "./tool.js";
+
+/** An image a step uses: its unpacked bundle in the cache, and what the step must give back. */
+export interface CachedImage {
+  digest: string;
+  /** The cached bundle dir (config.json + read-only rootfs). */
+  bundle: string;
+  store: string;
+  hex: string;
+  mark: string;
+  /** uid/gid the store belongs to, when that is not the host's own. */
+  owner?: { uid: number; gid: number };
+  cached: boolean;
+}
+
+const hostIsRoot = () => (process.getuid?.() ?? -1) === 0;
+
+/** Variables of the job env that skopeo, running as the job user, may use: their auth file and proxies. */
+const USER_VARIABLES = ["REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "DOCKER_CONFIG", "CONTAINERS_REGISTRIES_CONF", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
+const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
+
+function toolEnv(from: Record<string, string | undefined>, names: string[], home: string, user: string): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, USER: user, LANG: "C.UTF-8" };
+  for (const n of names) if (from[n] !== undefined) env[n] = from[n] as string;
+  return env;
+}
+
+/** skopeo's environment when it runs as the job user: their HOME, auth file and proxies, jobrt's own PATH. */
+export function userToolEnv(step: StepRecord): Record<string, string> {
+  return toolEnv(step.env, USER_VARIABLES, step.home, step.user);
+}
+
+/** Resolves the step's reference to a digest, as the job user. */
+export function resolveForStep(step: StepRecord, settings: ImageSettings, ref: ImageReference): Promise<ResolvedImage> {
+  const asUser = hostIsRoot() && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : {};
+  return resolveImage(ref, settings, { env: userToolEnv(step), ...asUser });
+}
+
+/** Runs the image helper as `as` (else as the host) under the image's lock. */
+async function helper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number): Promise<HelperResponse | "busy"> {
+  const lockArgs = lock === "wait" ? ["-x", "-w", String(Math.ceil(timeoutMs / 1000))] : ["-x", "-n", "-E", "75"];
+  const r = await runTool(["flock", ...lockArgs, lockFile(store, hex), process.execPath, IMAGE_HELPER], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
+    ...(as ?? {}),
+    timeoutMs: timeoutMs + 10_000,
+    input: JSON.stringify(request),
+  });
+  if (lock === "try" && r.code === 75) return "busy";
+  try {
+    return JSON.parse(r.stdout.toString("utf8")) as HelperResponse;
+  } catch {
+    const why = r.timedOut ? "timed out" : r.code === 1 && r.stdout.length === 0 && lock === "wait" ? "could not take the image lock in time" : `exited with ${r.code ?? r.signal}: ${r.stderr.trim().split("\n").pop() ?? ""}`;
+    return { ok: false, error: `image helper ${why}` };
+  }
+}
+
+/** The store for an image, created when missing: the shared one only for public images pulled by a root host. */
+function storeFor(settings: ImageSettings, step: StepRecord, isPublic: boolean): { store: string; owner?: { uid: number; gid: number } } {
+  const root = hostIsRoot();
+  mkdirSync(settings.cacheDir, { recursive: true, mode: 0o755 });
+  if (root && isPublic) {
+    makeDir(publicStore(settings.cacheDir), 0o755);
+    return { store: publicStore(settings.cacheDir) };
+  }
+  const uid = root ? step.uid : (process.getuid?.() as number);
+  mkdirSync(join(settings.cacheDir, "users"), { recursive: true, mode: 0o755 });
+  const store = userStore(settings.cacheDir, uid);
+  if (root && uid !== 0) {
+    makeDir(store, 0o700, { uid: step.uid, gid: step.gid }, [step.uid]);
+    return { store, owner: { uid: step.uid, gid: step.gid } };
+  }
+  makeDir(store, 0o700);
+  return { store };
+}
+
+/**
+ * Resolves, pulls (once per node) and unpacks (once per node) the step's image, and marks it in
+ * use for this step. Private images are pulled as the job user with their own credentials into
+ * their own store; public ones, on a root host, anonymously into the shared store.
+ */
+export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage): Promise<CachedImage> {
+  const root = hostIsRoot();
+  const userEnv = userToolEnv(step);
+  const { store, owner } = storeFor(settings, step, resolved.public);
+  const hex = resolved.digest.slice("sha256:".length);
+  const mark = markName(step.jobId, step.stepId);
+  const sharedPull = root && resolved.public;
+  const request: HelperRequest = {
+    op: "fetch",
+    spec: {
+      store,
+      hex,
+      digest: resolved.digest,
+      reference: ref.text,
+      source: sourceName(ref, ref.transport === "docker" ? resolved.digest : undefined),
+      checkLayoutDigest: ref.transport !== "docker",
+      copyFlags: [...tlsFlags(ref, settings, "--src-tls-verify"), ...(sharedPull ? ["--src-no-creds"] : [])],
+      public: resolved.public && root,
+      mark,
+      env: sharedPull ? toolEnv(process.env, PROXY_VARIABLES, "/nonexistent", "root") : userEnv,
+      timeoutMs: settings.pullTimeoutMs,
+    },
+  };
+  node.log("verbose", `runtime oci: image ${ref.text} is ${resolved.digest}${resolved.public ? " (public)" : ""}; cache ${store}`);
+  if (!owner) {
+    // The host's own store: a cached image needs no helper process and no lock.
+    addMark(store, hex, mark, request.spec.public);
+    if (useIfPresent(store, hex)) return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, cached: true };
+  }
+  const r = await helper(request, store, hex, owner, "wait", settings.pullTimeoutMs);
+  if (r === "busy" || !r.ok) throw imageError(ref, r === "busy" ? "busy" : r.error);
+  return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, ...(owner ? { owner } : {}), cached: r.cached === true };
+}
+
+/** Gives back a step's use of an image (its mark); never throws. */
+export async function releaseImage(image: Pick<CachedImage, "store" | "hex" | "mark" | "owner">, log: (m: string) => void): Promise<void> {
+  if (!image.owner) {
+    dropMark(image.store, image.hex, image.mark);
+    return;
+  }
+  const r = await helper({ op: "release", store: image.store, hex: image.hex, mark: image.mark }, image.store, image.hex, image.owner, "wait", 30_000).catch((error: unknown) => ({ ok: false as const, error: messageOf(error) }));
+  if (r !== "busy" && !r.ok) log(`cannot release image ${image.hex}: ${r.error}`);
+}
+
+/** Every image this process can see, least recently used first. */
+export function listImages(settings: ImageSettings): StoreEntry[] {
+  return listStores(settings.cacheDir)
+    .flatMap(listEntries)
+    .sort((a, b) => a.lastUsed - b.lastUsed);
+}
+
+/** Root may remove from every store (as its owner); a user only from their own. */
+export function mayRemove(entry: Pick<StoreEntry, "store">): boolean {
+  return hostIsRoot() || lstatSync(entry.store).uid === process.getuid?.();
+}
+
+/** Removes one image as its store's owner, unless in use or being pulled. */
+export async function removeImage(entry: StoreEntry): Promise<"removed" | "in use" | string> {
+  let owner: { uid: number; gid: number } | undefined;
+  const st = lstatSync(entry.store);
+  if (st.uid !== process.getuid?.()) owner = { uid: st.uid, gid: st.gid };
+  const r = await helper({ op: "remove", store: entry.store, hex: entry.hex }, entry.store, entry.hex, owner, "try", 120_000);
+  if (r === "busy") return "in use";
+  if (!r.ok) return r.error;
+  return r.removed ? "removed" : "in use";
+}
+
+/**
+ * Keeps the cache under CacheSize: removes least recently used images no running step uses until
+ * the total fits (an image in use stays, even past the limit). `keep` is never removed.
+ */
+export async function evictImages(settings: ImageSettings, keep: string | undefined, log: (m: string) => void): Promise<void> {
+  const entries = listImages(settings);
+  let total = entries.reduce((n, e) => n + e.meta.size, 0);
+  for (const e of entries) {
+    if (total <= settings.cacheSize) return;
+    if (e.dir === keep || e.users.length > 0 || !mayRemove(e)) continue;
+    const result = await removeImage(e).catch((error: unknown) => messageOf(error));
+    if (result === "removed") {
+      total -= e.meta.size;
+      log(`evicted ${e.meta.reference} (${e.meta.digest}, ${e.meta.size} bytes) from ${e.store}: the cache is over CacheSize=${settings.cacheSize}`);
+    } else if (result !== "in use") log(`cannot evict ${e.dir}: ${result}`);
+  }
+}

@@ -1,0 +1,111 @@
+import { lstatSync } from "node:fs";
+import { join } from "node:path";
+import { type ContainerRequest, JobrtError, type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
+import type { Mount, OciConfig } from "../bundle.js";
+import { type CachedImage, ensureImage, evictImages, releaseImage, resolveForStep } from "./cache.js";
+import { fitImageUser } from "./image-config.js";
+import { parseImageReference } from "./reference.js";
+import { joinPin, leavePin, readPin, writePin } from "./pin.js";
+import { loadImageSettings } from "./settings.js";
+
+/** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
+export const IMAGE_OPTION = "image";
+
+/** The step's image reference, if it asked for one. */
+export function imageOption(c: ContainerRequest): string | undefined {
+  const v = c.options[IMAGE_OPTION];
+  if (v === undefined || v.length === 0) return undefined;
+  if (v.length > 1 || v[0] === "") {
+    throw new JobrtError("ERR_CONTAINER_REQUEST", v.length > 1 ? "--container-image given twice" : "--container-image: empty value", { details: { runtime: "runtime/oci", key: "--container-image" } });
+  }
+  return v[0];
+}
+
+/** Setup's image work: the cached bundle this step runs from (pulled and unpacked if needed). */
+export async function setupImage(node: NodeConf, step: StepRecord, text: string): Promise<CachedImage> {
+  const ref = parseImageReference(text);
+  const settings = loadImageSettings(node.confDir);
+  const shared = joinPin(node, step);
+  let image: CachedImage;
+  try {
+    let pin = shared ? readPin(shared, ref.text) : undefined;
+    if (pin) node.log("verbose", `runtime oci: using the image digest pinned by another process of this step (${shared})`);
+    if (!pin) {
+      pin = { request: ref.text, ...(await resolveForStep(step, settings, ref)) };
+      if (shared) pin = writePin(shared, pin);
+    }
+    image = await ensureImage(node, step, settings, ref, pin);
+  } catch (error) {
+    leavePin(node, step);
+    throw error;
+  }
+  if (!image.cached) {
+    await evictImages(settings, image.bundle, (m) => node.log("verbose", `runtime oci: ${m}`)).catch((error: unknown) =>
+      node.log("warn", `runtime oci: image cache eviction failed: ${messageOf(error)}`),
+    );
+  }
+  return image;
+}
+
+/** The submit-context check: the reference parses and names an image the user can pull. */
+export async function validateImage(node: NodeConf, step: StepRecord, text: string): Promise<void> {
+  const ref = parseImageReference(text);
+  const r = await resolveForStep(step, loadImageSettings(node.confDir), ref);
+  node.log("info", `runtime oci: ${ref.text} is ${r.digest}${r.public ? " (public)" : ""}`);
+}
+
+/** Cleanup's image work: give back the image and this process's share of the step's pin. */
+export async function releaseStepImage(node: NodeConf, step: StepRecord, image: CachedImage | undefined): Promise<void> {
+  if (image) await releaseImage(image, (m) => node.log("warn", `runtime oci: ${m}`));
+  leavePin(node, step);
+}
+
+/** The task's process.args: the image's Entrypoint (kept in the cached config.json), then the task argv. */
+export function imageArgs(config: OciConfig, argv: string[]): string[] {
+  const proc = config.process as { args?: unknown } | undefined;
+  const entrypoint = Array.isArray(proc?.args) ? (proc.args as string[]) : [];
+  return [...entrypoint, ...argv];
+}
+
+/** Fits the cached config to this step's user; logs what could not be honoured. */
+export function fitImageToStep(node: NodeConf, config: OciConfig, uid: number): void {
+  const note = fitImageUser(config, uid);
+  if (note) node.log("verbose", `runtime oci: ${note}`);
+}
+
+/**
+ * Can a mount land at `destination` without changing the shared rootfs? runc creates a missing
+ * mount point inside the rootfs on the host (as root it would add it to the image every user
+ * shares; rootless it cannot), so the point must exist in the image, or lie under its /tmp, which
+ * is a private tmpfs in every container.
+ */
+export function imageHasMountPoint(rootfs: string, destination: string): boolean {
+  const parts = destination.split("/").filter((p) => p !== "" && p !== ".");
+  if (parts.includes("..")) return false;
+  if (parts[0] === "tmp" && parts.length > 1) return isRealDir(join(rootfs, "tmp"));
+  try {
+    return !lstatSync(join(rootfs, ...parts)).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function isRealDir(p: string): boolean {
+  try {
+    return lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** --container-volume targets of an image step must be mount points the image has (see above). */
+export function checkImageVolumes(rootfs: string, mounts: Mount[]): void {
+  for (const m of mounts) {
+    if (imageHasMountPoint(rootfs, m.destination)) continue;
+    throw new JobrtError(
+      "ERR_CONTAINER_REQUEST",
+      `--container-volume ${m.source}:${m.destination}: ${m.destination} does not exist in the image, whose root filesystem is shared and read-only; mount on a path the image has, or under /tmp`,
+      { details: { runtime: "runtime/oci", key: "--container-volume" } },
+    );
+  }
+}

@@ -1,0 +1,82 @@
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { type ConfSchema, JobrtError, confError, messageOf, parseConf } from "@jobrt/core";
+
+/** The site's image settings: `images.conf` in jobrt's conf dir (Slurm syntax, like oci.conf). */
+export interface ImageSettings {
+  /** The file they came from, or undefined for the built-in defaults. */
+  file?: string;
+  /** Root of the node-local image cache. */
+  cacheDir: string;
+  /** Size limit of the whole cache in bytes; least recently used images go first past it. */
+  cacheSize: number;
+  /** Registries (host[:port]) reached over plain HTTP or with unverified TLS. */
+  insecureRegistries: string[];
+  /** Time limit of one pull + unpack, in ms. */
+  pullTimeoutMs: number;
+}
+
+export const DEFAULT_CACHE_SIZE = 20 * 1024 ** 3;
+const SIZE_RE = /^([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?$/i;
+
+/** `20G`, `512M`, `1.5T`, plain bytes; undefined when malformed. */
+export function parseSize(text: string): number | undefined {
+  const m = SIZE_RE.exec(text.trim());
+  if (!m) return undefined;
+  const unit = { "": 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 }[(m[2] as string).toUpperCase()] as number;
+  const n = Math.floor(Number(m[1]) * unit);
+  return n > 0 ? n : undefined;
+}
+
+const sizeCheck = (v: string) => (parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (bytes, or a number with K, M, G or T)` : undefined);
+const pathCheck = (v: string) => (isAbsolute(v) ? undefined : `${JSON.stringify(v)} is not an absolute path`);
+
+export const IMAGES_CONF_SCHEMA: ConfSchema = {
+  CacheDir: { type: "string", check: pathCheck as (v: never) => string | undefined },
+  CacheSize: { type: "string", check: sizeCheck as (v: never) => string | undefined },
+  InsecureRegistries: { type: "list" },
+  PullTimeout: { type: "int", min: 1, max: 86_400 },
+};
+
+/**
+ * The default cache: machine-wide under /var/cache when jobrt runs as root (it then keeps public
+ * images for everyone and private ones per user), else the user's own XDG cache.
+ */
+export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if ((process.getuid?.() ?? -1) === 0) return "/var/cache/jobrt/images";
+  const xdg = env.XDG_CACHE_HOME;
+  return join(xdg && isAbsolute(xdg) ? xdg : join(homedir(), ".cache"), "jobrt", "images");
+}
+
+/** Reads `<confDir>/images.conf`; a missing file gives the defaults, a bad one an ERR_CONF with file:line. */
+export function loadImageSettings(confDir: string): ImageSettings {
+  const file = join(confDir, "images.conf");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return defaults();
+    throw new JobrtError("ERR_CONF", `cannot read ${file}: ${messageOf(error)}`, { details: { file } });
+  }
+  const parsed = parseConf(text, { file, schema: IMAGES_CONF_SCHEMA });
+  const v = parsed.values;
+  const d = defaults();
+  const insecure = (v.InsecureRegistries as string[] | undefined) ?? [];
+  for (const r of insecure) {
+    if (!/^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](?::[0-9]{1,5})?$/.test(r)) {
+      throw confError(parsed.where.InsecureRegistries ?? { file, line: 1, column: 1 }, "InsecureRegistries", `${JSON.stringify(r)} is not HOST[:PORT]`);
+    }
+  }
+  return {
+    file,
+    cacheDir: typeof v.CacheDir === "string" ? v.CacheDir : d.cacheDir,
+    cacheSize: typeof v.CacheSize === "string" ? (parseSize(v.CacheSize) as number) : d.cacheSize,
+    insecureRegistries: insecure,
+    pullTimeoutMs: typeof v.PullTimeout === "number" ? v.PullTimeout * 1000 : d.pullTimeoutMs,
+  };
+}
+
+function defaults(): ImageSettings {
+  return { cacheDir: defaultCacheDir(), cacheSize: DEFAULT_CACHE_SIZE, insecureRegistries: [], pullTimeoutMs: 600_000 };
+}

@@ -1,0 +1,110 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { checkRequest } from "../src/plugin.js";
+import { fitImageUser, prepareImageConfig } from "../src/image/image-config.js";
+import { parseImageReference, sourceName } from "../src/image/reference.js";
+import { loadImageSettings, parseSize } from "../src/image/settings.js";
+import { imageArgs } from "../src/image/request.js";
+
+const D = `sha256:${"ab".repeat(32)}`;
+
+describe("image references", () => {
+  test("registry references: host required, tag defaults to latest, a digest pins", () => {
+    expect(parseImageReference("docker://127.0.0.1:5000/busybox:1")).toMatchObject({ transport: "docker", registry: "127.0.0.1:5000", repository: "busybox", tag: "1" });
+    expect(parseImageReference("docker://reg.example.org/team/app")).toMatchObject({ repository: "team/app", tag: "latest" });
+    const pinned = parseImageReference(`docker://localhost/app@${D}`);
+    expect(pinned).toMatchObject({ digest: D });
+    expect(pinned).not.toHaveProperty("tag");
+    expect(sourceName(parseImageReference("docker://h.org/a:1"), D)).toBe(`docker://h.org/a@${D}`);
+  });
+  test("local layouts need absolute paths", () => {
+    expect(parseImageReference("oci:/srv/layout:v1")).toMatchObject({ transport: "oci", path: "/srv/layout", ref: "v1" });
+    expect(parseImageReference("oci-archive:/srv/i.tar")).toMatchObject({ transport: "oci-archive", path: "/srv/i.tar" });
+    expect(() => parseImageReference("oci:layout:v1")).toThrow(/absolute path/);
+  });
+  test.each([
+    ["busybox:1", /expected docker:\/\//],
+    ["docker://busybox:1", /registry host/],
+    ["docker://busybox/x", /not a registry host/],
+    ["docker://h.org/Upper:1", /not a valid repository name/],
+    ["docker://h.org/a:b@sha256:123", /not a sha256/],
+    ["docker://h.org/a:bad tag", /white space/],
+    ["docker://h.org/a:-x", /not a valid tag/],
+  ])("%s is refused with ERR_CONTAINER_IMAGE", (text, why) => {
+    expect(() => parseImageReference(text)).toThrow(why);
+    try {
+      parseImageReference(text);
+    } catch (error) {
+      expect((error as { code: string }).code).toBe("ERR_CONTAINER_IMAGE");
+      expect((error as Error).message).toContain(JSON.stringify(text));
+    }
+  });
+});
+
+describe("images.conf", () => {
+  test("sizes", () => {
+    expect(parseSize("20G")).toBe(20 * 1024 ** 3);
+    expect(parseSize("1.5M")).toBe(1.5 * 1024 ** 2);
+    expect(parseSize("4096")).toBe(4096);
+    expect(parseSize("0")).toBeUndefined();
+    expect(parseSize("big")).toBeUndefined();
+  });
+  test("keys, defaults and errors with file:line", () => {
+    const dir = mkdtempSync(join(tmpdir(), "jobrt-images-conf-"));
+    expect(loadImageSettings(dir)).toMatchObject({ cacheSize: 20 * 1024 ** 3, insecureRegistries: [] });
+    writeFileSync(join(dir, "images.conf"), "CacheDir=/var/cache/x\ncachesize=2G\nInsecureRegistries=127.0.0.1:5000,reg.local\nPullTimeout=30\n");
+    expect(loadImageSettings(dir)).toMatchObject({ cacheDir: "/var/cache/x", cacheSize: 2 * 1024 ** 3, insecureRegistries: ["127.0.0.1:5000", "reg.local"], pullTimeoutMs: 30_000 });
+    writeFileSync(join(dir, "images.conf"), "CacheDir=/x\nCacheSize=lots\n");
+    expect(() => loadImageSettings(dir)).toThrow(/images\.conf:2.*CacheSize/);
+    writeFileSync(join(dir, "images.conf"), "CacheDir=relative\n");
+    expect(() => loadImageSettings(dir)).toThrow(/images\.conf:1.*absolute/);
+  });
+});
+
+describe("the cached image's config.json", () => {
+  const umoci = () => ({
+    process: { terminal: true, user: { uid: 1000, gid: 100 }, args: ["/entry", "cmd"], env: ["PATH=/bin"], cwd: "/work" },
+    root: { path: "rootfs" },
+    mounts: [
+      { destination: "/proc", type: "proc", source: "proc" },
+      { destination: "/dev/pts", type: "devpts", source: "devpts" },
+      { destination: "/etc/resolv.conf", type: "bind", source: "/etc/resolv.conf" },
+    ],
+    linux: { namespaces: [{ type: "pid" }, { type: "user" }], uidMappings: [{ containerID: 0, hostID: 0, size: 1 }], gidMappings: [{ containerID: 0, hostID: 0, size: 1 }] },
+  });
+  test("read-only rootfs, private /tmp, mounts without a mount point dropped, args = Entrypoint", () => {
+    const rootfs = mkdtempSync(join(tmpdir(), "jobrt-image-rootfs-"));
+    mkdirSync(join(rootfs, "proc"));
+    mkdirSync(join(rootfs, "tmp"));
+    const c = prepareImageConfig(umoci(), rootfs, ["/entry"]) as ReturnType<typeof umoci> & { root: { readonly: boolean } };
+    expect(c.root).toEqual({ path: "rootfs", readonly: true });
+    expect(c.process.args).toEqual(["/entry"]);
+    expect(c.process.terminal).toBe(false);
+    expect(c.mounts.map((m) => m.destination)).toEqual(["/proc", "/dev/pts", "/tmp"]);
+    expect(imageArgs(c, ["a", "b"])).toEqual(["/entry", "a", "b"]);
+  });
+  test("a root job runs the image's User without a user namespace; a rootless job runs as container root, with a note", () => {
+    const root = umoci();
+    expect(fitImageUser(root, 0)).toBeUndefined();
+    expect(root.linux.namespaces).toEqual([{ type: "pid" }]);
+    expect(root.linux).not.toHaveProperty("uidMappings");
+    expect(root.process.user).toEqual({ uid: 1000, gid: 100 });
+    const user = umoci();
+    expect(fitImageUser(user, 65534)).toMatch(/User is 1000:100.*uid 65534/);
+    expect(user.process.user).toEqual({ uid: 0, gid: 0 });
+    expect(user.linux.namespaces).toContainEqual({ type: "user" });
+  });
+});
+
+describe("the container request", () => {
+  const request = (o: Partial<Parameters<typeof checkRequest>[0]>) => ({ volumes: [], modules: [], env: [], clearEnv: false, options: {}, ...o });
+  test("--container-image (the image option) instead of a bundle; not both; no other option", () => {
+    expect(checkRequest(request({ options: { image: ["docker://h.org/a:1"] } }), undefined)).toEqual([]);
+    expect(() => checkRequest(request({ value: "/b", options: { image: ["docker://h.org/a:1"] } }), undefined)).toThrow(/either --container BUNDLE or --container-image/);
+    expect(() => checkRequest(request({ options: { image: ["a", "b"] } }), undefined)).toThrow(/given twice/);
+    expect(() => checkRequest(request({ options: { image: ["x"], other: ["1"] } }), undefined)).toThrow(/--container-opt other/);
+    expect(() => checkRequest(request({}), undefined)).toThrow(/--container BUNDLE .* or --container-image REF/);
+  });
+});

@@ -1,0 +1,295 @@
+/**
+ * Defects a hostile test of the host found (issue 13): task files opened as the job user, inherited
+ * descriptors, a spool another user can touch, a SpoolDir shared between nodes, a reader that goes
+ * away, shared output files that cannot be opened, interrupted and zombie hosts, long time limits
+ * and late signals. Each cell fails on the host before the step session.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { busyboxBundle } from "../helpers/fixtures.js";
+import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, runcContainers, waitFor } from "../helpers/leaks.js";
+
+const NOBODY = 65534;
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+});
+
+const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+
+function start(site: FaultSite, args: string[], stdio: "pipe" | "ignore" = "pipe"): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--", jobrtBin, ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", stdio, stdio] });
+  children.push(child);
+  let out = "";
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr?.resume();
+  return { child, out: () => out, exit: new Promise((r) => child.on("exit", (code) => r(code))) };
+}
+
+/** Resolves with the first --json event of `kind` (its pid for task-start). */
+function eventOf(out: () => string, kind: string): Promise<Record<string, unknown>> {
+  return waitFor(() => out().includes(`"event":"${kind}"`), `a ${kind} event`).then(
+    () =>
+      out()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((e) => e.event === kind)!,
+  );
+}
+
+describe("task files are opened as the job user", () => {
+  it("-i /etc/shadow with --uid nobody is refused: root's rights never read a file into the job", async () => {
+    const s = faultSite();
+    const r = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-i", "/etc/shadow", "cat"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe('jobrt: --input "/etc/shadow": permission denied\n');
+    await expectNoLeaks(s);
+  });
+
+  it("-o into a directory the user may not write is refused, and a file it may write is owned by it", async () => {
+    const s = faultSite();
+    const closed = tempDir();
+    const r = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-o", join(closed, "out"), "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`jobrt: --output "${join(closed, "out")}": permission denied\n`);
+    expect(readdirSync(closed)).toEqual([]);
+    const open = tempDir();
+    chmodSync(open, 0o777);
+    const ok = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-o", join(open, "out-%t"), "echo", "hi"], { env: s.env });
+    expect(ok.code).toBe(0);
+    expect(readFileSync(join(open, "out-0"), "utf8")).toBe("hi\n");
+    expect(statSync(join(open, "out-0")).uid).toBe(NOBODY);
+    await expectNoLeaks(s);
+  });
+
+  it("a FIFO as --output does not block jobrt; a FIFO as --input is refused with one line", async () => {
+    const s = faultSite();
+    const dir = tempDir();
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    const reader = spawn("cat", [join(dir, "fifo")], { stdio: ["ignore", "pipe", "ignore"] });
+    children.push(reader);
+    let got = "";
+    reader.stdout.setEncoding("utf8").on("data", (d: string) => (got += d));
+    const r = await jobrt(["run", "--runtime", "none", "-o", join(dir, "fifo"), "echo", "through"], { env: s.env, timeoutMs: 15_000 });
+    expect(r.code).toBe(0);
+    await waitFor(() => got === "through\n", "the reader to get the line");
+    const i = await jobrt(["run", "--runtime", "none", "-i", join(dir, "fifo"), "cat"], { env: s.env, timeoutMs: 15_000 });
+    expect(i.code).toBe(1);
+    expect(i.stderr).toBe(`jobrt: --input "${join(dir, "fifo")}": is a FIFO (pipe it into jobrt's stdin instead)\n`);
+  });
+});
+
+describe("descriptors", () => {
+  it("a task starts with exactly fds 0, 1 and 2, whatever jobrt inherited", async () => {
+    const s = faultSite();
+    const r = await runProgram(["sh", "-c", `exec 7</etc/shadow 8</etc/hostname; exec "$@"`, "sh", process.execPath, "--", jobrtBin, "run", "--runtime", "none", "--uid", "nobody", "ls", "/proc/self/fd"], {
+      env: { ...process.env, ...s.env },
+    });
+    expect(r.code).toBe(0);
+    // ls's own directory descriptor is the one above 2.
+    expect(r.stdout.trim().split("\n").map(Number).sort()).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe("the spool", () => {
+  it("a jobs directory another user made is refused with one line; nothing is written through it", async () => {
+    const s = faultSite();
+    mkdirSync(join(s.spool, "jobs"), { recursive: true, mode: 0o700 });
+    chownSync(join(s.spool, "jobs"), NOBODY, NOBODY);
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool}/jobs belongs to uid ${NOBODY}, not 0 (made by another user?): remove it\n`);
+    expect(readdirSync(join(s.spool, "jobs"))).toEqual([]);
+  });
+
+  it("a symlinked jobs directory is refused; its target is untouched", async () => {
+    const s = faultSite();
+    const elsewhere = tempDir();
+    mkdirSync(s.spool);
+    symlinkSync(elsewhere, join(s.spool, "jobs"));
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool}/jobs is a symbolic link: remove it (jobrt never follows links in SpoolDir)\n`);
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
+
+  it("a SpoolDir writable by others and not sticky is refused", async () => {
+    const s = faultSite();
+    mkdirSync(s.spool);
+    chmodSync(s.spool, 0o777);
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool} is writable by other users (mode 777): make it 0755, or 1777 like /tmp\n`);
+  });
+
+  it("in a shared sticky SpoolDir each user gets a journal of its own, and root's stays root's", async () => {
+    const s = faultSite();
+    chmodSync(s.dir, 0o755);
+    mkdirSync(s.spool);
+    chmodSync(s.spool, 0o1777);
+    chownSync(s.tmp, NOBODY, NOBODY);
+    const user = await jobrt(["run", "--runtime", "none", "true"], { env: s.env, uid: NOBODY, gid: NOBODY });
+    expect(user.code).toBe(0);
+    expect(statSync(join(s.spool, `jobs.${NOBODY}`)).uid).toBe(NOBODY);
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(r.code).toBe(0);
+    expect(statSync(join(s.spool, "jobs")).uid).toBe(0);
+    expect(statSync(join(s.spool, "jobs")).mode & 0o777).toBe(0o700);
+  });
+
+  it("a default SpoolDir ($TMPDIR/jobrt-<uid>) made by another user is refused", async () => {
+    const tmp = tempDir();
+    chmodSync(tmp, 0o1777);
+    mkdirSync(join(tmp, `jobrt-${NOBODY}`), { mode: 0o755 });
+    chownSync(join(tmp, `jobrt-${NOBODY}`), 1, 1);
+    const conf = tempDir();
+    chmodSync(conf, 0o755);
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: { TMPDIR: tmp, JOBRT_CONF_DIR: conf }, uid: NOBODY, gid: NOBODY });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`jobrt: SpoolDir: ${tmp}/jobrt-${NOBODY} belongs to uid 1: SpoolDir and its parents must belong to root or uid ${NOBODY}\n`);
+  });
+
+  it("a root-owned SpoolDir that is not shared gives another user one line, not a crash", async () => {
+    const s = faultSite();
+    chmodSync(s.dir, 0o755);
+    mkdirSync(s.spool, { mode: 0o755 });
+    chownSync(s.tmp, NOBODY, NOBODY);
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env, uid: NOBODY, gid: NOBODY });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool} has no place for uid ${NOBODY}'s records: it belongs to root and is not shared (make it 1777 like /tmp, or set a SpoolDir of the user's own)\n`);
+  });
+
+  it("a SpoolDir used by another host (a shared file system) is refused with one line", async () => {
+    const s = faultSite();
+    const first = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(first.code).toBe(0);
+    // Another node: its own UTS namespace with another host name, the same SpoolDir.
+    const r = await runProgram(["unshare", "--uts", "sh", "-c", 'hostname othernode && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "--runtime", "none", "true"], {
+      env: { ...process.env, ...s.env },
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^jobrt: SpoolDir: \S+ is in use by host "[^"]+", not "othernode" \(node [^)]+\): each node needs a SpoolDir of its own .*remove \S+\/jobs\/node\n$/);
+  });
+});
+
+describe("crash recovery", () => {
+  it("a gc that was killed mid-cleanup leaves a claim the next gc takes over", async () => {
+    const s = faultSite();
+    const dir = tempDir();
+    const { child, out } = start(s, ["run", "--json", "--runtime", "none", "sh", "-c", `echo go > ${dir}/started; exec sleep 600`]);
+    const task = await eventOf(out, "task-start");
+    child.kill("SIGKILL");
+    await waitFor(() => child.exitCode !== null || child.signalCode !== null, "jobrt to die");
+    const jobs = join(s.spool, "jobs", "1");
+    const [entry] = readdirSync(jobs);
+    // What a gc SIGKILLed after its claim leaves: the entry renamed for a pid that is gone.
+    renameSync(join(jobs, entry!), join(jobs, `${entry}.gc-999999-12345`));
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.code).toBe(0);
+    expect(gc.stdout).toMatch(/^gc: step 1\.0: killed 1 task process group\(s\); cleaned up none\n$/);
+    await waitFor(() => !alive(task.pid as number), "the task to die");
+    await expectNoLeaks(s);
+  });
+
+  it("a jobrt that died but was never reaped (a zombie) does not keep its step alive", async () => {
+    const s = faultSite();
+    const dir = tempDir();
+    // exec sleep: the shell's child jobrt gets a parent that never waits for it.
+    const parent = spawn("sh", ["-c", `${process.execPath} -- ${jobrtBin} run --runtime none sh -c 'echo $$ > ${dir}/pid.tmp; mv ${dir}/pid.tmp ${dir}/pid; exec sleep 600' & echo $! > ${dir}/jobrt; exec sleep 600`], {
+      env: { ...process.env, ...s.env },
+      stdio: "ignore",
+    });
+    children.push(parent);
+    await waitFor(() => existsSync(join(dir, "pid")), "the task to start");
+    const jobrtPid = Number(readFileSync(join(dir, "jobrt"), "utf8"));
+    const taskPid = Number(readFileSync(join(dir, "pid"), "utf8"));
+    process.kill(jobrtPid, "SIGKILL");
+    await waitFor(() => /^State:\s+Z/m.test(readFileSync(`/proc/${jobrtPid}/status`, "utf8")), "jobrt to be a zombie");
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stdout).toMatch(/^gc: step 1\.0: killed 1 task process group\(s\)/);
+    await waitFor(() => !alive(taskPid), "the task to die");
+    parent.kill("SIGKILL");
+    await waitFor(() => !alive(parent.pid!), "the parent to go");
+    await expectNoLeaks(s);
+  });
+});
+
+describe("gc under the node name the step ran with", () => {
+  it("a SIGKILLed `jobrt exec` with SLURMD_NODENAME set: a plain `jobrt gc` still removes its container (%n in the id)", async () => {
+    const s = faultSite();
+    const bundle = busyboxBundle(join(s.dir, "bundle"));
+    const job = String(700_000 + Math.floor(Math.random() * 100_000));
+    const slurm = { SLURM_JOB_ID: job, SLURM_STEP_ID: "2", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "slurmnode-x" };
+    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", "600"], {
+      env: { ...process.env, ...s.env, ...slurm },
+      stdio: "ignore",
+    });
+    children.push(child);
+    const id = `jobrt.slurmnode-x.0.${job}.2.0`;
+    // runtime/oci's per-task bundles live in the site's SpoolDir.
+    await waitFor(() => runcContainers(s.dir).includes(id), "the container to run");
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(runcContainers(s.dir)).toEqual([id]);
+    const gc = await jobrt(["gc"], { env: s.env });
+    expect(gc.stdout).toBe(`gc: step ${job}.2: killed 1 task process group(s); cleaned up oci\n`);
+    await waitFor(() => runcContainers(s.dir).length === 0, "the container to be removed");
+    await expectNoLeaks(s);
+  });
+});
+
+describe("output and time", () => {
+  it("a shared -o file that cannot be opened fails the step before any task starts; nothing is left", async () => {
+    const s = faultSite();
+    for (const target of [join(s.dir, "no", "such", "out"), s.dir, ""]) {
+      const r = await jobrt(["run", "-n", "2", "--runtime", "none", "-o", target, "sh", "-c", `touch ${s.tmp}/started.$SLURM_PROCID`], { env: s.env });
+      expect(r.code, target).toBe(1);
+      expect(r.stderr.split("\n").filter(Boolean)).toHaveLength(1);
+      expect(r.stderr).toMatch(/^jobrt: --output "[^"]*": (no such file or directory|is a directory|empty file name)\n$/);
+      expect(readdirSync(s.tmp)).toEqual([]);
+      await expectNoLeaks(s);
+    }
+  });
+
+  it("-t longer than Node's timer range (25 days) is a limit, not an immediate cancel", async () => {
+    const s = faultSite();
+    const r = await jobrt(["run", "-t", "25-0", "--runtime", "none", "sh", "-c", "sleep 1; echo ran"], { env: s.env });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("ran\n");
+    expect(r.stderr).toBe("");
+  });
+
+  it("a signal after step-end is still handled: jobrt exits with the step's status, not the signal's", async () => {
+    const s = faultSite();
+    for (let i = 0; i < 5; i++) {
+      const { child, out, exit } = start(s, ["run", "--json", "--runtime", "none", "true"]);
+      await eventOf(out, "step-end");
+      child.kill("SIGQUIT");
+      child.kill("SIGTERM");
+      expect(await exit).toBe(0);
+    }
+  });
+});
+
+describe("a reader that goes away", () => {
+  it("`jobrt run ... | head -1` ends the step with SIGPIPE: no crash, no container left running", async () => {
+    const s = faultSite();
+    const bundle = busyboxBundle(join(s.dir, "bundle"));
+    // sh waits for every member of the pipeline: it returns once jobrt has ended.
+    const r = await runProgram(["sh", "-c", '"$@" | head -1', "sh", process.execPath, "--", jobrtBin, "run", "--jobid", String(800_000 + Math.floor(Math.random() * 100_000)), "-n", "2", "-l", "--runtime", "oci", "--container", bundle, "sh", "-c", "while :; do echo x; done"], {
+      env: { ...process.env, ...s.env },
+      timeoutMs: 30_000,
+    });
+    expect(r.signal).toBe(null);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toMatch(/^[01]: x\n$/);
+    // runtime/oci's per-task bundles live in the site's SpoolDir.
+    expect(runcContainers(s.dir)).toEqual([]);
+    await expectNoLeaks(s);
+  });
+});
