@@ -505,6 +505,11 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
     it("gc waits for the create to finish and deletes the container: no state dir, no cgroup dir, no container (3 trials)", async () => {
       for (let trial = 0; trial < 3; trial++) {
         const s = ociSite(ociConf("create-start"));
+        // With process groups, gc's kill cannot reach the watchdog (its own group), which lets the
+        // create finish and deletes the container. A step cgroup (ProcTrack=cgroup) takes the
+        // watchdog and runc create with it: runc's state dir is still deleted, but its per-container
+        // cgroup dirs stay (docs/reliability.md); that case is not covered here.
+        writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${s.spool}\nKillWait=1\nProcTrack=pgid\n`);
         const conf = readFileSync(join(s.dir, "oci.conf"), "utf8");
         const tag = /create (\S+)\.%j/.exec(conf)?.[1] as string;
         // A createRuntime hook makes `runc create` take 2 s, and says when it is under way.

@@ -468,7 +468,7 @@ function spoolMountDestination(node: NodeConf, st: StepState, values: PatternVal
  * container: that is waited for first, since a query before it is done would find no container
  * yet and leak it.
  */
-async function createStartPid(st: StepState, ts: TaskState): Promise<number | undefined> {
+async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: number; watchdog: boolean }> {
   const [r, w] = await runFsOps(
     [
       { op: "read", path: join(ts.taskDir, "container.pid") },
@@ -482,7 +482,8 @@ async function createStartPid(st: StepState, ts: TaskState): Promise<number | un
   };
   const watchdog = number(w);
   if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
-  return number(r);
+  const pid = number(r);
+  return { ...(pid !== undefined ? { pid } : {}), watchdog: watchdog !== undefined };
 }
 
 /** Waits (bounded) until `pid` is no longer a running create/start watchdog. */
@@ -528,8 +529,11 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
   // create/start: the supervisor recorded the container's pid in the (user-owned) task dir.
   let recorded: number | undefined;
+  let createInFlight = false;
   if (st.conf.mode === "create-start") {
-    recorded = await createStartPid(st, ts);
+    const notes = await createStartNotes(st, ts);
+    recorded = notes.pid;
+    createInFlight = notes.watchdog && notes.pid === undefined;
   }
   const pidNow = (): number | undefined => {
     if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
@@ -541,31 +545,32 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   // signal): that grace has been spent, so the container gets no second one. Otherwise a stop
   // would take KillWait twice (the host's wait, then this one).
   const graceSpent = ts.task.exit?.signal === "SIGKILL";
+  const runKey = async (key: "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete"): Promise<CommandResult | undefined> => {
+    const pattern = st.conf.commands[key];
+    if (pattern === undefined) return undefined;
+    const pid = pidNow();
+    let command: string;
+    try {
+      command = expandPattern(pattern, { ...values, ...(pid !== undefined ? { pid } : {}) }, { shell: true });
+    } catch (error) {
+      if (error instanceof PatternValueError) {
+        log("debug", `${key} not run: ${error.message}`);
+        return undefined;
+      }
+      throw error;
+    }
+    log("debug", `${key}: ${command}`);
+    const timeoutMs = key === "RunTimeDelete" ? st.timeouts.delete : key === "RunTimeKill" ? st.timeouts.kill : st.timeouts.query;
+    const r = await runCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
+    if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
+    return r;
+  };
   const result = await teardown({
     hasQuery: st.conf.commands.RunTimeQuery !== undefined,
     graceMs: graceSpent ? 0 : Math.min(Math.max(node.killWait * 1000, 500), 10_000),
     alive: () => pidNow() !== undefined,
     ...(pidNow() !== undefined ? { pid: pidNow() as number } : {}),
-    run: async (key): Promise<CommandResult | undefined> => {
-      const pattern = st.conf.commands[key];
-      if (pattern === undefined) return undefined;
-      const pid = pidNow();
-      let command: string;
-      try {
-        command = expandPattern(pattern, { ...values, ...(pid !== undefined ? { pid } : {}) }, { shell: true });
-      } catch (error) {
-        if (error instanceof PatternValueError) {
-          log("debug", `${key} not run: ${error.message}`);
-          return undefined;
-        }
-        throw error;
-      }
-      log("debug", `${key}: ${command}`);
-      const timeoutMs = key === "RunTimeDelete" ? st.timeouts.delete : key === "RunTimeKill" ? st.timeouts.kill : st.timeouts.query;
-      const r = await runCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
-      if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
-      return r;
-    },
+    run: runKey,
     forceKill: async (pid) => {
       // A task process leads its own process group (the host starts it so): kill all of it, so
       // a runtime that the RunTimeRun shell started as its child goes too.
@@ -582,6 +587,13 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     },
     log,
   });
+  if (result === "gone" && createInFlight) {
+    // The supervisor and its watchdog died while RunTimeCreate ran (e.g. gc killed the step's
+    // cgroup): a create cut short leaves runtime state without a container to query (runc: its
+    // state dir). Delete it anyway; a runtime's own cgroup dirs may still be left.
+    log("verbose", "RunTimeCreate was cut short: running RunTimeDelete anyway");
+    await runKey("RunTimeDelete").catch(() => undefined);
+  }
   log("debug", `teardown: ${result}`);
   return result;
 }

@@ -115,14 +115,15 @@ function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord,
 }
 
 /**
- * Without a cgroup, a process that left the task's group (setsid) can hold its pipes open for
- * ever: after KillWait jobrt stops reading them so the step can end.
+ * A process outside the task's tracking can hold its pipes open for ever: without a cgroup one
+ * that left the task's group (setsid); with one, a container whose runtime moved it into the
+ * runtime's own cgroup (a created, never started OCI container whose supervisor was killed).
+ * After KillWait jobrt stops reading them so the step can end and its cleanup can run.
  */
 function releaseHeldPipes(ctx: TaskContext, child: ChildProcess): void {
-  if (ctx.tracker.record.kind !== "pgid") return;
   const timer = setTimeout(() => {
     if (child.stdout?.readableEnded === false || child.stderr?.readableEnded === false) {
-      ctx.node.log("warn", `task process ${child.pid} exited, but a process that escaped its process group still holds its output: output no longer read (use ProcTrack=cgroup to kill such processes)`);
+      ctx.node.log("warn", `task process ${child.pid} exited, but a process that escaped its process group still holds its output: output no longer read (ProcTrack=cgroup kills such processes unless they left the step's cgroup)`);
       child.stdout?.destroy();
       child.stderr?.destroy();
     }
