@@ -19,12 +19,6 @@ function statFields(pid: number): string[] | undefined {
   }
 }
 
-/** The process group of `pid`, or undefined when it is gone. */
-export function processGroupOf(pid: number): number | undefined {
-  const pgrp = statFields(pid)?.[2];
-  return pgrp === undefined ? undefined : Number(pgrp);
-}
-
 /** True while `pid` exists and has not exited: a zombie (dead, not yet reaped) counts as gone. */
 export function processRunning(pid: number): boolean {
   const state = statFields(pid)?.[0];

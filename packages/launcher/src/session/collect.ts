@@ -1,5 +1,5 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
-import { isSameProcess, processGroupOf, processRunning } from "../proc.js";
+import { isSameProcess } from "../proc.js";
 import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
@@ -33,24 +33,22 @@ function hostAlive(entry: JournalEntry): boolean {
 
 /** Kills what a dead step left running: its cgroup (killed, waited for, removed), its task groups. */
 async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
-  const groups = new Set<number>();
+  let killed = 0;
   const boot = entry.host?.boot ?? "";
-  for (const { pid, start } of recordedPids(claimed)) if (isSameProcess(pid, start, boot) && mayKill(spool, pid)) groups.add(pid);
-  // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
-  // user's journal could name any cgroup: root does not use it (userjournals.ts).
-  const tracker = entry.record && !isForeign(spool) ? trackerFromRecord(entry.record.proctrack) : undefined;
-  for (const pid of tracker?.members() ?? []) {
-    const group = processGroupOf(pid);
-    if (group !== undefined && processRunning(pid)) groups.add(group);
-  }
-  for (const group of groups) {
+  for (const { pid, start } of recordedPids(claimed)) {
+    if (!isSameProcess(pid, start, boot) || !mayKill(spool, pid)) continue;
     try {
-      process.kill(-group, "SIGKILL");
-      result.killed++;
+      process.kill(-pid, "SIGKILL");
+      killed++;
     } catch {
       // the group is already gone
     }
   }
+  // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
+  // user's journal could name any cgroup: root does not use it (userjournals.ts).
+  const tracker = entry.record && !isForeign(spool) ? trackerFromRecord(entry.record.proctrack) : undefined;
+  // A task counts once, whether found by its recorded pid or only in its cgroup.
+  result.killed = Math.max(killed, tracker?.busyTasks() ?? 0);
   if (!tracker) return;
   tracker.killAll();
   if (!(await tracker.waitEmpty(5000))) result.errors.push(`processes in ${entry.record?.proctrack.path} survived SIGKILL`);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { JobrtError, messageOf } from "@jobrt/core";
 import {
@@ -40,8 +40,8 @@ export interface ProcessTracker {
   killTask(taskId: number, leaderPid: number | undefined): void;
   /** SIGKILLs every process of the step. */
   killAll(): void;
-  /** The processes known to be in the step now (a cgroup's members; none for process groups). */
-  members(): number[];
+  /** How many tasks still have a live process in the step (known with a cgroup only; else 0). */
+  busyTasks(): number;
   /** Resolves true once no live process of the step is left, false after `ms`. */
   waitEmpty(ms: number): Promise<boolean>;
   /** Removes the step's cgroups; returns what could not be removed. */
@@ -90,8 +90,8 @@ class GroupTracker implements ProcessTracker {
     for (const pgid of this.#leaders) killPid(-pgid, "SIGKILL");
   }
 
-  members(): number[] {
-    return [];
+  busyTasks(): number {
+    return 0;
   }
 
   waitEmpty(ms: number): Promise<boolean> {
@@ -165,8 +165,14 @@ class CgroupTracker implements ProcessTracker {
     killCgroup(this.hierarchy, this.dir);
   }
 
-  members(): number[] {
-    return subtree(this.dir).flatMap(procsOf);
+  busyTasks(): number {
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(this.dir).filter((n) => n.startsWith("task_"));
+    } catch {
+      return 0;
+    }
+    return tasks.filter((t) => populated(this.hierarchy, join(this.dir, t))).length;
   }
 
   waitEmpty(ms: number): Promise<boolean> {
