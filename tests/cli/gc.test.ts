@@ -227,7 +227,11 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     }
     expect(alive(a.pid)).toBe(true);
     expect(steps(s.spool)).toHaveLength(1);
-    process.kill(-a.pid, "SIGKILL");
+    // Leave nothing: a plain gc takes the task, its record and its cgroup.
+    const rest = await jobrt(["gc"], { env: s.env });
+    expect(rest.stdout).toBe("gc: step 5353.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(a.pid), "job 5353's task to die");
+    expect(steps(s.spool)).toEqual([]);
   });
 
   it("root's gc --job collects a SIGKILLed jobrt exec that ran as the job user (nobody)", async () => {
