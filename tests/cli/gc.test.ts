@@ -90,6 +90,28 @@ describe("crash recovery: jobrt gc", () => {
     expect(steps(s.spool)).toEqual([]);
   });
 
+  it("collects a step recorded by a jobrt from before process tracking (no nodeName, no proctrack in step.json)", async () => {
+    const s = site();
+    const dead = await startStep(s, 1);
+    const stepDir = join(s.spool, "jobs", steps(s.spool)[0]!);
+    await waitFor(() => existsSync(join(stepDir, "step.json")) && existsSync(join(stepDir, "pids")), "the step's record");
+    dead.child.kill("SIGKILL");
+    await new Promise((r) => dead.child.once("exit", r));
+    const record = JSON.parse(readFileSync(join(stepDir, "step.json"), "utf8")) as Record<string, unknown>;
+    const cgroup = (record.proctrack as { path?: string }).path;
+    delete record.proctrack;
+    delete record.nodeName;
+    writeFileSync(join(stepDir, "step.json"), JSON.stringify(record));
+    // What the old format leaves to gc: the task's process group. A run's pre-run gc must not fail on it.
+    const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    await waitFor(() => !dead.pids.some(alive), "the old step's task to die");
+    expect(steps(s.spool)).toEqual([]);
+    // Its cgroup, unknown to the old record, is empty now; remove it as the old jobrt never would have.
+    if (cgroup) for (const dir of [join(cgroup, "task_0"), cgroup]) rmdirSync(dir);
+  });
+
   it("never kills a process that merely reuses a recorded pid", async () => {
     const s = site();
     const dead = await startStep(s, 1);

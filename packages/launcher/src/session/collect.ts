@@ -46,7 +46,9 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
   }
   // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
   // user's journal could name any cgroup: root does not use it (userjournals.ts).
-  const tracker = entry.record && !isForeign(spool) ? trackerFromRecord(entry.record.proctrack) : undefined;
+  // A record of a jobrt before process tracking has no `proctrack`: its tasks' groups are all there is.
+  const proctrack = entry.record?.proctrack;
+  const tracker = proctrack && !isForeign(spool) ? trackerFromRecord(proctrack) : undefined;
   // A task counts once, whether found by its recorded pid or only in its cgroup.
   result.killed = Math.max(killed, tracker?.busyTasks() ?? 0);
   if (!tracker) return;
@@ -64,7 +66,12 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
   const claimed = claimEntry(entry);
   if (!claimed) return undefined;
   const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
-  await killLeftovers(claimed, entry, result, spool);
+  try {
+    await killLeftovers(claimed, entry, result, spool);
+  } catch (error) {
+    // A malformed record must not stop gc (nor the run whose pre-run gc meets it): kept for a look.
+    result.errors.push(`cannot kill what the step left: ${messageOf(error)}`);
+  }
   const stepNode: NodeConf = { ...node, nodeName: entry.record?.nodeName ?? node.nodeName };
   for (const record of entry.record?.components ?? []) {
     try {

@@ -28,6 +28,7 @@ export interface JournalRecord {
   /** The node name the step ran under (SLURMD_NODENAME under Slurm): an input of container ids. */
   nodeName: string;
   proctrack: TrackerRecord;
+  // Records written before process tracking lack nodeName and proctrack: readers must allow it.
   components: StepRecord[];
 }
 
