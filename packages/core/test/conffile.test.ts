@@ -20,11 +20,12 @@ const dir = () => mkdtempSync(join(tmpdir(), "jobrt-conffile-"));
 function withFifo(fifo: string, read: () => unknown): () => unknown {
   execFileSync("mkfifo", [fifo]);
   return () => {
-    const releaser = spawn("timeout", ["10", "sh", "-c", 'sleep 3; echo "KillWait=1" > "$1"', "sh", fifo], { stdio: "ignore" });
+    // Its own process group: killing only `timeout` left the shell blocked on the FIFO for good.
+    const releaser = spawn("timeout", ["10", "sh", "-c", 'sleep 3; echo "KillWait=1" > "$1"', "sh", fifo], { stdio: "ignore", detached: true });
     try {
       return read();
     } finally {
-      releaser.kill("SIGKILL");
+      if (releaser.pid !== undefined) process.kill(-releaser.pid, "SIGKILL");
     }
   };
 }
