@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { processRunning } from "../proc.js";
 
 /** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
 export interface CgroupHierarchy {
@@ -105,17 +106,7 @@ export function populated(h: CgroupHierarchy, dir: string): boolean {
       return false;
     }
   }
-  return subtree(dir).some((d) => procsOf(d).some(isLive));
-}
-
-function isLive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
+  return subtree(dir).some((d) => procsOf(d).some(processRunning));
 }
 
 /** Removes `dir` and every cgroup below it; returns the ones that could not be removed. */
