@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,14 +33,23 @@ async function installVerdaccio(): Promise<string> {
   const dir = join(tmpdir(), `jobrt-verdaccio-${VERDACCIO_VERSION}`);
   const bin = join(dir, "node_modules/verdaccio/bin/verdaccio");
   if (existsSync(bin)) return bin;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "package.json"), `${JSON.stringify({ name: "jobrt-test-registry", private: true, overrides: { "node-fetch": "2.7.0" } })}\n`);
-  const r = await runProgram(["npm", "install", "--no-audit", "--no-fund", "-E", `verdaccio@${VERDACCIO_VERSION}`], { cwd: dir, timeoutMs: 240_000 });
-  if (r.code !== 0 || !existsSync(bin)) throw new Error(`installing verdaccio@${VERDACCIO_VERSION} failed: ${r.stderr.slice(-2000)}`);
+  // Installed beside its final place and renamed in, so a concurrent installer (another test file,
+  // scripts/local-registry.mjs) never sees half an install.
+  const staging = `${dir}.${process.pid}`;
+  mkdirSync(staging, { recursive: true });
+  writeFileSync(join(staging, "package.json"), `${JSON.stringify({ name: "jobrt-test-registry", private: true, overrides: { "node-fetch": "2.7.0" } })}\n`);
+  const r = await runProgram(["npm", "install", "--no-audit", "--no-fund", "-E", `verdaccio@${VERDACCIO_VERSION}`], { cwd: staging, timeoutMs: 240_000 });
+  if (r.code !== 0) throw new Error(`installing verdaccio@${VERDACCIO_VERSION} failed: ${r.stderr.slice(-2000)}`);
+  try {
+    renameSync(staging, dir);
+  } catch {
+    rmSync(staging, { recursive: true, force: true }); // another installer won the race
+  }
+  if (!existsSync(bin)) throw new Error(`installing verdaccio@${VERDACCIO_VERSION} left no ${bin}`);
   return bin;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on("error", reject);
