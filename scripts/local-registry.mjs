@@ -7,6 +7,7 @@
 //   node scripts/local-registry.mjs stop     stop the one this dir started (by its recorded pid)
 //   node scripts/local-registry.mjs status   say whether it runs, and where
 //   node scripts/local-registry.mjs list     each workspace package and the version it serves
+//   node scripts/local-registry.mjs install  install verdaccio (once per machine) and print its bin
 //
 // State lives in $JOBRT_LOCAL_REGISTRY_DIR (default ~/.cache/jobrt/local-registry): pid, url,
 // config, storage and a user npmrc holding the publish token. Port: $JOBRT_LOCAL_REGISTRY_PORT
@@ -192,4 +193,5 @@ else if (command === "status") {
     process.exitCode = 1;
   } else process.stdout.write(`running: pid ${pid}, ${readFileSync(files.url, "utf8").trim()}, npmrc ${files.npmrc}\n`);
 } else if (command === "list") await list();
-else fail(`usage: local-registry.mjs start|stop|status|list (got ${JSON.stringify(command ?? "")})`);
+else if (command === "install") process.stdout.write(`${verdaccioBin()}\n`);
+else fail(`usage: local-registry.mjs start|stop|status|list|install (got ${JSON.stringify(command ?? "")})`);

@@ -32,6 +32,17 @@ function linkDeps(dir: string): void {
   }
 }
 
+/** Runs the starter's bin for `name` in the temp dir, links its dependencies and builds it. */
+function createAndBuild(name: string): string {
+  const r = spawnSync(process.execPath, [bin, join(tmp, name)], { encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  const dir = join(tmp, name);
+  linkDeps(dir);
+  const tsc = spawnSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
+  expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
+  return dir;
+}
+
 describe("create-jobrt-runtime", () => {
   it("writes a package named after the runtime, with every placeholder filled", () => {
     const created = createRuntimeProject({ dir: join(tmp, "jobrt-runtime-fast") });
@@ -73,12 +84,7 @@ describe("create-jobrt-runtime", () => {
   });
 
   it("what it would publish is complete: a LICENSE, no placeholder links, source maps that resolve to shipped files", () => {
-    const r = spawnSync(process.execPath, [bin, join(tmp, "jobrt-runtime-shipped")], { encoding: "utf8" });
-    expect(r.status, r.stderr).toBe(0);
-    const dir = join(tmp, "jobrt-runtime-shipped");
-    linkDeps(dir);
-    const tsc = spawnSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
-    expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
+    const dir = createAndBuild("jobrt-runtime-shipped");
     const pack = spawnSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: dir, encoding: "utf8" });
     expect(pack.status, pack.stderr).toBe(0);
     const shipped = new Set((JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path));
@@ -96,12 +102,7 @@ describe("create-jobrt-runtime", () => {
   });
 
   it("the generated package builds and passes the testkit out of the box", async () => {
-    const r = spawnSync(process.execPath, [bin, join(tmp, "jobrt-runtime-starter")], { encoding: "utf8" });
-    expect(r.status, r.stderr).toBe(0);
-    const dir = join(tmp, "jobrt-runtime-starter");
-    linkDeps(dir);
-    const tsc = spawnSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
-    expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
+    const dir = createAndBuild("jobrt-runtime-starter");
     const plugin = (await import(pathToFileURL(join(dir, "dist/index.js")).href)).default;
     expect(plugin.meta).toMatchObject({ name: "starter", type: "runtime/starter", version: "1.0.0", apiVersion: 1 });
     const report = join(tmp, "starter-report.json");
