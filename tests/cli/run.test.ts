@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 
 /** A conf dir whose jobrt.conf puts the spool in a temp dir, so each test can check for leftovers. */
 function site(extra = "") {
@@ -152,7 +152,7 @@ describe("jobrt run: exit status", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "none", "no-such-program-xyz"], { env: s.env });
     expect(r.code).toBe(127);
-    expect(r.stderr).toBe("jobrt: task 0: cannot execute no-such-program-xyz: command not found\n");
+    expect(r.stderr).toBe(`jobrt: task 0: cannot execute no-such-program-xyz: command not found\n${failureLine("task 0", "Exited with exit code 127")}`);
   });
 
   it("1,000 tasks under ulimit -n 1024: plain output falls back to direct writes; -l says what to do", async () => {
@@ -301,7 +301,8 @@ describe("jobrt run: users, signals, time limits", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "none", "-t", "0:1", "sleep", "30"], { env: s.env });
     expect(r.code).toBe(143);
-    expect(r.stderr).toMatch(/^jobrt: step \d+\.0 cancelled: time limit of 1 s reached\n$/);
+    expect(r.stderr).toMatch(/^jobrt: step \d+\.0 cancelled: time limit of 1 s reached\n/);
+    expect(r.stderr.split("\n").slice(1).join("\n")).toBe(failureLine("task 0", "Terminated"));
   });
 });
 

@@ -47,7 +47,7 @@ function ranges(ids: number[]): string {
 }
 
 /**
- * srun's lines for the tasks that failed, one per outcome: `error: node: task 0: Exited with exit
+ * srun's lines for the tasks that failed, one per outcome, in task order: `error: node: task 0: Exited with exit
  * code 3`, `error: node: tasks 1-3: Killed`. Tasks that exited 0 get none.
  */
 export function failureLines(nodeName: string, ends: TaskEnd[]): string[] {
@@ -56,5 +56,7 @@ export function failureLines(nodeName: string, ends: TaskEnd[]): string[] {
     const what = describeEnd(end);
     if (what) groups.set(what, [...(groups.get(what) ?? []), end.task]);
   }
-  return [...groups].map(([what, tasks]) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
+  // In task order, whatever order the tasks ended in.
+  const ordered = [...groups].sort(([, a], [, b]) => Math.min(...a) - Math.min(...b));
+  return ordered.map(([what, tasks]) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
 }
