@@ -1,6 +1,4 @@
-import { constants } from "node:os";
-
-/** What strsignal(3) says, as srun prints it for a task a signal killed. */
+/** What glibc's strsignal(3) says, as srun prints it for a task a signal killed. */
 const SIGNAL_TEXT: Record<string, string> = {
   SIGHUP: "Hangup",
   SIGINT: "Interrupt",
@@ -8,6 +6,7 @@ const SIGNAL_TEXT: Record<string, string> = {
   SIGILL: "Illegal instruction",
   SIGTRAP: "Trace/breakpoint trap",
   SIGABRT: "Aborted",
+  SIGIOT: "Aborted",
   SIGBUS: "Bus error",
   SIGFPE: "Floating point exception",
   SIGKILL: "Killed",
@@ -17,25 +16,42 @@ const SIGNAL_TEXT: Record<string, string> = {
   SIGPIPE: "Broken pipe",
   SIGALRM: "Alarm clock",
   SIGTERM: "Terminated",
+  SIGSTKFLT: "Stack fault",
+  SIGCHLD: "Child exited",
+  SIGCONT: "Continued",
+  SIGSTOP: "Stopped (signal)",
+  SIGTSTP: "Stopped",
+  SIGTTIN: "Stopped (tty input)",
+  SIGTTOU: "Stopped (tty output)",
+  SIGURG: "Urgent I/O condition",
   SIGXCPU: "CPU time limit exceeded",
   SIGXFSZ: "File size limit exceeded",
+  SIGVTALRM: "Virtual timer expired",
+  SIGPROF: "Profiling timer expired",
+  SIGWINCH: "Window changed",
+  SIGIO: "I/O possible",
+  SIGPOLL: "I/O possible",
+  SIGPWR: "Power failure",
+  SIGSYS: "Bad system call",
 };
 
 export interface TaskEnd {
   task: number;
   code: number | null;
   signal: string | null;
+  /** The task ended after a SIGINT to jobrt had stopped the step. */
+  interrupted?: boolean;
 }
 
 function describeEnd(end: TaskEnd): string | undefined {
-  if (end.signal) return SIGNAL_TEXT[end.signal] ?? `Signal ${(constants.signals as Record<string, number>)[end.signal] ?? end.signal}`;
+  // Node names every signal the table has; anything else is named as Node named it.
+  if (end.signal) return SIGNAL_TEXT[end.signal] ?? `Unknown signal ${end.signal}`;
   if (end.code !== null && end.code !== 0) return `Exited with exit code ${end.code}`;
   return undefined;
 }
 
-/** "0-2,5" for [0, 1, 2, 5], as Slurm prints task lists. */
-function ranges(ids: number[]): string {
-  const sorted = [...ids].sort((a, b) => a - b);
+/** "0-2,5" for [0, 1, 2, 5] (ascending), as Slurm prints task lists. */
+function ranges(sorted: number[]): string {
   const out: string[] = [];
   for (let i = 0; i < sorted.length; ) {
     let j = i;
@@ -47,16 +63,21 @@ function ranges(ids: number[]): string {
 }
 
 /**
- * srun's lines for the tasks that failed, one per outcome, in task order: `error: node: task 0: Exited with exit
- * code 3`, `error: node: tasks 1-3: Killed`. Tasks that exited 0 get none.
+ * srun's lines for the tasks that failed, one per outcome, in order of each outcome's first task:
+ * `error: node: task 0: Exited with exit code 3`, `error: node: tasks 1-3,5: Killed`. Tasks that
+ * exited 0 get none, and so do tasks a signal ended after a SIGINT to jobrt: srun says nothing of
+ * those once Ctrl-C has aborted its step.
  */
 export function failureLines(nodeName: string, ends: TaskEnd[]): string[] {
   const groups = new Map<string, number[]>();
-  for (const end of ends) {
+  for (const end of [...ends].sort((a, b) => a.task - b.task)) {
+    if (end.interrupted && end.signal) continue;
     const what = describeEnd(end);
-    if (what) groups.set(what, [...(groups.get(what) ?? []), end.task]);
+    if (what === undefined) continue;
+    const tasks = groups.get(what);
+    if (tasks) tasks.push(end.task);
+    else groups.set(what, [end.task]);
   }
-  // In task order, whatever order the tasks ended in.
-  const ordered = [...groups].sort(([, a], [, b]) => Math.min(...a) - Math.min(...b));
-  return ordered.map(([what, tasks]) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
+  // A Map keeps insertion order, and the tasks were visited in order.
+  return [...groups].map(([what, tasks]) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
 }

@@ -17,7 +17,31 @@ describe("srun's per-task failure lines", () => {
     ];
     expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Exited with exit code 3", "error: n1: tasks 2-4,6: Killed", "error: n1: task 5: Segmentation fault"]);
   });
-  it("names a signal strsignal has no text for here by its number", () => {
-    expect(failureLines("n1", [{ task: 0, code: null, signal: "SIGWINCH" }])).toEqual(["error: n1: task 0: Signal 28"]);
+  it("orders lines by each outcome's first task, whatever order the tasks ended in", () => {
+    const ends = [
+      { task: 7, code: 2, signal: null },
+      { task: 3, code: null, signal: "SIGTERM" },
+      { task: 1, code: 2, signal: null },
+      { task: 2, code: 2, signal: null },
+      { task: 4, code: null, signal: "SIGTERM" },
+    ];
+    expect(failureLines("n1", ends)).toEqual(["error: n1: tasks 1-2,7: Exited with exit code 2", "error: n1: tasks 3-4: Terminated"]);
+  });
+  it("uses glibc's strsignal text; a signal without one is 'Unknown signal' and its name", () => {
+    const ends = [
+      { task: 0, code: null, signal: "SIGWINCH" },
+      { task: 1, code: null, signal: "SIGSYS" },
+      { task: 2, code: null, signal: "SIGRTMAX" },
+    ];
+    expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Window changed", "error: n1: task 1: Bad system call", "error: n1: task 2: Unknown signal SIGRTMAX"]);
+  });
+  it("after a SIGINT to jobrt, leaves out the tasks a signal ended but keeps exit codes, as srun after Ctrl-C", () => {
+    const ends = [
+      { task: 0, code: null, signal: "SIGINT", interrupted: true },
+      { task: 1, code: 130, signal: null, interrupted: true },
+      { task: 2, code: null, signal: "SIGKILL", interrupted: true },
+      { task: 3, code: null, signal: "SIGSEGV", interrupted: false },
+    ];
+    expect(failureLines("n1", ends)).toEqual(["error: n1: task 1: Exited with exit code 130", "error: n1: task 3: Segmentation fault"]);
   });
 });

@@ -41,7 +41,9 @@ export async function runCommand(args: string[]): Promise<number> {
       report: say,
       describeError: (e) => describeError(e, verbose),
       onEvent: (e: StepEvent) => {
-        if (e.event === "task-exit") ends.push({ task: e.task as number, code: e.code as number | null, signal: e.signal as string | null });
+        if (e.event === "task-exit") {
+          ends.push({ task: e.task as number, code: e.code as number | null, signal: e.signal as string | null, interrupted: cancel.signal === "SIGINT" });
+        }
         if (json) process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`);
       },
       ...(timeLimit !== undefined ? { timeLimit } : {}),
