@@ -196,6 +196,86 @@ describe("jobrt run: exit status", () => {
   });
 });
 
+describe("jobrt run: srun's per-task failure lines", () => {
+  // Task 0 and 1 exit 3, task 2 exits 0, tasks 3 and 5 are SIGKILLed, task 4 SIGUSR1ed.
+  const mixed = ["sh", "-c", "case $SLURM_PROCID in 0|1) exit 3;; 2) exit 0;; 3|5) kill -KILL $$;; 4) kill -USR1 $$;; esac"];
+
+  it("one line per outcome after the step, tasks in Slurm's ranges, in task order, none for exit 0", async () => {
+    const s = site("NodeName=node7\n");
+    const r = await jobrt(["run", "-n", "6", "--runtime", "none", ...mixed], { env: s.env });
+    expect(r.stderr).toBe(
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("tasks 3,5", "Killed", "node7") + failureLine("task 4", "User defined signal 1", "node7"),
+    );
+    // SIGUSR1 (10) is the highest status: 128 + 10.
+    expect(r.code).toBe(138);
+    expect(spoolLeftovers(s.spool)).toEqual([]);
+  });
+
+  it("--json: stdout stays one JSON event per line; the lines go to stderr, and task-exit events say the same", async () => {
+    const s = site("NodeName=node7\n");
+    const r = await jobrt(["run", "-n", "6", "--runtime", "none", "--json", ...mixed], { env: s.env });
+    expect(r.code).toBe(138);
+    expect(r.stderr).toBe(
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("tasks 3,5", "Killed", "node7") + failureLine("task 4", "User defined signal 1", "node7"),
+    );
+    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; task?: number; code?: number | null; signal?: string | null });
+    const exits = events.filter((e) => e.event === "task-exit").sort((a, b) => (a.task ?? 0) - (b.task ?? 0));
+    expect(exits.map((e) => [e.task, e.code, e.signal])).toEqual([
+      [0, 3, null],
+      [1, 3, null],
+      [2, 0, null],
+      [3, null, "SIGKILL"],
+      [4, null, "SIGUSR1"],
+      [5, null, "SIGKILL"],
+    ]);
+  });
+
+  /** Task 0 dies of the signal; task 1 handles it and exits 3. Resolves once jobrt has ended. */
+  async function signalled(signal: NodeJS.Signals) {
+    const s = site("NodeName=node7\n");
+    const { spawn } = await import("node:child_process");
+    const script = "[ $SLURM_PROCID = 0 ] && exec sleep 60; trap 'exit 3' INT TERM; while :; do sleep 1; done";
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", script], { env: { ...process.env, ...s.env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const started = new Promise<void>((resolve) => {
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+        // Both tasks started, and task 1's shell is in its loop (its trap is set).
+        if (stdout.split('"task-start"').length === 3) setTimeout(resolve, 500);
+      });
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    await started;
+    child.kill(signal);
+    return { code: await closed, stderr, spool: s.spool };
+  }
+
+  it("SIGTERM to jobrt: the task the signal ended gets its line ('Terminated'), as under srun", async () => {
+    const r = await signalled("SIGTERM");
+    expect(r.stderr).toBe(failureLine("task 0", "Terminated", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"));
+    expect(r.code).toBe(143);
+    expect(spoolLeftovers(r.spool)).toEqual([]);
+  });
+
+  it("SIGINT to jobrt (Ctrl-C): no line for the task the signal ended, as srun after Ctrl-C; an exit code still gets one", async () => {
+    const r = await signalled("SIGINT");
+    expect(r.stderr).toBe(failureLine("task 1", "Exited with exit code 3", "node7"));
+    expect(r.code).toBe(130);
+    expect(spoolLeftovers(r.spool)).toEqual([]);
+  });
+
+  it("a heterogeneous step numbers tasks across components, as SLURM_PROCID does", async () => {
+    const s = site("NodeName=node7\n");
+    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "sh", "-c", "exit 4", ":", "-n", "2", "--runtime", "none", "sh", "-c", "exit $SLURM_PROCID"], { env: s.env });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toBe(failureLine("tasks 0-1", "Exited with exit code 4", "node7") + failureLine("task 2", "Exited with exit code 2", "node7") + failureLine("task 3", "Exited with exit code 3", "node7"));
+  });
+});
+
 describe("jobrt run: bad input is one line and the documented exit status", () => {
   it.each([
     [["-n", "0", "true"], 2, 'jobrt: --ntasks: "0" is not a whole number from 1 to 100000'],
@@ -436,5 +516,7 @@ describe("jobrt exec outside Slurm", () => {
     const r = await jobrt(["exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME $SLURMD_NODENAME"; exit 6'], { env });
     expect(r.stdout).toBe("5 none n9\n");
     expect(r.code).toBe(6);
+    // srun prints the task's failure line itself; jobrt exec adds none.
+    expect(r.stderr).toBe("");
   });
 });
