@@ -36,6 +36,9 @@ const SIGNAL_TEXT: Record<string, string> = {
 };
 
 export interface TaskEnd {
+  /** The component of a heterogeneous step (0 otherwise). */
+  component: number;
+  /** The task's number within its component, as srun numbers it (SLURM_PROCID less the component's first). */
   task: number;
   code: number | null;
   signal: string | null;
@@ -63,21 +66,22 @@ function ranges(sorted: number[]): string {
 }
 
 /**
- * srun's lines for the tasks that failed, one per outcome, in order of each outcome's first task:
- * `error: node: task 0: Exited with exit code 3`, `error: node: tasks 1-3,5: Killed`. Tasks that
- * exited 0 get none, and so do tasks a signal ended after a SIGINT to jobrt: srun says nothing of
- * those once Ctrl-C has aborted its step.
+ * srun's lines for the tasks that failed, one per component and outcome, in order of component and
+ * then of each outcome's first task: `error: node: task 0: Exited with exit code 3`,
+ * `error: node: tasks 1-3,5: Killed`. Tasks that exited 0 get none, and so do tasks a signal ended
+ * after a SIGINT to jobrt: srun says nothing of those once Ctrl-C has aborted its step.
  */
 export function failureLines(nodeName: string, ends: TaskEnd[]): string[] {
-  const groups = new Map<string, number[]>();
-  for (const end of [...ends].sort((a, b) => a.task - b.task)) {
+  const groups = new Map<string, { what: string; tasks: number[] }>();
+  for (const end of [...ends].sort((a, b) => a.component - b.component || a.task - b.task)) {
     if (end.interrupted && end.signal) continue;
     const what = describeEnd(end);
     if (what === undefined) continue;
-    const tasks = groups.get(what);
-    if (tasks) tasks.push(end.task);
-    else groups.set(what, [end.task]);
+    const key = `${end.component} ${what}`;
+    const group = groups.get(key);
+    if (group) group.tasks.push(end.task);
+    else groups.set(key, { what, tasks: [end.task] });
   }
   // A Map keeps insertion order, and the tasks were visited in order.
-  return [...groups].map(([what, tasks]) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
+  return [...groups.values()].map(({ what, tasks }) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
 }

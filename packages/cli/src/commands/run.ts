@@ -29,6 +29,8 @@ export async function runCommand(args: string[]): Promise<number> {
   const cancel = new StepCancel();
   trapSignals(cancel);
   const ends: TaskEnd[] = [];
+  // srun numbers a heterogeneous step's tasks within each component in its failure lines.
+  const firstTask = components.map((_, i) => components.slice(0, i).reduce((n, c) => n + c.ntasks, 0));
   const result = await runSession(
     { mode: "run", user, components, cpusOnNode: cpus().length, ...(jobId !== undefined ? { jobId } : {}) },
     {
@@ -42,7 +44,9 @@ export async function runCommand(args: string[]): Promise<number> {
       describeError: (e) => describeError(e, verbose),
       onEvent: (e: StepEvent) => {
         if (e.event === "task-exit") {
-          ends.push({ task: e.task as number, code: e.code as number | null, signal: e.signal as string | null, interrupted: cancel.signal === "SIGINT" });
+          const component = e.component as number;
+          const task = (e.task as number) - (firstTask[component] ?? 0);
+          ends.push({ component, task, code: e.code as number | null, signal: e.signal as string | null, interrupted: cancel.signal === "SIGINT" });
         }
         if (json) process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`);
       },
