@@ -268,11 +268,14 @@ describe("jobrt run: srun's per-task failure lines", () => {
     expect(spoolLeftovers(r.spool)).toEqual([]);
   });
 
-  it("a heterogeneous step numbers tasks across components, as SLURM_PROCID does", async () => {
+  it("a heterogeneous step: tasks numbered within each component, each component its own lines, as srun does", async () => {
     const s = site("NodeName=node7\n");
-    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "sh", "-c", "exit 4", ":", "-n", "2", "--runtime", "none", "sh", "-c", "exit $SLURM_PROCID"], { env: s.env });
-    expect(r.code).toBe(4);
-    expect(r.stderr).toBe(failureLine("tasks 0-1", "Exited with exit code 4", "node7") + failureLine("task 2", "Exited with exit code 2", "node7") + failureLine("task 3", "Exited with exit code 3", "node7"));
+    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "sh", "-c", "exit 3", ":", "-n", "2", "--runtime", "none", "sh", "-c", "exit $SLURM_PROCID"], { env: s.env });
+    expect(r.code).toBe(3);
+    // Component 1's tasks are SLURM_PROCID 2 and 3: its task 0 exits 2, its task 1 exits 3.
+    expect(r.stderr).toBe(
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("task 0", "Exited with exit code 2", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"),
+    );
   });
 });
 
