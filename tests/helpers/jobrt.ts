@@ -67,7 +67,7 @@ export function tempDir(prefix = "jobrt-test-"): string {
 /** The node name jobrt uses without NodeName in jobrt.conf: the short host name. */
 export const nodeName = hostname().split(".")[0] ?? "localhost";
 
-/** srun's per-task failure line that `jobrt run` prints after the step (docs/cli.md, Exit status). */
+/** srun's per-task failure line that `jobrt run` prints after the step (docs/cli.md, "Failure lines"). */
 export function failureLine(tasks: string, what: string, node = nodeName): string {
   return `jobrt: error: ${node}: ${tasks}: ${what}\n`;
 }
