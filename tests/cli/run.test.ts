@@ -39,6 +39,15 @@ describe("jobrt run: tasks and environment", () => {
     expect(ids.every((i) => i >= 1)).toBe(true);
   });
 
+  it("never hands a step id out twice in a job, also after the step that had it ended (as Slurm)", async () => {
+    const s = site();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })).stdout.trim());
+    expect(ids).toEqual(["0", "1", "2"]);
+    const fresh = await jobrt(["run", "--runtime", "none", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env });
+    expect(fresh.stdout.trim()).toBe("0");
+  });
+
   it("labels lines with -l and never interleaves lines mid-line", async () => {
     const s = site();
     // Each task writes 200 lines in small pieces; labelled whole lines must come out intact.
