@@ -34,7 +34,11 @@ function steps(spool: string, journal = "jobs"): string[] {
   if (!existsSync(jobs)) return [];
   return readdirSync(jobs)
     .filter((j) => /^\d+$/.test(j))
-    .flatMap((j) => readdirSync(join(jobs, j)).map((s) => `${j}/${s}`));
+    .flatMap((j) =>
+      readdirSync(join(jobs, j))
+        .filter((s) => s !== "next-step") // the job's step counter, not an entry
+        .map((s) => `${j}/${s}`),
+    );
 }
 
 /** Starts `jobrt run` with tasks that record their pids, and waits until all have started. */

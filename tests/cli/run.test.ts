@@ -19,6 +19,14 @@ function spoolLeftovers(spool: string): string[] {
   return left;
 }
 
+async function waitUntil(check: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe("jobrt run: tasks and environment", () => {
   it("runs N tasks with Slurm-compatible variables", async () => {
     const s = site("NodeName=node7\n");
@@ -39,13 +47,19 @@ describe("jobrt run: tasks and environment", () => {
     expect(ids.every((i) => i >= 1)).toBe(true);
   });
 
-  it("never hands a step id out twice in a job, also after the step that had it ended (as Slurm)", async () => {
+  it("never hands a step id out twice while the job runs, also after the step that had it ended (as Slurm)", async () => {
     const s = site();
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })).stdout.trim());
-    expect(ids).toEqual(["0", "1", "2"]);
-    const fresh = await jobrt(["run", "--runtime", "none", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env });
-    expect(fresh.stdout.trim()).toBe("0");
+    const done = join(s.dir, "done");
+    const step = async () => (await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })).stdout.trim();
+    const long = jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", `echo $SLURM_STEP_ID; while [ ! -e ${done} ]; do sleep 0.05; done`], { env: s.env });
+    await waitUntil(() => existsSync(join(s.spool, "jobs/12/step-0")));
+    expect(await step()).toBe("1");
+    expect(await step()).toBe("2");
+    writeFileSync(done, "");
+    expect((await long).stdout).toBe("0\n");
+    // The job ended with its last step: nothing of it stays, and the id starts a new job.
+    expect(spoolLeftovers(s.spool)).toEqual([]);
+    expect(await step()).toBe("0");
   });
 
   it("labels lines with -l and never interleaves lines mid-line", async () => {

@@ -9,7 +9,7 @@ import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
  * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
  *
  *   <jobsDir>/next-jobid                       next fresh job id (a hint; mkdir is the lock)
- *   <jobsDir>/<J>/next-step                    next step id of a job given by --jobid (keeps the dir)
+ *   <jobsDir>/<J>/next-step                    the job's next step id, while a step of it runs
  *   <jobsDir>/<J>/step-<S>/                    a `jobrt run` step
  *   <jobsDir>/<J>/exec-<S>.<T>.<pid>/          one `jobrt exec` task of a Slurm step
  *       host.json   the host process (pid, start time, boot id), written at the claim
@@ -48,6 +48,7 @@ export interface StepJournal {
 const HOST_FILE = "host.json";
 const RECORD_FILE = "step.json";
 const PIDS_FILE = "pids";
+const STEP_COUNTER = "next-step";
 const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
 const GC_CLAIM = /^(.+)\.gc-(\d+)-(\d+)$/;
 
@@ -106,15 +107,21 @@ function nextJobId(jobsDir: string): number {
 }
 
 /**
- * The next step id of a job whose id the user gave: it keeps counting while the job dir exists,
- * which its counter keeps it doing, so a step id is never handed out twice in a job (as in Slurm),
- * also after the step that had it ended. A fresh job has one step and needs no counter.
+ * The next step id of a job: it keeps counting while any step of the job runs, so a step id is
+ * never handed out twice in one job (as in Slurm), also after the step that had it ended. The job
+ * ends with its last step, which takes the counter with it.
  */
-function nextStepId(jobDir: string, counted: boolean): number {
-  let step = counted ? readCounter(jobDir, "next-step", 0) : 0;
+function nextStepId(jobDir: string): number {
+  let step = readCounter(jobDir, STEP_COUNTER, 0);
   while (!mkdirExclusive(join(jobDir, `step-${step}`))) step++;
-  if (counted) writeCounter(jobDir, "next-step", step + 1);
+  writeCounter(jobDir, STEP_COUNTER, step + 1);
   return step;
+}
+
+/** The last step out removes the job's step counter, then the job dir. */
+function releaseJobDir(jobDir: string): void {
+  if (listDir(jobDir).every((name) => name === STEP_COUNTER)) rmSync(join(jobDir, STEP_COUNTER), { force: true });
+  removeIfEmpty(jobDir);
 }
 
 function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: string, createdJobDir: boolean): StepJournal {
@@ -156,7 +163,7 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     release() {
       flush();
       rmSync(dir, { recursive: true, force: true });
-      removeIfEmpty(jobDir);
+      releaseJobDir(jobDir);
       // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
       // journal (and its node marker) with it; `jobrt run` keeps its job id counter there.
       if (entry.startsWith("exec-")) removeIdleJournal(jobsDir);
@@ -179,7 +186,7 @@ export function claimRunStep(spool: Spool, jobId?: number): StepJournal {
       createdJobDir = mkdirExclusive(join(spool.jobsDir, String(job)));
     }
     const jobDir = join(spool.jobsDir, String(job));
-    const step = nextStepId(jobDir, jobId !== undefined);
+    const step = nextStepId(jobDir);
     return entryJournal(spool.jobsDir, job, step, `step-${step}`, createdJobDir);
   } catch (error) {
     throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
@@ -290,5 +297,5 @@ export function unclaimEntry(claimed: string): void {
 /** Removes a claimed entry, and its job directory once empty. */
 export function removeEntry(claimed: string): void {
   rmSync(claimed, { recursive: true, force: true });
-  removeIfEmpty(join(claimed, ".."));
+  releaseJobDir(join(claimed, ".."));
 }
