@@ -13,7 +13,8 @@ export {
   parseSlurmBool,
 } from "./conf.js";
 export { MAX_CONF_BYTES, readConfText } from "./conffile.js";
-export { type ErrorCode, ErrorCodes, JobrtError, type JobrtErrorDetails, isJobrtError, messageOf } from "./errors.js";
+export { type CatalogEntry, ERROR_CATALOG, type ErrorParams, catalogEntry } from "./catalog.js";
+export { type ErrorCode, ErrorCodes, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
 export { MAX_RUNTIME_NAME_LENGTH, type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
 export {
   HOOK_NAMES,

@@ -8,6 +8,7 @@ import {
   type StepRecord,
   isJobrtError,
   messageOf,
+  jobrtError,
 } from "@jobrt/core";
 import type { StepCancel } from "../cancel.js";
 import type { UserIdentity } from "../users.js";
@@ -88,7 +89,7 @@ export class StepSession {
   }
 
   #fail = (error: unknown, what: string): void => {
-    const e = isJobrtError(error) ? error : new JobrtError("ERR_LAUNCH", `${what}: ${messageOf(error)}`, { cause: error });
+    const e = isJobrtError(error) ? error : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
     this.#report(e);
     this.#launchFailed = true;
   };
@@ -317,7 +318,7 @@ export class StepSession {
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: true });
       } catch (error) {
         failed = true;
-        const e = isJobrtError(error) ? error : new JobrtError("ERR_RUNTIME_HOOK", messageOf(error));
+        const e = isJobrtError(error) ? error : jobrtError("ERR_RUNTIME_HOOK", { runtime: c.record.runtime, hook: "cleanup", reason: messageOf(error) }, { cause: error });
         this.#report(e);
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: false, error: e.message });
       }
