@@ -2,7 +2,9 @@ import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ERROR_CATALOG, ErrorCodes, JobrtError, catalogEntry, exitStatusOf, jobrtError } from "../src/index.js";
+import { ERROR_CATALOG } from "../src/catalog.js";
+import { ErrorCodes } from "../src/errors.js";
+import { JobrtError, catalogEntry, exitStatusOf, jobrtError } from "../src/index.js";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "../../..");
 

@@ -2,6 +2,7 @@ import { cpus } from "node:os";
 import { StepCancel, type StepEvent, parseTimeLimit, runSession } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { describeError, exitCodeFor } from "../errors.js";
+import { jsonEventLine } from "../jsonevent.js";
 import { RUN_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
@@ -38,7 +39,7 @@ export async function runCommand(args: string[]): Promise<number> {
       json,
       report: say,
       describeError: (e) => describeError(e, verbose),
-      ...(json ? { onEvent: (e: StepEvent) => process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`) } : {}),
+      ...(json ? { onEvent: (e: StepEvent) => process.stdout.write(jsonEventLine(e)) } : {}),
       ...(timeLimit !== undefined ? { timeLimit } : {}),
     },
   );

@@ -23,7 +23,8 @@ import { signalNumber } from "./status.js";
 import { copyStdinToTasks } from "./stdin.js";
 import { StepStdio } from "./stdio.js";
 import { StopControl } from "./stop.js";
-import { type StepEvent, type TaskContext, runTask } from "./task.js";
+import type { StepEvent } from "./events.js";
+import { type TaskContext, runTask } from "./task.js";
 
 /** What to run: a `jobrt run` step (ids claimed here) or one task of a Slurm step (`jobrt exec`). */
 export type StepPlan =
@@ -334,7 +335,13 @@ export class StepSession {
     // handles SIGTERM and exits 7 exits 7, as srun and slurmstepd report it.
     if (cancel.signal && this.#started === 0) status = Math.max(status, 128 + signalNumber(cancel.signal));
     const error = this.#firstError;
-    this.#emit({ event: "step-end", status, ...(error ? { error: error.message, code: error.code } : {}) });
+    this.#emit({ event: "step-end", status, ...(error ? { error: error.message, code: error.code, ...causeCodeOf(error) } : {}) });
     return { status, taskStatus, ...(error ? { error } : {}) };
   }
+}
+
+/** The code of the runtime's own error inside an ERR_RUNTIME_HOOK, for the step-end event. */
+function causeCodeOf(error: JobrtError): { causeCode?: string } {
+  const code = error.details.causeCode;
+  return typeof code === "string" ? { causeCode: code } : {};
 }

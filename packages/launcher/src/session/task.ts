@@ -8,7 +8,7 @@ import { statusOf } from "./status.js";
 import type { StepStdio } from "./stdio.js";
 import type { StopControl } from "./stop.js";
 
-export type StepEvent = Record<string, unknown> & { event: string };
+import type { StepEvent } from "./events.js";
 
 /** What a task needs from its session. */
 export interface TaskContext {
