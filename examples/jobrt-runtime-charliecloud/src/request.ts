@@ -1,6 +1,6 @@
 import { accessSync, constants, lstatSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, posix, resolve } from "node:path";
-import { type ContainerRequest, JobrtError, type StepRecord, jobrtError, parseSlurmBool } from "@jobrt/core";
+import { type ContainerRequest, type StepRecord, jobrtError, parseSlurmBool } from "@jobrt/core";
 import type { CharliecloudConf } from "./conf.js";
 import { reject, show } from "./reject.js";
 

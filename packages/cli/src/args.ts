@@ -1,4 +1,4 @@
-import { type ContainerRequest, JobrtError, jobrtError } from "@jobrt/core";
+import { type ContainerRequest, type JobrtError, jobrtError } from "@jobrt/core";
 
 /** What one option is and where it applies. */
 interface OptionDef {

@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { MAX_CONF_BYTES, readConfText } from "./conffile.js";
-import { JobrtError, isJobrtError, jobrtError, messageOf } from "./errors.js";
+import { type JobrtError, isJobrtError, jobrtError, messageOf } from "./errors.js";
 
 /**
  * Slurm's configuration syntax (slurm.conf, oci.conf): one `Key=Value` a line, case-insensitive

@@ -1,5 +1,5 @@
 import { type Stats, closeSync, constants, fstatSync, lstatSync, openSync, readSync, readlinkSync, statSync } from "node:fs";
-import { JobrtError, jobrtError, messageOf } from "./errors.js";
+import { type JobrtError, jobrtError, messageOf } from "./errors.js";
 
 /**
  * The most a configuration file (and, in parseConf, a file together with everything it

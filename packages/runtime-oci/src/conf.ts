@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ConfLocation, type ConfSchema, type FieldSpec, JobrtError, confError, jobrtError, messageOf, parseConf, readConfText } from "@jobrt/core";
+import { type ConfLocation, type ConfSchema, type FieldSpec, type JobrtError, confError, jobrtError, messageOf, parseConf, readConfText } from "@jobrt/core";
 import { compileEre } from "./ere.js";
 import { type PatternChar, describePatternChar, findPatternProblem, shellQuoteIn, usedPatternChars } from "./pattern.js";
 

@@ -4,7 +4,7 @@ import {
   type ClientInfo,
   type ContainerRequest,
   type ExecSpec,
-  JobrtError,
+  type JobrtError,
   NOT_SUPPORTED,
   type NodeConf,
   type NotSupported,

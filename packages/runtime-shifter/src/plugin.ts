@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
-import { JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
+import { type JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
 import { type ShifterConf, loadShifterConf } from "./conf.js";
 import { type PinnedImage, buildExecSpec } from "./exec.js";
 import { show } from "./reject.js";

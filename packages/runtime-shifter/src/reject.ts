@@ -1,4 +1,4 @@
-import { JobrtError, jobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
 /** Shows untrusted text in a message: quoted, control characters escaped, long values cut. */
 export function show(text: string): string {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { JobrtError, type NodeConf, type StepRecord, jobrtError } from "@jobrt/core";
+import { type JobrtError, type NodeConf, type StepRecord, jobrtError } from "@jobrt/core";
 import type { ShifterConf } from "./conf.js";
 import { HEX64_RE, type ImageRef } from "./image.js";
 import { show } from "./reject.js";

@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import {
   type ClientInfo,
-  JobrtError,
+  type JobrtError,
   type NodeConf,
   type RuntimeRegistry,
   type StepRecord,

@@ -1,7 +1,7 @@
 import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
-import { JobrtError, jobrtError, messageOf } from "@jobrt/core";
+import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is

@@ -1,5 +1,5 @@
 import { isAbsolute } from "node:path";
-import { JobrtError, jobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
 /**
  * A `--container-image` reference, in the transports skopeo reads: `docker://host[:port]/name[:tag]`

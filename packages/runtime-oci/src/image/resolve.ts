@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { JobrtError, jobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 import { type ImageReference, sourceName } from "./reference.js";
 import type { ImageSettings } from "./settings.js";
 import { type ToolOptions, runTool, toolMessage } from "./tool.js";
