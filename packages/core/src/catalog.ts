@@ -2,6 +2,7 @@
  * The error catalog: one entry per stable error code, with the message template every
  * `JobrtError` of that code is built from, what to do about it, and the CLI's exit status.
  * docs/errors.md is generated from this data (scripts/errors-doc.mjs); edit here, not there.
+ * Codes are stable: callers and tests match on `code`, never on message text.
  *
  * A template names its parameters in braces (`{runtime}`); `jobrtError(code, params)` fills them
  * and the compiler rejects a missing one. Where one code covers many distinct faults (every bad

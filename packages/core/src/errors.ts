@@ -2,12 +2,6 @@ import { ERROR_CATALOG, type ErrorCode, type ErrorParams, catalogEntry, formatTe
 
 export type { ErrorCode } from "./catalog.js";
 
-/**
- * Stable error codes, the keys of the error catalog (catalog.ts). Every code is documented in
- * docs/errors.md; callers and tests match on `code`, never on message text.
- */
-export const ErrorCodes = Object.fromEntries(Object.keys(ERROR_CATALOG).map((c) => [c, c])) as { readonly [C in ErrorCode]: C };
-
 export interface JobrtErrorDetails {
   /** Runtime type (e.g. "runtime/oci") the error is about, when there is one. */
   runtime?: string;
