@@ -8,6 +8,8 @@ export TURBO_TELEMETRY_DISABLED=1
 sh scripts/system-deps.sh
 sh scripts/setup.sh
 pnpm exec turbo run typecheck lint:pkg --output-logs=errors-only
+node scripts/errors-doc.mjs --check
+node scripts/api-list.mjs --check
 pnpm exec knip --no-progress
 pnpm exec tsc -p tests/tsconfig.json
 pnpm exec biome lint --diagnostic-level=error .

@@ -2,7 +2,11 @@
 // ExecSpec with the stand-in's glibc getopt_long and shifter's option table, and compare.
 import type { ContainerRequest, StepRecord, TaskRecord } from "../../packages/core/dist/index.js";
 import { describe, expect, it } from "vitest";
-import { buildExecSpec, loadShifterConf, parseUdiRootConf, validateRequest } from "../../packages/runtime-shifter/dist/index.js";
+// Internal modules of the built package (its public entry exports only the plugin).
+import { loadShifterConf } from "../../packages/runtime-shifter/dist/conf.js";
+import { buildExecSpec } from "../../packages/runtime-shifter/dist/exec.js";
+import { validateRequest } from "../../packages/runtime-shifter/dist/request.js";
+import { parseUdiRootConf } from "../../packages/runtime-shifter/dist/udiroot.js";
 // @ts-expect-error: plain JS module of the stand-in, typed by JSDoc only
 import { getoptLong } from "./standin/getopt.mjs";
 // @ts-expect-error: plain JS module of the stand-in, typed by JSDoc only

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { JobrtError, normalizeRuntimeName } from "@jobrt/core";
+import { jobrtError, normalizeRuntimeName } from "@jobrt/core";
 
 /** The template shipped in this package (template/ next to dist/). */
 export const TEMPLATE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../template");
@@ -45,10 +45,10 @@ export function createRuntimeProject(options: CreateOptions): Created {
   try {
     name = normalizeRuntimeName(wanted);
   } catch (error) {
-    throw new JobrtError("ERR_USAGE", `--name ${JSON.stringify(wanted)}: ${(error as Error).message.replace(/^invalid runtime name "[^"]*": /, "")}`);
+    throw jobrtError("ERR_USAGE", { problem: `--name ${JSON.stringify(wanted)}: ${(error as Error).message.replace(/^invalid runtime name "[^"]*": /, "")}` });
   }
-  if (wanted.startsWith("runtime/")) throw new JobrtError("ERR_USAGE", `--name ${JSON.stringify(wanted)}: give the name without "runtime/"`);
-  if (existsSync(dir) && readdirSync(dir).length > 0) throw new JobrtError("ERR_USAGE", `${dir} exists and is not empty: choose a new directory`);
+  if (wanted.startsWith("runtime/")) throw jobrtError("ERR_USAGE", { problem: `--name ${JSON.stringify(wanted)}: give the name without "runtime/"` });
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw jobrtError("ERR_USAGE", { problem: `${dir} exists and is not empty: choose a new directory` });
   const packageName = name.scope ? `@${name.scope}/jobrt-runtime-${name.base}` : `jobrt-runtime-${name.base}`;
   const values: Record<string, string> = {
     __PACKAGE__: packageName,

@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 
 /** Absolute path of ch-run: ChRun= as given when absolute, else looked up on the host's PATH. */
 export function findChRun(chRun: string, path = process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"): string {
@@ -15,9 +15,9 @@ export function findChRun(chRun: string, path = process.env.PATH ?? "/usr/local/
       // try the next directory
     }
   }
-  throw new JobrtError(
+  throw jobrtError(
     "ERR_RUNTIME_COMMAND",
-    `ch-run ${JSON.stringify(chRun)} not found${isAbsolute(chRun) ? "" : " on PATH"}: install Charliecloud (Debian: apt-get install charliecloud-runtime) or set ChRun= in charliecloud.conf`,
+    { problem: `ch-run ${JSON.stringify(chRun)} not found${isAbsolute(chRun) ? "" : " on PATH"}: install Charliecloud (Debian: apt-get install charliecloud-runtime) or set ChRun= in charliecloud.conf` },
     { details: { runtime: "runtime/charliecloud", key: "ChRun" } },
   );
 }

@@ -10,6 +10,7 @@ import {
   definePlugin,
   messageOf,
   packageVersion,
+  jobrtError,
 } from "@jobrt/core";
 import { findChRun } from "./chrun.js";
 import { loadConf } from "./conf.js";
@@ -48,7 +49,7 @@ function giveToUser(node: NodeConf, step: StepRecord, path: string): void {
 }
 
 function spoolError(what: string, path: string, error: unknown): JobrtError {
-  return new JobrtError("ERR_RUNTIME_HOOK", `charliecloud: cannot ${what} ${path}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`, {
+  return jobrtError("ERR_LAUNCH", { problem: `charliecloud: cannot ${what} ${path}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` }, {
     cause: error,
     details: { runtime: TYPE, path },
   });
@@ -109,7 +110,7 @@ const plugin: RuntimePlugin = definePlugin(
 
     taskInit(node, step, task) {
       const state = states.get(step);
-      if (!state) throw new JobrtError("ERR_RUNTIME_CONTRACT", "charliecloud: taskInit called before setup", { details: { runtime: TYPE, hook: "taskInit" } });
+      if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "charliecloud: taskInit called before setup" }, { details: { runtime: TYPE, hook: "taskInit" } });
       if (!state.dir) return;
       const r = state.request;
       // With clearEnv the container gets only the task's SLURM_* variables plus --container-env.
@@ -128,7 +129,7 @@ const plugin: RuntimePlugin = definePlugin(
 
     run(node, step, task): ExecSpec {
       const state = states.get(step);
-      if (!state) throw new JobrtError("ERR_RUNTIME_CONTRACT", "charliecloud: run called before setup", { details: { runtime: TYPE, hook: "run" } });
+      if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "charliecloud: run called before setup" }, { details: { runtime: TYPE, hook: "run" } });
       const envFile = state.dir ? taskEnvPath(state.dir, task) : undefined;
       const spec: ExecSpec = { argv: chRunArgv(state, task, envFile), env: chRunEnv(step, task, state.request), cwd: step.cwd };
       node.log("debug", `charliecloud: task ${task.globalId}: ${JSON.stringify(spec.argv)}`);

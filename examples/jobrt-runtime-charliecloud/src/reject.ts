@@ -1,4 +1,4 @@
-import { type ErrorCode, JobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
 /** Shows untrusted text in a message: quoted, control characters escaped, long values cut. */
 export function show(text: string): string {
@@ -6,6 +6,6 @@ export function show(text: string): string {
 }
 
 /** A refused request: names the option (or conf file:line) and the rule broken, on one line. */
-export function reject(field: string, value: string, rule: string, code: ErrorCode = "ERR_CONTAINER_REQUEST"): JobrtError {
-  return new JobrtError(code, `${field} ${show(value)}: ${rule}`, { details: { runtime: "runtime/charliecloud", key: field } });
+export function reject(field: string, value: string, rule: string, code: "ERR_CONTAINER_REQUEST" | "ERR_CONTAINER_IMAGE" = "ERR_CONTAINER_REQUEST"): JobrtError {
+  return jobrtError(code, { problem: `${field} ${show(value)}: ${rule}` }, { details: { runtime: "runtime/charliecloud", key: field } });
 }

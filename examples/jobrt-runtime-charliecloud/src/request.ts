@@ -1,6 +1,6 @@
 import { accessSync, constants, lstatSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, posix, resolve } from "node:path";
-import { type ContainerRequest, JobrtError, parseSlurmBool, type StepRecord } from "@jobrt/core";
+import { type ContainerRequest, type StepRecord, jobrtError, parseSlurmBool } from "@jobrt/core";
 import type { CharliecloudConf } from "./conf.js";
 import { reject, show } from "./reject.js";
 
@@ -114,9 +114,9 @@ function flag(key: string, values: string[]): boolean {
 export function parseRequest(step: StepRecord, conf: CharliecloudConf): ChRunRequest {
   const c = step.container;
   if (!c?.value) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
-      "runtime charliecloud needs --container <image directory> (a Charliecloud image, e.g. made with ch-convert)",
+      { problem: "runtime charliecloud needs --container <image directory> (a Charliecloud image, e.g. made with ch-convert)" },
       { details: { runtime: "runtime/charliecloud", key: "--container" } },
     );
   }

@@ -1,4 +1,4 @@
-import { type ContainerRequest, JobrtError } from "@jobrt/core";
+import { type ContainerRequest, type JobrtError, jobrtError } from "@jobrt/core";
 
 /** What one option is and where it applies. */
 interface OptionDef {
@@ -66,7 +66,7 @@ export interface ParseRules {
 }
 
 export function usage(message: string): JobrtError {
-  return new JobrtError("ERR_USAGE", message);
+  return jobrtError("ERR_USAGE", { problem: message });
 }
 
 function findOption(token: string): { def: OptionDef; inline?: string; rest?: string } | undefined {

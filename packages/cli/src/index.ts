@@ -1,1 +1,2 @@
+export type { JsonEvent } from "./jsonevent.js";
 export { main } from "./main.js";

@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { MAX_CONF_BYTES, readConfText } from "./conffile.js";
-import { JobrtError, isJobrtError, messageOf } from "./errors.js";
+import { type JobrtError, isJobrtError, jobrtError, messageOf } from "./errors.js";
 
 /**
  * Slurm's configuration syntax (slurm.conf, oci.conf): one `Key=Value` a line, case-insensitive
@@ -74,7 +74,7 @@ export function clipText(text: string, max = 300): string {
 export function confError(loc: ConfLocation, key: string | undefined, what: string): JobrtError {
   const prefix = `${loc.file}:${loc.line}:${loc.column}`;
   const shownKey = key === undefined ? undefined : clipText(key, 60);
-  return new JobrtError("ERR_CONF", `${prefix}: ${shownKey ? `${shownKey}: ` : ""}${clipText(what)}`, {
+  return jobrtError("ERR_CONF", { where: `${prefix}${shownKey ? `: ${shownKey}` : ""}`, problem: clipText(what) }, {
     details: { file: loc.file, line: loc.line, column: loc.column, ...(shownKey ? { key: shownKey } : {}) },
   });
 }
@@ -195,7 +195,7 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
     if (bytes <= MAX_CONF_BYTES) return;
     const what = `the configuration, with its Includes, is more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit`;
     if (at) throw confError(at, "Include", `${file}: ${what}`);
-    throw new JobrtError("ERR_CONF", `${file}: ${what}`, { details: { file } });
+    throw jobrtError("ERR_CONF", { where: file, problem: what }, { details: { file } });
   };
 
   const assign = (rawLine: string, line: number, file: string): void => {
@@ -253,7 +253,7 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
   }
   for (const [key, spec] of Object.entries(options.schema)) {
     if (spec.required && !(key in result.values)) {
-      throw new JobrtError("ERR_CONF", `${options.file}: missing required key ${key}`, { details: { file: options.file, key } });
+      throw jobrtError("ERR_CONF", { where: options.file, problem: `missing required key ${key}` }, { details: { file: options.file, key } });
     }
   }
   return result;

@@ -1,5 +1,5 @@
 import { type Stats, closeSync, constants, fstatSync, lstatSync, openSync, readSync, readlinkSync, statSync } from "node:fs";
-import { JobrtError, messageOf } from "./errors.js";
+import { type JobrtError, jobrtError, messageOf } from "./errors.js";
 
 /**
  * The most a configuration file (and, in parseConf, a file together with everything it
@@ -18,7 +18,7 @@ function fileKind(st: Stats): string {
 }
 
 function confFileError(path: string, why: string): JobrtError {
-  return new JobrtError("ERR_CONF", `${path}: ${why}`, { details: { file: path } });
+  return jobrtError("ERR_CONF", { where: path, problem: why }, { details: { file: path } });
 }
 
 function checkRegular(path: string, st: Stats): void {

@@ -1,32 +1,6 @@
-/**
- * Stable error codes. Every code is documented in docs/errors.md; callers and tests match on
- * `code`, never on message text.
- */
-export const ErrorCodes = {
-  ERR_RUNTIME_NAME: "ERR_RUNTIME_NAME",
-  ERR_RUNTIME_NOT_FOUND: "ERR_RUNTIME_NOT_FOUND",
-  ERR_RUNTIME_AMBIGUOUS: "ERR_RUNTIME_AMBIGUOUS",
-  ERR_RUNTIME_NOT_ALLOWED: "ERR_RUNTIME_NOT_ALLOWED",
-  ERR_RUNTIME_INVALID: "ERR_RUNTIME_INVALID",
-  ERR_RUNTIME_API_VERSION: "ERR_RUNTIME_API_VERSION",
-  ERR_RUNTIME_INIT: "ERR_RUNTIME_INIT",
-  ERR_RUNTIME_FINI: "ERR_RUNTIME_FINI",
-  ERR_RUNTIME_HOOK: "ERR_RUNTIME_HOOK",
-  ERR_RUNTIME_INDEX: "ERR_RUNTIME_INDEX",
-  ERR_RUNTIME_CONTRACT: "ERR_RUNTIME_CONTRACT",
-  ERR_CONF: "ERR_CONF",
-  ERR_CONTAINER_NOT_CONFIGURED: "ERR_CONTAINER_NOT_CONFIGURED",
-  ERR_CONTAINER_REQUEST: "ERR_CONTAINER_REQUEST",
-  ERR_CONTAINER_IMAGE: "ERR_CONTAINER_IMAGE",
-  ERR_RUNTIME_COMMAND: "ERR_RUNTIME_COMMAND",
-  ERR_RUNTIME_TIMEOUT: "ERR_RUNTIME_TIMEOUT",
-  ERR_USAGE: "ERR_USAGE",
-  ERR_LAUNCH: "ERR_LAUNCH",
-  ERR_NOT_IN_SLURM_STEP: "ERR_NOT_IN_SLURM_STEP",
-  ERR_SPOOL: "ERR_SPOOL",
-} as const;
+import { ERROR_CATALOG, type ErrorCode, type ErrorParams, catalogEntry, formatTemplate } from "./catalog.js";
 
-export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+export type { ErrorCode } from "./catalog.js";
 
 export interface JobrtErrorDetails {
   /** Runtime type (e.g. "runtime/oci") the error is about, when there is one. */
@@ -50,7 +24,8 @@ export class JobrtError extends Error {
   readonly code: ErrorCode;
   readonly details: JobrtErrorDetails;
 
-  constructor(code: ErrorCode, message: string, options: { cause?: unknown; details?: JobrtErrorDetails } = {}) {
+  /** Prefer `jobrtError(code, params)`, which builds the message from the catalog. */
+  constructor(code: ErrorCode, message: string, options: JobrtErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "JobrtError";
     this.code = code;
@@ -64,6 +39,24 @@ export class JobrtError extends Error {
   get hook(): string | undefined {
     return this.details.hook;
   }
+}
+
+interface JobrtErrorOptions {
+  cause?: unknown;
+  details?: JobrtErrorDetails;
+}
+
+/**
+ * The way to raise an error: the message comes from the code's catalog template, filled with
+ * `params` (the compiler rejects a missing parameter).
+ */
+export function jobrtError<C extends ErrorCode>(code: C, params: ErrorParams<C>, options: JobrtErrorOptions = {}): JobrtError {
+  return new JobrtError(code, formatTemplate(ERROR_CATALOG[code].template, params), options);
+}
+
+/** The status the CLI exits with when an error with this code stops it. */
+export function exitStatusOf(code: string): number {
+  return catalogEntry(code)?.exit ?? 1;
 }
 
 export function isJobrtError(value: unknown, code?: ErrorCode): value is JobrtError {

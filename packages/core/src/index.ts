@@ -1,20 +1,18 @@
 export {
   type ConfLocation,
   type ConfSchema,
-  type ConfValue,
   type FieldSpec,
-  type FieldType,
   type ParseConfOptions,
   type ParsedConf,
-  clipText,
   confError,
   loadConfFile,
   parseConf,
   parseSlurmBool,
 } from "./conf.js";
-export { MAX_CONF_BYTES, readConfText } from "./conffile.js";
-export { type ErrorCode, ErrorCodes, JobrtError, type JobrtErrorDetails, isJobrtError, messageOf } from "./errors.js";
-export { MAX_RUNTIME_NAME_LENGTH, type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
+export { readConfText } from "./conffile.js";
+export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
+export { type ErrorCode, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
+export { type RuntimeName, normalizeRuntimeName } from "./names.js";
 export {
   HOOK_NAMES,
   type HookName,
@@ -32,15 +30,7 @@ export {
   isExecSpec,
 } from "./plugin.js";
 export { type LoadedRuntime, RuntimeRegistry, type RuntimeRegistryOptions, type RuntimeResolver } from "./registry.js";
-export { type ResolvedRuntime, isResolvedRuntime, resolvedRuntime } from "./resolved.js";
-export {
-  DEFAULT_ALLOWED_RUNTIMES,
-  type LocatedPackage,
-  type PackageResolverOptions,
-  createPackageResolver,
-  isRuntimeAllowed,
-  locateRuntimePackage,
-} from "./resolver.js";
+export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
 export type {
   ClientInfo,
   ContainerRequest,

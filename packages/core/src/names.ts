@@ -1,4 +1,4 @@
-import { JobrtError } from "./errors.js";
+import { jobrtError } from "./errors.js";
 
 /** A runtime name after normalisation. */
 export interface RuntimeName {
@@ -30,7 +30,7 @@ const TYPE_PREFIX = "runtime/";
 export function normalizeRuntimeName(input: string): RuntimeName {
   const shown = JSON.stringify(input.length > 60 ? `${input.slice(0, 60)}...` : input);
   const bad = (why: string): never => {
-    throw new JobrtError("ERR_RUNTIME_NAME", `invalid runtime name ${shown}: ${why}`, { details: {} });
+    throw jobrtError("ERR_RUNTIME_NAME", { name: shown, problem: why }, { details: {} });
   };
   if (typeof input !== "string" || input.length === 0) bad("empty");
   const bare = input.startsWith(TYPE_PREFIX) ? input.slice(TYPE_PREFIX.length) : input;

@@ -1,4 +1,4 @@
-import { JobrtError } from "./errors.js";
+import { jobrtError } from "./errors.js";
 import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
 
 /** Major version of the plugin contract. A plugin built for another major is refused. */
@@ -85,7 +85,7 @@ function describeOrigin(origin: PluginOrigin): string {
 export function assertRuntimePlugin(value: unknown, expectedType: string, origin: PluginOrigin = {}): asserts value is RuntimePlugin {
   const from = describeOrigin(origin);
   const fail = (what: string): never => {
-    throw new JobrtError("ERR_RUNTIME_INVALID", `runtime ${expectedType}${from} is not a valid plugin: ${what}`, {
+    throw jobrtError("ERR_RUNTIME_INVALID", { runtime: expectedType, origin: from, problem: what }, {
       details: { runtime: expectedType, ...origin },
     });
   };
@@ -107,9 +107,9 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
   }
   if (plugin.validate !== undefined && typeof plugin.validate !== "function") fail("validate must be a function when present");
   if (m.apiVersion !== RUNTIME_API_VERSION) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_RUNTIME_API_VERSION",
-      `runtime ${expectedType}${from} was built for runtime API ${m.apiVersion as number}, this jobrt speaks API ${RUNTIME_API_VERSION}: install a version of the plugin made for API ${RUNTIME_API_VERSION}`,
+      { runtime: expectedType, origin: from, pluginApi: m.apiVersion as number, hostApi: RUNTIME_API_VERSION },
       { details: { runtime: expectedType, ...origin, apiVersion: m.apiVersion } },
     );
   }

@@ -1,4 +1,4 @@
-import { JobrtError, isJobrtError, messageOf } from "./errors.js";
+import { isJobrtError, jobrtError, messageOf } from "./errors.js";
 import { normalizeRuntimeName } from "./names.js";
 import {
   NOT_SUPPORTED,
@@ -58,7 +58,7 @@ export class RuntimeRegistry {
 
   constructor(options: RuntimeRegistryOptions) {
     if (typeof options?.resolve !== "function") {
-      throw new JobrtError("ERR_RUNTIME_CONTRACT", "RuntimeRegistry needs a resolve(type) function");
+      throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "RuntimeRegistry needs a resolve(type) function" });
     }
     this.#resolve = options.resolve;
     this.defaultRuntime = normalizeRuntimeName(options.defaultRuntime ?? "oci").name;
@@ -89,7 +89,7 @@ export class RuntimeRegistry {
       const entry = await prepared;
       if (generation !== this.#generation) {
         await Promise.resolve(entry.plugin.fini()).catch(() => {});
-        throw new JobrtError("ERR_RUNTIME_INIT", `runtime ${type} finished loading after the registry was finalised`, {
+        throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: "finished loading after the registry was finalised" }, {
           details: { runtime: type },
         });
       }
@@ -117,7 +117,7 @@ export class RuntimeRegistry {
       exported = await this.#resolve(type);
     } catch (error) {
       if (isJobrtError(error)) throw error;
-      throw new JobrtError("ERR_RUNTIME_NOT_FOUND", `runtime ${type} could not be loaded: ${messageOf(error)}`, {
+      throw jobrtError("ERR_RUNTIME_NOT_FOUND", { runtime: type, problem: `could not be loaded: ${messageOf(error)}` }, {
         cause: error,
         details: { runtime: type },
       });
@@ -150,7 +150,7 @@ export class RuntimeRegistry {
       timer = setTimeout(
         () =>
           reject(
-            new JobrtError("ERR_RUNTIME_INIT", `runtime ${type} init did not finish within ${this.#initTimeoutMs} ms`, {
+            jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init did not finish within ${this.#initTimeoutMs} ms` }, {
               details: { runtime: type, hook: "init" },
             }),
           ),
@@ -161,7 +161,7 @@ export class RuntimeRegistry {
       await Promise.race([Promise.resolve().then(() => plugin.init(context)), timeout]);
     } catch (error) {
       if (isJobrtError(error, "ERR_RUNTIME_INIT")) throw error;
-      throw new JobrtError("ERR_RUNTIME_INIT", `runtime ${type} init failed: ${messageOf(error)}`, {
+      throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init failed: ${messageOf(error)}` }, {
         cause: error,
         details: { runtime: type, hook: "init" },
       });
@@ -173,7 +173,7 @@ export class RuntimeRegistry {
   #entry(index: number): Entry {
     const entry = Number.isInteger(index) && index > RUNTIME_IDX_INVALID ? this.#entries[index] : undefined;
     if (!entry) {
-      throw new JobrtError("ERR_RUNTIME_INDEX", `no runtime is loaded at index ${String(index)}`, { details: { index } });
+      throw jobrtError("ERR_RUNTIME_INDEX", { index: String(index) }, { details: { index } });
     }
     return entry;
   }
@@ -183,7 +183,7 @@ export class RuntimeRegistry {
     try {
       return await fn(plugin);
     } catch (error) {
-      throw new JobrtError("ERR_RUNTIME_HOOK", `runtime ${info.type} ${hook} failed: ${messageOf(error)}`, {
+      throw jobrtError("ERR_RUNTIME_HOOK", { runtime: info.type, hook, reason: messageOf(error) }, {
         cause: error,
         details: { runtime: info.type, hook, ...(isJobrtError(error) ? { causeCode: error.code } : {}) },
       });
@@ -220,9 +220,9 @@ export class RuntimeRegistry {
     const result = await this.#call(index, "run", (p) => p.run(node, step, task));
     if (result === NOT_SUPPORTED || isExecSpec(result)) return result;
     const type = this.#entry(index).info.type;
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_RUNTIME_CONTRACT",
-      `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd} or NOT_SUPPORTED`,
+      { problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd} or NOT_SUPPORTED` },
       { details: { runtime: type, hook: "run" } },
     );
   }
@@ -253,7 +253,7 @@ export class RuntimeRegistry {
     }
     if (failures.length > 0) {
       const list = failures.map((f) => `${f.type}: ${messageOf(f.error)}`).join("; ");
-      throw new JobrtError("ERR_RUNTIME_FINI", `fini failed for ${failures.length} runtime(s): ${list}`, {
+      throw jobrtError("ERR_RUNTIME_FINI", { count: failures.length, failures: list }, {
         cause: failures.length === 1 ? failures[0]?.error : new AggregateError(failures.map((f) => f.error)),
         details: { runtimes: failures.map((f) => f.type) },
       });

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
-import { JobrtError, messageOf } from "./errors.js";
+import { jobrtError, messageOf } from "./errors.js";
 import { type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
 import type { RuntimeResolver } from "./registry.js";
 import { resolvedRuntime } from "./resolved.js";
@@ -46,32 +46,32 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
     try {
       manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as PackageManifest;
     } catch (error) {
-      throw new JobrtError("ERR_RUNTIME_INVALID", `runtime ${name.type}: cannot read ${manifestPath}: ${messageOf(error)}`, {
+      throw jobrtError("ERR_RUNTIME_INVALID", { runtime: name.type, origin: "", problem: `cannot read ${manifestPath}: ${messageOf(error)}` }, {
         details: { runtime: name.type, package: pkg, path: dir },
       });
     }
     const version = typeof manifest.version === "string" ? manifest.version : "unknown";
     const entry = entryFile(manifest, dir);
     if (!entry) {
-      throw new JobrtError(
+      throw jobrtError(
         "ERR_RUNTIME_INVALID",
-        `runtime ${name.type}: package ${pkg}@${version} (${dir}) has no importable entry point (its "exports" or "main" names no file inside the package)`,
+        { runtime: name.type, origin: ` from package ${pkg}@${version} (${dir})`, problem: `it has no importable entry point (its "exports" or "main" names no file inside the package)` },
         { details: { runtime: name.type, package: pkg, path: dir, version } },
       );
     }
     found.push({ package: pkg, version, dir, entry });
   }
   if (found.length === 0) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_RUNTIME_NOT_FOUND",
-      `runtime ${name.name} is not installed: none of ${candidates.join(", ")} can be resolved from ${baseDir}; install one next to @jobrt/cli (or in PluginDir)`,
+      { runtime: name.name, problem: `is not installed: none of ${candidates.join(", ")} can be resolved from ${baseDir}; install one next to @jobrt/cli (or in PluginDir)` },
       { details: { runtime: name.type, path: baseDir } },
     );
   }
   if (found.length > 1) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_RUNTIME_AMBIGUOUS",
-      `runtime ${name.name} is ambiguous: both ${found.map((f) => `${f.package}@${f.version}`).join(" and ")} are installed; uninstall one`,
+      { runtime: name.name, packages: found.map((f) => `${f.package}@${f.version}`).join(" and ") },
       { details: { runtime: name.type, path: baseDir } },
     );
   }
@@ -143,9 +143,9 @@ export function createPackageResolver(options: PackageResolverOptions): RuntimeR
   return async (type: string) => {
     const name = normalizeRuntimeName(type);
     if (!isRuntimeAllowed(name.name, allow)) {
-      throw new JobrtError(
+      throw jobrtError(
         "ERR_RUNTIME_NOT_ALLOWED",
-        `runtime ${name.name} is not allowed on this node (RuntimePlugins=${allow.join(",")})`,
+        { runtime: name.name, allowed: allow.join(",") },
         { details: { runtime: name.type } },
       );
     }
@@ -155,9 +155,9 @@ export function createPackageResolver(options: PackageResolverOptions): RuntimeR
     try {
       mod = (await import(pathToFileURL(located.entry).href)) as { default?: unknown };
     } catch (error) {
-      throw new JobrtError(
+      throw jobrtError(
         "ERR_RUNTIME_INVALID",
-        `runtime ${name.type}: importing ${located.package}@${located.version} (${located.entry}) failed: ${messageOf(error)}`,
+        { runtime: name.type, origin: ` from package ${located.package}@${located.version} (${located.dir})`, problem: `importing ${located.entry} failed: ${messageOf(error)}` },
         { cause: error, details: { runtime: name.type, package: located.package, version: located.version, path: located.dir } },
       );
     }

@@ -4,7 +4,9 @@ import { mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type ConfSchema, MAX_CONF_BYTES, clipText, loadConfFile, parseConf, readConfText } from "../src/index.js";
+import { clipText } from "../src/conf.js";
+import { MAX_CONF_BYTES } from "../src/conffile.js";
+import { type ConfSchema, loadConfFile, parseConf, readConfText } from "../src/index.js";
 
 // What a configuration file may be: only a regular file of at most MAX_CONF_BYTES, read without
 // ever blocking; a dangling symlink is an error, a missing file is "no file".

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { RuntimeRegistry, normalizeRuntimeName, packageCandidates } from "../src/index.js";
+import { RuntimeRegistry, normalizeRuntimeName } from "../src/index.js";
+import { packageCandidates } from "../src/names.js";
 
 const MALICIOUS = [
   "../x",

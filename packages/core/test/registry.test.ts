@@ -7,8 +7,8 @@ import {
   RuntimeRegistry,
   type StepRecord,
   definePlugin,
-  resolvedRuntime,
 } from "../src/index.js";
+import { resolvedRuntime } from "../src/resolved.js";
 import { type Calls, deferred, recordingPlugin } from "./helpers.js";
 
 const node: NodeConf = { nodeName: "n1", confDir: "/nonexistent", spoolDir: "/tmp", killWait: 1, hostUid: 0, log: () => {} };

@@ -1,4 +1,4 @@
-import { JobrtError, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { type StepRecord, type TaskRecord, jobrtError } from "@jobrt/core";
 
 /**
  * srun's --export: ALL (default) passes the whole environment; NONE passes nothing; otherwise a
@@ -10,7 +10,7 @@ export function exportEnvironment(spec: string, source: NodeJS.ProcessEnv): Reco
     for (const [k, v] of Object.entries(source)) if (v !== undefined) out[k] = v;
   };
   const items = spec.split(",").filter((s) => s !== "");
-  if (items.length === 0) throw new JobrtError("ERR_USAGE", "--export: empty value (use ALL, NONE or NAME[=value],...)");
+  if (items.length === 0) throw jobrtError("ERR_USAGE", { problem: "--export: empty value (use ALL, NONE or NAME[=value],...)" });
   if (items.length === 1 && items[0]!.toUpperCase() === "NONE") return out;
   for (const item of items) {
     const eq = item.indexOf("=");
@@ -20,7 +20,7 @@ export function exportEnvironment(spec: string, source: NodeJS.ProcessEnv): Reco
       continue;
     }
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      throw new JobrtError("ERR_USAGE", `--export: ${JSON.stringify(name)} is not a variable name`);
+      throw jobrtError("ERR_USAGE", { problem: `--export: ${JSON.stringify(name)} is not a variable name` });
     }
     if (eq < 0) {
       const v = source[name];

@@ -1,4 +1,4 @@
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 
 export interface FilePatternValues {
   jobId: number;
@@ -28,7 +28,7 @@ export function expandFilePattern(pattern: string, option: string, v: FilePatter
   return pattern.replace(/%(\d*)(.)/g, (_, width: string, c: string) => {
     if (Number(width) > MAX_PAD_WIDTH) {
       const shown = width.length > 12 ? `${width.slice(0, 12)}...` : width;
-      throw new JobrtError("ERR_USAGE", `${option}: padding width ${shown} in %${shown}${c} is more than ${MAX_PAD_WIDTH}`);
+      throw jobrtError("ERR_USAGE", { problem: `${option}: padding width ${shown} in %${shown}${c} is more than ${MAX_PAD_WIDTH}` });
     }
     const pad = (n: number) => String(n).padStart(width === "" ? 0 : Number(width), "0");
     switch (c) {
@@ -39,14 +39,14 @@ export function expandFilePattern(pattern: string, option: string, v: FilePatter
       case "s":
         return pad(v.stepId);
       case "t":
-        if (v.taskId === undefined) throw new JobrtError("ERR_USAGE", `${option}: %t has no value here`);
+        if (v.taskId === undefined) throw jobrtError("ERR_USAGE", { problem: `${option}: %t has no value here` });
         return pad(v.taskId);
       case "n":
         return pad(v.nodeId);
       case "N":
         return v.nodeName;
       default:
-        throw new JobrtError("ERR_USAGE", `${option}: unknown pattern %${c} in ${JSON.stringify(pattern)} (use %j %s %t %n %N %%)`);
+        throw jobrtError("ERR_USAGE", { problem: `${option}: unknown pattern %${c} in ${JSON.stringify(pattern)} (use %j %s %t %n %N %%)` });
     }
   });
 }

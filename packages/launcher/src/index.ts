@@ -4,14 +4,22 @@ export { expandFilePattern } from "./filepattern.js";
 export { confDirFrom, loadSiteConfig, type SiteConfig, spoolDirFor } from "./siteconf.js";
 export { parseTimeLimit } from "./time.js";
 export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
-export { type ComponentSpec, type PlannedComponent, type StepSpec, type TaskIo, planFromSlurm, planStep } from "./session/plan.js";
+export type {
+  CancelEvent,
+  CleanupEvent,
+  OutputEvent,
+  RuntimeEvent,
+  SetupEvent,
+  StepEndEvent,
+  StepEvent,
+  StepStartEvent,
+  TaskExitEvent,
+  TaskStartEvent,
+} from "./session/events.js";
+export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
 export { type SessionOptions, type StepPlan, type StepResult, runSession } from "./session/session.js";
-export type { StepEvent } from "./session/task.js";
-export { statusOf } from "./session/status.js";
 export { type Collected, collectOrphans } from "./session/collect.js";
 export { openSpool, type Spool } from "./session/spool.js";
 export { userSpools } from "./session/userjournals.js";
 export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";
-export { type TaskProcessOptions, closeInheritedDescriptors, dropTo, spawnTaskProcess } from "./session/spawn.js";
-export { functionSink, pipeLines } from "./lines.js";
-export { isPerTask } from "./filepattern.js";
+export { type TaskProcessOptions, dropTo, spawnTaskProcess } from "./session/spawn.js";

@@ -1,4 +1,4 @@
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 
 /**
  * Parses a Slurm time limit (`-t`): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
@@ -9,7 +9,7 @@ export function parseTimeLimit(text: string): number | undefined {
   const t = text.trim();
   if (/^(infinite|unlimited)$/i.test(t)) return undefined;
   const bad = (): never => {
-    throw new JobrtError("ERR_USAGE", `invalid time limit ${JSON.stringify(text)}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS`);
+    throw jobrtError("ERR_USAGE", { problem: `invalid time limit ${JSON.stringify(text)}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS` });
   };
   const m = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(t);
   if (!m) bad();

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 
 export interface UserIdentity {
   uid: number;
@@ -51,7 +51,7 @@ const shown = (spec: string) => JSON.stringify(spec.length > 64 ? `${spec.slice(
 function checkedId(text: string | undefined, subject: string): number {
   const id = text !== undefined && /^\d+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(id) || id > MAX_ID) {
-    throw new JobrtError("ERR_USAGE", `${subject} ${shown(text ?? "")} is not an id from 0 to ${MAX_ID}`);
+    throw jobrtError("ERR_USAGE", { problem: `${subject} ${shown(text ?? "")} is not an id from 0 to ${MAX_ID}` });
   }
   return id;
 }
@@ -66,7 +66,7 @@ export function lookupUser(spec: string): UserIdentity {
       const uid = Number(spec);
       return { uid, gid: uid, user: spec, home: "/" };
     }
-    throw new JobrtError("ERR_USAGE", `--uid: no such user ${shown(spec)}`);
+    throw jobrtError("ERR_USAGE", { problem: `--uid: no such user ${shown(spec)}` });
   }
   return { user: entry[0]!, uid: checkedId(entry[2], `--uid: user ${shown(spec)} has uid`), gid: checkedId(entry[3], `--uid: user ${shown(spec)} has gid`), home: entry[5] || "/" };
 }
@@ -74,7 +74,7 @@ export function lookupUser(spec: string): UserIdentity {
 export function lookupGroup(spec: string): number {
   if (/^\d+$/.test(spec)) return checkedId(spec, "--gid:");
   const entry = getent("group", spec);
-  if (!entry || entry.length < 3) throw new JobrtError("ERR_USAGE", `--gid: no such group ${shown(spec)}`);
+  if (!entry || entry.length < 3) throw jobrtError("ERR_USAGE", { problem: `--gid: no such group ${shown(spec)}` });
   return checkedId(entry[2], `--gid: group ${shown(spec)} has gid`);
 }
 

@@ -1,7 +1,10 @@
 import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { expandFilePattern, exportEnvironment, functionSink, isPerTask, lookupGroup, lookupUser, parseTimeLimit, pipeLines, statusOf } from "../src/index.js";
+import { isPerTask } from "../src/filepattern.js";
+import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit } from "../src/index.js";
+import { functionSink, pipeLines } from "../src/lines.js";
+import { statusOf } from "../src/session/status.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {
   it.each([

@@ -1,5 +1,5 @@
 import { isAbsolute, join } from "node:path";
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 
 export type OciConfig = Record<string, unknown>;
 
@@ -22,21 +22,21 @@ export function parseBundleConfig(text: string, file: string, bundleDir: string)
   try {
     config = JSON.parse(text);
   } catch (error) {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: not valid JSON: ${(error as Error).message}`, { details: { file } });
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: not valid JSON: ${(error as Error).message}` }, { details: { file } });
   }
-  if (!isObject(config)) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: the top level must be a JSON object`, { details: { file } });
+  if (!isObject(config)) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: the top level must be a JSON object` }, { details: { file } });
   const root = config.root;
   const path = isObject(root) ? root.path : undefined;
   if (typeof path !== "string" || path === "") {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: root.path is missing (an OCI bundle's config.json names its rootfs there)`, {
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: root.path is missing (an OCI bundle's config.json names its rootfs there)` }, {
       details: { file, key: "root.path" },
     });
   }
   const proc = config.process;
-  if (proc !== undefined && !isObject(proc)) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: process must be an object`, { details: { file, key: "process" } });
+  if (proc !== undefined && !isObject(proc)) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: process must be an object` }, { details: { file, key: "process" } });
   const rawEnv = isObject(proc) ? proc.env : undefined;
   if (rawEnv !== undefined && !(Array.isArray(rawEnv) && rawEnv.every((e) => typeof e === "string"))) {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: process.env must be an array of strings`, { details: { file, key: "process.env" } });
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: process.env must be an array of strings` }, { details: { file, key: "process.env" } });
   }
   return {
     config,
@@ -98,12 +98,12 @@ export function parseVolume(spec: string): Mount {
   const parts = spec.split(":");
   const [source, destination, flag] = parts;
   if (parts.length < 2 || parts.length > 3 || !source || !destination || !isAbsolute(source) || !isAbsolute(destination)) {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", `--container-volume ${JSON.stringify(spec)}: expected /host/path:/container/path[:ro|rw]`, {
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-volume ${JSON.stringify(spec)}: expected /host/path:/container/path[:ro|rw]` }, {
       details: { key: "--container-volume" },
     });
   }
   if (flag !== undefined && flag !== "ro" && flag !== "rw") {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", `--container-volume ${JSON.stringify(spec)}: the third field must be ro or rw`, {
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-volume ${JSON.stringify(spec)}: the third field must be ro or rw` }, {
       details: { key: "--container-volume" },
     });
   }

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ConfLocation, type ConfSchema, type FieldSpec, JobrtError, confError, messageOf, parseConf, readConfText } from "@jobrt/core";
+import { type ConfLocation, type ConfSchema, type FieldSpec, type JobrtError, confError, jobrtError, messageOf, parseConf, readConfText } from "@jobrt/core";
 import { compileEre } from "./ere.js";
 import { type PatternChar, describePatternChar, findPatternProblem, shellQuoteIn, usedPatternChars } from "./pattern.js";
 
@@ -132,7 +132,7 @@ export const OCI_CONF_SCHEMA: ConfSchema = {
 function matrixError(file: string, where: Record<string, ConfLocation>, keys: string[], what: string): JobrtError {
   const at = keys.map((k) => where[k]).find((l): l is ConfLocation => l !== undefined);
   if (at) return confError(at, keys.find((k) => where[k] === at), what);
-  return new JobrtError("ERR_CONF", `${file}: ${what}`, { details: { file } });
+  return jobrtError("ERR_CONF", { where: file, problem: what }, { details: { file } });
 }
 
 /** Parses and validates oci.conf text: syntax, types, patterns, regexes, the mode matrix (runtime-oci.md, Configuration reference). */

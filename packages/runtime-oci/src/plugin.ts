@@ -4,7 +4,7 @@ import {
   type ClientInfo,
   type ContainerRequest,
   type ExecSpec,
-  JobrtError,
+  type JobrtError,
   NOT_SUPPORTED,
   type NodeConf,
   type NotSupported,
@@ -13,6 +13,7 @@ import {
   definePlugin,
   messageOf,
   packageVersion,
+  jobrtError,
 } from "@jobrt/core";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
 import { type CommandResult, runCommand } from "./command.js";
@@ -61,9 +62,9 @@ export function commandTimeouts(text: string | undefined = process.env[TIMEOUTS_
     const key = m?.[1] as keyof CommandTimeouts | undefined;
     const seconds = Number(m?.[2]);
     if (!m || key === undefined || !(key in t) || !(seconds > 0) || seconds > 86_400) {
-      throw new JobrtError(
+      throw jobrtError(
         "ERR_CONF",
-        `$${TIMEOUTS_VARIABLE}: ${JSON.stringify(item.trim())} is not KEY=SECONDS with KEY one of ${Object.keys(t).join(", ")} and 0 < SECONDS <= 86400`,
+        { where: `$${TIMEOUTS_VARIABLE}`, problem: `${JSON.stringify(item.trim())} is not KEY=SECONDS with KEY one of ${Object.keys(t).join(", ")} and 0 < SECONDS <= 86400` },
         { details: { variable: TIMEOUTS_VARIABLE } },
       );
     }
@@ -126,7 +127,7 @@ export function stepDirName(step: Pick<StepRecord, "kind" | "stepId" | "jobId">)
 }
 
 function requestError(message: string, key?: string): JobrtError {
-  return new JobrtError("ERR_CONTAINER_REQUEST", message, { details: { runtime: "runtime/oci", ...(key ? { key } : {}) } });
+  return jobrtError("ERR_CONTAINER_REQUEST", { problem: message }, { details: { runtime: "runtime/oci", ...(key ? { key } : {}) } });
 }
 
 /** Checks the job's container options against what this runtime can do. */
@@ -161,17 +162,17 @@ export function resolveConf(node: NodeConf, step: StepRecord): OciConf {
   }
   const runc = findProgram("runc", step.env.PATH) ?? findProgram("runc", process.env.PATH);
   if (!runc) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
-      `--container needs a container runtime: there is no ${join(node.confDir, "oci.conf")} and runc is not on PATH; install runc (apt-get install runc) or write an oci.conf (see docs/runtime-oci.md)`,
+      { problem: `--container needs a container runtime: there is no ${join(node.confDir, "oci.conf")} and runc is not on PATH; install runc (apt-get install runc) or write an oci.conf (see docs/runtime-oci.md)` },
       { details: { runtime: "runtime/oci", file: join(node.confDir, "oci.conf") } },
     );
   }
   const rootless = step.uid !== 0;
   if (rootless && !userNamespacesAvailable()) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
-      `--container as uid ${step.uid} needs rootless runc, and this machine has unprivileged user namespaces disabled; enable them (sysctl kernel.unprivileged_userns_clone=1) or write an oci.conf (see docs/runtime-oci.md)`,
+      { problem: `--container as uid ${step.uid} needs rootless runc, and this machine has unprivileged user namespaces disabled; enable them (sysctl kernel.unprivileged_userns_clone=1) or write an oci.conf (see docs/runtime-oci.md)` },
       { details: { runtime: "runtime/oci" } },
     );
   }
@@ -194,7 +195,7 @@ function expandPath(conf: OciConf, key: string, pattern: string, values: Pattern
   try {
     return expandPattern(pattern, values, { shell: false });
   } catch (error) {
-    throw new JobrtError("ERR_CONF", `${conf.file}: ${key}: ${messageOf(error)}`, { details: { file: conf.file, key } });
+    throw jobrtError("ERR_CONF", { where: `${conf.file}: ${key}`, problem: messageOf(error) }, { details: { file: conf.file, key } });
   }
 }
 
@@ -204,7 +205,7 @@ function expandCommand(st: StepState, key: keyof OciConf["commands"], values: Pa
     return expandPattern(pattern, values, { shell: true });
   } catch (error) {
     if (error instanceof PatternValueError) {
-      throw new JobrtError("ERR_CONF", `${st.conf.file}: ${key}: ${error.message}, so the command is not run`, { details: { file: st.conf.file, key } });
+      throw jobrtError("ERR_CONF", { where: `${st.conf.file}: ${key}`, problem: `${error.message}, so the command is not run` }, { details: { file: st.conf.file, key } });
     }
     throw error;
   }
@@ -267,7 +268,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
-      if (strict) throw new JobrtError("ERR_CONTAINER_REQUEST", `cannot read ${file}: ${why}`, { details: { runtime: "runtime/oci", file } });
+      if (strict) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `cannot read ${file}: ${why}` }, { details: { runtime: "runtime/oci", file } });
       node.log("debug", `runtime oci: cleanup from the step record: cannot read ${file} (${why}); using the bundle as rootfs`);
     } else {
       try {
@@ -281,14 +282,14 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     if (bundleConfig && image) fitImageToStep(node, bundleConfig.config, step.uid);
     if (strict && bundleConfig && conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
-      if (problem) throw new JobrtError("ERR_CONTAINER_REQUEST", `${file}: ${problem}`, { details: { runtime: "runtime/oci", file } });
+      if (problem) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: ${problem}` }, { details: { runtime: "runtime/oci", file } });
     }
   }
   base.rootfs = rootfs;
   let parent = node.spoolDir;
   if (conf.containerPath !== undefined) {
     parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
-    if (!isAbsolute(parent)) throw new JobrtError("ERR_CONF", `${conf.file}: ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`, { details: { file: conf.file, key: "ContainerPath" } });
+    if (!isAbsolute(parent)) throw jobrtError("ERR_CONF", { where: conf.file, problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path` }, { details: { file: conf.file, key: "ContainerPath" } });
   }
   const stepDir = join(parent, stepDirName(step));
   base.stepDir = stepDir;
@@ -321,7 +322,7 @@ async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Pr
     r = await fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
     if (r.ok || r.code !== "ENOENT") break;
   }
-  if (!r.ok) throw new JobrtError("ERR_LAUNCH", `cannot create the task spool dir ${taskDir}: ${r.error}`, { details: { runtime: "runtime/oci", path: taskDir } });
+  if (!r.ok) throw jobrtError("ERR_LAUNCH", { problem: `cannot create the task spool dir ${taskDir}: ${r.error}` }, { details: { runtime: "runtime/oci", path: taskDir } });
   st.tasks.set(task.localId, { task, taskDir });
 }
 
@@ -331,7 +332,7 @@ function ensureStepDir(stepDir: string, identity: Identity | undefined, step: St
     // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
     makeStepDir(stepDir, 0o770, identity, [step.uid]);
   } catch (error) {
-    throw new JobrtError("ERR_LAUNCH", `cannot create the step spool dir ${stepDir}: ${messageOf(error)}`, { details: { runtime: "runtime/oci", path: stepDir } });
+    throw jobrtError("ERR_LAUNCH", { problem: `cannot create the step spool dir ${stepDir}: ${messageOf(error)}` }, { details: { runtime: "runtime/oci", path: stepDir } });
   }
 }
 
@@ -375,7 +376,7 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   results.forEach((r, i) => {
     if (!r.ok) {
       const op = ops[i] as Extract<FsOp, { op: "write" }>;
-      throw new JobrtError("ERR_LAUNCH", `cannot write ${join(op.dir, op.name)}: ${r.error}`, { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } });
+      throw jobrtError("ERR_LAUNCH", { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` }, { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } });
     }
   });
 

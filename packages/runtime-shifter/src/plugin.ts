@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
-import { JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, packageVersion } from "@jobrt/core";
+import { type JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
 import { type ShifterConf, loadShifterConf } from "./conf.js";
 import { type PinnedImage, buildExecSpec } from "./exec.js";
 import { show } from "./reject.js";
@@ -38,7 +38,7 @@ export function shifterimgPath(conf: ShifterConf, udi: UdiRootConf | undefined):
 }
 
 function imageError(p: Prepared, rule: string): JobrtError {
-  return new JobrtError("ERR_CONTAINER_IMAGE", `${p.request.imageField} ${show(p.request.image.canonical)}: ${rule}`, {
+  return jobrtError("ERR_CONTAINER_IMAGE", { problem: `${p.request.imageField} ${show(p.request.image.canonical)}: ${rule}` }, {
     details: { runtime: "runtime/shifter", key: p.request.imageField },
   });
 }
@@ -84,7 +84,7 @@ function checkShifter(conf: ShifterConf): void {
     accessSync(conf.shifterPath, constants.X_OK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "not executable";
-    throw new JobrtError("ERR_RUNTIME_COMMAND", `cannot run shifter at ${conf.shifterPath} (${code}): install Shifter or set ShifterPath in shifter.conf`, {
+    throw jobrtError("ERR_RUNTIME_COMMAND", { problem: `cannot run shifter at ${conf.shifterPath} (${code}): install Shifter or set ShifterPath in shifter.conf` }, {
       details: { runtime: "runtime/shifter", path: conf.shifterPath },
     });
   }
@@ -113,14 +113,14 @@ const shifter = definePlugin(
     },
     taskInit(_node, step) {
       if (!states.has(step) && wantsContainer(step)) {
-        throw new JobrtError("ERR_RUNTIME_CONTRACT", "shifter taskInit called before a successful setup of this step", { details: { runtime: "runtime/shifter", hook: "taskInit" } });
+        throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "shifter taskInit called before a successful setup of this step" }, { details: { runtime: "runtime/shifter", hook: "taskInit" } });
       }
     },
     run(_node, step, task) {
       const state = states.get(step);
       if (!state) {
         if (wantsContainer(step)) {
-          throw new JobrtError("ERR_RUNTIME_CONTRACT", "shifter run called before a successful setup of this step", { details: { runtime: "runtime/shifter", hook: "run" } });
+          throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "shifter run called before a successful setup of this step" }, { details: { runtime: "runtime/shifter", hook: "run" } });
         }
         return NOT_SUPPORTED;
       }

@@ -1,4 +1,4 @@
-import { JobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
 /** Shows untrusted text in a message: quoted, control characters escaped, long values cut. */
 export function show(text: string): string {
@@ -11,5 +11,5 @@ export function show(text: string): string {
  * a site default) and the rule broken. Code ERR_CONTAINER_REQUEST, or ERR_CONTAINER_IMAGE for images.
  */
 export function reject(field: string, value: string, rule: string, code: "ERR_CONTAINER_REQUEST" | "ERR_CONTAINER_IMAGE" = "ERR_CONTAINER_REQUEST"): JobrtError {
-  return new JobrtError(code, `${field} ${show(value)}: ${rule}`, { details: { runtime: "runtime/shifter", key: field } });
+  return jobrtError(code, { problem: `${field} ${show(value)}: ${rule}` }, { details: { runtime: "runtime/shifter", key: field } });
 }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { JobrtError, type NodeConf, type StepRecord } from "@jobrt/core";
+import { type JobrtError, type NodeConf, type StepRecord, jobrtError } from "@jobrt/core";
 import type { ShifterConf } from "./conf.js";
 import { HEX64_RE, type ImageRef } from "./image.js";
 import { show } from "./reject.js";
@@ -56,14 +56,14 @@ export type LookupResult = { kind: "found"; id: string } | { kind: "missing" } |
 function commandError(conf: ShifterConf, path: string, error: unknown): JobrtError {
   const code = (error as NodeJS.ErrnoException).code;
   const hint = conf.shifterimgPath ? "check ShifterimgPath in shifter.conf" : "set ShifterimgPath in shifter.conf (or udiRootPath in udiRoot.conf)";
-  return new JobrtError("ERR_RUNTIME_COMMAND", `cannot run shifterimg at ${path}: ${code ?? String(error)}: ${hint}`, {
+  return jobrtError("ERR_RUNTIME_COMMAND", { problem: `cannot run shifterimg at ${path}: ${code ?? String(error)}: ${hint}` }, {
     cause: error,
     details: { runtime: "runtime/shifter", path },
   });
 }
 
 function timeoutError(what: string, ms: number, key: string): JobrtError {
-  return new JobrtError("ERR_RUNTIME_TIMEOUT", `${what} did not finish within ${ms / 1000} s (shifter.conf ${key}); it was killed`, {
+  return jobrtError("ERR_RUNTIME_TIMEOUT", { problem: `${what} did not finish within ${ms / 1000} s (shifter.conf ${key}); it was killed` }, {
     details: { runtime: "runtime/shifter", key },
   });
 }

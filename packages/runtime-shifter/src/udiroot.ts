@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { JobrtError, readConfText } from "@jobrt/core";
+import { jobrtError, readConfText } from "@jobrt/core";
 
 /** The parts of Shifter's udiRoot.conf a launcher needs (Shifter's own syntax, not Slurm's). */
 export interface UdiRootConf {
@@ -87,10 +87,10 @@ export function loadUdiRootConf(path: string, explicit: boolean, hostUid: number
 export function assertTrustedFile(path: string, hostUid: number, what: string): void {
   const st = statSync(path);
   if (st.uid !== 0 && st.uid !== hostUid) {
-    throw new JobrtError("ERR_CONF", `${path}: ${what} must be owned by root (owner is uid ${st.uid})`, { details: { file: path } });
+    throw jobrtError("ERR_CONF", { where: path, problem: `${what} must be owned by root (owner is uid ${st.uid})` }, { details: { file: path } });
   }
   if ((st.mode & 0o022) !== 0) {
-    throw new JobrtError("ERR_CONF", `${path}: ${what} must not be group- or world-writable (mode ${(st.mode & 0o777).toString(8)}): chmod go-w ${path}`, {
+    throw jobrtError("ERR_CONF", { where: path, problem: `${what} must not be group- or world-writable (mode ${(st.mode & 0o777).toString(8)}): chmod go-w ${path}` }, {
       details: { file: path },
     });
   }

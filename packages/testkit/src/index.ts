@@ -1,14 +1,6 @@
-export { CHECKS, type CheckId, type CheckLevel } from "./checks.js";
+export { CHECKS } from "./checks.js";
 export { describeRuntimeConformance } from "./conformance.js";
-export { asJobrtError, describeError } from "./errors.js";
-export { argvProblems, envCwdProblems, resolveProgram, shellProblems } from "./execspec.js";
-export { type JobUser, type TestNode, type TestStepOptions, containerRequest, createTestNode, createTestStep, uniqueJobId } from "./fixtures.js";
-export { type LaunchOptions, type LaunchResult, launchTask, processGroupAlive } from "./launch.js";
-export type {
-  ConformanceCapabilities,
-  ConformanceOptions,
-  InvalidCase,
-  LaunchCheckOptions,
-  Lazy,
-  PluginSource,
-} from "./options.js";
+export { argvProblems, envCwdProblems, shellProblems } from "./execspec.js";
+export { type TestNode, type TestStepOptions, containerRequest, createTestNode, createTestStep } from "./fixtures.js";
+export { type LaunchOptions, type LaunchResult, launchTask } from "./launch.js";
+export type { ConformanceOptions, InvalidCase, PluginSource } from "./options.js";

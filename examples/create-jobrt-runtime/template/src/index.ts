@@ -1,4 +1,4 @@
-import { type ExecSpec, JobrtError, type StepRecord, definePlugin, packageVersion } from "@jobrt/core";
+import { type ExecSpec, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
 
 /** What setup learned about a step. Per-step state lives in a WeakMap, never in module globals. */
 interface StepState {
@@ -9,7 +9,7 @@ const steps = new WeakMap<StepRecord, StepState>();
 function checkRequest(step: StepRecord): void {
   // This starter runs tasks on the host, so a container request is refused rather than ignored.
   if (step.container?.value !== undefined) {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", `--container ${JSON.stringify(step.container.value)}: runtime __NAME__ does not run containers`);
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container ${JSON.stringify(step.container.value)}: runtime __NAME__ does not run containers` });
   }
 }
 
@@ -26,7 +26,7 @@ export default definePlugin(
     },
     run(_node, step, task): ExecSpec {
       const state = steps.get(step);
-      if (!state) throw new JobrtError("ERR_RUNTIME_CONTRACT", "__NAME__: run called before setup");
+      if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "__NAME__: run called before setup" });
       // Replace this with your runtime's command line; argv[0] must be absolute or on PATH.
       return { argv: ["/usr/bin/env", `JOBRT_RUNTIME_STEP=${state.label}`, ...task.argv], env: task.env, cwd: step.cwd };
     },

@@ -1,4 +1,4 @@
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 import { collectOrphans, openSpool, userSpools } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { GC_HELP } from "../help.js";
@@ -15,7 +15,7 @@ export async function gcCommand(args: string[]): Promise<number> {
     process.stdout.write(GC_HELP);
     return 0;
   }
-  if (parsed.components[0]!.argv.length > 0) throw new JobrtError("ERR_USAGE", `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}`);
+  if (parsed.components[0]!.argv.length > 0) throw jobrtError("ERR_USAGE", { problem: `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
   const jobText = one(parsed.step, "job");
   const jobId = jobText === undefined ? undefined : positiveInt(jobText, "job", 4_294_967_295);
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);

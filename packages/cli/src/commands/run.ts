@@ -3,6 +3,7 @@ import { StepCancel, type StepEvent, parseTimeLimit, runSession } from "@jobrt/l
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { describeError, exitCodeFor } from "../errors.js";
 import { type TaskEnd, failureLines } from "../failures.js";
+import { jsonEventLine } from "../jsonevent.js";
 import { RUN_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
@@ -44,11 +45,10 @@ export async function runCommand(args: string[]): Promise<number> {
       describeError: (e) => describeError(e, verbose),
       onEvent: (e: StepEvent) => {
         if (e.event === "task-exit") {
-          const component = e.component as number;
-          const task = (e.task as number) - (firstTask[component] ?? 0);
-          ends.push({ component, task, code: e.code as number | null, signal: e.signal as string | null, interrupted: cancel.signal === "SIGINT" });
+          const task = e.task - (firstTask[e.component] ?? 0);
+          ends.push({ component: e.component, task, code: e.code, signal: e.signal, interrupted: cancel.signal === "SIGINT" });
         }
-        if (json) process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`);
+        if (json) process.stdout.write(jsonEventLine(e));
       },
       ...(timeLimit !== undefined ? { timeLimit } : {}),
     },

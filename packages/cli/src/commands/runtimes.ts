@@ -1,4 +1,4 @@
-import { JobrtError } from "@jobrt/core";
+import { jobrtError } from "@jobrt/core";
 import { flag, one, parseCommandLine } from "../args.js";
 import { RUNTIMES_HELP } from "../help.js";
 import { createHost } from "../host.js";
@@ -7,7 +7,7 @@ import { listRuntimes } from "../listing.js";
 export async function runtimesCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: new Set(["json", "verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "runtimes" });
   if (parsed.components[0]!.argv.length > 0) {
-    throw new JobrtError("ERR_USAGE", `runtimes: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}`);
+    throw jobrtError("ERR_USAGE", { problem: `runtimes: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
   }
   if (flag(parsed.step, "help")) {
     process.stdout.write(RUNTIMES_HELP);

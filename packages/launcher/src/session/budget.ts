@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { JobrtError, type NodeConf } from "@jobrt/core";
+import { type NodeConf, jobrtError } from "@jobrt/core";
 import { isPerTask } from "../filepattern.js";
 import type { PlannedComponent } from "./plan.js";
 
@@ -32,9 +32,9 @@ export function checkDescriptorBudget(components: PlannedComponent[], json: bool
   const sharedFile = (p: string | undefined) => p !== undefined && !isPerTask(p);
   const needsCopy = json || components.some((c) => c.io.label || sharedFile(c.io.output) || sharedFile(c.io.error));
   if (needsCopy) {
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_LAUNCH",
-      `${totalTasks} tasks with -l, --json or a shared --output/--error file need about ${needed} open files, but the limit is ${limit}: raise it (ulimit -n), or use per-task files (-o out-%t)`,
+      { problem: `${totalTasks} tasks with -l, --json or a shared --output/--error file need about ${needed} open files, but the limit is ${limit}: raise it (ulimit -n), or use per-task files (-o out-%t)` },
     );
   }
   node.log("verbose", `${totalTasks} tasks exceed what the open-file limit (${limit}) allows for line-by-line output: tasks write to jobrt's stdout and stderr directly`);

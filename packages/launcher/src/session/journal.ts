@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { JobrtError, type StepRecord, messageOf } from "@jobrt/core";
+import { type StepRecord, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processRunning, processStartTime } from "../proc.js";
 import type { TrackerRecord } from "./proctrack.js";
 import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
@@ -189,7 +189,7 @@ export function claimRunStep(spool: Spool, jobId?: number): StepJournal {
     const step = nextStepId(jobDir);
     return entryJournal(spool.jobsDir, job, step, `step-${step}`, createdJobDir);
   } catch (error) {
-    throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+    throw jobrtError("ERR_LAUNCH", { problem: `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
   }
 }
 
@@ -202,7 +202,7 @@ export function claimExecTask(spool: Spool, jobId: number, stepId: number, taskI
     mkdirSync(join(jobDir, entry), { mode: 0o700 });
     return entryJournal(spool.jobsDir, jobId, stepId, entry, createdJobDir);
   } catch (error) {
-    throw new JobrtError("ERR_LAUNCH", `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+    throw jobrtError("ERR_LAUNCH", { problem: `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
   }
 }
 

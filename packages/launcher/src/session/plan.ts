@@ -1,4 +1,4 @@
-import { type ContainerRequest, JobrtError, type StepKind, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { type ContainerRequest, type StepKind, type StepRecord, type TaskRecord, jobrtError } from "@jobrt/core";
 import { slurmTaskVariables } from "../env.js";
 import type { UserIdentity } from "../users.js";
 import { hetFromSlurm } from "./slurm-env.js";
@@ -91,13 +91,13 @@ function intVar(env: NodeJS.ProcessEnv, names: string[], fallback?: number): num
   for (const name of names) {
     const v = env[name];
     if (v === undefined || v === "") continue;
-    if (!/^\d+$/.test(v)) throw new JobrtError("ERR_NOT_IN_SLURM_STEP", `exec: ${name}=${JSON.stringify(v)} is not a number`);
+    if (!/^\d+$/.test(v)) throw jobrtError("ERR_NOT_IN_SLURM_STEP", { problem: `${name}=${JSON.stringify(v)} is not a number` });
     return Number(v);
   }
   if (fallback !== undefined) return fallback;
-  throw new JobrtError(
+  throw jobrtError(
     "ERR_NOT_IN_SLURM_STEP",
-    `exec: not inside a Slurm job step (${names.join("/")} is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm`,
+    { problem: `not inside a Slurm job step (${names.join("/")} is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm` },
   );
 }
 

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { JobrtError, messageOf } from "@jobrt/core";
+import { jobrtError, messageOf } from "@jobrt/core";
 import {
   type CgroupHierarchy,
   cgroupExists,
@@ -144,7 +144,7 @@ class CgroupTracker implements ProcessTracker {
     try {
       moveInto(ownDir(this.hierarchy), process.pid);
     } catch (error) {
-      throw new JobrtError("ERR_LAUNCH", `cannot leave the step's cgroup ${this.dir}: ${messageOf(error)}`);
+      throw jobrtError("ERR_LAUNCH", { problem: `cannot leave the step's cgroup ${this.dir}: ${messageOf(error)}` });
     }
   }
 
@@ -249,7 +249,7 @@ export function createTracker(mode: ProcTrackMode, name: string): ProcessTracker
     if (typeof result !== "string") return result;
     why.push(`cgroup${version}: ${result}`);
   }
-  if (mode !== "auto") throw new JobrtError("ERR_LAUNCH", `ProcTrack=${mode}: ${why.join("; ")} (set ProcTrack=auto or pgid in jobrt.conf)`);
+  if (mode !== "auto") throw jobrtError("ERR_LAUNCH", { problem: `ProcTrack=${mode}: ${why.join("; ")} (set ProcTrack=auto or pgid in jobrt.conf)` });
   return new GroupTracker(why.join("; "));
 }
 

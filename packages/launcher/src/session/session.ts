@@ -2,12 +2,13 @@ import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import {
   type ClientInfo,
-  JobrtError,
+  type JobrtError,
   type NodeConf,
   type RuntimeRegistry,
   type StepRecord,
   isJobrtError,
   messageOf,
+  jobrtError,
 } from "@jobrt/core";
 import type { StepCancel } from "../cancel.js";
 import type { UserIdentity } from "../users.js";
@@ -22,7 +23,8 @@ import { signalNumber } from "./status.js";
 import { copyStdinToTasks } from "./stdin.js";
 import { StepStdio } from "./stdio.js";
 import { StopControl } from "./stop.js";
-import { type StepEvent, type TaskContext, runTask } from "./task.js";
+import type { StepEvent } from "./events.js";
+import { type TaskContext, runTask } from "./task.js";
 
 /** What to run: a `jobrt run` step (ids claimed here) or one task of a Slurm step (`jobrt exec`). */
 export type StepPlan =
@@ -88,7 +90,7 @@ export class StepSession {
   }
 
   #fail = (error: unknown, what: string): void => {
-    const e = isJobrtError(error) ? error : new JobrtError("ERR_LAUNCH", `${what}: ${messageOf(error)}`, { cause: error });
+    const e = isJobrtError(error) ? error : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
     this.#report(e);
     this.#launchFailed = true;
   };
@@ -317,7 +319,7 @@ export class StepSession {
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: true });
       } catch (error) {
         failed = true;
-        const e = isJobrtError(error) ? error : new JobrtError("ERR_RUNTIME_HOOK", messageOf(error));
+        const e = isJobrtError(error) ? error : jobrtError("ERR_RUNTIME_HOOK", { runtime: c.record.runtime, hook: "cleanup", reason: messageOf(error) }, { cause: error });
         this.#report(e);
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: false, error: e.message });
       }
@@ -333,7 +335,13 @@ export class StepSession {
     // handles SIGTERM and exits 7 exits 7, as srun and slurmstepd report it.
     if (cancel.signal && this.#started === 0) status = Math.max(status, 128 + signalNumber(cancel.signal));
     const error = this.#firstError;
-    this.#emit({ event: "step-end", status, ...(error ? { error: error.message, code: error.code } : {}) });
+    this.#emit({ event: "step-end", status, ...(error ? { error: error.message, code: error.code, ...causeCodeOf(error) } : {}) });
     return { status, taskStatus, ...(error ? { error } : {}) };
   }
+}
+
+/** The code of the runtime's own error inside an ERR_RUNTIME_HOOK, for the step-end event. */
+function causeCodeOf(error: JobrtError): { causeCode?: string } {
+  const code = error.details.causeCode;
+  return typeof code === "string" ? { causeCode: code } : {};
 }

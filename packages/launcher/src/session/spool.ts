@@ -1,7 +1,7 @@
 import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
-import { JobrtError, messageOf } from "@jobrt/core";
+import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is
@@ -16,7 +16,7 @@ export interface Spool {
 const myUid = () => process.getuid?.() ?? 0;
 
 function spoolError(message: string): JobrtError {
-  return new JobrtError("ERR_SPOOL", `SpoolDir: ${message}`);
+  return jobrtError("ERR_SPOOL", { problem: message });
 }
 
 function lstatOrUndefined(path: string): Stats | undefined {

@@ -1,7 +1,7 @@
 import type { ChildProcess, StdioOptions } from "node:child_process";
 import { closeSync, createWriteStream, fstatSync, statSync, type WriteStream } from "node:fs";
 import type { Readable, Writable } from "node:stream";
-import { JobrtError, type TaskRecord } from "@jobrt/core";
+import { type TaskRecord, jobrtError } from "@jobrt/core";
 import { expandFilePattern, isPerTask } from "../filepattern.js";
 import { functionSink, pipeLines } from "../lines.js";
 import type { PlannedComponent } from "./plan.js";
@@ -76,7 +76,7 @@ export class StepStdio {
       fds.push(fd);
       return fd;
     } catch (error) {
-      throw new JobrtError("ERR_LAUNCH", fileError(option, path, error));
+      throw jobrtError("ERR_LAUNCH", { problem: fileError(option, path, error) });
     }
   }
 

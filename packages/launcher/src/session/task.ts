@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { statSync } from "node:fs";
-import { type ExecSpec, JobrtError, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type TaskRecord, messageOf } from "@jobrt/core";
+import { type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type TaskRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
 import { dropTo, spawnTaskProcess } from "./spawn.js";
@@ -8,7 +8,7 @@ import { statusOf } from "./status.js";
 import type { StepStdio } from "./stdio.js";
 import type { StopControl } from "./stop.js";
 
-export type StepEvent = Record<string, unknown> & { event: string };
+import type { StepEvent } from "./events.js";
 
 /** What a task needs from its session. */
 export interface TaskContext {
@@ -62,7 +62,7 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
   }
   if (!isDirectory(spec.cwd)) {
     ctx.stdio.closeTask(task);
-    ctx.fail(new JobrtError("ERR_LAUNCH", `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory`), "");
+    ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory` }), "");
     return 1;
   }
   ctx.node.log("verbose", `task ${task.globalId}: exec ${JSON.stringify(spec.argv)} in ${spec.cwd}`);
@@ -71,7 +71,7 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
     const user = dropTo(ctx.node.hostUid, c.record.uid, c.record.gid);
     child = spawnTaskProcess(spec, { stdio: ctx.stdio.of(task).stdio, tracker: ctx.tracker, taskId: task.globalId, ...(user ? { user } : {}) });
   } catch (error) {
-    ctx.fail(new JobrtError("ERR_LAUNCH", `task ${task.globalId}: cannot start ${spec.argv[0]}: ${messageOf(error)}`), "");
+    ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot start ${spec.argv[0]}: ${messageOf(error)}` }), "");
     return 1;
   } finally {
     ctx.stdio.closeTask(task);

@@ -1,5 +1,5 @@
 import { isAbsolute } from "node:path";
-import { JobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
 /**
  * A `--container-image` reference, in the transports skopeo reads: `docker://host[:port]/name[:tag]`
@@ -18,7 +18,7 @@ const COMPONENT_RE = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG_RE = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
 function bad(text: string, why: string): JobrtError {
-  return new JobrtError("ERR_CONTAINER_IMAGE", `--container-image ${JSON.stringify(text)}: ${why}`, { details: { runtime: "runtime/oci", key: "--container-image" } });
+  return jobrtError("ERR_CONTAINER_IMAGE", { problem: `--container-image ${JSON.stringify(text)}: ${why}` }, { details: { runtime: "runtime/oci", key: "--container-image" } });
 }
 
 /** Parses a `--container-image` value; a malformed one is an ERR_CONTAINER_IMAGE naming the rule. */

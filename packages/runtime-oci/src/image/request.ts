@@ -1,6 +1,6 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { type ContainerRequest, JobrtError, type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
+import { type ContainerRequest, type NodeConf, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
 import { type CachedImage, ensureImage, evictImages, releaseImage, resolveForStep } from "./cache.js";
 import { fitImageUser } from "./image-config.js";
@@ -16,7 +16,7 @@ export function imageOption(c: ContainerRequest): string | undefined {
   const v = c.options[IMAGE_OPTION];
   if (v === undefined || v.length === 0) return undefined;
   if (v.length > 1 || v[0] === "") {
-    throw new JobrtError("ERR_CONTAINER_REQUEST", v.length > 1 ? "--container-image given twice" : "--container-image: empty value", { details: { runtime: "runtime/oci", key: "--container-image" } });
+    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: v.length > 1 ? "--container-image given twice" : "--container-image: empty value" }, { details: { runtime: "runtime/oci", key: "--container-image" } });
   }
   return v[0];
 }
@@ -102,9 +102,9 @@ function isRealDir(p: string): boolean {
 export function checkImageVolumes(rootfs: string, mounts: Mount[]): void {
   for (const m of mounts) {
     if (imageHasMountPoint(rootfs, m.destination)) continue;
-    throw new JobrtError(
+    throw jobrtError(
       "ERR_CONTAINER_REQUEST",
-      `--container-volume ${m.source}:${m.destination}: ${m.destination} does not exist in the image, whose root filesystem is shared and read-only; mount on a path the image has, or under /tmp`,
+      { problem: `--container-volume ${m.source}:${m.destination}: ${m.destination} does not exist in the image, whose root filesystem is shared and read-only; mount on a path the image has, or under /tmp` },
       { details: { runtime: "runtime/oci", key: "--container-volume" } },
     );
   }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { JobrtError } from "@jobrt/core";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 import { type ImageReference, sourceName } from "./reference.js";
 import type { ImageSettings } from "./settings.js";
 import { type ToolOptions, runTool, toolMessage } from "./tool.js";
@@ -15,7 +15,7 @@ const INDEX_TYPES = new Set(["application/vnd.oci.image.index.v1+json", "applica
 const GOARCH: Record<string, string> = { x64: "amd64", arm64: "arm64", arm: "arm", ia32: "386", ppc64: "ppc64le", s390x: "s390x", riscv64: "riscv64", loong64: "loong64" };
 
 export function imageError(ref: ImageReference, why: string): JobrtError {
-  return new JobrtError("ERR_CONTAINER_IMAGE", `--container-image ${ref.text}: ${why}`, { details: { runtime: "runtime/oci", key: "--container-image" } });
+  return jobrtError("ERR_CONTAINER_IMAGE", { problem: `--container-image ${ref.text}: ${why}` }, { details: { runtime: "runtime/oci", key: "--container-image" } });
 }
 
 /** skopeo's TLS flag for a registry the site listed in InsecureRegistries. */

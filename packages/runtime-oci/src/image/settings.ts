@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import { type ConfSchema, JobrtError, confError, messageOf, parseConf } from "@jobrt/core";
+import { type ConfSchema, confError, jobrtError, messageOf, parseConf } from "@jobrt/core";
 
 /** The site's image settings: `images.conf` in jobrt's conf dir (Slurm syntax, like oci.conf). */
 export interface ImageSettings {
@@ -57,7 +57,7 @@ export function loadImageSettings(confDir: string): ImageSettings {
     text = readFileSync(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return defaults();
-    throw new JobrtError("ERR_CONF", `cannot read ${file}: ${messageOf(error)}`, { details: { file } });
+    throw jobrtError("ERR_CONF", { where: file, problem: `cannot read: ${messageOf(error)}` }, { details: { file } });
   }
   const parsed = parseConf(text, { file, schema: IMAGES_CONF_SCHEMA });
   const v = parsed.values;
