@@ -13,52 +13,63 @@ const TARGET_EXTRA_MS = 115;
 
 const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
 
+/** Set to another checkout's packages/cli/dist/bin.js to time its create/start in the same rounds. */
+const BASELINE_VARIABLE = "JOBRT_BENCH_BASELINE_BIN";
+
 export async function run({ quick, env }) {
   const rounds = quick ? 2 : 12;
   const loadBefore = load();
   const bundle = bundleWithArgs(["sleep", "1"]);
   const confs = { run: confDir(RUN_MODE_CONF), cs: confDir(CREATE_START_CONF) };
-  const once = (mode) => timeOnce([process.execPath, "--", jobrtBin, "run", "--container", bundle, "sleep", "1"], { env: { ...env, JOBRT_CONF_DIR: confs[mode] } });
-  await once("run");
-  await once("cs");
-  const samples = { run: [], cs: [] };
-  // Per round, create/start's mean minus run mode's: the spread of these is the noise the extra
+  const baseline = process.env[BASELINE_VARIABLE];
+  const bins = { run: jobrtBin, cs: jobrtBin, ...(baseline ? { base: baseline } : {}) };
+  const once = (mode) =>
+    timeOnce([process.execPath, "--", bins[mode], "run", "--container", bundle, "sleep", "1"], { env: { ...env, JOBRT_CONF_DIR: confs[mode === "base" ? "cs" : mode] } });
+  const modes = Object.keys(bins);
+  for (const mode of modes) await once(mode);
+  const samples = Object.fromEntries(modes.map((m) => [m, []]));
+  // Per round, a create/start mean minus run mode's: the spread of these is the noise the extra
   // carries (other processes on the machine weigh on both modes of a round alike).
-  const extras = [];
-  // A B B A: each round is symmetric, so a machine that speeds up or slows down during the round
-  // weighs on both modes alike.
+  const extras = Object.fromEntries(modes.map((m) => [m, []]));
+  // A B B A (A B C C B A with a baseline): each round is symmetric, so a machine that speeds up
+  // or slows down during the round weighs on every mode alike.
   for (let i = 0; i < rounds; i++) {
-    const round = { run: [], cs: [] };
-    for (const mode of ["run", "cs", "cs", "run"]) {
+    const round = Object.fromEntries(modes.map((m) => [m, []]));
+    for (const mode of [...modes, ...[...modes].reverse()]) {
       const s = await once(mode);
       samples[mode].push(s);
       round[mode].push(s.ms);
     }
-    extras.push((round.cs[0] + round.cs[1] - round.run[0] - round.run[1]) / 2);
+    const mean = (m) => (round[m][0] + round[m][1]) / 2;
+    for (const m of modes) extras[m].push(mean(m) - mean("run"));
   }
-  const a = summarize(samples.cs);
-  const b = summarize(samples.run);
+  const sum = Object.fromEntries(modes.map((m) => [m, summarize(samples[m])]));
+  const a = sum.cs;
+  const b = sum.run;
   const extra = a.median - b.median;
-  const sorted = [...extras].sort((x, y) => x - y);
-  const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+  const spread = (xs) => {
+    const sorted = [...xs].sort((x, y) => x - y);
+    const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+    return `median ${fmt(median(xs))} ms, quartiles ${fmt(q(0.25))}…${fmt(q(0.75))} ms, min-max ${fmt(sorted[0])}…${fmt(sorted[sorted.length - 1])} ms`;
+  };
   const parts = await partTimes(quick ? 2 : 8, env);
+  const label = { run: "run (RunTimeRun)", cs: "create/start", base: `create/start, ${baseline}` };
   return [
     table(
       ["mode", "median ms", "min-max"],
-      [
-        ["run (RunTimeRun)", fmt(b.median), `${fmt(b.min)}-${fmt(b.max)}`],
-        ["create/start", fmt(a.median), `${fmt(a.min)}-${fmt(a.max)}`],
-      ],
+      modes.map((m) => [label[m], fmt(sum[m].median), `${fmt(sum[m].min)}-${fmt(sum[m].max)}`]),
     ),
     "",
     `create/start ÷ run mode: ${(a.median / b.median).toFixed(3)}; extra ${fmt(extra)} ms (target ≤ ${TARGET_EXTRA_MS} ms: ${verdict(extra <= TARGET_EXTRA_MS)})`,
-    `Extra per A B B A round (${rounds} rounds): median ${fmt(median(extras))} ms, quartiles ${fmt(q(0.25))}…${fmt(q(0.75))} ms, min-max ${fmt(sorted[0])}…${fmt(sorted[sorted.length - 1])} ms. Load average (1/5/15 min) before: ${loadBefore}; after: ${load()}.`,
+    `Extra per round (${rounds} rounds): ${spread(extras.cs)}.`,
+    ...(baseline ? [`Baseline's extra: ${(sum.base.median / b.median).toFixed(3)} × run mode; per round ${spread(extras.base)}.`] : []),
+    `Load average (1/5/15 min) before: ${loadBefore}; after: ${load()}.`,
     "",
     "Each part alone (medians, same run; create/start runs create, state, start, delete and the host's state; run mode runs `runc run` and the host's state):",
     "",
     table(
       ["part", "median ms", "min-max"],
-      parts.map(([label, s]) => [label, fmt(s.median), `${fmt(s.min)}-${fmt(s.max)}`]),
+      parts.map(([name, s]) => [name, fmt(s.median), `${fmt(s.min)}-${fmt(s.max)}`]),
     ),
   ].join("\n");
 }
