@@ -31,6 +31,7 @@ export async function run({ quick, env }) {
   // Per round, a create/start mean minus run mode's: the spread of these is the noise the extra
   // carries (other processes on the machine weigh on both modes of a round alike).
   const extras = Object.fromEntries(modes.map((m) => [m, []]));
+  const cpuExtras = Object.fromEntries(modes.map((m) => [m, []]));
   // A B B A (A B C C B A with a baseline): each round is symmetric, so a machine that speeds up
   // or slows down during the round weighs on every mode alike.
   for (let i = 0; i < rounds; i++) {
@@ -42,6 +43,8 @@ export async function run({ quick, env }) {
     }
     const mean = (m) => (round[m][0] + round[m][1]) / 2;
     for (const m of modes) extras[m].push(mean(m) - mean("run"));
+    const cpu = (m) => (samples[m].at(-1).cpuMs + samples[m].at(-2).cpuMs) / 2;
+    for (const m of modes) cpuExtras[m].push(cpu(m) - cpu("run"));
   }
   const sum = Object.fromEntries(modes.map((m) => [m, summarize(samples[m])]));
   const a = sum.cs;
@@ -63,6 +66,11 @@ export async function run({ quick, env }) {
     `create/start ÷ run mode: ${(a.median / b.median).toFixed(3)}; extra ${fmt(extra)} ms (target ≤ ${TARGET_EXTRA_MS} ms: ${verdict(extra <= TARGET_EXTRA_MS)})`,
     `Extra per round (${rounds} rounds): ${spread(extras.cs)}.`,
     ...(baseline ? [`Baseline's extra: ${(sum.base.median / b.median).toFixed(3)} × run mode; per round ${spread(extras.base)}.`] : []),
+    ...(samples.run[0]?.cpuMs !== undefined
+      ? [
+          `CPU time (user + system of the whole tree, GNU time) over run mode's, per round: create/start ${spread(cpuExtras.cs)}${baseline ? `; baseline ${spread(cpuExtras.base)}` : ""}; run mode's own: median ${fmt(median(samples.run.map((s) => s.cpuMs)))} ms.`,
+        ]
+      : []),
     `Load average (1/5/15 min) before: ${loadBefore}; after: ${load()}.`,
     "",
     "Each part alone (medians, same run; create/start runs create, state, start, delete and the host's state; run mode runs `runc run` and the host's state):",
