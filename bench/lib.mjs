@@ -15,7 +15,7 @@ const TIME = "/usr/bin/time";
  */
 export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode = 0 } = {}) {
   const useTime = existsSync(TIME);
-  const full = useTime ? [TIME, "-f", "JOBRT_BENCH_RSS=%M", ...argv] : argv;
+  const full = useTime ? [TIME, "-f", "JOBRT_BENCH_RSS=%M JOBRT_BENCH_CPU=%U+%S", ...argv] : argv;
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
     const child = spawn(full[0], full.slice(1), { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
@@ -35,7 +35,10 @@ export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode =
         reject(new Error(`${argv.join(" ")} exited ${code}, expected ${expectCode}:\n${err.slice(-2000)}${out.slice(-500)}`));
         return;
       }
-      resolve({ ms, rssKiB: m ? Number(m[1]) : undefined, stdout: out });
+      // CPU seconds (user + system) of the tree GNU time waited for: what a run costs the machine,
+      // much less sensitive to other load than wall time.
+      const cpu = /JOBRT_BENCH_CPU=([\d.]+)\+([\d.]+)/.exec(err);
+      resolve({ ms, rssKiB: m ? Number(m[1]) : undefined, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined, stdout: out });
     });
   });
 }

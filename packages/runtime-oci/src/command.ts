@@ -93,13 +93,18 @@ export function runCommand(command: string, o: CommandOptions): Promise<CommandR
         child.stdout?.destroy();
         child.stderr?.destroy();
         if (timedOut) {
-          reject(new CommandError("ERR_RUNTIME_TIMEOUT", `${o.key} did not finish within ${o.timeoutMs / 1000} s and was killed: ${command}`, o.key));
+          reject(new CommandError("ERR_RUNTIME_TIMEOUT", timedOutMessage(o.key, o.timeoutMs, command), o.key));
           return;
         }
         resolve({ code: code ?? undefined, signal: signal ?? undefined, stdout, stderr });
       });
     });
   });
+}
+
+/** The message of a command killed at its time-out (the create/start fast path's too, fastpath.ts). */
+export function timedOutMessage(key: string, timeoutMs: number, command: string): string {
+  return `${key} did not finish within ${timeoutMs / 1000} s and was killed: ${command}`;
 }
 
 /** One line describing how a command ended, for messages. */

@@ -142,6 +142,11 @@ function valueFor(c: PatternChar, v: PatternValues): string | number | undefined
 export interface ExpandOptions {
   /** The result is a `/bin/sh -c` command: quote substitutions for their shell context. */
   shell: boolean;
+  /**
+   * Written for `%p` (raw) while the pid is not known yet, for a program that puts the pid in its
+   * place later (the create/start fast path, fastpath.ts).
+   */
+  pidPlaceholder?: string;
 }
 
 /**
@@ -162,6 +167,10 @@ export function expandPattern(pattern: string, values: PatternValues, options: E
         continue;
       }
       const pc = c as PatternChar;
+      if (pc === "p" && values.pid === undefined && options.pidPlaceholder !== undefined) {
+        out += options.pidPlaceholder;
+        continue;
+      }
       const value = valueFor(pc, values);
       if (value === undefined) throw new PatternValueError(pc, NAMES[pc]);
       if (typeof value === "number" || pc === "@" || !options.shell) out += String(value);

@@ -18,6 +18,7 @@ import {
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
 import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
+import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, removeEmptyDir, runFsOps } from "./fsops.js";
 import type { CachedImage } from "./image/cache.js";
@@ -419,13 +420,34 @@ function supervisorExec(node: NodeConf, step: StepRecord, st: StepState, ts: Tas
     taskDir: ts.taskDir,
     verbose: st.verbose,
   };
-  const prefix = supervisorPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined), watchdogSpec(st, values, ts.taskDir));
+  // -vv: node narrates every command, so it runs the whole sequence.
+  const fast = st.verbose ? undefined : fastPathSpec(st, values, spec);
+  const prefix = supervisorPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined), watchdogSpec(st, values, ts.taskDir), fast);
   if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
-  // The supervisor trusts these two only from the perl prefix, never from the job's environment.
+  // The supervisor trusts these only from the perl prefix, never from the job's environment.
   const env = { ...runtimeEnv };
   delete env.JOBRT_OCI_SUBREAPER;
   delete env.JOBRT_OCI_WATCHDOG;
+  delete env.JOBRT_OCI_RESUME;
   return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env, cwd: step.cwd };
+}
+
+/**
+ * The fast path's commands (fastpath.ts), `%p` left as a placeholder it fills in; undefined when
+ * Start or Query cannot be expanded (node's supervisor then runs the task and says why).
+ */
+function fastPathSpec(st: StepState, values: PatternValues, spec: SupervisorSpec): FastPathSpec | undefined {
+  const expand = (key: "RunTimeStart" | "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete") => {
+    try {
+      return expandPattern(st.conf.commands[key] as string, values, { shell: true, pidPlaceholder: PID_PLACEHOLDER });
+    } catch {
+      return undefined;
+    }
+  };
+  const [start, query] = [expand("RunTimeStart"), expand("RunTimeQuery")];
+  if (start === undefined || query === undefined) return undefined;
+  const t = spec.timeouts;
+  return { start, query, kill: expand("RunTimeKill") ?? "", delete: expand("RunTimeDelete") ?? "", timeouts: { create: t.create, start: t.start, query: t.query, delete: t.delete }, graceMs: spec.graceMs };
 }
 
 /** The create/start watchdog's commands: Kill and Delete only if they expand without `%p`. */

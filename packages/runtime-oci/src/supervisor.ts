@@ -16,7 +16,8 @@
  */
 import { createReadStream, readFileSync } from "node:fs";
 import { constants } from "node:os";
-import { CommandError, type CommandResult, describeResult, parseState, runCommand } from "./command.js";
+import { CommandError, type CommandResult, describeResult, parseState, runCommand, timedOutMessage } from "./command.js";
+import { type Resume, parseResume } from "./fastpath.js";
 import { writeAtomic } from "./fsops.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { decodeWaitStatus, procStat } from "./proc.js";
@@ -83,8 +84,11 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
   const env = { ...process.env } as Record<string, string>;
   const subreaper = env.JOBRT_OCI_SUBREAPER === "1";
   const watchdog = parseWatchdogVariable(env.JOBRT_OCI_WATCHDOG);
+  // Set by the perl fast path (fastpath.ts) when it hands the task over to us half-way.
+  const resume = parseResume(env.JOBRT_OCI_RESUME);
   delete env.JOBRT_OCI_SUBREAPER;
   delete env.JOBRT_OCI_WATCHDOG;
+  delete env.JOBRT_OCI_RESUME;
   const cwd = process.cwd();
   const values: PatternValues = { ...spec.values };
   const log = (m: string) => {
@@ -99,7 +103,7 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
   };
 
   let containerPid: number | undefined;
-  let signalled: NodeJS.Signals | undefined;
+  let signalled: NodeJS.Signals | undefined = resume?.signalled;
   let killTimer: NodeJS.Timeout | undefined;
   let wake: (() => void) | undefined;
 
@@ -165,7 +169,10 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
   // 1. create, with the task's stdio.
   let created: CommandResult;
   try {
-    if (watchdog) {
+    if (resume) {
+      // The fast path has read the watchdog's report already: its pipe is closed.
+      created = resumedCreate(resume.create ?? "lost", spec.timeouts.create, expand("RunTimeCreate"), watchdog?.pid);
+    } else if (watchdog) {
       log(`RunTimeCreate (run by the watchdog, pid ${watchdog.pid}): ${expand("RunTimeCreate")}`);
       created = await watchdogCreate(watchdog, spec.timeouts.create, expand("RunTimeCreate"));
     } else {
@@ -175,11 +182,13 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
     return fail((error as Error).message);
   }
   if (created.code !== 0) return fail(`RunTimeCreate ${describeResult(created)}: ${expand("RunTimeCreate")}`);
+  if (resume?.query === "timeout") return fail(timedOutMessage("RunTimeQuery", spec.timeouts.query, expand("RunTimeQuery")));
 
   // 2. wait for "created" (tight, bounded back-off instead of Slurm's 0.5 s budget).
   const deadline = Date.now() + spec.timeouts.create;
   let delay = 1;
-  for (;;) {
+  if (resume?.pid !== undefined) containerPid = resume.pid;
+  while (containerPid === undefined) {
     let st: ReturnType<typeof parseState>;
     try {
       st = parseState(await run("RunTimeQuery", "capture", spec.timeouts.query));
@@ -204,6 +213,7 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
       log(`cannot record the container pid: ${(error as Error).message}`);
     }
   }
+  if (resume?.start !== undefined) return fail(resumedStartFailure(resume, spec.timeouts.start, expand("RunTimeStart")));
   if (signalled) return fail(`${signalled} before the container started`);
 
   const first = procStat(containerPid);
@@ -290,6 +300,23 @@ function watchdogCreate(w: { pid: number; fd: number }, timeoutMs: number, comma
       else resolve({ code: Number(code), signal: undefined, stdout: "", stderr: "" });
     });
   });
+}
+
+/** RunTimeCreate's result as the fast path reported it. */
+function resumedCreate(create: NonNullable<Resume["create"]>, timeoutMs: number, command: string, watchdogPid: number | undefined): CommandResult {
+  if (create === "timeout") throw new CommandError("ERR_RUNTIME_TIMEOUT", timedOutMessage("RunTimeCreate", timeoutMs, command), "RunTimeCreate");
+  if (create === "lost") throw new CommandError("ERR_RUNTIME_COMMAND", `RunTimeCreate: the watchdog (pid ${watchdogPid}) ended without its status: ${command}`, "RunTimeCreate");
+  return { code: create, signal: undefined, stdout: "", stderr: "" };
+}
+
+/** The message for a RunTimeStart (or the wait after it) that failed in the fast path. */
+function resumedStartFailure(resume: Resume, timeoutMs: number, command: string): string {
+  const start = resume.start;
+  if (start === "timeout") return timedOutMessage("RunTimeStart", timeoutMs, command);
+  if (start === 0 || start === undefined) return "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)";
+  const result: CommandResult =
+    typeof start === "number" ? { code: start, signal: undefined, stdout: "", stderr: "" } : { code: undefined, signal: SIGNALS.get(Number(start.slice(3))) ?? "SIGKILL", stdout: "", stderr: "" };
+  return `RunTimeStart ${describeResult(result)}: ${command}`;
 }
 
 function signalNumber(sig: NodeJS.Signals): number {

@@ -15,6 +15,8 @@
  * watchdog's group when it has torn the container down itself.
  */
 
+import { FAST_PATH, type FastPathSpec, fastPathArgs } from "./fastpath.js";
+
 /** Name the watchdog runs under (its $0): cleanup recognises it in /proc/<pid>/cmdline by it. */
 export const WATCHDOG_NAME = "jobrt-oci-watchdog";
 /** The file in the task dir holding the watchdog's pid, for cleanup to wait on. */
@@ -59,11 +61,13 @@ const SIGUSR1: Partial<Record<string, number>> = { x64: 10, arm64: 10, riscv64: 
 /**
  * argv that makes the following program a child subreaper (the flag survives execve) and execs
  * it; with `watchdog`, it first forks the watchdog (in its own process group, with
- * PR_SET_PDEATHSIG, its pid recorded in the task dir). Node has no prctl or fork, so this is a
- * one-line perl (Debian's perl-base is Essential). JOBRT_OCI_SUBREAPER says whether the prctl
- * worked. Undefined without perl or on an architecture whose prctl number is not listed.
+ * PR_SET_PDEATHSIG, its pid recorded in the task dir), and with `fast` it then does the
+ * supervisor's common path itself (fastpath.ts), starting node only to hand over. Node has no
+ * prctl or fork, so this is perl (Debian's perl-base is Essential). JOBRT_OCI_SUBREAPER says
+ * whether the prctl worked. Undefined without perl or on an architecture whose prctl number is
+ * not listed.
  */
-export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSpec, arch: string = process.arch): string[] | undefined {
+export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSpec, fast?: FastPathSpec, arch: string = process.arch): string[] | undefined {
   const nr = PRCTL_NR[arch];
   const usr1 = SIGUSR1[arch];
   if (perl === undefined || nr === undefined || usr1 === undefined) return undefined;
@@ -83,7 +87,7 @@ export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSp
   return [
     perl,
     "-e",
-    `${subreaper} ${fork} ${exec}`,
+    `${subreaper} ${fork} ${FAST_PATH} ${exec}`,
     "--",
     SCRIPT,
     watchdog.taskDir,
@@ -92,6 +96,7 @@ export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSp
     watchdog.delete,
     String(watchdog.killSeconds),
     String(watchdog.deleteSeconds),
+    ...fastPathArgs(fast),
   ];
 }
 

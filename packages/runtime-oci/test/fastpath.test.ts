@@ -1,0 +1,136 @@
+/**
+ * The create/start fast path (src/fastpath.ts): the perl prefix runs the common case itself and
+ * hands anything unusual over to the node supervisor. Real runc, real busybox bundles.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ExecSpec, TaskRecord } from "@jobrt/core";
+import { afterAll, describe, expect, test } from "vitest";
+import { findProgram } from "../src/conf.js";
+import plugin from "../src/index.js";
+import { createStartConf, haveRunc, isRoot, makeBundle, runcIds, writeConf } from "./fixtures.js";
+import { makeNode, makeStep, runStep, tempDir, uniqueJobId } from "./host.js";
+
+const RUNC = "runc --root /run/runc";
+const ID = "%n.%u.%j.%s.%t";
+
+describe("create/start fast path with real runc", () => {
+  const jobs: number[] = [];
+  const job = () => {
+    const j = uniqueJobId();
+    jobs.push(j);
+    return j;
+  };
+  afterAll(() => {
+    expect(runcIds().filter((id) => jobs.some((j) => id.includes(`.${j}.`)))).toEqual([]);
+  });
+
+  test("prerequisites: runc, root and perl are here (these tests never skip)", () => {
+    expect(haveRunc).toBe(true);
+    expect(isRoot).toBe(true);
+    expect(findProgram("perl", process.env.PATH)).toBeDefined();
+  });
+
+  const bundle = makeBundle(join(tempDir(), "bundle"));
+
+  test("the task process stays perl from start to exit: no node supervisor starts, and exit status 3 propagates", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["sh", "-c", "sleep 0.5; exit 3"], container: { value: bundle } });
+    const node = makeNode({ confDir, spoolDir: tempDir() });
+    const task = step.tasks[0] as TaskRecord;
+    const node20 = realpathSync(process.execPath);
+    const seen = new Set<string>();
+    try {
+      await plugin.setup(node, step);
+      await plugin.taskInit(node, step, task);
+      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      const child = spawn(spec.argv[0] as string, spec.argv.slice(1), { env: spec.env, cwd: spec.cwd, stdio: "ignore" });
+      const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+      let done = false;
+      void exited.then(() => {
+        done = true;
+      });
+      while (!done) {
+        try {
+          seen.add(readlinkSync(`/proc/${child.pid}/exe`));
+        } catch {
+          // between exit and the 'exit' event
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(await exited).toBe(3);
+      expect(seen.size).toBeGreaterThan(0);
+      expect([...seen].some((exe) => exe === node20)).toBe(false);
+    } finally {
+      await plugin.cleanup(node, step);
+    }
+  });
+
+  test("%p in RunTimeStart, RunTimeKill and RunTimeDelete is the container's pid; SIGTERM is forwarded through RunTimeKill", async () => {
+    const out = tempDir();
+    const conf = createStartConf()
+      .replace(`RunTimeStart="${RUNC}`, `RunTimeStart="echo %p > ${out}/start; ${RUNC}`)
+      .replace(`RunTimeKill="${RUNC}`, `RunTimeKill="echo %p > ${out}/kill; ${RUNC}`)
+      .replace(`RunTimeDelete="${RUNC}`, `RunTimeDelete="echo %p > ${out}/delete; ${RUNC}`);
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sh", "-c", 'trap "exit 7" TERM; sleep 30 & wait'],
+      container: { value: bundle },
+      signal: "SIGTERM",
+      signalAfterMs: 1500,
+    });
+    expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(7);
+    const pid = readFileSync(join(out, "start"), "utf8");
+    expect(pid).toMatch(/^[1-9]\d*\n$/);
+    expect(readFileSync(join(out, "kill"), "utf8")).toBe(pid);
+    expect(readFileSync(join(out, "delete"), "utf8")).toBe(pid);
+  });
+
+  test("a signal before the container started: node takes over and says so, the task dies of it, the container is deleted", async () => {
+    const jobId = job();
+    const conf = createStartConf().replace(`RunTimeCreate="${RUNC}`, `RunTimeCreate="sleep 1.5; ${RUNC}`);
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId, argv: ["true"], container: { value: bundle }, signal: "SIGTERM", signalAfterMs: 400, killWait: 30 });
+    expect(r.tasks[0]?.signal).toBe("SIGTERM");
+    expect(r.tasks[0]?.stderr).toBe("jobrt-oci: SIGTERM before the container started\n");
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+  });
+
+  test("RunTimeStart killed by a signal: node's line names the signal and the command, 125, the container is deleted", async () => {
+    const jobId = job();
+    const script = join(tempDir(), "start.sh");
+    writeFileSync(script, "kill -s KILL $$\n");
+    const conf = createStartConf().replace(/RunTimeStart="[^"]*"/, `RunTimeStart="exec sh ${script}"`);
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId, argv: ["true"], container: { value: bundle } });
+    expect(r.tasks[0]?.code).toBe(125);
+    expect(r.tasks[0]?.stderr).toBe(`jobrt-oci: RunTimeStart was killed by SIGKILL: exec sh ${script}\n`);
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+  });
+
+  test("a RunTimeDelete that fails is reported as the node supervisor reports it; the task's status stands", async () => {
+    const conf = createStartConf().replace(/RunTimeDelete="([^"]*)"/, 'RunTimeDelete="$1; echo nope >&2; exit 3"');
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle } });
+    expect(r.tasks[0]?.code).toBe(0);
+    expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: nope\n");
+  });
+
+  test("JOBRT_OCI_RESUME in the job's environment is not believed (node without perl, where nothing sets it)", async () => {
+    const confDir = writeConf(tempDir(), createStartConf());
+    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle }, env: { JOBRT_OCI_RESUME: "create=7" } });
+    const node = makeNode({ confDir, spoolDir: tempDir() });
+    const task = step.tasks[0] as TaskRecord;
+    try {
+      await plugin.setup(node, step);
+      await plugin.taskInit(node, step, task);
+      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      expect(spec.env.JOBRT_OCI_RESUME).toBeUndefined();
+      const argv = spec.argv.slice(spec.argv.indexOf(process.execPath));
+      const r = spawnSync(argv[0] as string, argv.slice(1), { env: spec.env, cwd: spec.cwd, encoding: "utf8" });
+      expect(r.stderr).not.toContain("RunTimeCreate exited with status 7");
+    } finally {
+      await plugin.cleanup(node, step);
+    }
+  });
+});
