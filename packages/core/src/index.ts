@@ -13,6 +13,8 @@ export {
   parseSlurmBool,
 } from "./conf.js";
 export { MAX_CONF_BYTES, readConfText } from "./conffile.js";
+export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
+export type { CleanupContext, InitContext, SetupContext, StatefulContext, StepHookContext, TaskHookContext, ValidateContext } from "./context.js";
 export { type ErrorCode, ErrorCodes, JobrtError, type JobrtErrorDetails, isJobrtError, messageOf } from "./errors.js";
 export { MAX_RUNTIME_NAME_LENGTH, type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
 export {
@@ -31,7 +33,16 @@ export {
   definePlugin,
   isExecSpec,
 } from "./plugin.js";
-export { type LoadedRuntime, RuntimeRegistry, type RuntimeRegistryOptions, type RuntimeResolver } from "./registry.js";
+export {
+  type LoadedRuntime,
+  RuntimeRegistry,
+  type RuntimeRegistryOptions,
+  type RuntimeResolver,
+  type StatefulCall,
+  type StepCall,
+  type StepStateText,
+} from "./registry.js";
+export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
 export { type ResolvedRuntime, isResolvedRuntime, resolvedRuntime } from "./resolved.js";
 export {
   DEFAULT_ALLOWED_RUNTIMES,
@@ -50,6 +61,7 @@ export type {
   Logger,
   NodeConf,
   RuntimeContext,
+  SignalDelivery,
   StepKind,
   StepRecord,
   TaskRecord,
