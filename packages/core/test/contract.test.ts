@@ -38,15 +38,25 @@ describe("plugin contract API 2", () => {
     const plugin = definePlugin(
       { name: "t", type: "runtime/t", version: "1" },
       {
-        init: (ctx) => void (seen.init = { ...ctx }),
-        setup: (ctx) => void (seen.setup = { ...ctx }),
-        taskInit: (ctx) => void (seen.taskInit = { ...ctx }),
+        init: (ctx) => {
+          seen.init = { ...ctx };
+        },
+        setup: (ctx) => {
+          seen.setup = { ...ctx };
+        },
+        taskInit: (ctx) => {
+          seen.taskInit = { ...ctx };
+        },
         run: (ctx) => {
           seen.run = { ...ctx };
           return { argv: ["/bin/true"], env: {}, cwd: "/" };
         },
-        cleanup: (ctx) => void (seen.cleanup = { ...ctx }),
-        validate: (ctx) => void (seen.validate = { ...ctx }),
+        cleanup: (ctx) => {
+          seen.cleanup = { ...ctx };
+        },
+        validate: (ctx) => {
+          seen.validate = { ...ctx };
+        },
       },
     );
     const { registry, index } = await registryFor(plugin);
@@ -63,7 +73,8 @@ describe("plugin contract API 2", () => {
     expect(Object.keys(seen.taskInit ?? {}).sort()).toEqual(["log", "node", "state", "step", "task"]);
     expect(seen.run).toMatchObject({ node, step, task, state: undefined });
     expect(seen.cleanup).toMatchObject({ node, step, state: undefined, afterCrash: false });
-    (seen.run?.log as NodeConf["log"])("info", "from the plugin");
+    const log = seen.run?.log as NodeConf["log"];
+    log("info", "from the plugin");
     expect(logged).toContain("info:from the plugin");
   });
 
