@@ -3,8 +3,8 @@
  * run and cleanup in another `jobrt exec` process of the same step and in `jobrt gc` after the
  * host was SIGKILLed; an ExecSpec with signals "leader" lets a task's SIGTERM handler finish.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin } from "../helpers/jobrt.js";
@@ -90,6 +90,29 @@ describe("step state (API 2)", () => {
     expect(byGc[0]?.state?.nonce).toBe(published?.nonce);
     expect(byGc[0]?.state?.setupPid).toBe(a.child.pid);
     // The step's shared state went with its last entry: nothing is left in SpoolDir.
+    await expectNoLeaks(s);
+  });
+
+  it.each(["symlink", "fifo"])("a %s planted where the step's shared state goes is never followed or read: each jobrt exec keeps its own state", async (kind) => {
+    const s = site();
+    const job = String(900_000 + Math.floor(Math.random() * 90_000));
+    const jobDir = join(s.spool, "jobs", job);
+    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+    const bait = join(s.tmp, "bait.json");
+    writeFileSync(bait, JSON.stringify({ setupPid: 1, nonce: "planted" }));
+    if (kind === "symlink") symlinkSync(bait, join(jobDir, "exec-3.state"));
+    else execFileSync("mkfifo", [join(jobDir, "exec-3.state")]);
+    const slurm = { SLURM_JOB_ID: job, SLURM_STEP_ID: "3", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1" };
+    const r = await jobrt(["exec", "--runtime", "statecheck", "--", "true"], { env: { ...s.env, ...slurm }, timeoutMs: 30_000 });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const own = entries(s).find((e) => e.hook === "setup")?.returned;
+    const later = entries(s).filter((e) => e.hook !== "setup");
+    expect(later.map((e) => e.hook)).toEqual(["taskInit", "run", "cleanup"]);
+    for (const e of later) expect(e.state?.nonce).toBe(own?.nonce);
+    rmSync(bait);
+    // The last entry out removed what was planted (without following it) and the job dir.
+    expect(existsSync(jobDir)).toBe(false);
     await expectNoLeaks(s);
   });
 

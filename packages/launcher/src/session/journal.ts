@@ -183,7 +183,13 @@ function shareExecState(jobDir: string, step: StepRecord, state: StepStateText):
       rmSync(tmp, { force: true });
     }
   }
-  const published = readNoFollow(file, MAX_STEP_STATE_BYTES + 1);
+  let published: string | undefined;
+  try {
+    published = readNoFollow(file, MAX_STEP_STATE_BYTES + 1);
+  } catch {
+    // Not a file we wrote (a symlink, say): never followed; this process keeps its own state.
+    published = undefined;
+  }
   return published !== undefined && isJsonText(published) ? published : state;
 }
 

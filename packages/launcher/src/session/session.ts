@@ -232,7 +232,9 @@ export class StepSession {
       if (this.#o.cancel.requested) return false;
       setupTried.push(i);
       const own = await this.#o.registry.setup(indexes[i]!, { node: this.#o.node, step: c.record, ...(this.#o.client ? { client: this.#o.client } : {}) });
-      states[i] = journal ? journal.shareState(c.record, own) : own;
+      // Our own state first: if publishing fails, cleanup still gets what our setup made.
+      states[i] = own;
+      if (journal) states[i] = journal.shareState(c.record, own);
       record();
       this.#emit({ event: "setup", component: i, runtime: c.record.runtime });
     }

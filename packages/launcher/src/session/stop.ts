@@ -48,7 +48,8 @@ export class StopControl {
 
   #signal(pgid: number, signal: NodeJS.Signals, delivery: SignalDelivery = "group"): void {
     try {
-      // A wrapper that forwards signals (runc run) would pass a group signal on a second time.
+      // A wrapper that forwards signals (runc run) passes them on itself: a group signal would
+      // also hit what it runs directly, and the helpers that task needs to finish.
       process.kill(delivery === "leader" ? pgid : -pgid, signal);
     } catch {
       try {
