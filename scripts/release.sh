@@ -7,6 +7,9 @@
 #   pnpm release              build, typecheck, publint + attw, unit tests, publish
 #   pnpm release --no-test    skip the unit tests (when the same commit already passed `pnpm test`)
 #   pnpm release --check      everything but publishing
+#   pnpm release --local      build, then publish the tree as it is to a registry on loopback
+#                             (scripts/local-registry.mjs), for trying jobrt before its first npm
+#                             release; the registry keeps running. `--local-stop` stops it.
 #
 # The registry is whatever npm/pnpm are configured with (an .npmrc `registry=` / `@jobrt:registry=`
 # line, or NPM_CONFIG_REGISTRY); it is printed first. Credentials belong in a user-level npmrc
@@ -21,9 +24,29 @@ for arg in "$@"; do
   case $arg in
     --no-test) run_tests=no ;;
     --check) publish=no ;;
-    *) echo "release: unknown option $arg (use --no-test or --check)" >&2; exit 2 ;;
+    --local) publish=local ;;
+    --local-stop) exec node scripts/local-registry.mjs stop ;;
+    *) echo "release: unknown option $arg (use --no-test, --check, --local or --local-stop)" >&2; exit 2 ;;
   esac
 done
+
+if [ "$publish" = local ]; then
+  # Not a release: no version bump, no tags, no clean-tree rule; the working tree as it is.
+  pnpm exec turbo run build --output-logs=errors-only
+  url=$(node scripts/local-registry.mjs start)
+  npmrc=$(node scripts/local-registry.mjs status | sed -n 's/.*, npmrc //p')
+  # Only this registry: every inherited npm/pnpm setting is dropped for the publish.
+  for v in $(env | sed -n 's/^\([Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_[^=]*\)=.*/\1/p;s/^\(pnpm_config_[^=]*\)=.*/\1/p'); do unset "$v"; done
+  npm_config_userconfig=$npmrc pnpm -r --filter './packages/*' --filter './examples/*' publish \
+    --no-git-checks --registry "$url" --reporter=silent
+  echo "release: published to $url:" >&2
+  node scripts/local-registry.mjs list >&2
+  echo "release: try it (docs/writing-a-runtime.md, \"Before the first release\"):" >&2
+  echo "  npm create --registry=$url jobrt-runtime jobrt-runtime-mine" >&2
+  echo "  cd jobrt-runtime-mine && echo '@jobrt:registry=$url' > .npmrc && npm install && npm test" >&2
+  echo "  stop the registry with: pnpm release --local-stop" >&2
+  exit 0
+fi
 
 if [ "$publish" = yes ] && ! git diff --quiet HEAD --; then
   echo "release: the work tree has uncommitted changes; commit the 'Version packages' change first" >&2

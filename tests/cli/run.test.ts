@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 
 /** A conf dir whose jobrt.conf puts the spool in a temp dir, so each test can check for leftovers. */
 function site(extra = "") {
@@ -37,6 +37,15 @@ describe("jobrt run: tasks and environment", () => {
     const ids = fresh.map((r) => Number(r.stdout.trim()));
     expect(ids[0]).not.toBe(ids[1]);
     expect(ids.every((i) => i >= 1)).toBe(true);
+  });
+
+  it("never hands a step id out twice in a job, also after the step that had it ended (as Slurm)", async () => {
+    const s = site();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })).stdout.trim());
+    expect(ids).toEqual(["0", "1", "2"]);
+    const fresh = await jobrt(["run", "--runtime", "none", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env });
+    expect(fresh.stdout.trim()).toBe("0");
   });
 
   it("labels lines with -l and never interleaves lines mid-line", async () => {
@@ -152,7 +161,7 @@ describe("jobrt run: exit status", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "none", "no-such-program-xyz"], { env: s.env });
     expect(r.code).toBe(127);
-    expect(r.stderr).toBe("jobrt: task 0: cannot execute no-such-program-xyz: command not found\n");
+    expect(r.stderr).toBe(`jobrt: task 0: cannot execute no-such-program-xyz: command not found\n${failureLine("task 0", "Exited with exit code 127")}`);
   });
 
   it("1,000 tasks under ulimit -n 1024: plain output falls back to direct writes; -l says what to do", async () => {
@@ -193,6 +202,89 @@ describe("jobrt run: exit status", () => {
     const r = await jobrt(["run", "-n", "256", "--runtime", "none", "/bin/true"], { env: s.env });
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
+  });
+});
+
+describe("jobrt run: srun's per-task failure lines", () => {
+  // Task 0 and 1 exit 3, task 2 exits 0, tasks 3 and 5 are SIGKILLed, task 4 SIGUSR1ed.
+  const mixed = ["sh", "-c", "case $SLURM_PROCID in 0|1) exit 3;; 2) exit 0;; 3|5) kill -KILL $$;; 4) kill -USR1 $$;; esac"];
+
+  it("one line per outcome after the step, tasks in Slurm's ranges, in task order, none for exit 0", async () => {
+    const s = site("NodeName=node7\n");
+    const r = await jobrt(["run", "-n", "6", "--runtime", "none", ...mixed], { env: s.env });
+    expect(r.stderr).toBe(
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("tasks 3,5", "Killed", "node7") + failureLine("task 4", "User defined signal 1", "node7"),
+    );
+    // SIGUSR1 (10) is the highest status: 128 + 10.
+    expect(r.code).toBe(138);
+    expect(spoolLeftovers(s.spool)).toEqual([]);
+  });
+
+  it("--json: stdout stays one JSON event per line; the lines go to stderr, and task-exit events say the same", async () => {
+    const s = site("NodeName=node7\n");
+    const r = await jobrt(["run", "-n", "6", "--runtime", "none", "--json", ...mixed], { env: s.env });
+    expect(r.code).toBe(138);
+    expect(r.stderr).toBe(
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("tasks 3,5", "Killed", "node7") + failureLine("task 4", "User defined signal 1", "node7"),
+    );
+    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; task?: number; code?: number | null; signal?: string | null });
+    const exits = events.filter((e) => e.event === "task-exit").sort((a, b) => (a.task ?? 0) - (b.task ?? 0));
+    expect(exits.map((e) => [e.task, e.code, e.signal])).toEqual([
+      [0, 3, null],
+      [1, 3, null],
+      [2, 0, null],
+      [3, null, "SIGKILL"],
+      [4, null, "SIGUSR1"],
+      [5, null, "SIGKILL"],
+    ]);
+  });
+
+  /** Task 0 dies of the signal; task 1 handles it and exits 3. Resolves once jobrt has ended. */
+  async function signalled(signal: NodeJS.Signals) {
+    const s = site("NodeName=node7\n");
+    const { spawn } = await import("node:child_process");
+    const script = "[ $SLURM_PROCID = 0 ] && exec sleep 60; trap 'exit 3' INT TERM; while :; do sleep 1; done";
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", script], { env: { ...process.env, ...s.env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const started = new Promise<void>((resolve) => {
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+        // Both tasks started, and task 1's shell is in its loop (its trap is set).
+        if (stdout.split('"task-start"').length === 3) setTimeout(resolve, 500);
+      });
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    await started;
+    child.kill(signal);
+    return { code: await closed, stderr, spool: s.spool };
+  }
+
+  it("SIGTERM to jobrt: the task the signal ended gets its line ('Terminated'), as under srun", async () => {
+    const r = await signalled("SIGTERM");
+    expect(r.stderr).toBe(failureLine("task 0", "Terminated", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"));
+    expect(r.code).toBe(143);
+    expect(spoolLeftovers(r.spool)).toEqual([]);
+  });
+
+  it("SIGINT to jobrt (Ctrl-C): no line for the task the signal ended, as srun after Ctrl-C; an exit code still gets one", async () => {
+    const r = await signalled("SIGINT");
+    expect(r.stderr).toBe(failureLine("task 1", "Exited with exit code 3", "node7"));
+    expect(r.code).toBe(130);
+    expect(spoolLeftovers(r.spool)).toEqual([]);
+  });
+
+  it("a heterogeneous step: tasks numbered within each component, each component its own lines, as srun does", async () => {
+    const s = site("NodeName=node7\n");
+    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "sh", "-c", "exit 3", ":", "-n", "2", "--runtime", "none", "sh", "-c", "exit $SLURM_PROCID"], { env: s.env });
+    expect(r.code).toBe(3);
+    // Component 1's tasks are SLURM_PROCID 2 and 3: its task 0 exits 2, its task 1 exits 3.
+    expect(r.stderr).toBe(
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("task 0", "Exited with exit code 2", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"),
+    );
   });
 });
 
@@ -301,7 +393,8 @@ describe("jobrt run: users, signals, time limits", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "none", "-t", "0:1", "sleep", "30"], { env: s.env });
     expect(r.code).toBe(143);
-    expect(r.stderr).toMatch(/^jobrt: step \d+\.0 cancelled: time limit of 1 s reached\n$/);
+    expect(r.stderr).toMatch(/^jobrt: step \d+\.0 cancelled: time limit of 1 s reached\n/);
+    expect(r.stderr.split("\n").slice(1).join("\n")).toBe(failureLine("task 0", "Terminated"));
   });
 });
 
@@ -435,5 +528,7 @@ describe("jobrt exec outside Slurm", () => {
     const r = await jobrt(["exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME $SLURMD_NODENAME"; exit 6'], { env });
     expect(r.stdout).toBe("5 none n9\n");
     expect(r.code).toBe(6);
+    // srun prints the task's failure line itself; jobrt exec adds none.
+    expect(r.stderr).toBe("");
   });
 });

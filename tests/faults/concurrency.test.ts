@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { jobrt, jobrtBin, runProgram } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, runProgram } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, runcContainers, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -66,7 +66,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("concurrency: 16 
 
     const jobIds = new Set<string>();
     results.forEach((r, i) => {
-      expect(r.stderr).toBe("");
+      expect(r.stderr).toBe([0, 1, 2, 3].map((t) => failureLine(`task ${t}`, `Exited with exit code ${20 + 4 * i + t}`)).join(""));
       // The highest task status: task 3 exits BASE + 3.
       expect(r.code).toBe(20 + 4 * i + 3);
       const lines = r.stdout.trim().split("\n").sort();

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, waitFor } from "../helpers/leaks.js";
 import { faultPluginDir } from "./fault-plugin.js";
 
@@ -26,10 +26,10 @@ const calls = (s: { log: string }) => (existsSync(s.log) ? readFileSync(s.log, "
 
 describe("faults: tasks", () => {
   it.each([
-    ["task exits non-zero", ["sh", "-c", "exit 7"], 7, ""],
-    ["task killed by a signal", ["sh", "-c", "kill -KILL $$"], 137, ""],
-    ["program not found", ["/no/such/program"], 127, "jobrt: task 0: cannot execute /no/such/program: command not found\n"],
-    ["program not executable", ["{dir}/data.txt"], 126, "jobrt: task 0: cannot execute {dir}/data.txt: permission denied\n"],
+    ["task exits non-zero", ["sh", "-c", "exit 7"], 7, failureLine("task 0", "Exited with exit code 7")],
+    ["task killed by a signal", ["sh", "-c", "kill -KILL $$"], 137, failureLine("task 0", "Killed")],
+    ["program not found", ["/no/such/program"], 127, `jobrt: task 0: cannot execute /no/such/program: command not found\n${failureLine("task 0", "Exited with exit code 127")}`],
+    ["program not executable", ["{dir}/data.txt"], 126, `jobrt: task 0: cannot execute {dir}/data.txt: permission denied\n${failureLine("task 0", "Exited with exit code 126")}`],
   ])("%s", async (_, template, status, stderrTemplate) => {
     const s = site();
     writeFileSync(join(s.dir, "data.txt"), "not a program\n", { mode: 0o644 });
@@ -162,7 +162,8 @@ describe("faults: signals to jobrt in every phase", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "fault", "-t", "0:1", "sleep", "60"], { env: s.env });
     expect(r.code).toBe(143);
-    expect(r.stderr).toMatch(/^jobrt: step \d+\.0 cancelled: time limit of 1 s reached\n$/);
+    expect(r.stderr).toMatch(/^jobrt: step \d+\.0 cancelled: time limit of 1 s reached\n/);
+    expect(r.stderr.split("\n").slice(1).join("\n")).toBe(failureLine("task 0", "Terminated"));
     expect(calls(s)).toEqual(["init", "setup", "cleanup", "fini"]);
     await expectNoLeaks(s);
   });

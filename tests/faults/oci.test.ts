@@ -10,7 +10,7 @@ import { chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readFileSync, 
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
-import { jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, runcContainers, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -98,7 +98,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const s = ociSite(conf);
       const r = await run(s, ["--container", s.bundle, "true"]);
       expect(r.code).toBe(127);
-      expect(r.stderr).toBe("/bin/sh: 2: exec: /no/such/runc: not found\n");
+      expect(r.stderr).toBe(`/bin/sh: 2: exec: /no/such/runc: not found\n${failureLine("task 0", "Exited with exit code 127")}`);
       await expectNoLeaks(s);
     });
 
@@ -108,7 +108,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const r = await run(s, ["--container", s.bundle, "true"]);
       expect(r.code).toBe(125);
       expect(r.stderr).toBe(
-        `/bin/sh: 1: /no/such/runc: not found\njobrt-oci: RunTimeCreate exited with status 127: /no/such/runc create x -b ${s.spool}/oci-job1-0/task-0\n`,
+        `/bin/sh: 1: /no/such/runc: not found\njobrt-oci: RunTimeCreate exited with status 127: /no/such/runc create x -b ${s.spool}/oci-job1-0/task-0\n${failureLine("task 0", "Exited with exit code 125")}`,
       );
       await expectNoLeaks(s);
     });
@@ -119,7 +119,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const s = ociSite(ociConf("run", { RunTimeRun: "echo runtime says no >&2; exit 1" }));
       const r = await run(s, ["-n", "2", "--container", s.bundle, "true"]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe("runtime says no\nruntime says no\n");
+      expect(r.stderr).toBe(`runtime says no\nruntime says no\n${failureLine("tasks 0-1", "Exited with exit code 1")}`);
       await expectNoLeaks(s);
     });
 
@@ -128,7 +128,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const s = ociSite(conf);
       const r = await run(s, ["--container", s.bundle, "true"]);
       expect(r.code).toBe(125);
-      expect(r.stderr).toBe("start refused\njobrt-oci: RunTimeStart exited with status 1: echo start refused >&2; exit 1\n");
+      expect(r.stderr).toBe(`start refused\njobrt-oci: RunTimeStart exited with status 1: echo start refused >&2; exit 1\n${failureLine("task 0", "Exited with exit code 125")}`);
       expect(runcContainers(s.dir)).toEqual([]);
       await expectNoLeaks(s);
     });
@@ -141,7 +141,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const r = await run(s, ["--container", s.bundle, "true"], { JOBRT_OCI_TIMEOUTS: "create=1" });
       expect(Date.now() - start).toBeLessThan(30_000);
       expect(r.code).toBe(125);
-      expect(r.stderr).toBe("jobrt-oci: RunTimeCreate did not finish within 1 s and was killed: sleep 600\n");
+      expect(r.stderr).toBe(`jobrt-oci: RunTimeCreate did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 125")}`);
       await expectNoLeaks(s);
     });
 
@@ -149,7 +149,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const s = ociSite(ociConf("create-start", { RunTimeStart: "sleep 600" }));
       const r = await run(s, ["--container", s.bundle, "true"], { JOBRT_OCI_TIMEOUTS: "start=1" });
       expect(r.code).toBe(125);
-      expect(r.stderr).toBe("jobrt-oci: RunTimeStart did not finish within 1 s and was killed: sleep 600\n");
+      expect(r.stderr).toBe(`jobrt-oci: RunTimeStart did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 125")}`);
       await expectNoLeaks(s);
     });
 
@@ -157,7 +157,9 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const s = ociSite(ociConf("run", { RunTimeQuery: "sleep 600" }));
       const r = await run(s, ["--container", s.bundle, "sh", "-c", "exit 3"], { JOBRT_OCI_TIMEOUTS: "query=1" });
       expect(r.code).toBe(3);
-      expect(r.stderr).toBe("jobrt: warning: runtime oci: task 0: RunTimeQuery: RunTimeQuery did not finish within 1 s and was killed: sleep 600\n");
+      expect(r.stderr).toBe(
+        `jobrt: warning: runtime oci: task 0: RunTimeQuery: RunTimeQuery did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 3")}`,
+      );
       await expectNoLeaks(s);
     });
 
@@ -178,7 +180,9 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const r = await run(s, ["--container", s.bundle, "true"], { JOBRT_OCI_TIMEOUTS: "create=1" });
       expect(r.code).toBe(125);
       const warn = 'RunTimeQuery exited 0 but printed no OCI state JSON ("this is not json"); running RunTimeKill and RunTimeDelete anyway';
-      expect(r.stderr).toBe(`jobrt-oci: container did not reach "created" within 1 s of RunTimeCreate\njobrt-oci: ${warn}\njobrt: warning: runtime oci: task 0: ${warn}\n`);
+      expect(r.stderr).toBe(
+        `jobrt-oci: container did not reach "created" within 1 s of RunTimeCreate\njobrt-oci: ${warn}\njobrt: warning: runtime oci: task 0: ${warn}\n${failureLine("task 0", "Exited with exit code 125")}`,
+      );
       await expectNoLeaks(s);
     });
 
@@ -187,7 +191,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       const r = await run(s, ["--container", s.bundle, "sh", "-c", "exit 4"]);
       expect(r.code).toBe(4);
       expect(r.stderr).toBe(
-        'jobrt: warning: runtime oci: task 0: RunTimeQuery exited 0 but printed no OCI state JSON ("this is not json"); running RunTimeKill and RunTimeDelete anyway\n',
+        `jobrt: warning: runtime oci: task 0: RunTimeQuery exited 0 but printed no OCI state JSON ("this is not json"); running RunTimeKill and RunTimeDelete anyway\n${failureLine("task 0", "Exited with exit code 4")}`,
       );
       await expectNoLeaks(s);
     });
@@ -309,7 +313,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
         await waitFor(() => runcContainers(s.dir).length === 3 && sleepers(s) === 3, "3 containers with their sleep to run", 20_000);
         child.kill("SIGTERM");
         const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
-        expect(stderr).toBe("");
+        expect(stderr).toBe(failureLine("tasks 0-2", "Exited with exit code 7"));
         expect(code).toBe(7);
         await expectNoLeaks(s);
       });
@@ -552,7 +556,8 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime 
       child.kill("SIGTERM");
       const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
       const elapsed = Date.now() - t0;
-      expect(stderr).toBe("");
+      // pid 1 ignores SIGTERM (no handler), so KillWait's SIGKILL ends it.
+      expect(stderr).toBe(failureLine("task 0", "Killed"));
       expect(code).toBe(137);
       expect(elapsed).toBeGreaterThanOrEqual(4000);
       expect(elapsed).toBeLessThan(7000);

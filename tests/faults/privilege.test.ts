@@ -8,7 +8,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync,
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -158,7 +158,7 @@ describe.skipIf(!isRoot || !existsSync(jobrtBin))("privilege: host as root, task
 
       child.kill("SIGTERM");
       const r = await done;
-      expect(r.stderr).toBe("");
+      expect(r.stderr).toBe(failureLine("tasks 0-1", "Exited with exit code 7"));
       expect(r.code).toBe(7);
       const lines = readFileSync(site.log, "utf8").trim().split("\n");
       const keys = new Set(lines.map((l) => l.split(" ")[0]));
@@ -173,7 +173,7 @@ describe.skipIf(!isRoot || !existsSync(jobrtBin))("privilege: host as root, task
     it("a SpoolDir that jobrt creates itself works for a job of user nobody", async () => {
       const site = nobodySite(false);
       const r = await jobrt(["run", "--uid", "nobody", "--gid", "nogroup", "--container", site.bundle, "sh", "-c", "exit 3"], { env: site.env });
-      expect(r.stderr).toBe("");
+      expect(r.stderr).toBe(failureLine("task 0", "Exited with exit code 3"));
       expect(r.code).toBe(3);
       await expectNoLeaks(site);
     });
@@ -207,7 +207,7 @@ describe.skipIf(!isRoot || !existsSync(jobrtBin))("privilege: host as root, task
 
       child.kill("SIGTERM");
       const r = await done;
-      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 7, stderr: "" });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 7, stderr: failureLine("tasks 0-1", "Exited with exit code 7") });
 
       // Nothing outside was removed, rewritten or chowned; the links themselves are gone.
       const after = readdirSync(victim).map((f) => ({ f, ...owner(join(victim, f)), text: readFileSync(join(victim, f), "utf8") }));

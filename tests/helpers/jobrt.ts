@@ -1,6 +1,6 @@
 import { type SpawnOptions, spawn } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -62,4 +62,12 @@ function emptyConfDir(): string {
 /** A fresh temporary directory. */
 export function tempDir(prefix = "jobrt-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** The node name jobrt uses without NodeName in jobrt.conf: the short host name. */
+export const nodeName = hostname().split(".")[0] ?? "localhost";
+
+/** srun's per-task failure line that `jobrt run` prints after the step (docs/cli.md, "Failure lines"). */
+export function failureLine(tasks: string, what: string, node = nodeName): string {
+  return `jobrt: error: ${node}: ${tasks}: ${what}\n`;
 }

@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, readdirSync,
 import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 import { type Registry, freePort, pushBusybox, startRegistry } from "../helpers/registry.js";
 
 const NOBODY = ["--uid", "65534", "--gid", "65534"];
@@ -81,7 +81,9 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(images(cache)).toEqual([`public/${digest1.slice(7)}`]);
     const pulls = (reg.log().match(/GET \/v2\/busybox\/blobs\//g) ?? []).length;
     const again = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; id -u; touch /x 2>&1"]);
-    expect(again.stderr).toBe("");
+    // touch fails, so the task exits 1 and gets its failure line.
+    expect(again.stderr).toBe(failureLine("task 0", "Exited with exit code 1"));
+    expect(again.code).toBe(1);
     expect(again.stdout).toBe("image-one\n0\ntouch: /x: Read-only file system\n");
     expect((reg.log().match(/GET \/v2\/busybox\/blobs\//g) ?? []).length).toBe(pulls);
     const list = await jobrt(["images", "list", "--conf-dir", dir]);

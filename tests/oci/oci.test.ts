@@ -8,7 +8,7 @@ import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
 const isRoot = process.getuid?.() === 0;
@@ -73,7 +73,7 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("jobrt run --runt
           ["run", "--conf-dir", dir, "--jobid", String(j), "-n", "4", "-l", "--container", bundle, "sh", "-c", 'echo "t=$SLURM_PROCID v=$MYVAR a=$1 h=$(hostname)"; [ $SLURM_PROCID = 1 ] && exit 3; exit 0', "sh", "x y"],
           { env: { ...process.env, MYVAR: "from job" } },
         );
-        expect(r.stderr).toBe("");
+        expect(r.stderr).toBe(failureLine("task 1", "Exited with exit code 3"));
         expect(r.code).toBe(3);
         const lines = r.stdout.trim().split("\n").sort();
         expect(lines).toEqual([0, 1, 2, 3].map((t) => `${t}: t=${t} v=from job a=x y h=runc`));

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../helpers/jobrt.js";
 
-// Packaging gate, DESIGN.md section 2: every publishable workspace package states how it is consumed
-// (ESM, exports types-first, files, engines, sideEffects), who may use it (license, repository),
+// Packaging gate (docs/decisions.md, "Every package states how it is consumed"): every
+// publishable workspace package states how it is consumed (ESM, exports types-first, files, engines, sideEffects), who may use it (license, repository),
 // how it is found (keywords; `jobrt-runtime` for runtimes) and which core it needs (an explicit
 // peer range). publint and attw check the packed tarballs (`turbo run lint:pkg`); this checks policy.
 

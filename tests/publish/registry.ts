@@ -1,12 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runProgram } from "../helpers/jobrt.js";
+import { repoRoot, runProgram } from "../helpers/jobrt.js";
 
-/** verdaccio 6.9+ needs Node 22; 6.8.0 needs node-fetch pinned because the mirror lacks its `cjs` tag. */
-const VERDACCIO_VERSION = "6.8.0";
 
 /**
  * Env for npm/pnpm children that talk ONLY to the test registry: every inherited npm_config_* /
@@ -28,19 +25,15 @@ export function registryEnv(userconfig: string, registry: string, extra: Record<
   };
 }
 
-/** verdaccio installed once per machine in a temp dir (not a repo dependency: it is only a test server). */
+/** verdaccio, installed once per machine by the script `pnpm release --local` uses (one installer). */
 async function installVerdaccio(): Promise<string> {
-  const dir = join(tmpdir(), `jobrt-verdaccio-${VERDACCIO_VERSION}`);
-  const bin = join(dir, "node_modules/verdaccio/bin/verdaccio");
-  if (existsSync(bin)) return bin;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "package.json"), `${JSON.stringify({ name: "jobrt-test-registry", private: true, overrides: { "node-fetch": "2.7.0" } })}\n`);
-  const r = await runProgram(["npm", "install", "--no-audit", "--no-fund", "-E", `verdaccio@${VERDACCIO_VERSION}`], { cwd: dir, timeoutMs: 240_000 });
-  if (r.code !== 0 || !existsSync(bin)) throw new Error(`installing verdaccio@${VERDACCIO_VERSION} failed: ${r.stderr.slice(-2000)}`);
+  const r = await runProgram([process.execPath, join(repoRoot, "scripts/local-registry.mjs"), "install"], { cwd: repoRoot, timeoutMs: 300_000 });
+  const bin = r.stdout.trim();
+  if (r.code !== 0 || !existsSync(bin)) throw new Error(`installing verdaccio failed (exit ${r.code}): ${r.stderr.slice(-2000)}`);
   return bin;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on("error", reject);

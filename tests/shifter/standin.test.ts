@@ -1,4 +1,4 @@
-// Checks the Shifter STAND-IN against the interface in specs/runtime-shifter.md (sections 1 and
+// Checks the Shifter STAND-IN against the interface in docs/shifter-interface.md (sections 1 and
 // 6), so the plugin's own tests cannot pass by agreeing with a loose fake. The grammar is checked
 // against util-linux getopt(1), which uses the same glibc getopt_long engine as shifter.
 import { execFileSync, spawn } from "node:child_process";
@@ -50,7 +50,7 @@ function standinNormalised(args: string[]): { out: string; err: string; code: nu
 }
 
 describe("stand-in grammar = glibc getopt_long (util-linux getopt as oracle)", () => {
-  // Spec 1.1 grammar table, including its traps.
+  // shifter-interface.md 1.1 grammar table, including its traps.
   const table: string[][] = [
     ["--image=docker:ubuntu:22.04", "--", "ls", "-l"],
     ["--image", "docker:ubuntu", "ls"],
@@ -133,7 +133,7 @@ function shifter(args: string[], env: Record<string, string> = {}, opts: { uid?:
   });
 }
 
-describe("stand-in shifter: behaviour (spec 1.2-1.8)", () => {
+describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
   it("runs the command in the image as the caller, cwd kept, status passed through", async () => {
     const r = await shifter([`--image=${BUSYBOX}`, "--", "sh", "-c", "id -u; id -g; cat /etc/jobrt-image; pwd; exit 7"]);
     expect(r).toMatchObject({ code: 7, stdout: `${TASK_UID}\n${TASK_GID}\n${BUSYBOX}\n/tmp\n`, stderr: "" });
@@ -363,7 +363,7 @@ describe("stand-in shifter: behaviour (spec 1.2-1.8)", () => {
   });
 });
 
-describe("stand-in shifterimg (spec 1.9)", () => {
+describe("stand-in shifterimg (shifter-interface.md 1.9)", () => {
   const img = (args: string[], uid = TASK_UID) => runProgram([site.shifterimg, ...args], { uid, gid: TASK_GID, env: { PATH: "/usr/bin:/bin" } });
 
   it("lookup prints exactly one id line and exits 0; a miss is silent with exit 1", async () => {

@@ -3,7 +3,7 @@ import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { runProgram, tempDir } from "../helpers/jobrt.js";
+import { jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 import {
   type JobrtSite,
   clusterLogs,
@@ -86,15 +86,60 @@ describe("jobrt exec as the task of a Slurm step", () => {
 
   it("the exit status 3 of one task is srun's exit status (runtime none)", async () => {
     const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
-    expect(r.stderr).not.toMatch(/^jobrt:/m);
+    // srun's own failure line, and none from jobrt exec.
+    expect(r.stderr).toMatch(/^srun: error: node[ab]: task 1: Exited with exit code 3\n$/);
     expect(r.code).toBe(3);
   });
 
   it("the exit status 3 of one containerised task is srun's exit status (runtime oci)", async () => {
     const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
-    expect(r.stderr).not.toMatch(/^jobrt:/m);
+    expect(r.stderr).toMatch(/^srun: error: node[ab]: task 1: Exited with exit code 3\n$/);
     expect(r.code).toBe(3);
     expect(ourContainers()).toEqual([]);
+  });
+
+  it("jobrt run's failure lines are srun's for the same tasks; under srun, jobrt exec prints none (srun does)", async () => {
+    // One outcome per task, so srun's grouping (by when slurmstepd reaps the tasks) cannot differ.
+    const argv = ["sh", "-c", "case $SLURM_PROCID in 0) exit 3;; 1) kill -TERM $$;; 2) kill -USR1 $$;; 3) exit 0;; esac"];
+    const plain = await srun(["-N", "1", "-w", "nodea", "-n", "4", "--overcommit", ...argv]);
+    expect(plain.code).toBe(143);
+    // srun may also say the job waited for the node (the previous job still completing).
+    const errors = (text: string) => sortedLines(text).filter((l) => l.startsWith("srun: error: "));
+    const srunLines = ["srun: error: nodea: task 0: Exited with exit code 3", "srun: error: nodea: task 1: Terminated", "srun: error: nodea: task 2: User defined signal 1"];
+    expect(errors(plain.stderr)).toEqual(srunLines);
+    // And that it ended the step once a signal had ended a task.
+    expect(plain.stderr).toMatch(/^srun: Force Terminated StepId=\d+\.0$/m);
+    // jobrt exec exits with its task's status, 128+N for a task signal N ended (it is not itself
+    // killed by the signal), so srun words those as exit codes.
+    const exec = await srun(["-N", "1", "-w", "nodea", "-n", "4", "--overcommit", "jobrt", "exec", "--runtime", "none", "--", ...argv]);
+    expect(exec.code).toBe(143);
+    expect(exec.stderr).not.toMatch(/^jobrt/m);
+    expect(errors(exec.stderr)).toEqual([
+      "srun: error: nodea: task 0: Exited with exit code 3",
+      "srun: error: nodea: task 1: Exited with exit code 143",
+      "srun: error: nodea: task 2: Exited with exit code 138",
+    ]);
+    const conf = tmp("jobrt-slurm-run-");
+    writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(conf, "spool")}\nNodeName=nodea\n`);
+    const run = await runProgram([process.execPath, "--", jobrtBin, "run", "-n", "4", "--runtime", "none", ...argv], { env: { ...process.env, JOBRT_CONF_DIR: conf } });
+    expect(run.code).toBe(143);
+    expect(run.stderr.replace(/^jobrt: /gm, "srun: ")).toBe(`${srunLines.join("\n")}\n`);
+  });
+
+  it("a heterogeneous step: srun numbers tasks within each component, and jobrt run's lines say the same", async () => {
+    const components = ["-n", "1", "sh", "-c", "exit 3", ":", "-n", "2", "sh", "-c", "exit $((SLURM_PROCID + 4))"];
+    const plain = await srun(components);
+    expect(plain.code).toBe(6);
+    // Components run on different nodes; jobrt run has one. Compare with the node names left out.
+    const lines = (text: string) => sortedLines(text.replace(/^(srun|jobrt): error: [^:]+: /gm, "error: N: ").split("\n").filter((l) => l.startsWith("error: ")).join("\n"));
+    expect(lines(plain.stderr)).toEqual(["error: N: task 0: Exited with exit code 3", "error: N: task 0: Exited with exit code 5", "error: N: task 1: Exited with exit code 6"]);
+    const conf = tmp("jobrt-slurm-run-");
+    writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(conf, "spool")}\n`);
+    const run = await runProgram([process.execPath, "--", jobrtBin, "run", "--runtime", "none", ...components.slice(0, 6), "--runtime", "none", ...components.slice(6)], {
+      env: { ...process.env, JOBRT_CONF_DIR: conf },
+    });
+    expect(run.code).toBe(6);
+    expect(lines(run.stderr)).toEqual(lines(plain.stderr));
   });
 
   it("srun -n 2 jobrt exec --runtime oci --container <bundle> reads a file only the bundle has", async () => {

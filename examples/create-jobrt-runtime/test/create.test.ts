@@ -35,11 +35,22 @@ function linkDeps(dir: string): void {
   }
 }
 
+/** Runs the starter's bin for `name` in the temp dir, links its dependencies and builds it. */
+function createAndBuild(name: string): string {
+  const r = spawnSync(process.execPath, [bin, join(tmp, name)], { encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  const dir = join(tmp, name);
+  linkDeps(dir);
+  const tsc = spawnSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
+  expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
+  return dir;
+}
+
 describe("create-jobrt-runtime", () => {
   it("writes a package named after the runtime, with every placeholder filled", () => {
     const created = createRuntimeProject({ dir: join(tmp, "jobrt-runtime-fast") });
     expect(created).toMatchObject({ name: "fast", packageName: "jobrt-runtime-fast" });
-    expect(created.files).toEqual([".gitignore", "README.md", "package.json", "src/index.ts", "test/conformance.test.ts", "tsconfig.json", "vitest.config.ts"]);
+    expect(created.files).toEqual([".gitignore", "LICENSE", "README.md", "package.json", "src/index.ts", "test/conformance.test.ts", "tsconfig.json", "vitest.config.ts"]);
     for (const f of created.files) expect(readFileSync(join(created.dir, f), "utf8"), f).not.toMatch(/__[A-Z_]+__/);
     const pkg = JSON.parse(readFileSync(join(created.dir, "package.json"), "utf8"));
     expect(pkg).toMatchObject({ name: "jobrt-runtime-fast", version: "1.0.0", keywords: expect.arrayContaining(["jobrt-runtime"]), peerDependencies: { "@jobrt/core": starterRange }, sideEffects: false });
@@ -75,13 +86,26 @@ describe("create-jobrt-runtime", () => {
     expect(r.stderr).toContain("exists and is not empty");
   });
 
+  it("what it would publish is complete: a LICENSE, no placeholder links, source maps that resolve to shipped files", () => {
+    const dir = createAndBuild("jobrt-runtime-shipped");
+    const pack = spawnSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: dir, encoding: "utf8" });
+    expect(pack.status, pack.stderr).toBe(0);
+    const shipped = new Set((JSON.parse(pack.stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path));
+    expect(shipped.has("LICENSE")).toBe(true);
+    expect(readFileSync(join(dir, "LICENSE"), "utf8")).toContain("Apache License");
+    const maps = [...shipped].filter((f) => f.endsWith(".map"));
+    expect(maps.length).toBeGreaterThan(0);
+    for (const map of maps) {
+      const { sources } = JSON.parse(readFileSync(join(dir, map), "utf8")) as { sources: string[] };
+      for (const source of sources) expect(shipped.has(join(dirname(map), source)), `${map} -> ${source}`).toBe(true);
+    }
+    for (const f of shipped) {
+      if (/\.(md|json|ts|js)$/.test(f)) expect(readFileSync(join(dir, f), "utf8"), f).not.toMatch(/example\.invalid|your-(org|name)|TODO/i);
+    }
+  });
+
   it("the generated package builds and passes the testkit out of the box", async () => {
-    const r = spawnSync(process.execPath, [bin, join(tmp, "jobrt-runtime-starter")], { encoding: "utf8" });
-    expect(r.status, r.stderr).toBe(0);
-    const dir = join(tmp, "jobrt-runtime-starter");
-    linkDeps(dir);
-    const tsc = spawnSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
-    expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
+    const dir = createAndBuild("jobrt-runtime-starter");
     const plugin = (await import(pathToFileURL(join(dir, "dist/index.js")).href)).default;
     expect(plugin.meta).toMatchObject({ name: "starter", type: "runtime/starter", version: "1.0.0", apiVersion: 2, accepts: [] });
     // API 2: per-step state is what setup returns, never a module-level map.

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { type LogLevel, type NodeConf, RuntimeRegistry, createPackageResolver } from "@jobrt/core";
 import { type SiteConfig, confDirFrom, loadSiteConfig, spoolDirFor } from "@jobrt/launcher";
 
-/** The site install root: runtime packages are resolved from beside @jobrt/cli (DESIGN.md §4). */
+/** The site install root: runtime packages are resolved from beside @jobrt/cli (docs/decisions.md, "Runtimes resolve from the site install root"). */
 export const cliPackageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 export interface Host {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Exit-detection lag of create/start mode: how long after the container's command ends does the
 // task end? Compares, in the same run: bare `runc run`, jobrt run mode, jobrt create/start mode,
-// and Slurm's create/start polling schedule (spec 3.4, W3) applied to the measured bare time.
+// and Slurm's create/start polling schedule (docs/runtime-oci.md W3) applied to the measured bare time.
 // Needs root, runc, busybox-static and a built repo. Usage: node bench/exit-lag.mjs [runs]
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -31,7 +31,7 @@ const confDirs = Object.fromEntries(
   }),
 );
 
-/** Slurm's post-start polls (ms after start, spec 3.4 step 7b.4): 0, 5, 15, ... 2555, then +1 s, +2 s, ... */
+/** Slurm's post-start polls (ms after start, docs/runtime-oci.md W3): 0, 5, 15, ... 2555, then +1 s, +2 s, ... */
 function slurmDetect(ms) {
   let t = 0;
   let delay = 2.5;

@@ -16,7 +16,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** Parses `<bundle>/config.json` text and finds the rootfs (spec 3.2.5-6). */
+/** Parses `<bundle>/config.json` text and finds the rootfs (runtime-oci.md, Lifecycle). */
 export function parseBundleConfig(text: string, file: string, bundleDir: string): BundleConfig {
   let config: unknown;
   try {
@@ -55,7 +55,7 @@ export interface Mount {
 export interface RewriteOptions {
   terminal: boolean;
   rootfs: string;
-  /** The step spool dir bind mount (spec 3.4.2c), appended after every other mount. */
+  /** The step spool dir bind mount (runtime-oci.md, Lifecycle), appended after every other mount. */
   spoolMount?: { source: string; destination: string };
   /** More bind mounts (--container-volume). */
   extraMounts: Mount[];
@@ -67,8 +67,8 @@ export interface RewriteOptions {
 }
 
 /**
- * The per-task config.json (spec 3.4.2): terminal, absolute root.path, mounts (spool dir last),
- * DisableHooks removed (W10: really removed), process.env rebuilt, process.args = task argv.
+ * The per-task config.json (runtime-oci.md, Lifecycle): terminal, absolute root.path, mounts (spool dir last),
+ * DisableHooks removed (runtime-oci.md W10: really removed), process.env rebuilt, process.args = task argv.
  * Returns a new object; the bundle's own config is never modified.
  */
 export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig {

@@ -42,7 +42,7 @@ const PIPE_GRACE_MS = 250;
 
 /**
  * Runs a RunTime* command as `/bin/sh -c`. The result is taken when the shell exits, not when
- * its pipes close, so a runtime that hands a pipe to a long-lived process cannot hang us (W2).
+ * its pipes close, so a runtime that hands a pipe to a long-lived process cannot hang us (runtime-oci.md W2).
  * Past `timeoutMs` the command's process group is SIGKILLed and ERR_RUNTIME_TIMEOUT names it.
  */
 export function runCommand(command: string, o: CommandOptions): Promise<CommandResult> {

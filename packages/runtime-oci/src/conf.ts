@@ -104,7 +104,7 @@ function hooksCheck(value: string[]): string | undefined {
 
 const pattern = (key: string): FieldSpec => ({ type: "string", check: patternCheck(key) as (v: never) => string | undefined });
 
-/** Every key Slurm's oci.conf parser knows (spec 1.3). The scrun-only ones are accepted and ignored. */
+/** Every key Slurm's oci.conf parser knows (runtime-oci.md, Configuration reference). The scrun-only ones are accepted and ignored. */
 export const OCI_CONF_SCHEMA: ConfSchema = {
   ContainerPath: pattern("ContainerPath"),
   CreateEnvFile: { type: { enum: CREATE_ENV_FILE } },
@@ -135,7 +135,7 @@ function matrixError(file: string, where: Record<string, ConfLocation>, keys: st
   return new JobrtError("ERR_CONF", `${file}: ${what}`, { details: { file } });
 }
 
-/** Parses and validates oci.conf text: syntax, types, patterns, regexes, the mode matrix (spec 1.4). */
+/** Parses and validates oci.conf text: syntax, types, patterns, regexes, the mode matrix (runtime-oci.md, Configuration reference). */
 export function parseOciConf(text: string, file: string): OciConf {
   const parsed = parseConf(text, { file, schema: OCI_CONF_SCHEMA });
   const v = parsed.values;

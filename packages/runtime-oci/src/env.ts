@@ -22,7 +22,7 @@ export function filterEnvRecord(env: Record<string, string>, exclude: RegExp | u
 }
 
 /**
- * Merges the bundle's `process.env` into the job env the way Slurm does (spec 3.2.5): a bundle
+ * Merges the bundle's `process.env` into the job env the way Slurm does (runtime-oci.md, Lifecycle): a bundle
  * value replaces a job variable of the same name; entries without `=` become `NAME=(null)`.
  */
 export function mergeBundleEnv(job: readonly string[], bundle: readonly string[]): string[] {

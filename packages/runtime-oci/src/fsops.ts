@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 /**
  * File work under the step spool dir. Every operation here refuses to follow a symlink in the
  * last path component, so a user who owns a task dir cannot point root's writes or removals at
- * other files (W8, W14). When the host is root and the job user is not, the plugin runs these
+ * other files (runtime-oci.md W8, W14). When the host is root and the job user is not, the plugin runs these
  * same operations in a helper process that has dropped to the job user (see runFsOps), so even a
  * symlink swapped into a parent component only reaches what the user could touch anyway.
  */
@@ -63,7 +63,7 @@ export function makeDir(path: string, mode: number, owner?: Identity, acceptOwne
 
 /**
  * Writes `dir/name` atomically: a fresh temp file (O_EXCL, so never through a symlink), fsync,
- * then rename over the target. Leftovers from an earlier run are simply replaced (W9).
+ * then rename over the target. Leftovers from an earlier run are simply replaced (runtime-oci.md W9).
  */
 export function writeAtomic(dir: string, name: string, content: string, mode: number, owner?: { uid: number; gid: number }): void {
   // O_EXCL makes a name clash an error, never a write through someone else's file, so the name

@@ -1,7 +1,7 @@
 /**
- * oci.conf `%` patterns (spec section 2). `%@` keeps Slurm's exact quoting; every other string
+ * oci.conf `%` patterns (runtime-oci.md, Patterns). `%@` keeps Slurm's exact quoting; every other string
  * substitution is shell-quoted for the quoting context it appears in when the result is a
- * `/bin/sh -c` command (W8), so user-controlled values (bundle path, cwd, user name, rootfs)
+ * `/bin/sh -c` command (runtime-oci.md W8), so user-controlled values (bundle path, cwd, user name, rootfs)
  * can neither split words nor inject commands.
  */
 

@@ -131,7 +131,7 @@ export function printedStepId(step: Pick<StepRecord, "kind" | "stepId">): number
   }
 }
 
-/** The step spool dir's name (spec 3.1): oci-job<J>-{batch|interactive|extern|<S>}. */
+/** The step spool dir's name (runtime-oci.md, Lifecycle): oci-job<J>-{batch|interactive|extern|<S>}. */
 export function stepDirName(step: Pick<StepRecord, "kind" | "stepId" | "jobId">): string {
   const suffix = step.kind === "normal" ? String(step.stepId) : step.kind;
   return `oci-job${step.jobId}-${suffix}`;
@@ -260,7 +260,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
   let rootfs = bundle;
   if (!conf.ignoreFileConfigJson && bundle !== "") {
     const file = join(bundle, "config.json");
-    // Read as the job user: a root host must not copy files the user cannot read (W8).
+    // Read as the job user: a root host must not copy files the user cannot read (runtime-oci.md W8).
     const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
@@ -661,7 +661,7 @@ async function cleanup({ node, step, state, afterCrash }: CleanupContext<OciStep
     report(await fsOps(done.map((ts) => ({ op: "remove", path: ts.taskDir })), st.identity, warn), warn);
     // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left
     // (no task of this step is between taskInit and cleanup on this node), whatever the runtime
-    // or a wrapper left in %m goes too (W14), then the dir itself.
+    // or a wrapper left in %m goes too (runtime-oci.md W14), then the dir itself.
     let names: string[];
     try {
       names = readdirSync(st.stepDir);

@@ -1,9 +1,9 @@
 /**
  * The create/start supervisor (dist/supervisor.js): one per task, started by the host in place of
  * the task, already as the job user. It runs RunTimeCreate with the task's stdio (no pipe for the
- * container to hold, W2), waits for `created`, runs RunTimeStart, waits for the container's init
- * to exit, reads its real exit status (W1), kills/deletes whatever is left, and exits with that
- * status (a signal death is re-raised on itself).
+ * container to hold, runtime-oci.md W2), waits for `created`, runs RunTimeStart, waits for the
+ * container's init to exit, reads its real exit status (W1), kills/deletes whatever is left, and
+ * exits with that status (a signal death is re-raised on itself).
  *
  * How the status is read: the host starts this program through a one-line perl prefix that makes
  * it a child subreaper (prctl PR_SET_CHILD_SUBREAPER, kept across execve). When RunTimeCreate's

@@ -1,7 +1,7 @@
 import { type CommandResult, type ContainerState, parseState } from "./command.js";
 
 /**
- * The kill/delete sequence (spec 3.4 `_kill_container`), fixed: with a query command, kill
+ * The kill/delete sequence (Slurm's `_kill_container`, runtime-oci.md W5, W7, W12), fixed: with a query command, kill
  * escalates (RunTimeKill, then SIGKILL to the container's pid) and delete runs whenever the
  * runtime still knows the container; without one (IgnoreFileConfigJson), Kill runs while the
  * task is alive and Delete always runs (W7). Never throws.

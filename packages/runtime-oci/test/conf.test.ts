@@ -46,7 +46,7 @@ describe("the bad-oci.conf corpus: each file fails at load with its line number"
   }
 });
 
-describe("Slurm's documented oci.conf examples (spec section 5) parse unchanged", () => {
+describe("Slurm's documented oci.conf examples (runtime-oci.md W15) parse unchanged", () => {
   const expected: Record<string, "run" | "create-start"> = {
     "runc-create-start.conf": "create-start",
     "runc-run.conf": "run",

@@ -36,7 +36,7 @@ describe("config.json", () => {
     expect(() => parseBundleConfig("{}", "/b/config.json", "/b")).toThrow(/\/b\/config.json: root.path is missing/);
     expect(() => parseBundleConfig("{", "/b/config.json", "/b")).toThrow(/\/b\/config.json: not valid JSON/);
   });
-  test("the rewrite of spec 3.4: terminal, root.path, mounts with the spool dir last, hooks removed, env and args replaced", () => {
+  test("the per-task config.json rewrite (runtime-oci.md, Lifecycle): terminal, root.path, mounts with the spool dir last, hooks removed, env and args replaced", () => {
     const b = parseBundleConfig(text, "/b/config.json", "/b");
     const out = rewriteConfig(b.config, {
       terminal: false,
@@ -66,7 +66,7 @@ describe("config.json", () => {
   });
 });
 
-describe("spool naming (spec 3.1)", () => {
+describe("spool naming (runtime-oci.md, Lifecycle)", () => {
   test("step dirs and %s for normal, batch, interactive and extern steps", async () => {
     const { printedStepId, stepDirName } = await import("../src/plugin.js");
     expect(stepDirName({ kind: "normal", stepId: 7, jobId: 42 })).toBe("oci-job42-7");

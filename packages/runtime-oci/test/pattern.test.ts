@@ -27,7 +27,7 @@ function sh(command: string): string[] {
   return out === "" ? [] : out.slice(0, -1).split("\0");
 }
 
-describe("the pattern table (spec section 2)", () => {
+describe("the pattern table (runtime-oci.md, Patterns)", () => {
   test.each([
     ["%%", "%"],
     ["%b", "/b/bundle"],

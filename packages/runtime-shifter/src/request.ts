@@ -51,7 +51,7 @@ export function wantsContainer(step: StepRecord): boolean {
 }
 
 /**
- * Validates the whole request (spec section 5.5). Returns undefined when the step has no image at
+ * Validates the whole request (docs/runtime-shifter.md, "What is validated, and why"). Returns undefined when the step has no image at
  * all (not a Shifter step: the host runs the task directly). Throws on the first broken rule.
  */
 export function validateRequest(step: StepRecord, conf: ShifterConf, udi: UdiRootConf | undefined): ShifterRequest | undefined {

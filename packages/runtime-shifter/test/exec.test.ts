@@ -49,7 +49,7 @@ const task: TaskRecord = {
   },
 };
 
-describe("the shifter argv and env (spec 5.4)", () => {
+describe("the shifter argv and env (docs/runtime-shifter.md, What runs)", () => {
   it("puts every option in --name=value form, ends with --, and pins the image in the env", () => {
     const c = step({
       value: "docker:ubuntu",

@@ -1,23 +1,40 @@
-import { mkdtempSync } from "node:fs";
-import { hostname, tmpdir, userInfo } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import type { ContainerRequest, Logger, NodeConf, StepRecord, TaskRecord } from "@jobrt/core";
+import type { ContainerRequest, Logger, NodeConf, StepRecord } from "@jobrt/core";
+import { planStep } from "@jobrt/launcher";
 
-/** A NodeConf for tests: temp SpoolDir and conf dir unless given, a logger that keeps every line. */
-export function createTestNode(overrides: Partial<NodeConf> = {}): NodeConf & { logs: string[] } {
+/** A test node: its log lines, and `dispose()`, which removes the temp dirs it made. */
+export type TestNode = NodeConf & { logs: string[]; dispose(): void };
+
+/**
+ * A NodeConf for tests: temp SpoolDir and conf dir unless given, a logger that keeps every line.
+ * Call `dispose()` when done (e.g. in afterAll): it removes the dirs this call created, never the
+ * ones you passed in.
+ */
+export function createTestNode(overrides: Partial<NodeConf> = {}): TestNode {
   const logs: string[] = [];
   const log: Logger = (level, message) => {
     logs.push(`${level}: ${message}`);
   };
+  const made: string[] = [];
+  const temp = (kind: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), `jobrt-testkit-${kind}-`));
+    made.push(dir);
+    return dir;
+  };
   return {
     nodeName: hostname(),
-    confDir: overrides.confDir ?? mkdtempSync(join(tmpdir(), "jobrt-testkit-conf-")),
-    spoolDir: overrides.spoolDir ?? mkdtempSync(join(tmpdir(), "jobrt-testkit-spool-")),
+    confDir: overrides.confDir ?? temp("conf"),
+    spoolDir: overrides.spoolDir ?? temp("spool"),
     killWait: 5,
     hostUid: process.getuid?.() ?? 0,
     log,
     ...overrides,
     logs,
+    dispose() {
+      for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -61,54 +78,42 @@ export function uniqueJobId(): number {
   return 100_000 + ((process.pid % 20_000) * 100 + nextJobId) % 1_900_000;
 }
 
-/** A StepRecord as the host builds it, with Slurm-style task environments. */
+/**
+ * A StepRecord as the host builds it: the launcher's own planner makes it, so the task environment
+ * is exactly what `jobrt run` gives (SLURM_JOB_ID and SLURM_JOBID, SLURM_RUNTIME, SLURM_CONTAINER,
+ * SLURM_NTASKS, ...; docs/cli.md lists them). The default cwd is the system temp dir; pass `cwd`
+ * for a dir of your own.
+ */
 export function createTestStep(options: TestStepOptions): StepRecord {
   const me = userInfo();
   const user = options.user ?? { uid: me.uid, gid: me.gid, name: me.username, home: me.homedir };
-  const home = user.home ?? "/nonexistent";
-  const jobId = options.jobId ?? uniqueJobId();
-  const stepId = options.stepId ?? 0;
   const ids = typeof options.tasks === "object" ? options.tasks : [...Array(options.tasks ?? 1).keys()];
   const totalTasks = options.totalTasks ?? Math.max(ids.length, ...ids.map((i) => i + 1));
   const argv = options.argv ?? ["sh", "-c", 'echo "jobrt-testkit:$SLURM_PROCID"'];
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
-    HOME: home,
-    USER: user.name,
-    ...options.env,
-  };
-  const tasks: TaskRecord[] = ids.map((globalId) => ({
-    localId: globalId,
-    globalId,
-    argv: [...argv],
-    env: {
-      ...env,
-      SLURM_JOB_ID: String(jobId),
-      SLURM_STEP_ID: String(stepId),
-      SLURM_PROCID: String(globalId),
-      SLURM_LOCALID: String(globalId),
-      SLURM_NODEID: "0",
-      SLURM_NTASKS: String(totalTasks),
-      SLURMD_NODENAME: hostname(),
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", ...options.env };
+  const [planned] = planStep(
+    {
+      jobId: options.jobId ?? uniqueJobId(),
+      stepId: options.stepId ?? 0,
+      user: { uid: user.uid, gid: user.gid, user: user.name, home: user.home ?? "/nonexistent" },
+      components: [
+        {
+          argv,
+          ntasks: totalTasks,
+          runtime: options.runtime,
+          cwd: options.cwd ?? tmpdir(),
+          env,
+          io: {},
+          ...(options.container ? { container: containerRequest(options.container) } : {}),
+        },
+      ],
     },
-  }));
-  return {
-    jobId,
-    stepId,
-    kind: "normal",
-    runtime: options.runtime,
-    uid: user.uid,
-    gid: user.gid,
-    user: user.name,
-    home,
-    cwd: options.cwd ?? mkdtempSync(join(tmpdir(), "jobrt-testkit-cwd-")),
-    argv: [...argv],
-    env,
-    tasks,
-    totalTasks,
-    nodeId: 0,
-    nnodes: 1,
-    ...(options.container ? { container: containerRequest(options.container) } : {}),
-    pty: false,
-  };
+    hostname(),
+    availableParallelism(),
+  );
+  const step = (planned as { record: StepRecord }).record;
+  // This node holds only the chosen tasks, as one node of a multi-node step would.
+  step.tasks = step.tasks.filter((task) => ids.includes(task.globalId));
+  for (const task of step.tasks) task.env.SLURM_STEP_TASKS_PER_NODE = String(step.tasks.length);
+  return step;
 }

@@ -1,6 +1,6 @@
 // @ts-check
 // Part of the Shifter STAND-IN used by jobrt's tests (not Shifter, not for production).
-// shifter's option table (spec section 1.1), shared by the stand-in and the tests that read argv back.
+// shifter's option table (docs/shifter-interface.md 1.1), shared by the stand-in and the tests that read argv back.
 
 /** glibc short options; "+" because shifter sets POSIXLY_CORRECT (stop at the first non-option). */
 export const SHIFTER_OPTSTRING = "+hnvV:i:e:Ew::m:";

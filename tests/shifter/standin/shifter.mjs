@@ -278,7 +278,7 @@ function main() {
     id = line.trim();
   }
   // No allowLocalChroot gate for local: here, on purpose: in Shifter 22.02 the gate tests a field
-  // nothing sets (spec 1.2), so local: images run whatever udiRoot.conf says. Policy is the plugin's.
+  // nothing sets (docs/shifter-interface.md 1.2), so local: images run whatever udiRoot.conf says. Policy is the plugin's.
   const volumes = parseVolumes(rawVolumes, v);
 
   // Modules: --module, else SHIFTER_MODULE, else defaultModules; "none" only as the whole string.
@@ -321,7 +321,7 @@ function main() {
   const gid = /** @type {number} */ (process.getgid?.());
   if (uid === 0 || gid === 0) throw new Exit(1, ["Failed to lookup username or attempted to run as root.\n"]);
 
-  // Command and working directory (spec 1.5).
+  // Command and working directory (docs/shifter-interface.md 1.5).
   let command = parsed.rest;
   if (useEntry) {
     const entry = entrypoint !== undefined ? [entrypoint] : m.entry;
@@ -413,7 +413,7 @@ function main() {
   }
   if (v.get("mountUdiRootWritable") !== "1") script.push(`/bin/mount -o remount,bind,ro "$R" || fail 'FAILED to remount udiRoot readonly, fail!'`);
 
-  // Environment, in shifter's order (spec 1.4).
+  // Environment, in shifter's order (docs/shifter-interface.md 1.4).
   /** @type {Record<string, string>} */
   const out = {};
   if (!clearEnv) for (const [k, val] of Object.entries(env)) if (!UNSECURE_ENV.has(k) && val !== undefined) out[k] = val;

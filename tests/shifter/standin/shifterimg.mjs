@@ -1,7 +1,7 @@
 // @ts-check
 // The Shifter STAND-IN's `shifterimg` (tests only; not Shifter, not for production).
 // Invoked by its wrapper as: node shifterimg.mjs <udiRoot.conf> <argv0> args...
-// Reproduces shifterimg's interface (spec section 1.9): lookup prints one id line and exits 0, a
+// Reproduces shifterimg's interface (docs/shifter-interface.md 1.9): lookup prints one id line and exits 0, a
 // miss is silent with exit 1; pull's status lines and its exit 0 even on FAILURE; images rows.
 // The "gateway" is a JSON file named by udiRoot.conf imageGateway=file:///path.
 

@@ -2,6 +2,7 @@ import { cpus } from "node:os";
 import { StepCancel, type StepEvent, parseTimeLimit, runSession } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { describeError, exitCodeFor } from "../errors.js";
+import { type TaskEnd, failureLines } from "../failures.js";
 import { RUN_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
@@ -27,6 +28,9 @@ export async function runCommand(args: string[]): Promise<number> {
   const jobId = jobText === undefined ? undefined : positiveInt(jobText, "jobid", 4_294_967_000);
   const cancel = new StepCancel();
   trapSignals(cancel);
+  const ends: TaskEnd[] = [];
+  // srun numbers a heterogeneous step's tasks within each component in its failure lines.
+  const firstTask = components.map((_, i) => components.slice(0, i).reduce((n, c) => n + c.ntasks, 0));
   const result = await runSession(
     { mode: "run", user, components, cpusOnNode: cpus().length, ...(jobId !== undefined ? { jobId } : {}) },
     {
@@ -38,10 +42,18 @@ export async function runCommand(args: string[]): Promise<number> {
       json,
       report: say,
       describeError: (e) => describeError(e, verbose),
-      ...(json ? { onEvent: (e: StepEvent) => process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`) } : {}),
+      onEvent: (e: StepEvent) => {
+        if (e.event === "task-exit") {
+          const component = e.component as number;
+          const task = (e.task as number) - (firstTask[component] ?? 0);
+          ends.push({ component, task, code: e.code as number | null, signal: e.signal as string | null, interrupted: cancel.signal === "SIGINT" });
+        }
+        if (json) process.stdout.write(`${JSON.stringify({ ...e, time: Date.now() })}\n`);
+      },
       ...(timeLimit !== undefined ? { timeLimit } : {}),
     },
   );
+  for (const line of failureLines(host.node.nodeName, ends)) say(line);
   // A bad runtime name or a usage error found while launching is still a usage error (2).
   if (result.error && result.taskStatus.length === 0 && exitCodeFor(result.error) === 2) return 2;
   return result.status;

@@ -9,6 +9,7 @@ import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
  * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
  *
  *   <jobsDir>/next-jobid                       next fresh job id (a hint; mkdir is the lock)
+ *   <jobsDir>/<J>/next-step                    next step id of a job given by --jobid (keeps the dir)
  *   <jobsDir>/<J>/step-<S>/                    a `jobrt run` step
  *   <jobsDir>/<J>/exec-<S>.<T>.<pid>/          one `jobrt exec` task of a Slurm step
  *       host.json   the host process (pid, start time, boot id), written at the claim
@@ -93,24 +94,38 @@ function removeIdleJournal(jobsDir: string): void {
   removeIfEmpty(jobsDir);
 }
 
-/** Best effort: the counter only saves a scan. A fresh temp name each time, created exclusively. */
-function writeCounter(jobsDir: string, next: number): void {
-  const tmp = join(jobsDir, `.next-jobid.${process.pid}.${Math.random().toString(36).slice(2)}`);
+/** Best effort: a counter only saves a scan. A fresh temp name each time, created exclusively. */
+function writeCounter(dir: string, name: string, next: number): void {
+  const tmp = join(dir, `.${name}.${process.pid}.${Math.random().toString(36).slice(2)}`);
   try {
     writeExclusive(tmp, `${next}\n`);
-    renameSync(tmp, join(jobsDir, "next-jobid"));
+    renameSync(tmp, join(dir, name));
   } catch {
     rmSync(tmp, { force: true });
   }
 }
 
+function readCounter(dir: string, name: string, least: number): number {
+  return Math.max(least, Number.parseInt(readNoFollow(join(dir, name), 64) ?? "", 10) || least);
+}
+
 function nextJobId(jobsDir: string): number {
-  const text = readNoFollow(join(jobsDir, "next-jobid"), 64) ?? "";
-  const next = Math.max(1, Number.parseInt(text, 10) || 1);
-  let job = next;
+  let job = readCounter(jobsDir, "next-jobid", 1);
   while (!mkdirExclusive(join(jobsDir, String(job)))) job++;
-  writeCounter(jobsDir, job + 1);
+  writeCounter(jobsDir, "next-jobid", job + 1);
   return job;
+}
+
+/**
+ * The next step id of a job whose id the user gave: it keeps counting while the job dir exists,
+ * which its counter keeps it doing, so a step id is never handed out twice in a job (as in Slurm),
+ * also after the step that had it ended. A fresh job has one step and needs no counter.
+ */
+function nextStepId(jobDir: string, counted: boolean): number {
+  let step = counted ? readCounter(jobDir, "next-step", 0) : 0;
+  while (!mkdirExclusive(join(jobDir, `step-${step}`))) step++;
+  if (counted) writeCounter(jobDir, "next-step", step + 1);
+  return step;
 }
 
 function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: string, createdJobDir: boolean): StepJournal {
@@ -228,8 +243,7 @@ export function claimRunStep(spool: Spool, jobId?: number): StepJournal {
       createdJobDir = mkdirExclusive(join(spool.jobsDir, String(job)));
     }
     const jobDir = join(spool.jobsDir, String(job));
-    let step = 0;
-    while (!mkdirExclusive(join(jobDir, `step-${step}`))) step++;
+    const step = nextStepId(jobDir, jobId !== undefined);
     return entryJournal(spool.jobsDir, job, step, `step-${step}`, createdJobDir);
   } catch (error) {
     throw new JobrtError("ERR_LAUNCH", `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);

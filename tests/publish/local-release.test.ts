@@ -1,0 +1,102 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunResult, repoRoot, runProgram } from "../helpers/jobrt.js";
+import { freePort } from "./registry.js";
+
+// The path docs/writing-a-runtime.md gives authors before jobrt's first npm release: a clone,
+// `pnpm release --local` (a registry on loopback holding the tree as it is), then `npm create
+// jobrt-runtime` and a site install against it. Runs in a copy of the committed tree.
+
+let root: string;
+let work: string;
+let env: NodeJS.ProcessEnv;
+let url: string;
+let local: RunResult;
+
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^(npm|pnpm)_config_/i.test(k)) out[k] = v;
+  return { ...out, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false", TURBO_TELEMETRY_DISABLED: "1", ...extra };
+}
+
+async function ok(argv: string[], cwd: string, timeoutMs = 300_000): Promise<RunResult> {
+  const r = await runProgram(argv, { cwd, env, timeoutMs });
+  if (r.code !== 0) throw new Error(`${argv.join(" ")} (in ${cwd}) exited ${r.code ?? r.signal}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
+  return r;
+}
+
+/** Alive and not a zombie (the registry's parent exited, so init reaps it when it gets to it). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function registryPid(): number {
+  return Number(readFileSync(join(root, "state/registry.pid"), "utf8"));
+}
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "jobrt-local-release-"));
+  env = cleanEnv({ JOBRT_LOCAL_REGISTRY_DIR: join(root, "state"), JOBRT_LOCAL_REGISTRY_PORT: String(await freePort()) });
+  work = join(root, "repo");
+  mkdirSync(work);
+  await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);
+  await ok(["pnpm", "install", "--frozen-lockfile", "--offline", "--reporter=silent"], work);
+  local = await runProgram(["pnpm", "release", "--local"], { cwd: work, env, timeoutMs: 600_000 });
+  if (local.code !== 0) throw new Error(`pnpm release --local exited ${local.code}\n${local.stdout.slice(-3000)}\n${local.stderr.slice(-3000)}`);
+  url = readFileSync(join(root, "state/registry.url"), "utf8").trim();
+}, 900_000);
+
+afterAll(async () => {
+  if (work && existsSync(join(root, "state/registry.pid"))) await runProgram(["pnpm", "release", "--local-stop"], { cwd: work, env, timeoutMs: 60_000 });
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe("pnpm release --local: trying jobrt before its first npm release", () => {
+  it("publishes every package of the tree to a registry on loopback and says how to use it", () => {
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    for (const name of ["@jobrt/cli", "@jobrt/core", "@jobrt/launcher", "@jobrt/testkit", "create-jobrt-runtime", "jobrt-runtime-charliecloud"]) {
+      const version = JSON.parse(readFileSync(join(work, name.startsWith("@jobrt/") ? `packages/${name.slice(7)}` : `examples/${name}`, "package.json"), "utf8")).version;
+      expect(local.stderr).toContain(`  ${name}@${version}\n`);
+    }
+    expect(local.stderr).toContain(`npm create --registry=${url} jobrt-runtime`);
+  });
+
+  it("npm create jobrt-runtime and a site install work against it", async () => {
+    const author = join(root, "author");
+    mkdirSync(author);
+    await ok(["npm", "create", "--yes", `--registry=${url}`, "jobrt-runtime", "jobrt-runtime-hello"], author);
+    const project = join(author, "jobrt-runtime-hello");
+    writeFileSync(join(project, ".npmrc"), `@jobrt:registry=${url}\n`);
+    await ok(["npm", "install"], project);
+    await ok(["npm", "run", "build"], project);
+    const packed = (await ok(["npm", "pack", "--silent"], project)).stdout.trim().split("\n").pop() as string;
+
+    const site = join(root, "site");
+    mkdirSync(site);
+    writeFileSync(join(site, ".npmrc"), `@jobrt:registry=${url}\n`);
+    writeFileSync(join(site, "package.json"), '{ "name": "site", "private": true }\n');
+    await ok(["npm", "install", "@jobrt/cli", join(project, packed)], site);
+    const conf = join(root, "etc");
+    mkdirSync(conf);
+    writeFileSync(join(conf, "jobrt.conf"), `RuntimePlugins=hello\nDefRuntimePlugin=hello\nSpoolDir=${join(root, "spool")}\n`);
+    env = { ...env, JOBRT_CONF_DIR: conf };
+    const r = await ok(["npx", "jobrt", "run", "-n", "2", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME"'], site, 120_000);
+    expect(r.stdout.trim().split("\n").sort()).toEqual(["0 hello", "1 hello"]);
+  });
+
+  it("--local-stop stops the registry it started, and only that", async () => {
+    const pid = registryPid();
+    expect(running(pid)).toBe(true);
+    const r = await ok(["pnpm", "release", "--local-stop"], work, 60_000);
+    expect(r.stderr).toContain("local-registry: stopped");
+    expect(running(pid)).toBe(false);
+    const again = await ok(["pnpm", "release", "--local-stop"], work, 60_000);
+    expect(again.stderr).toContain("local-registry: not running");
+  });
+});
