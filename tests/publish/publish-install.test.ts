@@ -85,6 +85,9 @@ beforeAll(async () => {
   work = join(root, "repo");
   mkdirSync(work);
   await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);
+  // The tree's own pending changesets belong to its next real release: the copy starts without
+  // them, so the plans and versions below are this test's alone.
+  for (const f of readdirSync(join(work, ".changeset"))) if (f.endsWith(".md") && f !== "README.md") rmSync(join(work, ".changeset", f));
   if (!/^\s*-\s*["']?examples\/\*["']?\s*$/m.test(readFileSync(join(work, "pnpm-workspace.yaml"), "utf8"))) {
     throw new Error("pnpm-workspace.yaml does not list examples/*: the example runtime and the starter would be neither versioned nor published");
   }
@@ -128,7 +131,7 @@ beforeAll(async () => {
   );
   writeFileSync(
     join(old, "index.js"),
-    'const noop = () => {};\nexport default { meta: { name: "oldapi", type: "runtime/oldapi", version: "2.0.0", apiVersion: 2 }, init: noop, fini: noop, setup: noop, cleanup: noop, taskInit: noop, run: noop };\n',
+    'const noop = () => {};\nexport default { meta: { name: "oldapi", type: "runtime/oldapi", version: "2.0.0", apiVersion: 1 }, init: noop, fini: noop, setup: noop, cleanup: noop, taskInit: noop, run: noop };\n',
   );
   await ok(["npm", "publish"], old);
 
@@ -249,7 +252,7 @@ describe("a site installs jobrt and runtimes with npm", () => {
     const r = await jobrt(["run", "--runtime", "oldapi", "true"]);
     expect(r.code).not.toBe(0);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/runtime runtime\/oldapi from package jobrt-runtime-oldapi@2\.0\.0 \(.*\) was built for runtime API 2, this jobrt speaks API 1/);
+    expect(r.stderr).toMatch(/runtime runtime\/oldapi from package jobrt-runtime-oldapi@2\.0\.0 \(.*\) was built for runtime API 1, this jobrt needs API 2: install a version of the plugin made for API 2/);
   });
 });
 

@@ -7,8 +7,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { NodeConf, StepRecord, TaskRecord } from "../../packages/core/dist/index.js";
 import shifter from "../../packages/runtime-shifter/dist/index.js";
+import { pluginHost } from "../../packages/testkit/dist/index.js";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
 import { type StandinSite, TASK_GID, TASK_UID, createStandinSite, imageId } from "./standin/layout.js";
+
+const host = pluginHost(shifter);
 
 const TAG = "docker:app:1";
 let site: StandinSite;
@@ -47,7 +50,7 @@ describe("one pinned image per step", () => {
     };
   };
   const imageOf = async (s: StepRecord) => {
-    const spec = await shifter.run(node(), s, s.tasks[0] as TaskRecord);
+    const spec = await host.run(node(), s, s.tasks[0] as TaskRecord);
     return typeof spec === "object" ? spec.env.SHIFTER_IMAGE : undefined;
   };
 
@@ -56,20 +59,20 @@ describe("one pinned image per step", () => {
     const b = record(0, [1]);
     const other = record(1, [0]);
     try {
-      await shifter.setup(node(), a);
+      await host.setup(node(), a);
       retag("docker:app-v2:1");
-      await shifter.setup(node(), b);
-      await shifter.setup(node(), other);
+      await host.setup(node(), b);
+      await host.setup(node(), other);
       expect(await imageOf(a)).toBe(imageId(TAG));
       expect(await imageOf(b)).toBe(imageId(TAG));
       // The re-tag was real: another step resolves to the new id.
       expect(await imageOf(other)).toBe(imageId("docker:app-v2:1"));
-      await shifter.cleanup(node(), a);
+      await host.cleanup(node(), a);
       expect(readdirSync(spool)).toContain("shifter-4242.0");
     } finally {
-      await shifter.cleanup(node(), a);
-      await shifter.cleanup(node(), b);
-      await shifter.cleanup(node(), other);
+      await host.cleanup(node(), a);
+      await host.cleanup(node(), b);
+      await host.cleanup(node(), other);
     }
     expect(readdirSync(spool)).toEqual([]);
   });

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { jobrtError, normalizeRuntimeName } from "@jobrt/core";
+import { jobrtError, normalizeRuntimeName, packageVersion } from "@jobrt/core";
 
 /** The template shipped in this package (template/ next to dist/). */
 export const TEMPLATE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../template");
@@ -11,7 +11,10 @@ export interface CreateOptions {
   dir: string;
   /** Runtime name: `x` or `@scope/x` (what `--runtime` takes). Default: the directory's name without a jobrt-runtime- prefix. */
   name?: string;
-  /** Range of @jobrt/core the plugin is built for. Default ^1.0.0 (runtime API 1). */
+  /**
+   * Range of @jobrt/core the plugin is built for. Default: this starter's own major (every jobrt
+   * package is released at one version, so the template's API is that core's).
+   */
   coreRange?: string;
   testkitRange?: string;
 }
@@ -36,6 +39,11 @@ function listFiles(dir: string, base = dir): string[] {
   });
 }
 
+/** `^<major>.0.0` of the jobrt release this starter belongs to. */
+function releaseRange(): string {
+  return `^${packageVersion(import.meta.url).split(".")[0]}.0.0`;
+}
+
 /** Writes a new runtime package from the template. Throws ERR_USAGE naming the bad option. */
 export function createRuntimeProject(options: CreateOptions): Created {
   const dir = resolve(options.dir);
@@ -54,8 +62,8 @@ export function createRuntimeProject(options: CreateOptions): Created {
     __PACKAGE__: packageName,
     __NAME__: name.name,
     __TYPE__: name.type,
-    __CORE_RANGE__: options.coreRange ?? "^1.0.0",
-    __TESTKIT_RANGE__: options.testkitRange ?? "^1.0.0",
+    __CORE_RANGE__: options.coreRange ?? releaseRange(),
+    __TESTKIT_RANGE__: options.testkitRange ?? releaseRange(),
   };
   const files: string[] = [];
   for (const file of listFiles(TEMPLATE_DIR)) {

@@ -7,6 +7,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntimeProject } from "../src/index.js";
 
+/** The generated package needs the core of the starter's own release (all jobrt packages share one version). */
+const starterRange = `^${(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version.split(".")[0]}.0.0`;
+
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
 const bin = join(here, "../dist/bin.js");
@@ -50,7 +53,7 @@ describe("create-jobrt-runtime", () => {
     expect(created.files).toEqual([".gitignore", "LICENSE", "README.md", "package.json", "src/index.ts", "test/conformance.test.ts", "tsconfig.json", "vitest.config.ts"]);
     for (const f of created.files) expect(readFileSync(join(created.dir, f), "utf8"), f).not.toMatch(/__[A-Z_]+__/);
     const pkg = JSON.parse(readFileSync(join(created.dir, "package.json"), "utf8"));
-    expect(pkg).toMatchObject({ name: "jobrt-runtime-fast", version: "1.0.0", keywords: expect.arrayContaining(["jobrt-runtime"]), peerDependencies: { "@jobrt/core": "^1.0.0" }, sideEffects: false });
+    expect(pkg).toMatchObject({ name: "jobrt-runtime-fast", version: "1.0.0", keywords: expect.arrayContaining(["jobrt-runtime"]), peerDependencies: { "@jobrt/core": starterRange }, sideEffects: false });
     expect(Object.keys(pkg.exports["."])).toEqual(["types", "default"]);
     expect(readFileSync(join(created.dir, "src/index.ts"), "utf8")).toContain('type: "runtime/fast"');
   });
@@ -104,7 +107,9 @@ describe("create-jobrt-runtime", () => {
   it("the generated package builds and passes the testkit out of the box", async () => {
     const dir = createAndBuild("jobrt-runtime-starter");
     const plugin = (await import(pathToFileURL(join(dir, "dist/index.js")).href)).default;
-    expect(plugin.meta).toMatchObject({ name: "starter", type: "runtime/starter", version: "1.0.0", apiVersion: 1 });
+    expect(plugin.meta).toMatchObject({ name: "starter", type: "runtime/starter", version: "1.0.0", apiVersion: 2, accepts: [] });
+    // API 2: per-step state is what setup returns, never a module-level map.
+    expect(readFileSync(join(dir, "src/index.ts"), "utf8")).not.toMatch(/WeakMap|new Map/);
     const report = join(tmp, "starter-report.json");
     const test = spawnSync(process.execPath, [join(dir, "node_modules/vitest/vitest.mjs"), "run", "--reporter=json", `--outputFile=${report}`], {
       cwd: dir,

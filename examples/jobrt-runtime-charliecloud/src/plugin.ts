@@ -24,9 +24,6 @@ interface StepState {
   dir?: string;
 }
 
-/** Per-step state: one process may run several steps, and several processes one step. */
-const states = new WeakMap<StepRecord, StepState>();
-
 const TYPE = "runtime/charliecloud";
 const SPOOL_SUBDIR = "charliecloud";
 
@@ -91,25 +88,31 @@ function chRunArgv(state: StepState, task: TaskRecord, envFile: string | undefin
   return argv;
 }
 
-const plugin: RuntimePlugin = definePlugin(
-  { name: "charliecloud", type: TYPE, version: packageVersion(import.meta.url), capabilities: ["container", "unprivileged"] },
+/** Setup's step state: the host journals it and hands it to every later hook of the step. */
+const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
   {
-    validate(node, step) {
+    name: "charliecloud",
+    type: TYPE,
+    version: packageVersion(import.meta.url),
+    capabilities: ["container", "unprivileged"],
+    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "options.env-file", "options.private-tmp", "options.home"],
+  },
+  {
+    validate({ node, step }) {
       parseRequest(step, loadConf(node.confDir));
     },
 
-    setup(node, step) {
+    setup({ node, step }) {
       const conf = loadConf(node.confDir);
       const request = parseRequest(step, conf);
       const chRun = findChRun(conf.chRun);
       const state: StepState = { request, chRun };
       if (needsTaskFile(request)) state.dir = ensureDir(node, step);
-      states.set(step, state);
       node.log("verbose", `charliecloud: job ${step.jobId}.${step.stepId} image ${request.image} with ${chRun}`);
+      return state;
     },
 
-    taskInit(node, step, task) {
-      const state = states.get(step);
+    taskInit({ node, step, task, state }) {
       if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "charliecloud: taskInit called before setup" }, { details: { runtime: TYPE, hook: "taskInit" } });
       if (!state.dir) return;
       const r = state.request;
@@ -119,7 +122,7 @@ const plugin: RuntimePlugin = definePlugin(
       const file = taskEnvPath(state.dir, task);
       try {
         // Re-create the dir: a sibling record's cleanup may have removed it while it was empty.
-        state.dir = ensureDir(node, step);
+        ensureDir(node, step);
         writeFileSync(file, formatEnvFile(vars), { mode: 0o600 });
         giveToUser(node, step, file);
       } catch (error) {
@@ -127,8 +130,7 @@ const plugin: RuntimePlugin = definePlugin(
       }
     },
 
-    run(node, step, task): ExecSpec {
-      const state = states.get(step);
+    run({ node, step, task, state }): ExecSpec {
       if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "charliecloud: run called before setup" }, { details: { runtime: TYPE, hook: "run" } });
       const envFile = state.dir ? taskEnvPath(state.dir, task) : undefined;
       const spec: ExecSpec = { argv: chRunArgv(state, task, envFile), env: chRunEnv(step, task, state.request), cwd: step.cwd };
@@ -136,8 +138,7 @@ const plugin: RuntimePlugin = definePlugin(
       return spec;
     },
 
-    cleanup(node, step) {
-      states.delete(step);
+    cleanup({ node, step }) {
       // Only this record's task files: other records of the same step (one jobrt per task under
       // srun) may still be running. The dirs go only once empty.
       const dir = stepDir(node, step);

@@ -120,8 +120,7 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf): ChRunReq
       { details: { runtime: "runtime/charliecloud", key: "--container" } },
     );
   }
-  if (c.modules.length > 0) throw reject("--container-module", c.modules[0] as string, "Charliecloud has no modules");
-  if (c.entrypoint !== undefined) throw reject("--container-entrypoint", c.entrypoint, "ch-run runs the command you give; it has no entrypoint");
+  // --container-module and --container-entrypoint are refused by the host: meta.accepts leaves them out.
   const image = parseImage(c, conf, step.cwd);
   if (c.volumes.length > 0 && !conf.allowBinds) {
     throw reject("--container-volume", c.volumes[0] as string, `binds are turned off on this node (AllowBinds=no${conf.file ? ` in ${conf.file}` : ""})`);

@@ -3,10 +3,12 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writ
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ContainerRequest, ExecSpec, NodeConf, StepRecord } from "@jobrt/core";
-import { createTestNode, createTestStep, launchTask } from "@jobrt/testkit";
+import { createTestNode, createTestStep, launchTask, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
 import { busyboxImage } from "./image.js";
+
+const host = pluginHost(plugin);
 
 let image: string;
 let work: string;
@@ -14,7 +16,7 @@ beforeAll(async () => {
   image = busyboxImage();
   work = mkdtempSync(join(tmpdir(), "jobrt-cc-work-"));
   chmodSync(work, 0o755);
-  await plugin.init("step");
+  await plugin.init({ context: "step" });
 });
 afterAll(async () => {
   await plugin.fini();
@@ -27,16 +29,16 @@ async function runStep(container: Partial<ContainerRequest>, argv: string[], opt
   const node = opts.node ?? createTestNode();
   const step = createTestStep({ runtime: "charliecloud", tasks: opts.tasks ?? 1, argv, container: { value: image, ...container }, ...(opts.env ? { env: opts.env } : {}) });
   try {
-    await plugin.setup(node, step);
+    await host.setup(node, step);
     const results = [];
     for (const task of step.tasks) {
-      await plugin.taskInit(node, step, task);
-      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      await host.taskInit(node, step, task);
+      const spec = (await host.run(node, step, task)) as ExecSpec;
       results.push({ spec, out: await launchTask(spec, step, task) });
     }
     return { node, step, results };
   } finally {
-    await plugin.cleanup(node, step);
+    await host.cleanup(node, step);
   }
 }
 
@@ -87,12 +89,12 @@ describe("charliecloud runtime with real ch-run", () => {
   it("a relative --container resolves against the step's cwd", async () => {
     const node = createTestNode();
     const step: StepRecord = createTestStep({ runtime: "charliecloud", cwd: join(image, ".."), container: { value: image.split("/").pop() as string } });
-    await plugin.setup(node, step);
+    await host.setup(node, step);
     try {
-      const spec = (await plugin.run(node, step, step.tasks[0]!)) as ExecSpec;
+      const spec = (await host.run(node, step, step.tasks[0]!)) as ExecSpec;
       expect(spec.argv).toContain(image);
     } finally {
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
     }
   });
 
@@ -104,9 +106,9 @@ describe("charliecloud runtime with real ch-run", () => {
     const task = step.tasks[0]!;
     Object.assign(task.env, { USER: "nobody", HOME: "/nonexistent" });
     try {
-      await plugin.setup(node, step);
-      await plugin.taskInit(node, step, task);
-      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      await host.setup(node, step);
+      await host.taskInit(node, step, task);
+      const spec = (await host.run(node, step, task)) as ExecSpec;
       const envFile = spec.argv.find((a) => a.startsWith("--set-env="))?.slice("--set-env=".length) as string;
       expect(statSync(envFile).uid).toBe(65534);
       expect(statSync(envFile).mode & 0o777).toBe(0o600);
@@ -122,7 +124,7 @@ describe("charliecloud runtime with real ch-run", () => {
       });
       expect(out).toBe("65534\nsecret\n");
     } finally {
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
     }
     expect(readdirSync(node.spoolDir)).toEqual([]);
   });

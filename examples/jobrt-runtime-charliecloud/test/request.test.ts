@@ -2,10 +2,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { ContainerRequest, ErrorCode } from "@jobrt/core";
-import { createTestNode, createTestStep } from "@jobrt/testkit";
+import { createTestNode, createTestStep, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
 import { busyboxImage } from "./image.js";
+
+const host = pluginHost(plugin);
 
 let image: string;
 let confDir: string;
@@ -28,7 +30,7 @@ async function refusal(container: Partial<ContainerRequest> | undefined, conf?: 
   if (conf !== undefined) writeFileSync(join(dir, "charliecloud.conf"), conf);
   const node = createTestNode({ confDir: dir });
   try {
-    await plugin.validate?.(node, step(container));
+    await host.validate(node, step(container));
   } catch (error) {
     const e = error as { code: ErrorCode; message: string };
     return { code: e.code, message: e.message };
@@ -38,7 +40,7 @@ async function refusal(container: Partial<ContainerRequest> | undefined, conf?: 
 
 describe("request validation", () => {
   it("accepts the fixture request", async () => {
-    await expect(call(() => plugin.validate?.(createTestNode(), step({ volumes: ["/tmp:/mnt"], workdir: "/mnt", env: ["A=b"] })))).resolves.toBeUndefined();
+    await expect(call(() => host.validate(createTestNode(), step({ volumes: ["/tmp:/mnt"], workdir: "/mnt", env: ["A=b"] })))).resolves.toBeUndefined();
   });
 
   it.each([
@@ -54,7 +56,8 @@ describe("request validation", () => {
     [{ env: ["NOEQUALS"] }, "ERR_CONTAINER_REQUEST", /^--container-env "NOEQUALS": write NAME=VALUE/],
     [{ env: ["A=line\nbreak"] }, "ERR_CONTAINER_REQUEST", /newline/],
     [{ workdir: "/does/not/exist" }, "ERR_CONTAINER_REQUEST", /^--container-workdir "\/does\/not\/exist": does not exist in the image/],
-    [{ entrypoint: "/bin/sh" }, "ERR_CONTAINER_REQUEST", /has no entrypoint/],
+    [{ entrypoint: "/bin/sh" }, "ERR_CONTAINER_REQUEST", /^--container-entrypoint "\/bin\/sh": runtime charliecloud does not accept --container-entrypoint \(it takes --container, /],
+    [{ modules: ["mpich"] }, "ERR_CONTAINER_REQUEST", /^--container-module "mpich": runtime charliecloud does not accept --container-module/],
     [{ options: { "env-file": ["rel.env"] } }, "ERR_CONTAINER_REQUEST", /env-file "rel.env": is not an absolute path/],
     [{ options: { "env-file": ["/nonexistent.env"] } }, "ERR_CONTAINER_REQUEST", /is not a readable file/],
     [{ options: { "private-tmp": ["maybe"] } }, "ERR_CONTAINER_REQUEST", /is not a boolean/],
@@ -70,7 +73,7 @@ describe("request validation", () => {
     const outside = await refusal({}, "ImageDirs=/srv/images,/opt/images\n");
     expect(outside.code).toBe("ERR_CONTAINER_IMAGE");
     expect(outside.message).toContain(`is not under ImageDirs=/srv/images,/opt/images (${confDir}/`);
-    await expect(call(() => plugin.validate?.(createTestNode({ confDir: writeConf(`ImageDirs=${dirname(image)}\n`) }), step({})))).resolves.toBeUndefined();
+    await expect(call(() => host.validate(createTestNode({ confDir: writeConf(`ImageDirs=${dirname(image)}\n`) }), step({})))).resolves.toBeUndefined();
     const binds = await refusal({ volumes: ["/tmp:/mnt"] }, "AllowBinds=no\n");
     expect(binds.message).toMatch(/binds are turned off on this node \(AllowBinds=no in .*charliecloud\.conf\)/);
   });
@@ -86,8 +89,8 @@ describe("request validation", () => {
   it("setup fails with ERR_RUNTIME_COMMAND when ChRun is missing, and cleanup still succeeds", async () => {
     const node = createTestNode({ confDir: writeConf("ChRun=/nonexistent/ch-run\n") });
     const s = step({});
-    await expect(call(() => plugin.setup(node, s))).rejects.toMatchObject({ code: "ERR_RUNTIME_COMMAND", message: expect.stringMatching(/ch-run "\/nonexistent\/ch-run" not found/) });
-    await expect(call(() => plugin.cleanup(node, s))).resolves.toBeUndefined();
+    await expect(call(() => host.setup(node, s))).rejects.toMatchObject({ code: "ERR_RUNTIME_COMMAND", message: expect.stringMatching(/ch-run "\/nonexistent\/ch-run" not found/) });
+    await expect(call(() => host.cleanup(node, s))).resolves.toBeUndefined();
   });
 });
 

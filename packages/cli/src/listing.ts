@@ -1,4 +1,4 @@
-import { JobrtError, RUNTIME_API_VERSION, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
+import { type JobrtError, RUNTIME_API_VERSION, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
 import { probeTracker } from "@jobrt/launcher";
 import { type Host, cliPackageDir } from "./host.js";
 

@@ -64,8 +64,8 @@ export const ERROR_CATALOG = {
     exit: 1,
   },
   ERR_RUNTIME_API_VERSION: {
-    template: "runtime {runtime}{origin} was built for runtime API {pluginApi}, this jobrt speaks API {hostApi}: install a version of the plugin made for API {hostApi}",
-    when: "the plugin was built for another runtime API major; names package, version, path and both versions",
+    template: 'runtime {runtime}{origin} was built for runtime API {pluginApi}, this jobrt needs API {hostApi}: install a version of the plugin made for API {hostApi} (docs/writing-a-runtime.md, "Moving from API 1 to API 2")',
+    when: "the plugin was built for another runtime API major; names package, version, path and both versions (an API 1 plugin: see [writing-a-runtime.md](writing-a-runtime.md#moving-from-api-1-to-api-2))",
     hint: "install a version of the plugin made for this jobrt's runtime API",
     exit: 1,
   },
@@ -95,7 +95,7 @@ export const ERROR_CATALOG = {
   },
   ERR_RUNTIME_CONTRACT: {
     template: "{problem}",
-    when: "`run` returned something other than an ExecSpec `{argv, env, cwd}` or `NOT_SUPPORTED`, or a hook was called out of order",
+    when: "`run` returned something other than an ExecSpec `{argv, env, cwd, shell?, signals?}` or `NOT_SUPPORTED`, `setup` returned a step state that is not JSON data (names where), or a hook was called out of order",
     hint: "report it to the runtime's author (the message names the runtime and hook)",
     exit: 1,
   },
@@ -107,7 +107,7 @@ export const ERROR_CATALOG = {
   },
   ERR_CONTAINER_REQUEST: {
     template: "{problem}",
-    when: "the container request breaks a runtime's rules (a volume target under /etc, a relative workdir, an image name with spaces, ...); names the field and the rule",
+    when: "the container request breaks a runtime's rules (a volume target under /etc, a relative workdir, an image name with spaces, ...); names the field and the rule. A field the runtime does not list in `meta.accepts` is refused by the host before setup: `--container-module \"gpu\": runtime oci does not accept --container-module (it takes ...)`",
     hint: "change the `--container*` option or bundle field the message names",
     exit: 1,
   },

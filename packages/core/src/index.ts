@@ -10,7 +10,9 @@ export {
   parseSlurmBool,
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
+export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
+export type { CleanupContext, InitContext, SetupContext, StatefulContext, StepHookContext, TaskHookContext, ValidateContext } from "./context.js";
 export { type ErrorCode, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
 export { type RuntimeName, normalizeRuntimeName } from "./names.js";
 export {
@@ -29,7 +31,16 @@ export {
   definePlugin,
   isExecSpec,
 } from "./plugin.js";
-export { type LoadedRuntime, RuntimeRegistry, type RuntimeRegistryOptions, type RuntimeResolver } from "./registry.js";
+export {
+  type LoadedRuntime,
+  RuntimeRegistry,
+  type RuntimeRegistryOptions,
+  type RuntimeResolver,
+  type StatefulCall,
+  type StepCall,
+  type StepStateText,
+} from "./registry.js";
+export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
 export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
 export type {
   ClientInfo,
@@ -40,6 +51,7 @@ export type {
   Logger,
   NodeConf,
   RuntimeContext,
+  SignalDelivery,
   StepKind,
   StepRecord,
   TaskRecord,

@@ -1,8 +1,13 @@
+import { type AcceptedField, isAcceptsList } from "./accepts.js";
+import type { CleanupContext, InitContext, SetupContext, TaskHookContext, ValidateContext } from "./context.js";
 import { jobrtError } from "./errors.js";
-import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
+import type { ExecSpec } from "./types.js";
 
-/** Major version of the plugin contract. A plugin built for another major is refused. */
-export const RUNTIME_API_VERSION = 1;
+/**
+ * Major version of the plugin contract. A plugin built for another major is refused. API 2: one
+ * context object per hook, step state from setup, `meta.accepts`, ExecSpec `signals`.
+ */
+export const RUNTIME_API_VERSION = 2;
 
 /** Index 0 never holds a plugin, so a zeroed index means "unresolved". */
 export const RUNTIME_IDX_INVALID = 0;
@@ -22,20 +27,31 @@ export interface RuntimeMeta {
   apiVersion: number;
   /** Free-form capability tags shown by `jobrt runtimes`, e.g. "container", "create-start". */
   capabilities?: string[];
+  /**
+   * The container request fields this runtime takes (`value` is `--container`, `options.KEY` one
+   * `--container-opt KEY=...`). The host refuses a request setting any other field before a hook
+   * sees it. Missing means none.
+   */
+  accepts?: readonly AcceptedField[];
 }
 
-export interface RuntimeHooks {
-  init(context: RuntimeContext): MaybePromise<void>;
+/**
+ * The hooks of API 2. `S` is the plugin's step state: what setup returns (JSON data), handed to
+ * every later hook of the step in every process, and to cleanup in `jobrt gc` after a crash.
+ */
+export interface RuntimeHooks<S = unknown> {
+  init(ctx: InitContext): MaybePromise<void>;
   fini(): MaybePromise<void>;
-  setup(node: NodeConf, step: StepRecord, client?: ClientInfo): MaybePromise<void>;
-  cleanup(node: NodeConf, step: StepRecord): MaybePromise<void>;
-  taskInit(node: NodeConf, step: StepRecord, task: TaskRecord): MaybePromise<void>;
-  run(node: NodeConf, step: StepRecord, task: TaskRecord): MaybePromise<ExecSpec | NotSupported>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a setup without step state returns nothing
+  setup(ctx: SetupContext): MaybePromise<S | undefined | void>;
+  cleanup(ctx: CleanupContext<S>): MaybePromise<void>;
+  taskInit(ctx: TaskHookContext<S>): MaybePromise<void>;
+  run(ctx: TaskHookContext<S>): MaybePromise<ExecSpec | NotSupported>;
   /** Submit-time checks of a request (`jobrt check`), without starting anything. */
-  validate?(node: NodeConf, step: StepRecord): MaybePromise<void>;
+  validate?(ctx: ValidateContext): MaybePromise<void>;
 }
 
-export interface RuntimePlugin extends RuntimeHooks {
+export interface RuntimePlugin<S = unknown> extends RuntimeHooks<S> {
   readonly meta: RuntimeMeta;
 }
 
@@ -46,15 +62,15 @@ export type HookName = (typeof HOOK_NAMES)[number] | "validate";
  * Builds a plugin object. Hooks left out do nothing (and `run` answers NOT_SUPPORTED), so a
  * plugin only writes the hooks it needs. `apiVersion` defaults to this core's.
  */
-export function definePlugin(
+export function definePlugin<S = unknown>(
   meta: Omit<RuntimeMeta, "apiVersion"> & { apiVersion?: number },
-  hooks: Partial<RuntimeHooks>,
-): RuntimePlugin {
+  hooks: Partial<RuntimeHooks<S>>,
+): RuntimePlugin<S> {
   return Object.freeze({
-    meta: Object.freeze({ ...meta, apiVersion: meta.apiVersion ?? RUNTIME_API_VERSION }),
+    meta: Object.freeze({ ...meta, accepts: Object.freeze([...(meta.accepts ?? [])]), apiVersion: meta.apiVersion ?? RUNTIME_API_VERSION }),
     init: hooks.init ?? (() => {}),
     fini: hooks.fini ?? (() => {}),
-    setup: hooks.setup ?? (() => {}),
+    setup: hooks.setup ?? (() => undefined),
     cleanup: hooks.cleanup ?? (() => {}),
     taskInit: hooks.taskInit ?? (() => {}),
     run: hooks.run ?? (() => NOT_SUPPORTED),
@@ -99,6 +115,17 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
   if (typeof m.type !== "string" || !TYPE_RE.test(m.type)) fail(`meta.type must look like "runtime/<name>", got ${JSON.stringify(m.type)}`);
   if (m.type !== expectedType) fail(`meta.type is ${JSON.stringify(m.type)} but it was loaded as ${JSON.stringify(expectedType)}`);
   if (typeof m.apiVersion !== "number" || !Number.isInteger(m.apiVersion)) fail("meta.apiVersion must be an integer");
+  // Before the shape checks of this API: an older plugin is told which API it needs, not what it lacks.
+  if (m.apiVersion !== RUNTIME_API_VERSION) {
+    throw jobrtError(
+      "ERR_RUNTIME_API_VERSION",
+      { runtime: expectedType, origin: from, pluginApi: m.apiVersion as number, hostApi: RUNTIME_API_VERSION },
+      { details: { runtime: expectedType, ...origin, apiVersion: m.apiVersion, needed: RUNTIME_API_VERSION } },
+    );
+  }
+  if (m.accepts !== undefined && !isAcceptsList(m.accepts)) {
+    fail(`meta.accepts must list request fields (value, volumes, modules, env, workdir, entrypoint, clearEnv, options, options.KEY), got ${JSON.stringify(m.accepts)?.slice(0, 120)}`);
+  }
   if (m.capabilities !== undefined && (!Array.isArray(m.capabilities) || !m.capabilities.every((c) => typeof c === "string"))) {
     fail("meta.capabilities must be an array of strings");
   }
@@ -106,13 +133,6 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
     if (typeof plugin[hook] !== "function") fail(`hook ${hook} is missing (use definePlugin() to get defaults)`);
   }
   if (plugin.validate !== undefined && typeof plugin.validate !== "function") fail("validate must be a function when present");
-  if (m.apiVersion !== RUNTIME_API_VERSION) {
-    throw jobrtError(
-      "ERR_RUNTIME_API_VERSION",
-      { runtime: expectedType, origin: from, pluginApi: m.apiVersion as number, hostApi: RUNTIME_API_VERSION },
-      { details: { runtime: expectedType, ...origin, apiVersion: m.apiVersion } },
-    );
-  }
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {
@@ -132,6 +152,7 @@ export function isExecSpec(value: unknown): value is ExecSpec {
     isStringRecord(spec.env) &&
     typeof spec.cwd === "string" &&
     spec.cwd.length > 0 &&
-    (spec.shell === undefined || typeof spec.shell === "boolean")
+    (spec.shell === undefined || typeof spec.shell === "boolean") &&
+    (spec.signals === undefined || spec.signals === "group" || spec.signals === "leader")
   );
 }

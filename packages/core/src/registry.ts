@@ -1,3 +1,5 @@
+import { checkAccepted } from "./accepts.js";
+import type { StepHookContext } from "./context.js";
 import { isJobrtError, jobrtError, messageOf } from "./errors.js";
 import { normalizeRuntimeName } from "./names.js";
 import {
@@ -10,6 +12,7 @@ import {
   isExecSpec,
 } from "./plugin.js";
 import { isResolvedRuntime } from "./resolved.js";
+import { serializeStepState } from "./stepstate.js";
 import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
 
 /**
@@ -32,6 +35,22 @@ export interface LoadedRuntime extends PluginOrigin {
   name: string;
   version: string;
   capabilities: string[];
+}
+
+/** A step as the host hands it to the registry. */
+export interface StepCall {
+  node: NodeConf;
+  step: StepRecord;
+}
+
+/**
+ * The step state as the host keeps and journals it: the JSON text of what setup returned
+ * (undefined: none). Each hook gets its own parsed copy, as a hook in another process would.
+ */
+export type StepStateText = string | undefined;
+
+export interface StatefulCall extends StepCall {
+  state: StepStateText;
 }
 
 interface Entry {
@@ -158,7 +177,7 @@ export class RuntimeRegistry {
       );
     });
     try {
-      await Promise.race([Promise.resolve().then(() => plugin.init(context)), timeout]);
+      await Promise.race([Promise.resolve().then(() => plugin.init({ context })), timeout]);
     } catch (error) {
       if (isJobrtError(error, "ERR_RUNTIME_INIT")) throw error;
       throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init failed: ${messageOf(error)}` }, {
@@ -199,30 +218,45 @@ export class RuntimeRegistry {
     return { ...this.#entry(index).info };
   }
 
-  setup(index: number, node: NodeConf, step: StepRecord, client?: ClientInfo): Promise<void> {
-    return this.#call(index, "setup", (p) => p.setup(node, step, client));
+  #context(call: StepCall): StepHookContext {
+    return { node: call.node, step: call.step, log: call.node.log };
   }
 
-  cleanup(index: number, node: NodeConf, step: StepRecord): Promise<void> {
-    return this.#call(index, "cleanup", (p) => p.cleanup(node, step));
+  /** Refuses, once and in one message, a request field the runtime does not declare in `meta.accepts`. */
+  #checkAccepted(index: number, step: StepRecord): void {
+    const { info, plugin } = this.#entry(index);
+    checkAccepted(info.type, plugin.meta.accepts ?? [], step.container);
   }
 
-  taskInit(index: number, node: NodeConf, step: StepRecord, task: TaskRecord): Promise<void> {
-    return this.#call(index, "taskInit", (p) => p.taskInit(node, step, task));
+  /** Runs setup; resolves with the step state it returned, as JSON text (see StepStateText). */
+  async setup(index: number, call: StepCall & { client?: ClientInfo }): Promise<StepStateText> {
+    this.#checkAccepted(index, call.step);
+    const client = call.client ?? { verbose: 0 };
+    const state = await this.#call(index, "setup", (p) => p.setup({ ...this.#context(call), client }));
+    return serializeStepState(this.#entry(index).info.type, state);
   }
 
-  /** Submit-context validation; a plugin without `validate` accepts every request. */
-  validate(index: number, node: NodeConf, step: StepRecord): Promise<void> {
-    return this.#call(index, "validate", (p) => p.validate?.(node, step));
+  cleanup(index: number, call: StatefulCall & { afterCrash?: boolean }): Promise<void> {
+    return this.#call(index, "cleanup", (p) => p.cleanup({ ...this.#context(call), state: parseState(call.state), afterCrash: call.afterCrash ?? false }));
   }
 
-  async run(index: number, node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ExecSpec | NotSupported> {
-    const result = await this.#call(index, "run", (p) => p.run(node, step, task));
+  taskInit(index: number, call: StatefulCall & { task: TaskRecord }): Promise<void> {
+    return this.#call(index, "taskInit", (p) => p.taskInit({ ...this.#context(call), state: parseState(call.state), task: call.task }));
+  }
+
+  /** Submit-context validation; a plugin without `validate` accepts every request it declares. */
+  async validate(index: number, call: StepCall): Promise<void> {
+    this.#checkAccepted(index, call.step);
+    await this.#call(index, "validate", (p) => p.validate?.(this.#context(call)));
+  }
+
+  async run(index: number, call: StatefulCall & { task: TaskRecord }): Promise<ExecSpec | NotSupported> {
+    const result = await this.#call(index, "run", (p) => p.run({ ...this.#context(call), state: parseState(call.state), task: call.task }));
     if (result === NOT_SUPPORTED || isExecSpec(result)) return result;
     const type = this.#entry(index).info.type;
     throw jobrtError(
       "ERR_RUNTIME_CONTRACT",
-      { problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd} or NOT_SUPPORTED` },
+      { problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd, shell?, signals?} or NOT_SUPPORTED` },
       { details: { runtime: type, hook: "run" } },
     );
   }
@@ -259,6 +293,10 @@ export class RuntimeRegistry {
       });
     }
   }
+}
+
+function parseState(text: StepStateText): unknown {
+  return text === undefined ? undefined : JSON.parse(text);
 }
 
 function describe(value: unknown): string {

@@ -95,7 +95,16 @@ export interface ExecSpec {
   cwd: string;
   /** Set when argv runs a site-configured shell command (e.g. oci.conf RunTimeRun). */
   shell?: boolean;
+  /**
+   * How the host delivers a stop signal (SIGINT/SIGTERM) to this task: `"group"` (default) to the
+   * task's whole process group; `"leader"` only to the process it started, for a wrapper that
+   * forwards signals itself (as `runc run` does), so the task inside gets each signal once. The
+   * SIGKILL after KillWait always reaches every process of the task.
+   */
+  signals?: SignalDelivery;
 }
+
+export type SignalDelivery = "group" | "leader";
 
 /** Information about the client that asked for the step (srun's role). */
 export interface ClientInfo {

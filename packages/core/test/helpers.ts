@@ -10,7 +10,7 @@ export function recordingPlugin(name: string, calls: Calls, overrides: Partial<P
     { name, type: `runtime/${name}`, version: "1.2.3", capabilities: ["test"] },
     {
       init: (ctx) => {
-        calls.log.push(`${name}.init(${ctx})`);
+        calls.log.push(`${name}.init(${ctx.context})`);
       },
       fini: () => {
         calls.log.push(`${name}.fini`);

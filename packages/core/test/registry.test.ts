@@ -145,27 +145,27 @@ describe("RuntimeRegistry", () => {
     const { registry, calls } = setup();
     const none = await registry.load("none");
     const oci = await registry.load("oci");
-    await registry.setup(oci, node, step);
-    await registry.taskInit(none, node, step, task);
-    expect(await registry.run(oci, node, step, task)).toBe(NOT_SUPPORTED);
-    await registry.cleanup(none, node, step);
+    await registry.setup(oci, { node, step });
+    await registry.taskInit(none, { node, step, task, state: undefined });
+    expect(await registry.run(oci, { node, step, task, state: undefined })).toBe(NOT_SUPPORTED);
+    await registry.cleanup(none, { node, step, state: undefined });
     expect(calls.log.slice(2)).toEqual(["oci.setup", "none.taskInit", "oci.run", "none.cleanup"]);
   });
 
   it.each([0, -1, 1.5, 7, Number.NaN])("(e) index %s throws ERR_RUNTIME_INDEX", async (bad) => {
     const { registry } = setup();
     await registry.load("oci");
-    await expect(registry.setup(bad, node, step)).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
-    await expect(registry.run(bad, node, step, task)).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
-    await expect(registry.cleanup(bad, node, step)).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
-    await expect(registry.taskInit(bad, node, step, task)).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
+    await expect(registry.setup(bad, { node, step })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
+    await expect(registry.run(bad, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
+    await expect(registry.cleanup(bad, { node, step, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
+    await expect(registry.taskInit(bad, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
   });
 
   it("(e) any call after fini throws ERR_RUNTIME_INDEX", async () => {
     const { registry } = setup();
     const i = await registry.load("oci");
     await registry.fini();
-    await expect(registry.setup(i, node, step)).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
+    await expect(registry.setup(i, { node, step })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
     expect(() => registry.info(i)).toThrow(JobrtError);
   });
 
@@ -180,14 +180,14 @@ describe("RuntimeRegistry", () => {
     const plugin = recordingPlugin("bad", calls, { run: () => value as never });
     const registry = new RuntimeRegistry({ resolve: async () => plugin });
     const i = await registry.load("bad");
-    await expect(registry.run(i, node, step, task)).rejects.toMatchObject({ code: "ERR_RUNTIME_CONTRACT" });
+    await expect(registry.run(i, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_CONTRACT" });
   });
 
   it("(f) a valid ExecSpec passes through", async () => {
     const spec = { argv: ["/bin/echo", "hi"], env: { A: "1" }, cwd: "/" };
     const plugin = definePlugin({ name: "e", type: "runtime/e", version: "1" }, { run: () => spec });
     const registry = new RuntimeRegistry({ resolve: async () => plugin });
-    expect(await registry.run(await registry.load("e"), node, step, task)).toBe(spec);
+    expect(await registry.run(await registry.load("e"), { node, step, task, state: undefined })).toBe(spec);
   });
 
   it("(f) a hook that throws is ERR_RUNTIME_HOOK with runtime, hook and cause", async () => {
@@ -200,7 +200,7 @@ describe("RuntimeRegistry", () => {
     });
     const registry = new RuntimeRegistry({ resolve: async () => plugin });
     const i = await registry.load("oci");
-    const error = await registry.setup(i, node, step).catch((e: unknown) => e);
+    const error = await registry.setup(i, { node, step }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JobrtError);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_HOOK", runtime: "runtime/oci", hook: "setup", cause: boom });
     expect((error as Error).message).toContain("disk full");
@@ -256,12 +256,12 @@ describe("RuntimeRegistry", () => {
   });
 
   it("refuses a plugin built for another API major, naming package, path and version", async () => {
-    const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 2 }, {});
+    const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 3 }, {});
     const registry = new RuntimeRegistry({
       resolve: async () => resolvedRuntime(plugin, { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" }),
     });
     const error = await registry.load("old").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });
-    expect((error as Error).message).toMatch(/jobrt-runtime-old@0\.9\.0 \(\/srv\/node_modules\/jobrt-runtime-old\).*API 2.*API 1/);
+    expect((error as Error).message).toMatch(/jobrt-runtime-old@0\.9\.0 \(\/srv\/node_modules\/jobrt-runtime-old\).*API 3.*API 2/);
   });
 });

@@ -17,7 +17,7 @@ function writePlugin(root: string, pkg: string, opts: { type: string; version?: 
   const body =
     opts.body ??
     `import { definePlugin } from ${JSON.stringify(coreEntry)};
-export default definePlugin({ name: "p", type: ${JSON.stringify(opts.type)}, version: ${JSON.stringify(opts.version ?? "2.0.0")}, apiVersion: ${opts.apiVersion ?? 1} }, {});`;
+export default definePlugin({ name: "p", type: ${JSON.stringify(opts.type)}, version: ${JSON.stringify(opts.version ?? "2.0.0")}, apiVersion: ${opts.apiVersion ?? 2} }, {});`;
   writeFileSync(join(dir, "index.js"), body);
   return dir;
 }
@@ -69,7 +69,7 @@ describe("createPackageResolver", () => {
 
   it("refuses another API major, naming the package, its path and version", async () => {
     const root = site();
-    const dir = writePlugin(root, "jobrt-runtime-future", { type: "runtime/future", apiVersion: 2, version: "9.0.0" });
+    const dir = writePlugin(root, "jobrt-runtime-future", { type: "runtime/future", apiVersion: 3, version: "9.0.0" });
     const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["future"] }) });
     const error = await registry.load("future").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });

@@ -1,11 +1,12 @@
-import { NOT_SUPPORTED, definePlugin, packageVersion } from "@jobrt/core";
+import { NOT_SUPPORTED, REQUEST_FIELDS, definePlugin, packageVersion } from "@jobrt/core";
 
 /**
  * The no-op runtime: every hook succeeds and `run` answers NOT_SUPPORTED, so the host starts the
  * task's own argv directly. `--container` is ignored, as with Slurm's runtime/none.
  */
 const none = definePlugin(
-  { name: "none", type: "runtime/none", version: packageVersion(import.meta.url), capabilities: [] },
+  // Every request field is accepted, and ignored, as Slurm's runtime/none ignores --container.
+  { name: "none", type: "runtime/none", version: packageVersion(import.meta.url), capabilities: [], accepts: REQUEST_FIELDS },
   { run: () => NOT_SUPPORTED },
 );
 

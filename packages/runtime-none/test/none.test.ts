@@ -1,5 +1,5 @@
 import { NOT_SUPPORTED, RUNTIME_API_VERSION } from "@jobrt/core";
-import { createTestNode, createTestStep } from "@jobrt/testkit";
+import { createTestNode, createTestStep, pluginHost } from "@jobrt/testkit";
 import { describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
 
@@ -11,12 +11,13 @@ describe("runtime/none", () => {
 
   it("ignores --container and lets the host run the task", async () => {
     const node = createTestNode();
+    const host = pluginHost(plugin);
     const step = createTestStep({ runtime: "none", tasks: 2, container: { value: "/some/bundle" } });
-    await plugin.setup(node, step);
+    await host.setup(node, step);
     for (const task of step.tasks) {
-      await plugin.taskInit(node, step, task);
-      expect(await plugin.run(node, step, task)).toBe(NOT_SUPPORTED);
+      await host.taskInit(node, step, task);
+      expect(await host.run(node, step, task)).toBe(NOT_SUPPORTED);
     }
-    await plugin.cleanup(node, step);
+    await host.cleanup(node, step);
   });
 });

@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import {
+  type CleanupContext,
   type ClientInfo,
   type ContainerRequest,
   type ExecSpec,
@@ -8,8 +9,11 @@ import {
   NOT_SUPPORTED,
   type NodeConf,
   type NotSupported,
+  type SetupContext,
   type StepRecord,
+  type TaskHookContext,
   type TaskRecord,
+  type ValidateContext,
   definePlugin,
   messageOf,
   packageVersion,
@@ -38,6 +42,8 @@ import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { makeStepDir } from "./stepdir.js";
+import { type OciStepState, confFromJson, confToJson } from "./stepstate.js";
+import { markName } from "./image/store.js";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
@@ -78,8 +84,8 @@ interface TaskState {
   task: TaskRecord;
   taskDir: string;
   /** Pattern values used for this task's commands (pid filled in when known). */
-  values?: PatternValues;
-  runtimeEnv?: Record<string, string>;
+  values: PatternValues;
+  runtimeEnv: Record<string, string>;
 }
 
 interface StepState {
@@ -93,19 +99,25 @@ interface StepState {
   /** Set when the host is root and the job user is not: file work and commands run as this user. */
   identity?: Identity;
   base: PatternValues;
-  tasks: Map<number, TaskState>;
   /** The client asked for -vv or more: the supervisor narrates its commands. */
   verbose: boolean;
   timeouts: CommandTimeouts;
-  spoolMountWarned?: boolean;
   /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
-  image?: CachedImage;
+  image?: Omit<CachedImage, "mark">;
 }
 
-// Per-step state lives here, never in module globals: one process may run many steps at once.
-const states = new WeakMap<StepRecord, StepState>();
-/** Steps whose setup failed in this process before it created anything (its error was reported). */
-const failedSetups = new WeakSet<StepRecord>();
+/** The step state setup returns, as JSON (the host journals it). */
+function stateToJson(st: StepState): OciStepState {
+  const { conf, request: _request, identity: _identity, ...rest } = st;
+  return { ...rest, conf: confToJson(conf) };
+}
+
+/** A hook's working state: the journaled step state, with the request and identity from the record. */
+function stateFromJson(json: OciStepState | undefined, step: StepRecord): StepState | undefined {
+  if (!json || !step.container) return undefined;
+  const identity = identityFor(step);
+  return { ...json, conf: confFromJson(json.conf), request: step.container, ...(identity ? { identity } : {}) };
+}
 
 /** `%s` as Slurm prints it: the reserved step numbers for batch, interactive and extern steps. */
 export function printedStepId(step: Pick<StepRecord, "kind" | "stepId">): number {
@@ -139,10 +151,7 @@ export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mo
     throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory) or --container-image REF", "--container");
   }
   if (image !== undefined && conf?.ignoreFileConfigJson) throw requestError(`--container-image needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-image");
-  if (c.modules.length > 0) throw requestError("--container-module is not supported by runtime oci (it is a Shifter option)", "--container-module");
-  if (c.entrypoint !== undefined) throw requestError("--container-entrypoint is not supported by runtime oci: the task's command replaces process.args", "--container-entrypoint");
-  const opts = Object.keys(c.options).filter((k) => k !== IMAGE_OPTION);
-  if (opts.length > 0) throw requestError(`--container-opt ${opts[0]}=... is not an option of runtime oci (its only one is ${IMAGE_OPTION}=REF)`, "--container-opt");
+  // --container-module, --container-entrypoint and other --container-opt keys: the host refuses them (meta.accepts).
   for (const e of c.env) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
   }
@@ -212,9 +221,9 @@ function expandCommand(st: StepState, key: keyof OciConf["commands"], values: Pa
   }
 }
 
-async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Promise<void> {
+async function setup({ node, step, client }: SetupContext): Promise<OciStepState | undefined> {
   const c = step.container;
-  if (!c) return;
+  if (!c) return undefined;
   let st: StepState;
   let image: CachedImage | undefined;
   try {
@@ -223,34 +232,22 @@ async function setup(node: NodeConf, step: StepRecord, client?: ClientInfo): Pro
     const mounts = checkRequest(c, conf);
     const ref = imageOption(c);
     if (ref !== undefined) image = await setupImage(node, step, ref);
-    st = await stepState(node, step, conf, mounts, client, true, image);
+    st = await stepState(node, step, conf, mounts, client, image);
     if (image) checkImageVolumes(st.rootfs, st.mounts);
   } catch (error) {
     if (image) await releaseStepImage(node, step, image);
-    failedSetups.add(step);
     throw error;
   }
   ensureStepDir(st.stepDir, st.identity, step);
-  states.set(step, st);
+  return stateToJson(st);
 }
 
-/**
- * What setup works out for a step: bundle, rootfs, spool dir, pattern values. `strict` (setup)
- * fails on an unreadable bundle config.json; cleanup from a saved record (`jobrt gc` after the
- * host died) takes what it can get, since the bundle may have changed since the step started.
- */
-async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, strict: boolean, image?: CachedImage): Promise<StepState> {
+/** What setup works out for a step: bundle, rootfs, spool dir, pattern values. */
+async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, image?: CachedImage): Promise<StepState> {
   const c = step.container as ContainerRequest;
-  let timeouts: CommandTimeouts;
-  try {
-    timeouts = commandTimeouts();
-  } catch (error) {
-    if (strict) throw error;
-    // Cleanup must still run: with the built-in time-outs.
-    timeouts = { ...COMMAND_TIMEOUTS };
-  }
+  const timeouts = commandTimeouts();
   const identity = identityFor(step);
-  // An image step's bundle is its cached image; cleanup from a saved record does not know it (and needs no config.json).
+  // An image step's bundle is its cached image.
   const bundle = image ? image.bundle : c.value !== undefined ? resolve(step.cwd, c.value) : "";
   const base: PatternValues = {
     jobId: step.jobId,
@@ -269,19 +266,12 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
-      if (strict) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `cannot read ${file}: ${why}` }, { details: { runtime: "runtime/oci", file } });
-      node.log("debug", `runtime oci: cleanup from the step record: cannot read ${file} (${why}); using the bundle as rootfs`);
-    } else {
-      try {
-        bundleConfig = parseBundleConfig(r.value as string, file, bundle);
-        rootfs = bundleConfig.rootfs;
-      } catch (error) {
-        if (strict) throw error;
-        node.log("debug", `runtime oci: cleanup from the step record: ${messageOf(error)}; using the bundle as rootfs`);
-      }
+      throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `cannot read ${file}: ${why}` }, { details: { runtime: "runtime/oci", file } });
     }
-    if (bundleConfig && image) fitImageToStep(node, bundleConfig.config, step.uid);
-    if (strict && bundleConfig && conf.embedded && step.uid !== 0) {
+    bundleConfig = parseBundleConfig(r.value as string, file, bundle);
+    rootfs = bundleConfig.rootfs;
+    if (image) fitImageToStep(node, bundleConfig.config, step.uid);
+    if (conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
       if (problem) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: ${problem}` }, { details: { runtime: "runtime/oci", file } });
     }
@@ -304,17 +294,24 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     stepDir,
     ...(identity ? { identity } : {}),
     base,
-    tasks: new Map(),
-    ...(image ? { image } : {}),
+    ...(image ? { image: withoutMark(image) } : {}),
     verbose: (client?.verbose ?? 0) >= 2,
     timeouts,
   };
 }
 
-async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Promise<void> {
-  const st = states.get(step);
+/** Each process names its own in-use mark of an image (markName): the state carries none. */
+function withoutMark(image: CachedImage): Omit<CachedImage, "mark"> {
+  const { mark: _mark, ...rest } = image;
+  return rest;
+}
+
+const taskDirOf = (st: StepState, task: TaskRecord) => join(st.stepDir, `task-${task.localId}`);
+
+async function taskInit({ step, task, state }: TaskHookContext<OciStepState>): Promise<void> {
+  const st = stateFromJson(state, step);
   if (!st) return;
-  const taskDir = join(st.stepDir, `task-${task.localId}`);
+  const taskDir = taskDirOf(st, task);
   let r: FsResult = { ok: false, error: "not tried" };
   // Under srun another task's jobrt may finish and remove the (then empty) step dir between our
   // setup and this point: make it again and retry.
@@ -324,7 +321,6 @@ async function taskInit(_node: NodeConf, step: StepRecord, task: TaskRecord): Pr
     if (r.ok || r.code !== "ENOENT") break;
   }
   if (!r.ok) throw jobrtError("ERR_LAUNCH", { problem: `cannot create the task spool dir ${taskDir}: ${r.error}` }, { details: { runtime: "runtime/oci", path: taskDir } });
-  st.tasks.set(task.localId, { task, taskDir });
 }
 
 /** Creates the step spool dir (and missing parents) as the host, owned by the job user. */
@@ -337,12 +333,10 @@ function ensureStepDir(stepDir: string, identity: Identity | undefined, step: St
   }
 }
 
-async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ExecSpec | NotSupported> {
-  const st = states.get(step);
+async function run({ node, step, task, state }: TaskHookContext<OciStepState>): Promise<ExecSpec | NotSupported> {
+  const st = stateFromJson(state, step);
   if (!st) return NOT_SUPPORTED;
-  if (!st.tasks.has(task.localId)) await taskInit(node, step, task);
-  const ts = st.tasks.get(task.localId) as TaskState;
-  ts.task = task;
+  const taskDir = taskDirOf(st, task);
   const { conf, request } = st;
 
   // The job env as the container sees it: task env (or nothing with --container-clearenv), the
@@ -352,10 +346,12 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
   if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
   env = filterEnvStrings(env, conf.envExclude);
 
-  const { values, runtimeEnv } = commandContext(st, task, ts.taskDir);
+  const { values, runtimeEnv } = commandContext(st, task, taskDir);
+  const ts: TaskState = { task, taskDir, values, runtimeEnv };
   const ops: FsOp[] = [];
   if (st.bundleConfig) {
-    const destination = spoolMountDestination(node, st, values);
+    // One warning per step record: its first task's.
+    const destination = spoolMountDestination(node, st, values, task.localId === step.tasks[0]?.localId);
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,
@@ -380,9 +376,6 @@ async function run(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<
       throw jobrtError("ERR_LAUNCH", { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` }, { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } });
     }
   });
-
-  ts.values = values;
-  ts.runtimeEnv = runtimeEnv;
 
   if (conf.mode === "run" && conf.runArgv) {
     const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
@@ -474,14 +467,13 @@ function watchdogSpec(st: StepState, values: PatternValues, taskDir: string): Wa
  * MountSpoolDir, when set and its mount point needs nothing created in the image (see
  * spoolmount.ts); otherwise no spool mount, with one warning per step when one was asked for.
  */
-function spoolMountDestination(node: NodeConf, st: StepState, values: PatternValues): string | undefined {
+function spoolMountDestination(node: NodeConf, st: StepState, values: PatternValues, warn: boolean): string | undefined {
   const { conf } = st;
   if (!conf.mountSpool || conf.mountSpoolDir === undefined || !st.bundleConfig) return undefined;
   const destination = expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values);
   const problem = spoolMountProblem(st.rootfs, st.bundleConfig.config.mounts, destination);
   if (problem === undefined) return destination;
-  if (!st.spoolMountWarned) node.log("warn", `runtime oci: MountSpoolDir: the step spool dir is not mounted: ${problem}`);
-  st.spoolMountWarned = true;
+  if (warn) node.log("warn", `runtime oci: MountSpoolDir: the step spool dir is not mounted: ${problem}`);
   return undefined;
 }
 
@@ -540,10 +532,10 @@ function ownChildRunning(pid: number | undefined): boolean {
 
 type TeardownResult = Awaited<ReturnType<typeof teardown>>;
 
-async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState): Promise<TeardownResult> {
-  const values = ts.values;
-  const env = ts.runtimeEnv;
-  if (!values || !env) return "gone"; // run never got as far as a command
+async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState, afterCrash: boolean): Promise<TeardownResult> {
+  const { values, runtimeEnv: env } = ts;
+  // A task the host never started has no container; after a crash nothing is known, so ask.
+  if (!afterCrash && ts.task.pid === undefined) return "gone";
   // The embedded default's `runc run` removes its container when it exits by itself: an exit it
   // reported (not a signal, not runc's own 125+ failure range) leaves nothing to query or delete.
   // This spares one runc process per task at cleanup; site oci.conf commands are always queried.
@@ -621,40 +613,10 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   return result;
 }
 
-/**
- * The state cleanup needs, rebuilt from the StepRecord alone: `jobrt gc` calls cleanup with the
- * record saved in SpoolDir after the host that ran the step died, so nothing is in memory. Only
- * this record's tasks whose task dir exists are torn down: a task dir is made before its
- * container, so a task without one never had a container, and a setup that failed in this
- * process (before any task dir) leaves nothing to do. Undefined when there is nothing to clean.
- */
-async function stateFromRecord(node: NodeConf, step: StepRecord): Promise<StepState | undefined> {
-  const c = step.container;
-  if (!c || ((c.value === undefined || c.value === "") && imageOption(c) === undefined)) return undefined;
-  const conf = resolveConf(node, step);
-  const st = await stepState(node, step, conf, [], undefined, false);
-  if (!isDirectoryNoFollow(st.stepDir)) return undefined;
-  for (const task of step.tasks) {
-    const taskDir = join(st.stepDir, `task-${task.localId}`);
-    if (!existsNoFollow(taskDir)) continue;
-    const { values, runtimeEnv } = commandContext(st, task, taskDir);
-    st.tasks.set(task.localId, { task: { ...task, pid: undefined }, taskDir, values, runtimeEnv } as TaskState);
-  }
-  return st;
-}
-
 function existsNoFollow(path: string): boolean {
   try {
     lstatSync(path);
     return true;
-  } catch {
-    return false;
-  }
-}
-
-function isDirectoryNoFollow(path: string): boolean {
-  try {
-    return lstatSync(path).isDirectory();
   } catch {
     return false;
   }
@@ -673,28 +635,42 @@ function commandContext(st: StepState, task: TaskRecord, taskDir: string): { val
   return { values, runtimeEnv: filterEnvRecord(task.env, st.conf.runTimeEnvExclude) };
 }
 
-async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
+/**
+ * The tasks of this record that may have a container: those whose task dir exists (a task dir is
+ * made before its container, so a task without one never had a container).
+ */
+function tasksToTearDown(st: StepState, step: StepRecord, afterCrash: boolean): TaskState[] {
+  const out: TaskState[] = [];
+  for (const task of step.tasks) {
+    const taskDir = taskDirOf(st, task);
+    if (!existsNoFollow(taskDir)) continue;
+    const { values, runtimeEnv } = commandContext(st, task, taskDir);
+    // After a crash the journaled task's pid is not this host's child.
+    out.push({ task: afterCrash ? { ...task, pid: undefined } : task, taskDir, values, runtimeEnv } as TaskState);
+  }
+  return out;
+}
+
+async function cleanup({ node, step, state, afterCrash }: CleanupContext<OciStepState>): Promise<void> {
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
-  let st = states.get(step);
-  if (!st && failedSetups.has(step)) {
-    // Setup failed before it made anything; its error is the one the user needs, said once.
-    node.log("debug", "runtime oci: cleanup: setup failed before creating anything; nothing to do");
+  let st: StepState | undefined;
+  try {
+    st = stateFromJson(state, step);
+  } catch (error) {
+    warn(`cleanup: ${messageOf(error)}`);
     return;
   }
   if (!st) {
-    try {
-      st = await stateFromRecord(node, step);
-    } catch (error) {
-      warn(`cleanup: ${messageOf(error)}`);
-      return;
-    }
-    if (!st) return;
+    // No state: setup failed before it made anything (its error is the one the user needs), or
+    // never ran.
+    node.log("debug", "runtime oci: cleanup: no step state from setup; nothing to do");
+    return;
   }
   try {
-    const tasks = [...st.tasks.values()];
+    const tasks = tasksToTearDown(st, step, afterCrash);
     const results = await Promise.all(
       tasks.map((ts) =>
-        teardownTask(node, step, st, ts).catch((error): TeardownResult => {
+        teardownTask(node, step, st, ts, afterCrash).catch((error): TeardownResult => {
           warn(`task ${ts.task.localId}: teardown failed: ${messageOf(error)}`);
           return "left";
         }),
@@ -729,9 +705,10 @@ async function cleanup(node: NodeConf, step: StepRecord): Promise<void> {
   } catch (error) {
     warn(`cleanup: ${messageOf(error)}`);
   } finally {
-    // From a saved record (jobrt gc) the image is not known, but the step's pin dir still goes.
-    if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, st.image);
-    states.delete(step);
+    // This process's own in-use mark; after a crash the dead host's mark is stale already, but
+    // the step's pin dir still goes.
+    const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
+    if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, image);
   }
 }
 
@@ -750,7 +727,7 @@ function report(results: FsResult[], warn: (m: string) => void): void {
   }
 }
 
-async function validate(node: NodeConf, step: StepRecord): Promise<void> {
+async function validate({ node, step }: ValidateContext): Promise<void> {
   const c = step.container;
   if (!c) return;
   checkRequest(c, undefined);
@@ -760,8 +737,14 @@ async function validate(node: NodeConf, step: StepRecord): Promise<void> {
 }
 
 /** The OCI runtime plugin (Slurm's runtime/oci, oci.conf-compatible). */
-export const ociPlugin = definePlugin(
-  { name: "oci", type: "runtime/oci", version: packageVersion(import.meta.url), capabilities: ["container", "oci.conf", "run", "create-start"] },
+export const ociPlugin = definePlugin<OciStepState>(
+  {
+    name: "oci",
+    type: "runtime/oci",
+    version: packageVersion(import.meta.url),
+    capabilities: ["container", "oci.conf", "run", "create-start"],
+    accepts: ["value", "volumes", "env", "workdir", "clearEnv", `options.${IMAGE_OPTION}`],
+  },
   {
     setup,
     taskInit,

@@ -8,9 +8,13 @@ import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
 import { afterAll, describe, expect, test } from "vitest";
 import { findProgram } from "../src/conf.js";
+import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, runcIds, writeConf } from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, uniqueJobId } from "./host.js";
+
+/** The plugin driven as the host drives it (API 2 contexts, setup's state handed on). */
+const host = pluginHost(plugin);
 
 const RUNC = "runc --root /run/runc";
 const ID = "%n.%u.%j.%s.%t";
@@ -42,9 +46,9 @@ describe("create/start fast path with real runc", () => {
     const node20 = realpathSync(process.execPath);
     const seen = new Set<string>();
     try {
-      await plugin.setup(node, step);
-      await plugin.taskInit(node, step, task);
-      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      await host.setup(node, step);
+      await host.taskInit(node, step, task);
+      const spec = (await host.run(node, step, task)) as ExecSpec;
       const child = spawn(spec.argv[0] as string, spec.argv.slice(1), { env: spec.env, cwd: spec.cwd, stdio: "ignore" });
       const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
       let done = false;
@@ -63,7 +67,7 @@ describe("create/start fast path with real runc", () => {
       expect(seen.size).toBeGreaterThan(0);
       expect([...seen].some((exe) => exe === node20)).toBe(false);
     } finally {
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
     }
   });
 
@@ -122,15 +126,15 @@ describe("create/start fast path with real runc", () => {
     const node = makeNode({ confDir, spoolDir: tempDir() });
     const task = step.tasks[0] as TaskRecord;
     try {
-      await plugin.setup(node, step);
-      await plugin.taskInit(node, step, task);
-      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      await host.setup(node, step);
+      await host.taskInit(node, step, task);
+      const spec = (await host.run(node, step, task)) as ExecSpec;
       expect(spec.env.JOBRT_OCI_RESUME).toBeUndefined();
       const argv = spec.argv.slice(spec.argv.indexOf(process.execPath));
       const r = spawnSync(argv[0] as string, argv.slice(1), { env: spec.env, cwd: spec.cwd, encoding: "utf8" });
       expect(r.stderr).not.toContain("RunTimeCreate exited with status 7");
     } finally {
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
     }
   });
 });

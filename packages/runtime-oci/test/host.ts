@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
 import { type ProcessTracker, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
+import { pluginHost } from "@jobrt/testkit";
 
 export interface HostOptions {
   confDir: string;
@@ -154,12 +155,13 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
   const step = makeStep(o);
   const result: HostResult = { tasks: [], step };
   const tracker = createTracker("auto", `oci-test.${process.pid}.${counter++}`);
+  const host = pluginHost(plugin);
   try {
-    await plugin.setup(node, step);
+    await host.setup(node, step);
     result.tasks = await Promise.all(
       step.tasks.map(async (task) => {
-        await plugin.taskInit(node, step, task);
-        const spec = await plugin.run(node, step, task);
+        await host.taskInit(node, step, task);
+        const spec = await host.run(node, step, task);
         return spawnTask(step, task, spec, o, tracker);
       }),
     );
@@ -171,7 +173,7 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
     tracker.release();
     o.beforeCleanup?.();
     try {
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
     } catch (error) {
       result.cleanupError = error;
     }

@@ -1,8 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkAccepted } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
-import { checkRequest } from "../src/plugin.js";
+import { checkRequest, ociPlugin } from "../src/plugin.js";
 import { fitImageUser, prepareImageConfig } from "../src/image/image-config.js";
 import { parseImageReference, sourceName } from "../src/image/reference.js";
 import { loadImageSettings, parseSize } from "../src/image/settings.js";
@@ -104,7 +105,10 @@ describe("the container request", () => {
     expect(checkRequest(request({ options: { image: ["docker://h.org/a:1"] } }), undefined)).toEqual([]);
     expect(() => checkRequest(request({ value: "/b", options: { image: ["docker://h.org/a:1"] } }), undefined)).toThrow(/either --container BUNDLE or --container-image/);
     expect(() => checkRequest(request({ options: { image: ["a", "b"] } }), undefined)).toThrow(/given twice/);
-    expect(() => checkRequest(request({ options: { image: ["x"], other: ["1"] } }), undefined)).toThrow(/--container-opt other/);
+    // Any other --container-opt key is refused by the host, from meta.accepts, before checkRequest runs.
+    expect(() => checkAccepted(ociPlugin.meta.type, ociPlugin.meta.accepts ?? [], request({ options: { image: ["x"], other: ["1"] } }))).toThrow(
+      /^--container-opt "other=1": runtime oci does not accept --container-opt \(it takes --container, --container-volume, --container-env, --container-workdir, --container-clearenv, --container-opt image=\.\.\.\)$/,
+    );
     expect(() => checkRequest(request({}), undefined)).toThrow(/--container BUNDLE .* or --container-image REF/);
   });
 });

@@ -4,9 +4,12 @@ import { join } from "node:path";
 import { type ExecSpec, NOT_SUPPORTED, type TaskRecord, isJobrtError } from "@jobrt/core";
 import fc from "fast-check";
 import { afterAll, describe, expect, test } from "vitest";
+import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, openUp, processesWith, runModeConf, runcIds, writeConf } from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, uniqueJobId } from "./host.js";
+
+const host = pluginHost(plugin);
 
 const modes = [
   ["run mode", runModeConf],
@@ -221,16 +224,16 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["sleep", "30"], container: { value: bundle } });
     const node = makeNode({ confDir, spoolDir: tempDir(), killWait: 5 });
     const task = step.tasks[0] as TaskRecord;
-    await plugin.setup(node, step);
-    await plugin.taskInit(node, step, task);
-    const spec = (await plugin.run(node, step, task)) as ExecSpec;
+    await host.setup(node, step);
+    await host.taskInit(node, step, task);
+    const spec = (await host.run(node, step, task)) as ExecSpec;
     const child = spawn(spec.argv[0] as string, spec.argv.slice(1), { env: spec.env, cwd: spec.cwd, stdio: "ignore" });
     task.pid = child.pid;
     const exited = new Promise<NodeJS.Signals | null>((r) => child.on("exit", (_c, sig) => r(sig)));
     try {
       await new Promise((r) => setTimeout(r, 200));
       // The host gave up on the task (it still runs) and cleans up.
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
       expect(await exited).toBe("SIGTERM");
       expect(readFileSync(join(out, "kill"), "utf8")).toBe(`${child.pid}\n`);
       // Once the process is gone its pid is unknown, so a Delete that needs %p is not run.
@@ -246,16 +249,16 @@ describe.skipIf(!haveRunc || !isRoot)("with real runc", () => {
     const node = makeNode({ confDir, spoolDir: tempDir() });
     const task = step.tasks[0] as TaskRecord;
     try {
-      await plugin.setup(node, step);
-      await plugin.taskInit(node, step, task);
-      const spec = (await plugin.run(node, step, task)) as ExecSpec;
+      await host.setup(node, step);
+      await host.taskInit(node, step, task);
+      const spec = (await host.run(node, step, task)) as ExecSpec;
       const argv = spec.argv.slice(spec.argv.indexOf(process.execPath));
       expect(argv[0]).toBe(process.execPath);
       const r = spawnSync(argv[0] as string, argv.slice(1), { env: spec.env, cwd: spec.cwd, encoding: "utf8" });
       expect(r.status).toBe(125);
       expect(r.stderr).toContain("exit status is not available");
     } finally {
-      await plugin.cleanup(node, step);
+      await host.cleanup(node, step);
     }
   });
 

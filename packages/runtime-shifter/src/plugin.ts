@@ -21,9 +21,6 @@ interface Prepared {
   request: ShifterRequest;
 }
 
-/** Per-step state: one process may run many steps at once, so nothing lives in module globals. */
-const states = new WeakMap<StepRecord, StepState>();
-
 function prepare(node: NodeConf, step: StepRecord): Prepared | undefined {
   const conf = loadShifterConf(node.confDir, node.hostUid);
   const udi = loadUdiRootConf(conf.udiRootConf, conf.udiRootConfExplicit, node.hostUid);
@@ -90,12 +87,19 @@ function checkShifter(conf: ShifterConf): void {
   }
 }
 
-const shifter = definePlugin(
-  { name: "shifter", type: "runtime/shifter", version: packageVersion(import.meta.url), capabilities: ["container", "images", "volumes", "modules"] },
+/** The step state setup returns: the host journals it and hands it to every later hook of the step. */
+const shifter = definePlugin<StepState>(
   {
-    async setup(node, step) {
+    name: "shifter",
+    type: "runtime/shifter",
+    version: packageVersion(import.meta.url),
+    capabilities: ["container", "images", "volumes", "modules"],
+    accepts: ["value", "volumes", "modules", "env", "workdir", "entrypoint", "clearEnv"],
+  },
+  {
+    async setup({ node, step }) {
       const p = prepare(node, step);
-      if (!p) return;
+      if (!p) return undefined;
       checkShifter(p.conf);
       const byName = p.request.image.type === "docker" || p.request.image.type === "custom";
       const shared = byName ? joinPinDir(node, step) : undefined;
@@ -109,15 +113,14 @@ const shifter = definePlugin(
         throw imageError(p, `resolved to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): the image is not on this node's image store`);
       }
       node.log("verbose", `shifter: ${p.request.image.canonical} pinned to ${pinned.type}:${pinned.value} for step ${step.jobId}.${step.stepId}`);
-      states.set(step, { conf: p.conf, request: p.request, pinned });
+      return { conf: p.conf, request: p.request, pinned };
     },
-    taskInit(_node, step) {
-      if (!states.has(step) && wantsContainer(step)) {
+    taskInit({ step, state }) {
+      if (!state && wantsContainer(step)) {
         throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "shifter taskInit called before a successful setup of this step" }, { details: { runtime: "runtime/shifter", hook: "taskInit" } });
       }
     },
-    run(_node, step, task) {
-      const state = states.get(step);
+    run({ step, task, state }) {
       if (!state) {
         if (wantsContainer(step)) {
           throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "shifter run called before a successful setup of this step" }, { details: { runtime: "runtime/shifter", hook: "run" } });
@@ -126,13 +129,12 @@ const shifter = definePlugin(
       }
       return buildExecSpec(state.conf.shifterPath, state.conf, state.request, state.pinned, step, task);
     },
-    cleanup(node, step) {
+    cleanup({ node, step }) {
       // shifter itself keeps nothing on the node for a step (each instance's mounts die with its
       // namespace); only the shared image pin is ours to remove.
-      states.delete(step);
       leavePinDir(node, step);
     },
-    async validate(node, step) {
+    async validate({ node, step }) {
       const p = prepare(node, step);
       if (!p) return;
       const pinned = await pin(p, node, step, "validate");

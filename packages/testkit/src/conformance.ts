@@ -21,6 +21,7 @@ import { CHECKS, type CheckId } from "./checks.js";
 import { asJobrtError, describeError } from "./errors.js";
 import { argvProblems, containsSequence, envCwdProblems, shellProblems } from "./execspec.js";
 import { createTestNode, createTestStep, uniqueJobId } from "./fixtures.js";
+import { type PluginHost, pluginHost } from "./host.js";
 import { type LaunchResult, launchTask, processGroupAlive } from "./launch.js";
 import type { ConformanceOptions, InvalidCase, Lazy, PluginSource } from "./options.js";
 
@@ -86,6 +87,9 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
   const scratch: string[] = [];
 
   let plugin: RuntimePlugin;
+  let driver: PluginHost;
+  /** The loaded plugin, driven as the host drives it (accepts, state journaled as JSON). */
+  const host = (): PluginHost => driver;
 
   const check = (id: CheckId, body: (ctx: TestContext) => Promise<void> | void, suffix = ""): void => {
     const { level, title: what } = CHECKS[id];
@@ -157,12 +161,12 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
   };
 
   const setupAndRun = async (n: NodeConf, s: StepRecord): Promise<RunResult[]> => {
-    await hook("setup", () => plugin.setup(n, s, { verbose: 0 }));
-    await Promise.all(s.tasks.map((t) => hook("taskInit", () => plugin.taskInit(n, s, t))));
-    return Promise.all(s.tasks.map((t) => hook("run", () => plugin.run(n, s, t))));
+    await hook("setup", () => host().setup(n, s, { verbose: 0 }));
+    await Promise.all(s.tasks.map((t) => hook("taskInit", () => host().taskInit(n, s, t))));
+    return Promise.all(s.tasks.map((t) => hook("run", () => host().run(n, s, t))));
   };
 
-  const cleanup = (n: NodeConf, s: StepRecord): Promise<void> => hook("cleanup", () => plugin.cleanup(n, s));
+  const cleanup = (n: NodeConf, s: StepRecord): Promise<void> => hook("cleanup", () => host().cleanup(n, s));
 
   const assertNoLeftovers = (n: NodeConf, before: string[], when: string): void => {
     const after = listTree(n.spoolDir);
@@ -219,6 +223,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
   describe(title, () => {
     beforeAll(async () => {
       plugin = await loadPlugin(source);
+      driver = pluginHost(plugin);
     }, timeout);
     afterAll(() => {
       for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
@@ -241,17 +246,17 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       });
       check("lifecycle.init-fini", async () => {
         for (const context of ["submit", "node", "step"] as RuntimeContext[]) {
-          await hook(`init(${context})`, () => plugin.init(context));
-          await hook(`init(${context}) again`, () => plugin.init(context));
+          await hook(`init(${context})`, () => plugin.init({ context }));
+          await hook(`init(${context}) again`, () => plugin.init({ context }));
           await hook("fini", () => plugin.fini());
           await hook("fini again", () => plugin.fini());
         }
       });
       check("lifecycle.reload", async () => {
         const again = await loadPlugin(source);
-        await hook("init", () => again.init("step"));
+        await hook("init", () => again.init({ context: "step" }));
         await hook("fini", () => again.fini());
-        await hook("init after fini", () => again.init("step"));
+        await hook("init after fini", () => again.init({ context: "step" }));
         try {
           const n = node();
           const before = listTree(n.spoolDir);
@@ -267,7 +272,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
 
     describe("hooks", () => {
       beforeAll(async () => {
-        await plugin.init("step");
+        await plugin.init({ context: "step" });
       }, timeout);
       afterAll(async () => {
         await plugin.fini();
@@ -312,7 +317,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
         const n = node();
         const before = listTree(n.spoolDir);
         const s = step();
-        await hook("setup", () => plugin.setup(n, s));
+        await hook("setup", () => host().setup(n, s));
         await cleanup(n, s);
         assertNoLeftovers(n, before, "cleanup after setup only");
       });
@@ -321,7 +326,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
         const s = step();
         await setupAndRun(n, s);
         await cleanup(n, s);
-        await hook("second cleanup", () => plugin.cleanup(n, s));
+        await hook("second cleanup", () => host().cleanup(n, s));
       });
       check("cleanup.leftovers", async () => {
         const n = node();
@@ -340,10 +345,10 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
         const jb = uniqueJobId();
         const a = step({ jobId: ja, env: { JOBRT_TESTKIT_MARK: `jobrt-testkit-mark-a${ja}` } });
         const b = step({ jobId: jb, env: { JOBRT_TESTKIT_MARK: `jobrt-testkit-mark-b${jb}` } });
-        await Promise.all([hook("setup(A)", () => plugin.setup(n, a)), hook("setup(B)", () => plugin.setup(n, b))]);
+        await Promise.all([hook("setup(A)", () => host().setup(n, a)), hook("setup(B)", () => host().setup(n, b))]);
         const run = async (s: StepRecord) => {
-          await Promise.all(s.tasks.map((t) => hook("taskInit", () => plugin.taskInit(n, s, t))));
-          return Promise.all(s.tasks.map((t) => hook("run", () => plugin.run(n, s, t))));
+          await Promise.all(s.tasks.map((t) => hook("taskInit", () => host().taskInit(n, s, t))));
+          return Promise.all(s.tasks.map((t) => hook("run", () => host().run(n, s, t))));
         };
         try {
           const ra = await run(a);
@@ -437,7 +442,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
         await cleanup(broken, s);
         for (const c of invalid) {
           const { n: n2, s: s2, before } = await failWith(c);
-          await hook(`cleanup after "${c.title}"`, () => plugin.cleanup(n2, s2));
+          await hook(`cleanup after "${c.title}"`, () => host().cleanup(n2, s2));
           assertNoLeftovers(n2, before, `after the failed request "${c.title}"`);
         }
       });
@@ -475,7 +480,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
         if (typeof plugin.validate !== "function") ctx.skip("the plugin has no validate hook");
         const n = node();
         const before = listTree(n.spoolDir);
-        await hook("validate", () => plugin.validate?.(n, step()));
+        await hook("validate", () => host().validate(n, step()));
         assertNoLeftovers(n, before, "validate");
       });
 

@@ -51,7 +51,7 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["plain-errors", "errors.invalid", /threw Error \(not a JobrtError\)/],
   ["leaves-files", "cleanup.leftovers", /SpoolDir .* still holds job\d+\.0/],
   ["cleanup-removes-step", "state.split-step", /cleanup of task 0's record removed/],
-  ["wrong-api", "meta.shape", /built for runtime API 2/],
+  ["wrong-api", "meta.shape", /built for runtime API 1, this jobrt needs API 2/],
   ["drops-argv", "execspec.task-argv", /does not contain the task argv/],
   ["bad-exit", "launch.exit-code", /task exited with 0, expected 7/],
   ["multiline-error", "errors.message", /is not one non-empty line/],

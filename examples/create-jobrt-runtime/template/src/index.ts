@@ -1,38 +1,31 @@
-import { type ExecSpec, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
+import { type ExecSpec, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
 
-/** What setup learned about a step. Per-step state lives in a WeakMap, never in module globals. */
+/**
+ * What setup learned about a step. setup returns it; the host journals it (as JSON) and hands it
+ * to taskInit, run and cleanup in every process of the step, and to cleanup in `jobrt gc` after a
+ * crash. Keep it plain JSON data, and keep nothing per step anywhere else.
+ */
 interface StepState {
   label: string;
 }
-const steps = new WeakMap<StepRecord, StepState>();
 
-function checkRequest(step: StepRecord): void {
-  // This starter runs tasks on the host, so a container request is refused rather than ignored.
-  if (step.container?.value !== undefined) {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container ${JSON.stringify(step.container.value)}: runtime __NAME__ does not run containers` });
-  }
-}
-
-export default definePlugin(
-  { name: "__NAME__", type: "__TYPE__", version: packageVersion(import.meta.url), capabilities: [] },
+export default definePlugin<StepState>(
+  // This starter runs tasks on the host: it accepts no container request field, so the host
+  // refuses `--container` and the other container options for it, with one message.
+  { name: "__NAME__", type: "__TYPE__", version: packageVersion(import.meta.url), capabilities: [], accepts: [] },
   {
-    validate(_node, step) {
-      checkRequest(step);
+    setup({ step, log }) {
+      log("verbose", `__NAME__: set up step ${step.jobId}.${step.stepId}`);
+      return { label: `${step.jobId}.${step.stepId}` };
     },
-    setup(node, step) {
-      checkRequest(step);
-      steps.set(step, { label: `${step.jobId}.${step.stepId}` });
-      node.log("verbose", `__NAME__: set up step ${step.jobId}.${step.stepId}`);
-    },
-    run(_node, step, task): ExecSpec {
-      const state = steps.get(step);
+    run({ step, task, state }): ExecSpec {
       if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "__NAME__: run called before setup" });
       // Replace this with your runtime's command line; argv[0] must be absolute or on PATH.
       return { argv: ["/usr/bin/env", `JOBRT_RUNTIME_STEP=${state.label}`, ...task.argv], env: task.env, cwd: step.cwd };
     },
-    cleanup(_node, step) {
-      // Must never throw for leftovers: it also runs after a failed setup, and twice.
-      steps.delete(step);
+    cleanup() {
+      // Must never throw for leftovers: it also runs after a failed setup (state undefined), twice,
+      // and in `jobrt gc` after a crash (afterCrash true).
     },
   },
 );

@@ -21,7 +21,7 @@ export async function checkCommand(args: string[]): Promise<number> {
       const index = await host.registry.load(c.record.runtime || undefined, "submit");
       c.record.runtime = host.registry.info(index).name;
       try {
-        await host.registry.validate(index, host.node, c.record);
+        await host.registry.validate(index, { node: host.node, step: c.record });
         process.stdout.write(`component ${i}: runtime ${c.record.runtime}: ok\n`);
       } catch (error) {
         say(`component ${i}: ${(error as Error).message}`);

@@ -60,7 +60,8 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
 
 /**
  * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
- * cleanup with the journaled StepRecord under the node name it ran with, remove the entry.
+ * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
+ * the entry.
  */
 async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
   const claimed = claimEntry(entry);
@@ -73,10 +74,10 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
     result.errors.push(`cannot kill what the step left: ${messageOf(error)}`);
   }
   const stepNode: NodeConf = { ...node, nodeName: entry.record?.nodeName ?? node.nodeName };
-  for (const record of entry.record?.components ?? []) {
+  for (const [i, record] of (entry.record?.components ?? []).entries()) {
     try {
       const index = await registry.load(record.runtime || undefined, "node");
-      await registry.cleanup(index, stepNode, record);
+      await registry.cleanup(index, { node: stepNode, step: record, state: entry.record?.stepStates?.[i], afterCrash: true });
       result.cleaned.push(record.runtime);
     } catch (error) {
       result.errors.push(messageOf(error));

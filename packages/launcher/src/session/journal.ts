@@ -1,6 +1,6 @@
-import { appendFileSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
-import { join } from "node:path";
-import { type StepRecord, jobrtError, messageOf } from "@jobrt/core";
+import { appendFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
+import { basename, join } from "node:path";
+import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processRunning, processStartTime } from "../proc.js";
 import type { TrackerRecord } from "./proctrack.js";
 import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
@@ -13,8 +13,11 @@ import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
  *   <jobsDir>/<J>/step-<S>/                    a `jobrt run` step
  *   <jobsDir>/<J>/exec-<S>.<T>.<pid>/          one `jobrt exec` task of a Slurm step
  *       host.json   the host process (pid, start time, boot id), written at the claim
- *       step.json   the JournalRecord, written once every runtime is resolved
+ *       step.json   the JournalRecord, written once every runtime is resolved, again after setup
  *       pids        one line per started task: pid and start time
+ *   <jobsDir>/<J>/exec-<S>[.h<C>].state         the runtime's step state every `jobrt exec` of
+ *                                               step S (het component C) uses: the first
+ *                                               published wins; the last entry of S out removes it
  *   <entry>.gc-<pid>-<start>                   an entry a `jobrt gc` has claimed
  */
 export interface HostInfo {
@@ -31,6 +34,8 @@ export interface JournalRecord {
   proctrack: TrackerRecord;
   // Records written before process tracking lack nodeName and proctrack: readers must allow it.
   components: StepRecord[];
+  /** Each component's runtime step state (the JSON text setup returned), by component index. */
+  stepStates?: Record<string, string>;
 }
 
 /** A live step's entry in the journal, held until `release()`. */
@@ -41,6 +46,11 @@ export interface StepJournal {
   /** Unique on this node while the entry exists: names the step's cgroup. */
   name: string;
   write(record: Omit<JournalRecord, "host">): void;
+  /**
+   * The state every process of the step uses: under `jobrt exec` the one the step's first setup
+   * published on this node (ours, if we are first); a `jobrt run` step has one process, so its own.
+   */
+  shareState(step: StepRecord, state: StepStateText): StepStateText;
   recordTaskPid(pid: number): void;
   release(): void;
 }
@@ -50,6 +60,7 @@ const RECORD_FILE = "step.json";
 const PIDS_FILE = "pids";
 const STEP_COUNTER = "next-step";
 const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
+const SHARED_STATE = /^exec-(\d+)(?:\.h\d+)?\.state$/;
 const GC_CLAIM = /^(.+)\.gc-(\d+)-(\d+)$/;
 
 export function hostInfo(): HostInfo {
@@ -154,6 +165,9 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
       writeExclusive(tmp, JSON.stringify({ host: hostInfo(), ...record }));
       renameSync(tmp, join(dir, RECORD_FILE));
     },
+    shareState(step, state) {
+      return entry.startsWith("exec-") ? shareExecState(jobDir, step, state) : state;
+    },
     recordTaskPid(pid) {
       // The start time is read at once, while the pid surely is the task; a burst of starts is
       // written together (one write instead of one per task).
@@ -163,12 +177,62 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     release() {
       flush();
       rmSync(dir, { recursive: true, force: true });
+      if (entry.startsWith("exec-")) dropIdleSharedState(jobDir, stepId);
       releaseJobDir(jobDir);
       // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
       // journal (and its node marker) with it; `jobrt run` keeps its job id counter there.
       if (entry.startsWith("exec-")) removeIdleJournal(jobsDir);
     },
   };
+}
+
+function sharedStateFile(jobDir: string, step: StepRecord): string {
+  return join(jobDir, `exec-${step.stepId}${step.het ? `.h${step.het.component}` : ""}.state`);
+}
+
+/** Publishes `state` unless another process of the step did first; returns the published one. */
+function shareExecState(jobDir: string, step: StepRecord, state: StepStateText): StepStateText {
+  const file = sharedStateFile(jobDir, step);
+  if (state !== undefined) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    try {
+      writeExclusive(tmp, state);
+      // link() fails when the file exists: of several setups only the first is published, whole.
+      linkSync(tmp, file);
+    } catch (error) {
+      if (!isErrno(error, "EEXIST")) throw jobrtError("ERR_LAUNCH", { problem: `cannot publish the step state in ${file}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+  }
+  let published: string | undefined;
+  try {
+    published = readNoFollow(file, MAX_STEP_STATE_BYTES + 1);
+  } catch {
+    // Not a file we wrote (a symlink, say): never followed; this process keeps its own state.
+    published = undefined;
+  }
+  return published !== undefined && isJsonText(published) ? published : state;
+}
+
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The last `jobrt exec` entry of a step (live or being collected) takes its shared state with it. */
+function dropIdleSharedState(jobDir: string, stepId: number): void {
+  const names = listDir(jobDir);
+  const busy = names.some((n) => {
+    const m = ENTRY.exec(GC_CLAIM.exec(n)?.[1] ?? n);
+    return m?.[2] !== undefined && Number(m[2]) === stepId;
+  });
+  if (busy) return;
+  for (const n of names) if (Number(SHARED_STATE.exec(n)?.[1] ?? -1) === stepId) rmSync(join(jobDir, n), { force: true });
 }
 
 /**
@@ -297,5 +361,7 @@ export function unclaimEntry(claimed: string): void {
 /** Removes a claimed entry, and its job directory once empty. */
 export function removeEntry(claimed: string): void {
   rmSync(claimed, { recursive: true, force: true });
+  const m = ENTRY.exec(basename(claimed).replace(/\.gc-\d+-\d+$/, ""));
+  if (m?.[2] !== undefined) dropIdleSharedState(join(claimed, ".."), Number(m[2]));
   releaseJobDir(join(claimed, ".."));
 }

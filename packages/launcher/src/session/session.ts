@@ -6,6 +6,7 @@ import {
   type NodeConf,
   type RuntimeRegistry,
   type StepRecord,
+  type StepStateText,
   isJobrtError,
   messageOf,
   jobrtError,
@@ -182,11 +183,19 @@ export class StepSession {
     const unguard = this.#guardOutputs();
     const setupTried: number[] = [];
     const indexes: number[] = [];
+    // Each component's step state, as setup returned it (JSON text), for every later hook.
+    const states: StepStateText[] = [];
     let taskStatus: number[] = [];
+    const record = () => {
+      const stepStates: Record<string, string> = {};
+      for (const [i, s] of states.entries()) if (s !== undefined) stepStates[i] = s;
+      journal?.write({ nodeName: node.nodeName, proctrack: tracker.record, components: components.map((c) => c.record), stepStates });
+    };
     try {
       if (await this.#loadRuntimes(components, indexes, stop)) {
-        journal?.write({ nodeName: node.nodeName, proctrack: tracker.record, components: components.map((c) => c.record) });
-        if (await this.#setup(components, indexes, setupTried)) taskStatus = await this.#launch(components, indexes, tracker, stop, journal);
+        record();
+        const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
+        if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal);
       }
     } catch (error) {
       this.#fail(error, "launch failed");
@@ -195,7 +204,7 @@ export class StepSession {
       stop.dispose();
       unguard();
     }
-    const cleanupFailed = await this.#cleanup(components, indexes, setupTried);
+    const cleanupFailed = await this.#cleanup(components, indexes, setupTried, states);
     return this.#finish(taskStatus, cleanupFailed);
   }
 
@@ -216,18 +225,26 @@ export class StepSession {
     return true;
   }
 
-  async #setup(components: PlannedComponent[], indexes: number[], setupTried: number[]): Promise<boolean> {
+  /**
+   * Setup per component, in order. Its state is journaled at once (so `jobrt gc` gets it after a
+   * crash); under `jobrt exec` the state the step's first setup on this node published is used.
+   */
+  async #setup(components: PlannedComponent[], indexes: number[], setupTried: number[], states: StepStateText[], journal: StepJournal | undefined, record: () => void): Promise<boolean> {
     for (const [i, c] of components.entries()) {
       if (this.#o.cancel.requested) return false;
       setupTried.push(i);
-      await this.#o.registry.setup(indexes[i]!, this.#o.node, c.record, this.#o.client);
+      const own = await this.#o.registry.setup(indexes[i]!, { node: this.#o.node, step: c.record, ...(this.#o.client ? { client: this.#o.client } : {}) });
+      // Our own state first: if publishing fails, cleanup still gets what our setup made.
+      states[i] = own;
+      if (journal) states[i] = journal.shareState(c.record, own);
+      record();
       this.#emit({ event: "setup", component: i, runtime: c.record.runtime });
     }
     return !this.#o.cancel.requested;
   }
 
   /** Opens every task's files, then starts every task; resolves with their statuses. */
-  async #launch(components: PlannedComponent[], indexes: number[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined): Promise<number[]> {
+  async #launch(components: PlannedComponent[], indexes: number[], states: StepStateText[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined): Promise<number[]> {
     const { node, cancel } = this.#o;
     const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
     const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
@@ -245,6 +262,7 @@ export class StepSession {
     const ctx: TaskContext = {
       registry: this.#o.registry,
       node,
+      states,
       tracker,
       stop,
       stdio,
@@ -310,12 +328,12 @@ export class StepSession {
   }
 
   /** Cleanup always, in reverse order, for every component whose setup was attempted. */
-  async #cleanup(components: PlannedComponent[], indexes: number[], setupTried: number[]): Promise<boolean> {
+  async #cleanup(components: PlannedComponent[], indexes: number[], setupTried: number[], states: StepStateText[]): Promise<boolean> {
     let failed = false;
     for (const i of [...setupTried].reverse()) {
       const c = components[i]!;
       try {
-        await this.#o.registry.cleanup(indexes[i]!, this.#o.node, c.record);
+        await this.#o.registry.cleanup(indexes[i]!, { node: this.#o.node, step: c.record, state: states[i] });
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: true });
       } catch (error) {
         failed = true;

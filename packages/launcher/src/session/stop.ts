@@ -1,15 +1,17 @@
-import type { NodeConf } from "@jobrt/core";
+import type { NodeConf, SignalDelivery } from "@jobrt/core";
 import type { StepCancel } from "../cancel.js";
 import type { ProcessTracker } from "./proctrack.js";
 import { type LongTimer, longTimeout } from "./timer.js";
 
 /**
- * How a step is stopped: the first cancel request signals every task's process group and arms
+ * How a step is stopped: the first cancel request signals every task (its process group, or only
+ * its leader when the runtime's ExecSpec says the leader forwards signals itself) and arms
  * SIGKILL of the whole step (its cgroup) after KillWait; a second request kills at once; a time
  * limit is a cancel request. `dispose()` ends all of it.
  */
 export class StopControl {
-  readonly #leaders = new Set<number>();
+  /** Each running task's leader pid and how a stop signal reaches the task. */
+  readonly #leaders = new Map<number, SignalDelivery>();
   #killTimer: LongTimer | undefined;
   #timeTimer: LongTimer | undefined;
   #unsubscribe: () => void;
@@ -35,18 +37,20 @@ export class StopControl {
   }
 
   /** A task's process started: it is signalled with the others from now on. */
-  started(pid: number): void {
-    this.#leaders.add(pid);
-    if (this.cancel.requested) this.#signal(pid, this.cancel.signal ?? "SIGTERM");
+  started(pid: number, delivery: SignalDelivery = "group"): void {
+    this.#leaders.set(pid, delivery);
+    if (this.cancel.requested) this.#signal(pid, this.cancel.signal ?? "SIGTERM", delivery);
   }
 
   ended(pid: number): void {
     this.#leaders.delete(pid);
   }
 
-  #signal(pgid: number, signal: NodeJS.Signals): void {
+  #signal(pgid: number, signal: NodeJS.Signals, delivery: SignalDelivery = "group"): void {
     try {
-      process.kill(-pgid, signal);
+      // A wrapper that forwards signals (runc run) passes them on itself: a group signal would
+      // also hit what it runs directly, and the helpers that task needs to finish.
+      process.kill(delivery === "leader" ? pgid : -pgid, signal);
     } catch {
       try {
         process.kill(pgid, signal);
@@ -58,12 +62,12 @@ export class StopControl {
 
   /** Signals every task now, and SIGKILLs the whole step after KillWait. */
   stopTasks(signal: NodeJS.Signals): void {
-    for (const pid of this.#leaders) this.#signal(pid, signal);
+    for (const [pid, delivery] of this.#leaders) this.#signal(pid, signal, delivery);
     this.#killTimer ??= longTimeout(this.node.killWait * 1000, () => this.killAll());
   }
 
   killAll(): void {
-    for (const pid of this.#leaders) this.#signal(pid, "SIGKILL");
+    for (const pid of this.#leaders.keys()) this.#signal(pid, "SIGKILL");
     this.tracker.killAll();
   }
 

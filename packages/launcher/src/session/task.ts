@@ -1,6 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { statSync } from "node:fs";
-import { type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type TaskRecord, jobrtError, messageOf } from "@jobrt/core";
+import { type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type StepStateText, type TaskRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
 import { dropTo, spawnTaskProcess } from "./spawn.js";
@@ -14,6 +14,8 @@ import type { StepEvent } from "./events.js";
 export interface TaskContext {
   registry: RuntimeRegistry;
   node: NodeConf;
+  /** Each component's runtime step state, from its setup. */
+  states: StepStateText[];
   tracker: ProcessTracker;
   stop: StopControl;
   stdio: StepStdio;
@@ -29,9 +31,10 @@ export interface TaskContext {
 }
 
 /** Asks the runtime what to start for a task: its ExecSpec, or the task's own argv. */
-async function execSpecFor(ctx: TaskContext, index: number, c: PlannedComponent, task: TaskRecord): Promise<ExecSpec> {
-  await ctx.registry.taskInit(index, ctx.node, c.record, task);
-  const result = await ctx.registry.run(index, ctx.node, c.record, task);
+async function execSpecFor(ctx: TaskContext, index: number, c: PlannedComponent, task: TaskRecord, state: StepStateText): Promise<ExecSpec> {
+  const call = { node: ctx.node, step: c.record, task, state };
+  await ctx.registry.taskInit(index, call);
+  const result = await ctx.registry.run(index, call);
   return result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: c.record.cwd } : result;
 }
 
@@ -50,7 +53,7 @@ function isDirectory(path: string): boolean {
 export async function runTask(ctx: TaskContext, index: number, componentIndex: number, c: PlannedComponent, task: TaskRecord, onSpawn: (child: ChildProcess) => void): Promise<number> {
   let spec: ExecSpec;
   try {
-    spec = await execSpecFor(ctx, index, c, task);
+    spec = await execSpecFor(ctx, index, c, task, ctx.states[componentIndex]);
   } catch (error) {
     ctx.stdio.closeTask(task);
     ctx.fail(error, `task ${task.globalId}`);
@@ -93,7 +96,7 @@ function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord,
     const pid = child.pid;
     if (pid === undefined) return;
     task.pid = pid;
-    ctx.stop.started(pid);
+    ctx.stop.started(pid, spec.signals ?? "group");
     ctx.emit({ event: "task-start", task: task.globalId, component: componentIndex, pid, exec: spec.argv === task.argv ? null : spec, argv: spec.argv });
     const pipes = ctx.stdio.attach(child, task, ctx.label, (stream, data) => ctx.emit({ event: "output", task: task.globalId, stream, data }));
     child.stdin?.on("error", () => {});

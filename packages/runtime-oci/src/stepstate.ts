@@ -1,0 +1,49 @@
+import type { BundleConfig, Mount } from "./bundle.js";
+import type { OciConf } from "./conf.js";
+import type { CachedImage } from "./image/cache.js";
+import type { PatternValues } from "./pattern.js";
+
+interface RegExpJson {
+  source: string;
+  flags: string;
+}
+
+/** oci.conf as setup read it, in JSON: its two patterns as source and flags. */
+export type OciConfJson = Omit<OciConf, "envExclude" | "runTimeEnvExclude"> & { envExclude?: RegExpJson; runTimeEnvExclude?: RegExpJson };
+
+/**
+ * What setup works out for a step, as the host journals it and hands it back to every later hook
+ * (in every `jobrt exec` process of the step, and in `jobrt gc`). The job user's identity is not
+ * in it: it always comes from the StepRecord.
+ */
+export interface OciStepState {
+  conf: OciConfJson;
+  bundle: string;
+  rootfs: string;
+  bundleConfig?: BundleConfig;
+  mounts: Mount[];
+  stepDir: string;
+  base: PatternValues;
+  /** The client asked for -vv or more: the supervisor narrates its commands. */
+  verbose: boolean;
+  timeouts: { create: number; start: number; query: number; kill: number; delete: number };
+  /** --container-image: the cached image (each process's own in-use mark is named at cleanup). */
+  image?: Omit<CachedImage, "mark">;
+}
+
+const toJson = (re: RegExp | undefined): RegExpJson | undefined => (re ? { source: re.source, flags: re.flags } : undefined);
+const fromJson = (re: RegExpJson | undefined): RegExp | undefined => (re ? new RegExp(re.source, re.flags) : undefined);
+
+export function confToJson(conf: OciConf): OciConfJson {
+  const { envExclude, runTimeEnvExclude, ...rest } = conf;
+  const a = toJson(envExclude);
+  const b = toJson(runTimeEnvExclude);
+  return { ...rest, ...(a ? { envExclude: a } : {}), ...(b ? { runTimeEnvExclude: b } : {}) };
+}
+
+export function confFromJson(json: OciConfJson): OciConf {
+  const { envExclude, runTimeEnvExclude, ...rest } = json;
+  const a = fromJson(envExclude);
+  const b = fromJson(runTimeEnvExclude);
+  return { ...rest, ...(a ? { envExclude: a } : {}), ...(b ? { runTimeEnvExclude: b } : {}) };
+}
