@@ -2,39 +2,177 @@
  * The conformance checks, each with a stable id and an RFC 2119 level. MUST checks always fail the
  * suite; SHOULD checks fail it too unless the author asks for `level: "must"`, in which case a
  * failing SHOULD check is reported as a warning annotation (the OCI runtime-tools idea of a
- * compliance threshold).
+ * compliance threshold). `fix` says what to do when the check fails; it is printed with the
+ * failure, with a pointer to the package's README.md (shipped in the package), which lists them.
  */
 export type CheckLevel = "MUST" | "SHOULD";
 
 export const CHECKS = {
-  "meta.shape": { level: "MUST", title: "meta has name, type runtime/<name>, version and this core's API version" },
-  "meta.version": { level: "SHOULD", title: "meta.version is a semantic version" },
-  "hooks.present": { level: "MUST", title: "every hook is a function (validate optional)" },
-  "lifecycle.init-fini": { level: "MUST", title: "init and fini succeed in every context and are idempotent" },
-  "lifecycle.reload": { level: "MUST", title: "the plugin can be initialised again after fini (re-loaded)" },
-  "step.sequence": { level: "MUST", title: "setup → taskInit → run → cleanup succeeds on a step with several tasks" },
-  "run.result": { level: "MUST", title: "run returns an ExecSpec or NOT_SUPPORTED only, as declared" },
-  "execspec.argv": { level: "MUST", title: "ExecSpec argv[0] is an absolute executable or resolvable on the spec's PATH" },
-  "execspec.env-cwd": { level: "MUST", title: "ExecSpec env holds only strings and cwd is an existing absolute directory" },
-  "execspec.shell": { level: "MUST", title: "ExecSpec is not a shell command unless the plugin declares shell" },
-  "execspec.task-argv": { level: "SHOULD", title: "ExecSpec argv carries the task's argv unchanged" },
-  "cleanup.without-setup": { level: "MUST", title: "cleanup succeeds when setup never ran" },
-  "cleanup.after-failed-start": { level: "MUST", title: "cleanup succeeds after setup when no task was started" },
-  "cleanup.twice": { level: "MUST", title: "cleanup succeeds when called twice" },
-  "cleanup.leftovers": { level: "MUST", title: "after cleanup nothing is left in SpoolDir" },
-  "state.concurrent-steps": { level: "MUST", title: "two concurrent steps do not share or disturb per-step state" },
+  "meta.shape": {
+    level: "MUST",
+    title: "meta has name, type runtime/<name>, version and this core's API version",
+    fix: "build meta with definePlugin from a current @jobrt/core; meta.type must be runtime/<meta.name>",
+  },
+  "meta.version": {
+    level: "SHOULD",
+    title: "meta.version is a semantic version",
+    fix: "set meta.version from your package.json (packageVersion(import.meta.url))",
+  },
+  "hooks.present": {
+    level: "MUST",
+    title: "every hook is a function (validate optional)",
+    fix: "define every hook (definePlugin fills in the ones you leave out)",
+  },
+  "lifecycle.init-fini": {
+    level: "MUST",
+    title: "init and fini succeed in every context and are idempotent",
+    fix: "make init and fini safe to call twice",
+  },
+  "lifecycle.reload": {
+    level: "MUST",
+    title: "the plugin can be initialised again after fini (re-loaded)",
+    fix: "release in fini everything init took, so init can run again",
+  },
+  "step.sequence": {
+    level: "MUST",
+    title: "setup → taskInit → run → cleanup succeeds on a step with several tasks",
+    fix: "the named hook failed on a plain valid step: read its error above",
+  },
+  "run.result": {
+    level: "MUST",
+    title: "run returns an ExecSpec or NOT_SUPPORTED only, as declared",
+    fix: "return an ExecSpec {argv, env, cwd} or NOT_SUPPORTED from run, as capabilities.runs declares",
+  },
+  "execspec.argv": {
+    level: "MUST",
+    title: "ExecSpec argv[0] is an absolute executable or resolvable on the spec's PATH",
+    fix: "use an absolute path for argv[0], or a program on the PATH of the spec's env",
+  },
+  "execspec.env-cwd": {
+    level: "MUST",
+    title: "ExecSpec env holds only strings and cwd is an existing absolute directory",
+    fix: "pass env as an object of strings and cwd as an existing absolute directory",
+  },
+  "execspec.shell": {
+    level: "MUST",
+    title: "ExecSpec is not a shell command unless the plugin declares shell",
+    fix: "pass the task argv as argv entries, never as a `sh -c` string (shell: true is for site-configured commands)",
+  },
+  "execspec.task-argv": {
+    level: "SHOULD",
+    title: "ExecSpec argv carries the task's argv unchanged",
+    fix: "append the task's argv unchanged to your wrapper's argv",
+  },
+  "cleanup.without-setup": {
+    level: "MUST",
+    title: "cleanup succeeds when setup never ran",
+    fix: "let cleanup cope with no state (ctx.state is undefined when setup never ran)",
+  },
+  "cleanup.after-failed-start": {
+    level: "MUST",
+    title: "cleanup succeeds after setup when no task was started",
+    fix: "let cleanup remove what setup made even when no task ran",
+  },
+  "cleanup.twice": {
+    level: "MUST",
+    title: "cleanup succeeds when called twice",
+    fix: "make cleanup idempotent: ignore what is already gone",
+  },
+  "cleanup.leftovers": {
+    level: "MUST",
+    title: "after cleanup nothing is left in SpoolDir",
+    fix: "remove in cleanup every file and dir your hooks made in SpoolDir",
+  },
+  "cleanup.processes": {
+    level: "MUST",
+    title: "no process started for the step (by a hook or a task) is running after cleanup; zombies do not count",
+    fix: "keep the pid of every helper a hook starts in the step state and kill it in cleanup",
+  },
+  "cleanup.outside-spool": {
+    level: "MUST",
+    title: "nothing the step made is left outside SpoolDir (TMPDIR, /tmp) after cleanup",
+    fix: "make per-step files under node.spoolDir, named after the step, instead of os.tmpdir() or /tmp, and remove them in cleanup",
+  },
+  "cleanup.other-steps": {
+    level: "MUST",
+    title: "cleanup leaves other steps' files in SpoolDir alone",
+    fix: "remove only the paths this step's state names, never a glob over SpoolDir or SpoolDir itself",
+  },
+  "state.concurrent-steps": {
+    level: "MUST",
+    title: "two concurrent steps do not share or disturb per-step state",
+    fix: "keep per-step data in the state setup returns and name files after the step, never in module scope",
+  },
   "state.split-step": {
     level: "MUST",
     title: "one step split over two records (one task each, as under srun) sets up concurrently and cleans up independently",
+    fix: "remove only what this record's tasks used; remove a dir the step shares only when it is empty",
   },
-  "errors.invalid": { level: "MUST", title: "an invalid request fails with a JobrtError carrying the declared code" },
-  "errors.cleanup-after-failure": { level: "MUST", title: "cleanup succeeds after a failed setup and leaves nothing behind" },
-  "errors.message": { level: "SHOULD", title: "error messages are one non-empty line" },
-  "errors.container-required": { level: "MUST", title: "a step without a container is refused with an ERR_CONTAINER_* JobrtError" },
-  "validate.accepts": { level: "SHOULD", title: "validate accepts a valid request and creates nothing in SpoolDir" },
-  "launch.tasks": { level: "MUST", title: "each task's ExecSpec (or own argv) really runs and prints its marker" },
-  "launch.exit-code": { level: "SHOULD", title: "a task's exit status passes through the runtime" },
-  "launch.no-leftover-processes": { level: "SHOULD", title: "no process of a task's process group survives cleanup" },
-} as const satisfies Record<string, { level: CheckLevel; title: string }>;
+  "state.different-requests": {
+    level: "MUST",
+    title: "two concurrent steps with different requests each run with their own argv, env and cwd",
+    fix: "read the request only from the hook's context (ctx.step, ctx.task, ctx.state), never from module-level variables",
+  },
+  "errors.invalid": {
+    level: "MUST",
+    title: "an invalid request fails with a JobrtError carrying the declared code",
+    fix: "throw new JobrtError(code, message) from @jobrt/core for a bad request",
+  },
+  "errors.cleanup-after-failure": {
+    level: "MUST",
+    title: "cleanup succeeds after a failed setup and leaves nothing behind",
+    fix: "let cleanup cope with a setup that failed halfway (and with a SpoolDir that is not a directory)",
+  },
+  "errors.message": {
+    level: "SHOULD",
+    title: "error messages are one non-empty line",
+    fix: "keep JobrtError messages to one line; put details in `details`",
+  },
+  "errors.container-required": {
+    level: "MUST",
+    title: "a step without a container is refused with an ERR_CONTAINER_* JobrtError",
+    fix: "throw a JobrtError with an ERR_CONTAINER_* code from setup when ctx.step.container is missing",
+  },
+  "validate.accepts": {
+    level: "SHOULD",
+    title: "validate accepts a valid request and creates nothing in SpoolDir",
+    fix: "make validate check the request only: no files, no processes",
+  },
+  "launch.tasks": {
+    level: "MUST",
+    title: "each task's ExecSpec (or own argv) really runs and prints its marker",
+    fix: "run the printed argv by hand and read its stderr; files the job user runs must be readable and executable by that user",
+  },
+  "launch.exit-code": {
+    level: "SHOULD",
+    title: "a task's exit status passes through the runtime",
+    fix: "exec the task, or pass its exit status on unchanged",
+  },
+  "launch.no-leftover-processes": {
+    level: "SHOULD",
+    title: "no process of a task's process group survives cleanup",
+    fix: "make the task's processes end with it: exec the task, or wait for it and kill what it started",
+  },
+  "launch.sigterm": {
+    level: "MUST",
+    title: "a task's SIGTERM handler runs and completes within KillWait",
+    fix: "let the task itself get the stop signal: a wrapper that forwards signals sets `signals: \"leader\"` in the ExecSpec, passes SIGTERM on and waits for the task instead of killing it",
+  },
+  "launch.missing-command": {
+    level: "MUST",
+    title: "a task whose command does not exist exits with 127",
+    fix: "pass the task's exit status on unchanged; a wrapper that looks the command up itself must exit 127 for a missing one (126 for one it cannot execute)",
+  },
+  "launch.env": {
+    level: "MUST",
+    title: "the task's whole environment arrives, not only SLURM_*",
+    fix: "hand ctx.task.env to the task whole (ExecSpec env, or the container's environment), not a filtered copy",
+  },
+  "launch.cwd": {
+    level: "MUST",
+    title: "the task runs in the step's cwd (or the container's --container-workdir)",
+    fix: "set the ExecSpec's cwd to ctx.step.cwd, or make the container start the task there",
+  },
+} as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
 export type CheckId = keyof typeof CHECKS;

@@ -22,8 +22,10 @@ import { asJobrtError, describeError } from "./errors.js";
 import { argvProblems, containsSequence, envCwdProblems, shellProblems } from "./execspec.js";
 import { createTestNode, createTestStep, uniqueJobId } from "./fixtures.js";
 import { type PluginHost, pluginHost } from "./host.js";
-import { type LaunchResult, launchTask, processGroupAlive } from "./launch.js";
+import { type LaunchResult, launchTask } from "./launch.js";
 import type { ConformanceOptions, InvalidCase, Lazy, PluginSource } from "./options.js";
+import { processGroupAlive } from "./processes.js";
+import { type StepKit, registerCleanupChecks, registerLaunchChecks, registerRequestCheck } from "./stepchecks.js";
 
 type RunResult = ExecSpec | NotSupported;
 
@@ -111,7 +113,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
             await ctx.annotate(note, "warning");
             return;
           }
-          throw error;
+          throw withFix(id, error);
         }
       },
       timeout,
@@ -218,6 +220,22 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
     const b = await getBaseline();
     if (!b.results.some((r) => r !== NOT_SUPPORTED)) ctx.skip("run returned NOT_SUPPORTED for every task: there is no ExecSpec to check");
     return b;
+  };
+
+  const kit: StepKit = {
+    check: (id, body) => check(id, body),
+    node,
+    step: (extra) => step(extra),
+    tempDir,
+    setupAndRun,
+    cleanup,
+    host,
+    hook,
+    fixtureContainer,
+    get runtimeName() {
+      return plugin.meta.name;
+    },
+    launch,
   };
 
   describe(title, () => {
@@ -395,6 +413,9 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
         assertNoLeftovers(n, before, "after both records of the split step");
       });
 
+      registerRequestCheck(kit);
+      registerCleanupChecks(kit);
+
       const invalid: InvalidCase[] = options.invalid ?? [];
       const failWith = async (c: InvalidCase) => {
         const n = node();
@@ -521,6 +542,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
           if (processGroupAlive(pid)) fail(`process group ${pid} still has processes after cleanup`);
         });
       }
+      registerLaunchChecks(kit);
     });
   });
 }
@@ -533,6 +555,14 @@ class HookFailure extends Error {
     this.hook = hook;
     this.cause = cause;
   }
+}
+
+/** The failure with what to do about it and where the check is described (a file the package ships). */
+function withFix(id: CheckId, error: unknown): unknown {
+  if (isSkipSignal(error) || !(error instanceof Error)) return error;
+  const fixed = new Error(`${error.message}\n  what to do: ${CHECKS[id].fix}\n  check ${id} is described in node_modules/@jobrt/testkit/README.md (Checks)`, { cause: error });
+  fixed.stack = `${fixed.message}\n${error.stack?.split("\n").slice(1).join("\n") ?? ""}`;
+  return fixed;
 }
 
 /** vitest's ctx.skip() throws a PendingError; that must not be turned into a SHOULD warning. */

@@ -1,4 +1,4 @@
-import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type SignalDelivery, type StepRecord, type TaskRecord } from "@jobrt/core";
 import { createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 
 export interface LaunchResult {
@@ -15,6 +15,12 @@ export interface LaunchOptions {
   /** SIGKILL the task's process group after this many ms. Default 60 000. */
   timeoutMs?: number;
   input?: string;
+  /**
+   * Stops the task as the host stops a cancelled step, once its stdout contains `after`: the stop
+   * signal to its process group, or only to the process started when the spec says
+   * `signals: "leader"`, then SIGKILL of everything of the task after `killWaitMs`.
+   */
+  stop?: { after: string; signal?: NodeJS.Signals; killWaitMs: number };
 }
 
 let launches = 0;
@@ -35,20 +41,40 @@ export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, ta
     if (child.pid !== undefined) task.pid = child.pid;
     let stdout = "";
     let stderr = "";
+    let stopped = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const stop = options.stop;
     child.stdout?.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
+      if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
+        stopped = true;
+        signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
+        killTimer = setTimeout(() => tracker.killTask(task.globalId, child.pid), stop.killWaitMs);
+      }
     });
     child.stderr?.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
     const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
-    child.on("error", (error) => {
+    let spawnError: NodeJS.ErrnoException | undefined;
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
+      if (child.pid === undefined && (error.code === "ENOENT" || error.code === "EACCES")) {
+        spawnError = error;
+        return;
+      }
       clearTimeout(timer);
+      clearTimeout(killTimer);
       reject(error);
     });
     child.on("exit", () => tracker.killTask(task.globalId, child.pid));
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(killTimer);
+      if (spawnError) {
+        resolve({ code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, stdout, stderr: `${spawnError.message}\n`, pid: undefined, argv: spec.argv });
+        return;
+      }
       resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
     });
     child.stdin?.on("error", () => {});
@@ -59,12 +85,15 @@ export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, ta
   });
 }
 
-/** True while any process of the process group `pgid` exists. */
-export function processGroupAlive(pgid: number): boolean {
+/** Delivers a stop signal as the launcher's StopControl does. */
+function signalTask(pid: number, signal: NodeJS.Signals, delivery: SignalDelivery): void {
   try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    process.kill(delivery === "leader" ? pid : -pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
   }
 }

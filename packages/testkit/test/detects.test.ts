@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHECKS, type CheckId } from "../src/checks.js";
 
 interface AssertionResult {
   ancestorTitles: string[];
@@ -55,6 +56,14 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["drops-argv", "execspec.task-argv", /does not contain the task argv/],
   ["bad-exit", "launch.exit-code", /task exited with 0, expected 7/],
   ["multiline-error", "errors.message", /is not one non-empty line/],
+  ["signal-wrapper", "launch.sigterm", /SIGTERM handler did not complete within KillWait/],
+  ["missing-to-1", "launch.missing-command", /gave exit 1,.*expected exit 127/],
+  ["slurm-env-only", "launch.env", /lacks .*JOBRT_TESTKIT_ENV \(want "two words/],
+  ["ignores-cwd", "launch.cwd", /the task ran in "\/", not the step's cwd/],
+  ["setup-helper", "cleanup.processes", /still running after cleanup: pid \d+ \(sleep, state S\)/],
+  ["tmp-leak", "cleanup.outside-spool", /after cleanup TMPDIR .* holds hostenv-\d+-/],
+  ["wipes-spool", "cleanup.other-steps", /cleanup removed .*jobrt-testkit-other\.\d+.*which belong to another step/],
+  ["module-state", "state.different-requests", /step a's ExecSpec holds .*which is step b's/],
   ["accepts-no-container", "errors.container-required", /a step without --container was accepted/],
   ...(process.getuid?.() === 0 ? [["root-only-files", "launch.tasks", /exited with 126|EACCES|Permission denied/] as [string, string, RegExp]] : []),
 ];
@@ -69,6 +78,16 @@ describe("the conformance suite catches broken plugins", () => {
       expect(r?.failureMessages.join("\n")).toMatch(message);
     });
   }
+
+  it("every failure says what to do and points at the README the package ships", () => {
+    const failed = results.filter((r) => r.status === "failed" && r.ancestorTitles[0]?.startsWith("flaw:"));
+    expect(failed.length).toBeGreaterThan(expectations.length - 1);
+    for (const r of failed) {
+      const id = /^\[(?:MUST|SHOULD)\] ([a-z.-]+)/.exec(r.title)?.[1] as CheckId;
+      expect(r.failureMessages.join("\n")).toContain(`what to do: ${CHECKS[id].fix}`);
+      expect(r.failureMessages.join("\n")).toContain(`check ${id} is described in node_modules/@jobrt/testkit/README.md`);
+    }
+  });
 
   it("a flawed plugin still passes the checks its flaw does not touch", () => {
     const got = outcome("flaw:multiline-error");

@@ -1,0 +1,68 @@
+import { readFileSync, readdirSync } from "node:fs";
+
+/** One line of /proc/<pid>/stat, the fields the leftover checks need. */
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  /** R, S, D, Z (zombie), T, ... */
+  state: string;
+  comm: string;
+}
+
+/** Parses /proc/<pid>/stat; undefined when the process is gone. comm may hold spaces and parens. */
+export function processInfo(pid: number): ProcessInfo | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const close = text.lastIndexOf(")");
+  const comm = text.slice(text.indexOf("(") + 1, close);
+  const [state = "?", ppid, pgrp, session] = text.slice(close + 2).split(" ");
+  return { pid, ppid: Number(ppid), pgrp: Number(pgrp), session: Number(session), state, comm };
+}
+
+/** Every process visible in /proc right now. */
+export function processTable(): ProcessInfo[] {
+  const out: ProcessInfo[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const info = processInfo(Number(name));
+    if (info) out.push(info);
+  }
+  return out;
+}
+
+/**
+ * Processes that are still running (zombies do not count: they have exited and only wait for
+ * their parent to reap them, as under `bwrap --unshare-pid`) and belong to a step: in the process
+ * group or session of one of `leaders` (the tasks started), or descendants of `ancestor` (the
+ * process that called the plugin's hooks, which is where a helper started by setup lands) that
+ * were not there in `before`.
+ */
+export function liveStepProcesses(options: { leaders?: readonly number[]; ancestor?: number; before?: ReadonlySet<number> }): ProcessInfo[] {
+  const table = processTable();
+  const byPid = new Map(table.map((p) => [p.pid, p]));
+  const leaders = new Set(options.leaders ?? []);
+  const descends = (p: ProcessInfo): boolean => {
+    const seen = new Set<number>();
+    for (let q: ProcessInfo | undefined = p; q && !seen.has(q.pid); q = byPid.get(q.ppid)) {
+      seen.add(q.pid);
+      if (q.ppid === options.ancestor) return true;
+    }
+    return false;
+  };
+  return table.filter((p) => {
+    if (p.state === "Z" || p.pid === process.pid) return false;
+    if (leaders.has(p.pgrp) || leaders.has(p.session)) return true;
+    return options.ancestor !== undefined && !options.before?.has(p.pid) && descends(p);
+  });
+}
+
+/** True while a process of group `pgid` is running (zombies do not count). */
+export function processGroupAlive(pgid: number): boolean {
+  return processTable().some((p) => p.pgrp === pgid && p.state !== "Z");
+}
