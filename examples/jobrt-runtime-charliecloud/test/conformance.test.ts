@@ -1,5 +1,6 @@
-import { rmSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { StepRecord } from "@jobrt/core";
 import { type InvalidCase, describeRuntimeConformance } from "@jobrt/testkit";
 import { afterAll, beforeAll } from "vitest";
 import { busyboxImage } from "./image.js";
@@ -26,12 +27,17 @@ const invalid: InvalidCase[] = [
   { title: "modules", container: { modules: ["mpich"] }, code: "ERR_CONTAINER_REQUEST" },
 ];
 
+// Without --container-workdir a task starts in the job's cwd when the image (or a bind) has it, else
+// in / where ch-run starts (README, --container-workdir); the testkit's cwd is a host temp dir.
+const launch = { cwd: (step: StepRecord) => (existsSync(join(image, step.cwd)) ? step.cwd : "/") };
+
 // The image and binds as most jobs use them: host env passes through ch-run into the container.
 describeRuntimeConformance(() => import("../src/index.js"), {
   type: "runtime/charliecloud",
   capabilities: { runs: "exec-spec", container: "required" },
   container: () => ({ value: image, volumes: [`${dirname(image)}:/mnt`] }),
   invalid,
+  launch,
 });
 
 // --container-clearenv plus --container-env: per-task env files in SpoolDir, the stateful path.
@@ -51,5 +57,6 @@ if (process.getuid?.() === 0) {
     capabilities: { runs: "exec-spec", container: "required" },
     user: { uid: 65534, gid: 65534, name: "nobody", home: "/nonexistent" },
     container: () => ({ value: image, env: ["GREETING=hello"], clearEnv: true }),
+    launch,
   });
 }

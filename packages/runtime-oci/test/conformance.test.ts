@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeRuntimeConformance } from "@jobrt/testkit";
 import { beforeAll } from "vitest";
@@ -14,8 +15,10 @@ beforeAll(() => {
 });
 
 // The launch checks need runc and root (runc's default state dir); without them only the
-// contract checks run.
-const launch = haveRunc && isRoot ? {} : false;
+// contract checks run. A task starts in the bundle's process.cwd (or --container-workdir), as
+// under Slurm: the bundle's rootfs does not hold the job's cwd (docs/runtime-oci.md, WorkingDir).
+const bundleCwd = (): string => (JSON.parse(readFileSync(join(bundle, "config.json"), "utf8")) as { process: { cwd: string } }).process.cwd;
+const launch = haveRunc && isRoot ? { cwd: bundleCwd } : false;
 
 describeRuntimeConformance(() => import("../src/index.js"), {
   title: "runtime conformance: oci, embedded runc run mode",

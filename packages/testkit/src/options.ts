@@ -33,6 +33,12 @@ export interface LaunchCheckOptions {
   argv?: string[];
   /** What each task must print; default `jobrt-testkit:<globalId>`. */
   expect?: (task: TaskRecord) => string;
+  /**
+   * Where a task must start when that is not the step's cwd: for a container whose filesystem does
+   * not hold the host's cwd, the image's working dir (say so in your README). The request's `workdir`
+   * comes first; default the step's cwd.
+   */
+  cwd?: (step: StepRecord) => string;
   /** Per-launch kill timeout. Default 60 000 ms. */
   timeoutMs?: number;
 }

@@ -117,10 +117,10 @@ export function registerLaunchChecks(kit: StepKit): void {
     const n = kit.node();
     const workdir = kit.fixtureContainer()?.workdir;
     const s = kit.step({ tasks: 1, argv: ["sh", "-c", "pwd -P"] });
-    const want = workdir ?? realpathSync(s.cwd);
+    const want = workdir ?? kit.launch?.cwd?.(s) ?? realpathSync(s.cwd);
     const [r] = await fullStep(kit, n, s);
     const got = r?.stdout.trim().split("\n").at(-1);
-    if (r?.code !== 0 || got !== want) fail(`the task ran in ${JSON.stringify(got)}, not ${workdir ? "--container-workdir" : "the step's cwd"} ${want} (${shown(r)})`);
+    if (r?.code !== 0 || got !== want) fail(`the task ran in ${JSON.stringify(got)}, not ${workdir ? "--container-workdir" : kit.launch?.cwd ? "the declared launch.cwd" : "the step's cwd"} ${want} (${shown(r)})`);
   });
 }
 
@@ -212,9 +212,10 @@ export function registerRequestCheck(kit: StepKit): void {
       const [la, lb] = await Promise.all([launchOne(kit, a.s, ra), launchOne(kit, b.s, rb)]);
       const expect = (x: typeof a, launched: LaunchResult[], y: typeof a) =>
         launched.forEach((r, i) => {
-          const want = `jobrt-testkit-${x.label}:${x.mark}`;
-          if (!r.stdout.includes(want) || r.stdout.includes(y.mark)) {
-            fail(`step ${x.label} task ${x.s.tasks[i]?.globalId} printed ${JSON.stringify(r.stdout.slice(0, 300))}, expected ${want} (its own request), never ${y.mark}`);
+          // The mark arrives through the task env, or (with --container-clearenv) the request's env.
+          const want = `jobrt-testkit-${x.label}:`;
+          if (!r.stdout.startsWith(want) || !r.stdout.includes(x.mark) || r.stdout.includes(y.mark)) {
+            fail(`step ${x.label} task ${x.s.tasks[i]?.globalId} printed ${JSON.stringify(r.stdout.slice(0, 300))}, expected ${want} and ${x.mark} (its own request), never ${y.mark}`);
           }
         });
       expect(a, la, b);
