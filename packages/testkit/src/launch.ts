@@ -3,7 +3,8 @@ import { createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 
 export interface LaunchResult {
   code: number | null;
-  signal: NodeJS.Signals | null;
+  /** Node's name of the signal that killed the task, or "signal N" (a real-time signal). */
+  signal: string | null;
   stdout: string;
   stderr: string;
   pid: number | undefined;
@@ -29,30 +30,27 @@ export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, ta
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
   const tracker = createTracker("auto", `testkit.${process.pid}.${launches++}`);
+  const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
   return new Promise<LaunchResult>((resolve, reject) => {
-    const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
-    const child = spawnTaskProcess(spec, { stdio: ["pipe", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
-    if (child.pid !== undefined) task.pid = child.pid;
-    let stdout = "";
-    let stderr = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-    });
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on("exit", () => tracker.killTask(task.globalId, child.pid));
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
-    });
-    child.stdin?.on("error", () => {});
-    child.stdin?.end(options.input ?? "");
+    spawnTaskProcess(spec, { stdio: ["pipe", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) }).then((child) => {
+      task.pid = child.pid;
+      let stdout = "";
+      let stderr = "";
+      child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+      });
+      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+        stderr += d;
+      });
+      const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
+      child.on("exit", () => tracker.killTask(task.globalId, child.pid));
+      child.on("close", (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
+      });
+      child.stdin?.on("error", () => {});
+      child.stdin?.end(options.input ?? "");
+    }, reject);
   }).finally(async () => {
     await tracker.waitEmpty(5000);
     tracker.release();
