@@ -329,6 +329,15 @@ describe("task exit status", () => {
     await expectNoLeaks(s);
   });
 
+  it("too few descriptors to hand every task's pipes to the forker at once (ulimit -n 1024, 300 tasks, -l): Node starts them, one warning", async () => {
+    const s = faultSite();
+    const r = await runProgram(["sh", "-c", 'ulimit -n 1024 && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "-n", "300", "-l", "--runtime", "none", "sh", "-c", "echo $SLURM_PROCID"], { env: { ...process.env, ...s.env }, timeoutMs: 120_000 });
+    expect(r.code).toBe(0);
+    expect(r.stdout.split("\n").filter(Boolean)).toHaveLength(300);
+    expect(r.stderr).toMatch(/^jobrt: warning: tasks are started by Node \(cannot start \S+ with the stdio of 300 task\(s\)\): a task killed by a real-time signal \(34-64\) is reported as exit 0\n$/);
+    await expectNoLeaks(s);
+  });
+
   it("without perl, Node starts the tasks: one warning, everything else as before", async () => {
     const s = faultSite();
     // perl hidden in a mount namespace of this run only.

@@ -149,10 +149,12 @@ export class TaskForker {
     }
     // An empty environment: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String)], { stdio, detached: true, env: {}, argv0: "jobrt-task-forker" });
+    this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
+    // Node's spawn makes both ends of every pipe at once: EMFILE where one task at a time fits.
+    if (this.#child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
     this.#ctl = this.#child.stdio[3] as Socket;
     this.#ctl.setEncoding("latin1").on("data", (d: string) => this.#onReports(d));
     this.#ctl.on("error", () => {});
-    this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Not 'exit': its last reports may still be unread then.
     this.#ctl.on("close", () => this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`));
   }

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, readFileSync, readdirSync } from "node:fs";
-import type { ExecSpec } from "@jobrt/core";
+import { type ExecSpec, messageOf } from "@jobrt/core";
 import { type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
 
@@ -56,7 +56,7 @@ export class TaskSpawner {
   constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void) {
     this.#stdios = stdios;
     const found = forkerPerl();
-    if ("perl" in found) this.#forker = new TaskForker(found.perl, stdios, warn);
+    if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn);
     else if (!saidNoForker) {
       saidNoForker = true;
       warn(`tasks are started by Node (${found.missing}): a task killed by a real-time signal (34-64) is reported as exit 0`);
@@ -80,6 +80,15 @@ export class TaskSpawner {
   /** Every task has been started (or never will be). */
   close(): void {
     this.#forker?.close();
+  }
+}
+
+function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void): TaskForker | undefined {
+  try {
+    return new TaskForker(perl, stdios, warn);
+  } catch (error) {
+    warn(`tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`);
+    return undefined;
   }
 }
 
