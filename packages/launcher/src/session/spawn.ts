@@ -103,6 +103,8 @@ function started(child: ChildProcess): Promise<TaskProcess> {
     child.once("error", reject);
     child.once("spawn", () => {
       child.off("error", reject);
+      // Its later 'error's (a failed kill) are nothing the host acts on; unheard they would crash it.
+      child.on("error", () => {});
       // ChildProcess is a TaskProcess whose signals all have names.
       resolve(child as unknown as TaskProcess);
     });
