@@ -46,9 +46,16 @@ export interface TaskEnd {
   interrupted?: boolean;
 }
 
+/** glibc's words for a signal Node has no name for ("signal 34"): SIGRTMIN is 34 under glibc. */
+function unnamedSignal(signal: string): string {
+  const n = Number(/^signal (\d+)$/.exec(signal)?.[1]);
+  if (n >= 34 && n <= 64) return `Real-time signal ${n - 34}`;
+  return `Unknown signal ${Number.isInteger(n) ? n : signal}`;
+}
+
 function describeEnd(end: TaskEnd): string | undefined {
   // Node names every signal the table has; anything else is named as Node named it.
-  if (end.signal) return SIGNAL_TEXT[end.signal] ?? `Unknown signal ${end.signal}`;
+  if (end.signal) return SIGNAL_TEXT[end.signal] ?? unnamedSignal(end.signal);
   if (end.code !== null && end.code !== 0) return `Exited with exit code ${end.code}`;
   return undefined;
 }

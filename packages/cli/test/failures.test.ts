@@ -54,3 +54,15 @@ describe("srun's per-task failure lines", () => {
     expect(failureLines("n1", ends)).toEqual(["error: n1: task 1: Exited with exit code 130", "error: n1: task 3: Segmentation fault"]);
   });
 });
+
+describe("signals Node has no name for", () => {
+  it("a real-time signal reads as glibc's strsignal says it (srun's words), any other by its number", () => {
+    const ends = [
+      { component: 0, task: 0, code: null, signal: "signal 34" },
+      { component: 0, task: 1, code: null, signal: "signal 64" },
+      { component: 0, task: 2, code: null, signal: "signal 50" },
+      { component: 0, task: 3, code: null, signal: "signal 99" },
+    ];
+    expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Real-time signal 0", "error: n1: task 1: Real-time signal 30", "error: n1: task 2: Real-time signal 16", "error: n1: task 3: Unknown signal 99"]);
+  });
+});

@@ -22,4 +22,5 @@ export { type Collected, collectOrphans } from "./session/collect.js";
 export { openSpool, type Spool } from "./session/spool.js";
 export { userSpools } from "./session/userjournals.js";
 export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";
-export { type TaskProcessOptions, dropTo, spawnTaskProcess } from "./session/spawn.js";
+export { type TaskStartOptions, dropTo, spawnTaskProcess } from "./session/spawn.js";
+export type { StdioItem, TaskProcess } from "./session/forker.js";

@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
-import { type ProcessTracker, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
+import { type ProcessTracker, type TaskProcess, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 import { pluginHost } from "@jobrt/testkit";
 
 export interface HostOptions {
@@ -39,7 +39,7 @@ export interface HostOptions {
 
 export interface TaskOutcome {
   code: number | null;
-  signal: NodeJS.Signals | null;
+  signal: string | null;
   stdout: string;
   stderr: string;
   spec: ExecSpec | typeof NOT_SUPPORTED;
@@ -110,10 +110,13 @@ export function makeStep(o: HostOptions): StepRecord {
 
 function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions, tracker: ProcessTracker): Promise<TaskOutcome> {
   const exec: ExecSpec = spec === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : spec;
+  // The launcher's own spawn path: process group, cgroup, uid drop, as `jobrt run` starts tasks.
+  const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
+  return spawnTaskProcess(exec, { stdio: ["ignore", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) }).then((child) => waitTask(child, task, spec, o));
+}
+
+function waitTask(child: TaskProcess, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions): Promise<TaskOutcome> {
   return new Promise((resolve, reject) => {
-    // The launcher's own spawn path: process group, cgroup, uid drop, as `jobrt run` starts tasks.
-    const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
-    const child = spawnTaskProcess(exec, { stdio: ["ignore", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
     task.pid = child.pid;
     const started = performance.now();
     let stdout = "";

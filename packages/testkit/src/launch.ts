@@ -3,7 +3,8 @@ import { createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 
 export interface LaunchResult {
   code: number | null;
-  signal: NodeJS.Signals | null;
+  /** Node's name of the signal that killed the task, or "signal N" (a real-time signal). */
+  signal: string | null;
   stdout: string;
   stderr: string;
   pid: number | undefined;
@@ -35,50 +36,42 @@ export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, ta
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
   const tracker = createTracker("auto", `testkit.${process.pid}.${launches++}`);
+  const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
   return new Promise<LaunchResult>((resolve, reject) => {
-    const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
-    const child = spawnTaskProcess(spec, { stdio: ["pipe", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
-    if (child.pid !== undefined) task.pid = child.pid;
-    let stdout = "";
-    let stderr = "";
-    let stopped = false;
-    let killTimer: NodeJS.Timeout | undefined;
-    const stop = options.stop;
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-      if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
-        stopped = true;
-        signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
-        killTimer = setTimeout(() => tracker.killTask(task.globalId, child.pid), stop.killWaitMs);
-      }
-    });
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
-    let spawnError: NodeJS.ErrnoException | undefined;
-    child.on("error", (error: NodeJS.ErrnoException) => {
+    const started = spawnTaskProcess(spec, { stdio: ["pipe", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
+    started.then((child) => {
+      if (child.pid !== undefined) task.pid = child.pid;
+      let stdout = "";
+      let stderr = "";
+      let stopped = false;
+      let killTimer: NodeJS.Timeout | undefined;
+      const stop = options.stop;
+      child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+        stdout += d;
+        if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
+          stopped = true;
+          signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
+          killTimer = setTimeout(() => tracker.killTask(task.globalId, child.pid), stop.killWaitMs);
+        }
+      });
+      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+        stderr += d;
+      });
+      const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
+      child.on("exit", () => tracker.killTask(task.globalId, child.pid));
+      child.on("close", (code, signal) => {
+        clearTimeout(timer);
+        clearTimeout(killTimer);
+        resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
+      });
+      child.stdin?.on("error", () => {});
+      child.stdin?.end(options.input ?? "");
+    }, (error: NodeJS.ErrnoException) => {
       // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
-      if (child.pid === undefined && (error.code === "ENOENT" || error.code === "EACCES")) {
-        spawnError = error;
-        return;
-      }
-      clearTimeout(timer);
-      clearTimeout(killTimer);
-      reject(error);
+      if (error.code === "ENOENT" || error.code === "EACCES") {
+        resolve({ code: error.code === "ENOENT" ? 127 : 126, signal: null, stdout: "", stderr: `${error.message}\n`, pid: undefined, argv: spec.argv });
+      } else reject(error);
     });
-    child.on("exit", () => tracker.killTask(task.globalId, child.pid));
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      clearTimeout(killTimer);
-      if (spawnError) {
-        resolve({ code: spawnError.code === "ENOENT" ? 127 : 126, signal: null, stdout, stderr: `${spawnError.message}\n`, pid: undefined, argv: spec.argv });
-        return;
-      }
-      resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
-    });
-    child.stdin?.on("error", () => {});
-    child.stdin?.end(options.input ?? "");
   }).finally(async () => {
     await tracker.waitEmpty(5000);
     tracker.release();

@@ -65,7 +65,8 @@ export interface TaskExitEvent {
   task: number;
   component: number;
   code: number | null;
-  signal: NodeJS.Signals | null;
+  /** Node's name of the signal, or "signal N" for one without a name (the real-time signals 34-64). */
+  signal: string | null;
   /** What jobrt reports for the task: its exit code, or 128+N for signal N. */
   status: number;
   error?: string;

@@ -36,6 +36,8 @@ export interface ProcessTracker {
   readonly record: TrackerRecord;
   /** Runs `start`, which starts processes synchronously, so that they begin inside task `taskId`. */
   startInside<T>(taskId: number, start: () => T): T;
+  /** The cgroup.procs file a process of task `taskId` joins before it execs (undefined: no cgroup). */
+  taskCgroup(taskId: number): string | undefined;
   /** SIGKILLs every process of one task (its group, or its cgroup). */
   killTask(taskId: number, leaderPid: number | undefined): void;
   /** SIGKILLs every process of the step. */
@@ -78,6 +80,10 @@ class GroupTracker implements ProcessTracker {
 
   startInside<T>(_taskId: number, start: () => T): T {
     return start();
+  }
+
+  taskCgroup(_taskId: number): undefined {
+    return undefined;
   }
 
   killTask(_taskId: number, leaderPid: number | undefined): void {
@@ -127,12 +133,17 @@ class CgroupTracker implements ProcessTracker {
     return join(this.dir, `task_${taskId}`);
   }
 
-  startInside<T>(taskId: number, start: () => T): T {
+  taskCgroup(taskId: number): string {
     const dir = this.#taskDir(taskId);
     if (!cgroupExists(dir)) mkdirSync(dir);
+    return join(dir, "cgroup.procs");
+  }
+
+  startInside<T>(taskId: number, start: () => T): T {
+    const procs = this.taskCgroup(taskId);
     // Children are born in the cgroup of the process that forks them: jobrt steps in for the
     // synchronous spawn, so no task can fork before it is tracked (no race, no wrapper process).
-    moveInto(dir, process.pid);
+    writeFileSync(procs, `${process.pid}\n`);
     try {
       return start();
     } finally {

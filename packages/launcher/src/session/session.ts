@@ -1,4 +1,3 @@
-import type { ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import {
   type ClientInfo,
@@ -18,7 +17,8 @@ import { collectOrphans } from "./collect.js";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
 import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
 import { type ProcTrackMode, type ProcessTracker, createTracker } from "./proctrack.js";
-import { closeInheritedDescriptors } from "./spawn.js";
+import type { TaskProcess } from "./forker.js";
+import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
 import { type Spool, openSpool } from "./spool.js";
 import { signalNumber } from "./status.js";
 import { copyStdinToTasks } from "./stdin.js";
@@ -259,11 +259,13 @@ export class StepSession {
       stderr: this.#o.stderr ?? process.stderr,
     });
     stdio.open(components);
+    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line));
     const ctx: TaskContext = {
       registry: this.#o.registry,
       node,
       states,
       tracker,
+      spawner,
       stop,
       stdio,
       label: components.some((c) => c.io.label),
@@ -277,13 +279,13 @@ export class StepSession {
       // A task stopped before it started reports the signal that stopped the step.
       stoppedStatus: () => (cancel.requested ? 128 + signalNumber(cancel.signal ?? "SIGTERM") : 1),
     };
-    const spawned: Promise<ChildProcess | undefined>[] = [];
+    const spawned: Promise<TaskProcess | undefined>[] = [];
     const done: Promise<number>[] = [];
     for (const [i, c] of components.entries()) {
       for (const task of c.record.tasks) {
-        let markSpawned: (child: ChildProcess | undefined) => void = () => {};
+        let markSpawned: (child: TaskProcess | undefined) => void = () => {};
         spawned.push(new Promise((r) => (markSpawned = r)));
-        const onSpawn = (child: ChildProcess) => {
+        const onSpawn = (child: TaskProcess) => {
           this.#started++;
           if (child.pid !== undefined) journal?.recordTaskPid(child.pid);
           markSpawned(child);
@@ -293,7 +295,7 @@ export class StepSession {
     }
     const all = Promise.all(done);
     copyStdinToTasks(this.#o.stdin ?? process.stdin, spawned, all);
-    const statuses = await all;
+    const statuses = await all.finally(() => spawner.close());
     await stdio.end();
     return statuses;
   }

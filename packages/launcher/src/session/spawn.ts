@@ -1,18 +1,8 @@
-import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, readFileSync, readdirSync } from "node:fs";
-import type { ExecSpec } from "@jobrt/core";
+import { type ExecSpec, messageOf } from "@jobrt/core";
+import { type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
-
-/** How the one spawn path starts a task's process. */
-export interface TaskProcessOptions {
-  stdio: StdioOptions;
-  /** Run as this user and group (only when the host is root and they are not root's). */
-  user?: { uid: number; gid: number };
-  /** Where the process is tracked; without one it has only its own process group. */
-  tracker?: ProcessTracker;
-  /** The task's global id (names its cgroup). */
-  taskId: number;
-}
 
 const O_CLOEXEC = 0o2000000;
 
@@ -39,23 +29,96 @@ export function closeInheritedDescriptors(): void {
   }
 }
 
+/** How a task's process starts, besides its ExecSpec and its stdio. */
+export interface TaskStartOptions {
+  /** Run as this user and group (only when the host is root and they are not root's). */
+  user?: { uid: number; gid: number };
+  /** Where the process is tracked; without one it has only its own process group. */
+  tracker?: ProcessTracker;
+}
+
+/** Said once per jobrt process: every step would say the same. */
+let saidNoForker = false;
+
 /**
- * Starts one task process: the ExecSpec's argv with its env in its cwd, in a new session and process
- * group, as the step's user, inside the step's tracker. The launcher, the testkit and the runtimes'
- * own tests all start tasks here, so what they test is what sites run.
+ * The one spawn path: the session, the testkit and the runtimes' own tests all start tasks here,
+ * so what they test is what sites run. Each task starts with its ExecSpec's argv, env and cwd, in
+ * a new session and process group, as the step's user, born inside its task cgroup, with exactly
+ * fds 0, 1 and 2. A step's tasks are forked by one TaskForker (forker.ts), which sees their raw
+ * wait status; without perl, Node's spawn starts them and a real-time signal's death reads as
+ * exit 0 (docs/reliability.md, "Known gaps").
  */
-export function spawnTaskProcess(spec: ExecSpec, options: TaskProcessOptions): ChildProcess {
+export class TaskSpawner {
+  readonly #forker: TaskForker | undefined;
+  readonly #stdios: Map<number, StdioItem[]>;
+
+  /** `stdios`: every task's stdio by task id, known before the first task starts. */
+  constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void) {
+    this.#stdios = stdios;
+    const found = forkerPerl();
+    if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn);
+    else if (!saidNoForker) {
+      saidNoForker = true;
+      warn(`tasks are started by Node (${found.missing}): a task killed by a real-time signal (34-64) is reported as exit 0`);
+    }
+  }
+
+  /** Starts task `taskId`; resolves once its process runs, rejects when it could not be started. */
+  start(taskId: number, spec: ExecSpec, options: TaskStartOptions = {}): Promise<TaskProcess> {
+    if (spec.argv[0] === undefined) throw new Error("spawnTaskProcess: empty argv");
+    const stdio = this.#stdios.get(taskId);
+    if (!stdio) throw new Error(`no stdio for task ${taskId}`);
+    const { tracker, user } = options;
+    if (this.#forker) {
+      const cgroupProcs = tracker?.taskCgroup(taskId);
+      return this.#forker.start(taskId, spec, { ...(user ? { user } : {}), ...(cgroupProcs ? { cgroupProcs } : {}) });
+    }
+    const start = () => nodeSpawn(spec, stdio, user);
+    return started(tracker ? tracker.startInside(taskId, start) : start());
+  }
+
+  /** Every task has been started (or never will be). */
+  close(): void {
+    this.#forker?.close();
+  }
+}
+
+function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void): TaskForker | undefined {
+  try {
+    return new TaskForker(perl, stdios, warn);
+  } catch (error) {
+    warn(`tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`);
+    return undefined;
+  }
+}
+
+function nodeSpawn(spec: ExecSpec, stdio: StdioItem[], user: TaskStartOptions["user"]): ChildProcess {
   const [file, ...args] = spec.argv;
-  if (file === undefined) throw new Error("spawnTaskProcess: empty argv");
-  const start = () =>
-    spawn(file, args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      stdio: options.stdio,
-      detached: true,
-      ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
+  return spawn(file!, args, { cwd: spec.cwd, env: spec.env, stdio, detached: true, ...(user ? { uid: user.uid, gid: user.gid } : {}) });
+}
+
+/** Node's spawn reports a failed exec as an 'error' event; a started child as 'spawn'. */
+function started(child: ChildProcess): Promise<TaskProcess> {
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("spawn", () => {
+      child.off("error", reject);
+      // Its later 'error's (a failed kill) are nothing the host acts on; unheard they would crash it.
+      child.on("error", () => {});
+      // ChildProcess is a TaskProcess whose signals all have names.
+      resolve(child as unknown as TaskProcess);
     });
-  return options.tracker ? options.tracker.startInside(options.taskId, start) : start();
+  });
+}
+
+/** Starts one task with a spawner of its own (the testkit, runtime-oci's test host). */
+export function spawnTaskProcess(spec: ExecSpec, options: TaskStartOptions & { stdio: StdioItem[]; taskId: number }): Promise<TaskProcess> {
+  const spawner = new TaskSpawner(new Map([[options.taskId, options.stdio]]), (line) => process.stderr.write(`jobrt: warning: ${line}\n`));
+  try {
+    return spawner.start(options.taskId, spec, options);
+  } finally {
+    spawner.close();
+  }
 }
 
 /** The user a root host drops to for a step's tasks, if any. */

@@ -1,15 +1,25 @@
 import { constants as osConstants } from "node:os";
 
 const SIGNALS = osConstants.signals as Record<string, number>;
+const NAMES = new Map(Object.entries(SIGNALS).map(([name, n]) => [n, name]));
 
-/** The number of a signal name (15 for an unknown one, as for SIGTERM). */
+/** The number of a signal name or of "signal N" (15 for an unknown one, as for SIGTERM). */
 export function signalNumber(signal: NodeJS.Signals | string): number {
-  return SIGNALS[signal] ?? 15;
+  const n = SIGNALS[signal] ?? Number(/^signal (\d+)$/.exec(signal)?.[1]);
+  return Number.isInteger(n) && n > 0 ? n : 15;
+}
+
+/**
+ * How a signal is shown: Node's name for it, else "signal N" as srun words it. Node knows no
+ * names for the real-time signals (34-64), which a task can die of all the same.
+ */
+export function signalName(signo: number): string {
+  return NAMES.get(signo) ?? `signal ${signo}`;
 }
 
 /** srun's status for one task: its exit code, or 128+N when killed by signal N. */
-export function statusOf(code: number | null, signal: NodeJS.Signals | null): number {
+export function statusOf(code: number | null, signal: string | null): number {
   if (code !== null) return code;
-  if (signal !== null) return 128 + (SIGNALS[signal] ?? 0);
+  if (signal !== null) return 128 + signalNumber(signal);
   return 1;
 }

@@ -1,10 +1,10 @@
-import type { ChildProcess, StdioOptions } from "node:child_process";
 import { closeSync, createWriteStream, fstatSync, statSync, type WriteStream } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { type TaskRecord, jobrtError } from "@jobrt/core";
 import { expandFilePattern, isPerTask } from "../filepattern.js";
 import { functionSink, pipeLines } from "../lines.js";
 import type { PlannedComponent } from "./plan.js";
+import type { StdioItem, TaskProcess } from "./forker.js";
 import { type FileUser, fileError, openInput, openOutput } from "./userfiles.js";
 
 /** Where a task's output goes when it is copied: a stream, or `--json` output events. */
@@ -13,11 +13,9 @@ interface OutputRoute {
   dest: Writable | undefined;
 }
 
-type StdioItem = "pipe" | "ignore" | "inherit" | number;
-
 /** One task's stdio, decided and opened before any task starts. */
 export interface TaskStdio {
-  stdio: StdioOptions;
+  stdio: StdioItem[];
   routes: OutputRoute[];
   /** Descriptors handed to the task; closed in jobrt once it has them. */
   fds: number[];
@@ -142,6 +140,11 @@ export class StepStdio {
     return { stdio, routes, fds };
   }
 
+  /** Every task's stdio by task id (what the step's TaskSpawner is given). */
+  all(): Map<number, StdioItem[]> {
+    return new Map([...this.#tasks].map(([task, t]) => [task.globalId, t.stdio]));
+  }
+
   /** Closes jobrt's copies of a started (or never started) task's descriptors. */
   closeTask(task: TaskRecord): void {
     const entry = this.#tasks.get(task);
@@ -158,13 +161,14 @@ export class StepStdio {
    * Copies a started task's piped output to its destinations, line by line (labelled with -l),
    * or into `output` events with --json. Resolves when the task's pipes have closed.
    */
-  attach(child: ChildProcess, task: TaskRecord, label: boolean, emitLine: (stream: "stdout" | "stderr", line: string) => void): Promise<void>[] {
+  attach(child: TaskProcess, task: TaskRecord, label: boolean, emitLine: (stream: "stdout" | "stderr", line: string) => void): Promise<void>[] {
     const prefix = Buffer.from(`${task.globalId}: `);
     const labelled = (piece: Buffer, atLineStart: boolean) => (label && atLineStart ? Buffer.concat([prefix, piece]) : piece);
     const pipes: Promise<void>[] = [];
     for (const route of this.of(task).routes) {
       const source = (route.stream === "stdout" ? child.stdout : child.stderr) as Readable | null;
-      if (!source) continue;
+      // Ended before it was attached (the task wrote nothing and is gone): nothing to copy.
+      if (!source || source.readableEnded) continue;
       if (route.dest) pipes.push(pipeLines(source, route.dest, labelled));
       else {
         // --json: each line becomes an event; the transform drops the newline.

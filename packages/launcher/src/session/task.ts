@@ -1,9 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import { statSync } from "node:fs";
 import { type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type StepStateText, type TaskRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
-import { dropTo, spawnTaskProcess } from "./spawn.js";
+import type { TaskProcess } from "./forker.js";
+import { type TaskSpawner, dropTo } from "./spawn.js";
 import { statusOf } from "./status.js";
 import type { StepStdio } from "./stdio.js";
 import type { StopControl } from "./stop.js";
@@ -17,6 +17,7 @@ export interface TaskContext {
   /** Each component's runtime step state, from its setup. */
   states: StepStateText[];
   tracker: ProcessTracker;
+  spawner: TaskSpawner;
   stop: StopControl;
   stdio: StepStdio;
   label: boolean;
@@ -50,7 +51,7 @@ function isDirectory(path: string): boolean {
  * Runs one task to its end and returns its status: taskInit, run, spawn through the one spawn path,
  * copy its output, and when its process exits, kill whatever it left in its cgroup (or group).
  */
-export async function runTask(ctx: TaskContext, index: number, componentIndex: number, c: PlannedComponent, task: TaskRecord, onSpawn: (child: ChildProcess) => void): Promise<number> {
+export async function runTask(ctx: TaskContext, index: number, componentIndex: number, c: PlannedComponent, task: TaskRecord, onSpawn: (child: TaskProcess) => void): Promise<number> {
   let spec: ExecSpec;
   try {
     spec = await execSpecFor(ctx, index, c, task, ctx.states[componentIndex]);
@@ -69,32 +70,38 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
     return 1;
   }
   ctx.node.log("verbose", `task ${task.globalId}: exec ${JSON.stringify(spec.argv)} in ${spec.cwd}`);
-  let child: ChildProcess;
+  let started: Promise<TaskProcess>;
   try {
     const user = dropTo(ctx.node.hostUid, c.record.uid, c.record.gid);
-    child = spawnTaskProcess(spec, { stdio: ctx.stdio.of(task).stdio, tracker: ctx.tracker, taskId: task.globalId, ...(user ? { user } : {}) });
+    started = ctx.spawner.start(task.globalId, spec, { tracker: ctx.tracker, ...(user ? { user } : {}) });
   } catch (error) {
+    ctx.stdio.closeTask(task);
     ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot start ${spec.argv[0]}: ${messageOf(error)}` }), "");
     return 1;
-  } finally {
-    ctx.stdio.closeTask(task);
+  }
+  ctx.stdio.closeTask(task);
+  let child: TaskProcess;
+  try {
+    child = await started;
+  } catch (error) {
+    return cannotExecute(ctx, componentIndex, task, spec, error as NodeJS.ErrnoException);
   }
   onSpawn(child);
   return waitForTask(ctx, componentIndex, task, spec, child);
 }
 
-function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord, spec: ExecSpec, child: ChildProcess): Promise<number> {
+/** The task's program could not be executed: 127 when not found, 126 when not executable. */
+function cannotExecute(ctx: TaskContext, componentIndex: number, task: TaskRecord, spec: ExecSpec, error: NodeJS.ErrnoException): number {
+  const code = error.code === "ENOENT" ? 127 : error.code === "EACCES" ? 126 : 1;
+  const why = error.code === "ENOENT" ? "command not found" : error.code === "EACCES" ? "permission denied" : messageOf(error);
+  ctx.report(`task ${task.globalId}: cannot execute ${spec.argv[0]}: ${why}`);
+  ctx.emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal: null, status: code, error: why });
+  return code;
+}
+
+function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord, spec: ExecSpec, child: TaskProcess): Promise<number> {
   return new Promise<number>((resolve) => {
-    child.on("error", (error: NodeJS.ErrnoException) => {
-      // spawn failures (ENOENT, EACCES) arrive here; 'close' still follows.
-      const code = error.code === "ENOENT" ? 127 : error.code === "EACCES" ? 126 : 1;
-      const why = error.code === "ENOENT" ? "command not found" : error.code === "EACCES" ? "permission denied" : messageOf(error);
-      ctx.report(`task ${task.globalId}: cannot execute ${spec.argv[0]}: ${why}`);
-      ctx.emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal: null, status: code, error: why });
-      resolve(code);
-    });
-    const pid = child.pid;
-    if (pid === undefined) return;
+    const pid = child.pid as number;
     task.pid = pid;
     ctx.stop.started(pid, spec.signals ?? "group");
     ctx.emit({ event: "task-start", task: task.globalId, component: componentIndex, pid, exec: spec.argv === task.argv ? null : spec, argv: spec.argv });
@@ -123,7 +130,7 @@ function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord,
  * runtime's own cgroup (a created, never started OCI container whose supervisor was killed).
  * After KillWait jobrt stops reading them so the step can end and its cleanup can run.
  */
-function releaseHeldPipes(ctx: TaskContext, child: ChildProcess): void {
+function releaseHeldPipes(ctx: TaskContext, child: TaskProcess): void {
   const timer = setTimeout(() => {
     if (child.stdout?.readableEnded === false || child.stderr?.readableEnded === false) {
       ctx.node.log("warn", `task process ${child.pid} exited, but a process that escaped its process group still holds its output: output no longer read (ProcTrack=cgroup kills such processes unless they left the step's cgroup)`);

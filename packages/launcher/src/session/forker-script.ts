@@ -1,0 +1,120 @@
+/**
+ * The task forker's program (see forker.ts): plain perl with no module, so it starts in a few ms
+ * from Debian's perl-base (Essential). Descriptor and identity calls go through syscall(2) with
+ * the numbers forker.ts passes for this architecture, because POSIX.pm alone costs more start-up
+ * time than the rest of the program.
+ *
+ * fds: 0-2 jobrt's own (a task that inherits them gets them), 3 the control socket, 4.. the tasks'
+ * stdio, each passed once. Requests on fd 3: "<bytes>\n" then NUL-separated fields: id, the forker
+ * fds for the task's 0 1 2 (-1: /dev/null), uid, gid ("" for no drop), the task cgroup's
+ * cgroup.procs ("" for none), cwd, argc, argv..., env "K=V"... Reports: "S id pid" started,
+ * "F id errno stage" not started, "X pid status" reaped with its raw wait status.
+ * When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
+ */
+export const FORKER_SCRIPT = String.raw`
+my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID) = map { 0 + $_ } @ARGV;
+my $PIDFD_OPEN = 434;
+opendir(my $dh, "/proc/self/fd") or die "jobrt task forker: /proc/self/fd: $!\n";
+my @inherited = grep { /^\d+$/ && $_ > 2 } readdir($dh);
+closedir($dh);
+# Nothing above 2 (the control socket, every task's stdio, what jobrt inherited) reaches a task.
+syscall($FCNTL, 0 + $_, 2, 1) for @inherited;
+open(my $ctl, "+<&=", 3) or die "jobrt task forker: fd 3: $!\n";
+my (%pidfd, %pidOf, $poll, $eof);
+my $in = "";
+
+sub report {
+  my $m = shift;
+  while (length $m) {
+    my $n = syswrite($ctl, $m);
+    if (!defined $n) { next if $! == 4; exit 1 }
+    substr($m, 0, $n) = "";
+  }
+}
+
+sub reap {
+  while ((my $pid = waitpid(-1, 1)) > 0) {
+    my $st = $?;
+    my $fd = delete $pidfd{$pid};
+    next unless defined $fd;
+    if ($fd >= 0) { delete $pidOf{$fd}; syscall($CLOSE, $fd) }
+    report("X $pid $st\n");
+  }
+}
+
+sub child {
+  my ($ew, $fds, $uid, $gid, $procs, $cwd, $argv, $env) = @_;
+  my $fail = sub { syswrite($ew, (0 + $!) . " $_[0]"); exit 127 };
+  # Born in its task cgroup: the task cannot fork before it is tracked.
+  if ($procs ne "") {
+    open(my $f, ">", $procs) or $fail->("cgroup");
+    syswrite($f, "$$\n") or $fail->("cgroup");
+    close($f) or $fail->("cgroup");
+  }
+  syscall($SETSID) >= 0 or $fail->("setsid");
+  my @null;
+  for my $t (0 .. 2) {
+    my $s = $fds->[$t];
+    if ($s < 0) {
+      open(my $n, $t ? "+<" : "<", "/dev/null") or $fail->("open /dev/null");
+      push @null, $n;
+      $s = fileno($n);
+    }
+    if ($s != $t) { syscall($DUP3, 0 + $s, $t, 0) >= 0 or $fail->("dup3") }
+  }
+  chdir($cwd) or $fail->("chdir");
+  if ($uid ne "") {
+    syscall($SETGROUPS, 0, 0) == 0 or $fail->("setgroups");
+    syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or $fail->("setgid");
+    syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or $fail->("setuid");
+  }
+  %ENV = ();
+  for (@$env) { my $i = index($_, "="); $ENV{substr($_, 0, $i)} = substr($_, $i + 1) }
+  { exec { $argv->[0] } @$argv }
+  $fail->("exec");
+}
+
+sub start {
+  my ($id, $i0, $i1, $i2, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
+  my @argv = splice(@rest, 0, $argc);
+  my @fds = map { 0 + $_ } ($i0, $i1, $i2);
+  my ($er, $ew);
+  my $pid;
+  if (pipe($er, $ew)) {
+    $pid = fork();
+    if (defined $pid && $pid == 0) { close($er); child($ew, \@fds, $uid, $gid, $procs, $cwd, \@argv, \@rest) }
+  }
+  my $errno = 0 + $!;
+  close($ew) if $ew;
+  # The task's stdio is its own now: jobrt sees its pipes close when it ends.
+  for (@fds) { syscall($CLOSE, $_) if $_ > 3 }
+  return report("F $id $errno fork\n") unless defined $pid;
+  my $why = "";
+  while (!defined sysread($er, $why, 256)) { last unless $! == 4 }
+  close($er);
+  if ($why ne "") { waitpid($pid, 0); return report("F $id $why\n") }
+  my $fd = syscall($PIDFD_OPEN, $pid, 0);
+  $pidfd{$pid} = $fd;
+  if ($fd >= 0) { $pidOf{$fd} = $pid } else { $poll = 1 }
+  report("S $id $pid\n");
+}
+
+for (;;) {
+  reap();
+  exit 0 if $eof && !%pidfd;
+  my $rin = "";
+  vec($rin, 3, 1) = 1 unless $eof;
+  vec($rin, $_, 1) = 1 for keys %pidOf;
+  # Without pidfds (Linux before 5.3) a task's end is polled for.
+  my $n = select(my $rout = $rin, undef, undef, $poll ? 0.02 : undef);
+  next unless $n > 0 && vec($rout, 3, 1);
+  my $r = sysread($ctl, $in, 65536, length $in);
+  if (!$r) { $eof = 1 unless !defined $r && ($! == 4 || $! == 11); next }
+  while ($in =~ /^(\d+)\n/ && length($in) >= length($1) + 1 + $1) {
+    my $len = $1;
+    my $req = substr($in, length($len) + 1, $len);
+    substr($in, 0, length($len) + 1 + $len) = "";
+    start($req);
+  }
+}
+`;

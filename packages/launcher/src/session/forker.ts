@@ -1,0 +1,232 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { statSync } from "node:fs";
+import type { Socket } from "node:net";
+import { constants as osConstants } from "node:os";
+import type { Readable, Writable } from "node:stream";
+import type { ExecSpec } from "@jobrt/core";
+import { FORKER_SCRIPT } from "./forker-script.js";
+import { signalName } from "./status.js";
+
+/** One descriptor of a task's stdio, as Node's spawn takes it. */
+export type StdioItem = "pipe" | "ignore" | "inherit" | number;
+
+/** A started task process: what the host needs of Node's ChildProcess. */
+export interface TaskProcess extends EventEmitter {
+  readonly pid: number | undefined;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  /** `signal` is Node's name of the signal, or "signal N" for one Node has no name for. */
+  on(event: "exit" | "close", listener: (code: number | null, signal: string | null) => void): this;
+  on(event: "error", listener: (error: Error) => void): this;
+  once(event: "exit" | "close", listener: (code: number | null, signal: string | null) => void): this;
+  once(event: "error", listener: (error: Error) => void): this;
+}
+
+/** Where a task starts: as this user, inside this cgroup (its cgroup.procs file). */
+export interface ForkOptions {
+  user?: { uid: number; gid: number };
+  cgroupProcs?: string;
+}
+
+/** syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid, setresuid. */
+const SYSCALLS: Partial<Record<string, number[]>> = {
+  x64: [112, 292, 72, 3, 116, 119, 117],
+  // the generic table
+  arm64: [157, 24, 25, 57, 159, 149, 147],
+  riscv64: [157, 24, 25, 57, 159, 149, 147],
+  loong64: [157, 24, 25, 57, 159, 149, 147],
+};
+
+const PERLS = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
+
+/** Why no forker can be had here, or the perl to run it with. */
+export function forkerPerl(): { perl: string } | { missing: string } {
+  if (!SYSCALLS[process.arch]) return { missing: `no syscall table for ${process.arch}` };
+  for (const perl of PERLS) {
+    try {
+      const st = statSync(perl);
+      if (st.isFile() && (st.mode & 0o111) !== 0) return { perl };
+    } catch {
+      // not there
+    }
+  }
+  return { missing: `no perl in ${PERLS.join(", ")}` };
+}
+
+const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
+
+/** The error of a task that could not be started, shaped like Node's spawn errors. */
+function startError(file: string, errno: number, stage: string): NodeJS.ErrnoException {
+  const code = ERRNO_NAMES.get(errno) ?? `errno ${errno}`;
+  const exec = stage === "exec";
+  const error: NodeJS.ErrnoException = new Error(exec ? `spawn ${file} ${code}` : `${stage}: ${code}`);
+  error.code = code;
+  error.errno = -errno;
+  error.syscall = exec ? `spawn ${file}` : stage;
+  error.path = file;
+  return error;
+}
+
+/** A task the forker started; its exit comes from the forker's raw wait status. */
+class ForkedTask extends EventEmitter implements TaskProcess {
+  #open = 0;
+  #exit: [number | null, string | null] | undefined;
+
+  constructor(
+    readonly pid: number,
+    readonly stdin: Writable | null,
+    readonly stdout: Readable | null,
+    readonly stderr: Readable | null,
+  ) {
+    super();
+    for (const s of [stdout, stderr]) {
+      // A task that wrote nothing and ended at once: its pipe may have closed before its start was read.
+      if (!s || s.closed) continue;
+      this.#open++;
+      s.once("close", () => {
+        this.#open--;
+        this.#maybeClose();
+      });
+    }
+  }
+
+  ended(code: number | null, signal: string | null): void {
+    if (this.#exit) return;
+    this.#exit = [code, signal];
+    this.emit("exit", code, signal);
+    this.#maybeClose();
+  }
+
+  #maybeClose(): void {
+    if (this.#exit && this.#open === 0) this.emit("close", ...this.#exit);
+  }
+}
+
+interface Slot {
+  /** The forker's descriptors for the task's 0, 1, 2 (-1: /dev/null). */
+  fds: number[];
+  /** The forker's stdio index of each piped descriptor. */
+  pipes: (number | undefined)[];
+}
+
+/**
+ * A step's task forker: one perl process, started once per step with every task's stdio, that
+ * forks and execs each task on request and reports its pid and its raw wait status. Node's
+ * child_process turns a wait status into a signal *name* and has none for the real-time signals
+ * (34-64), so a task killed by one looked like exit 0; Node cannot see the wait status of a
+ * process it did not fork itself, so a task's parent must be a program that can.
+ */
+export class TaskForker {
+  readonly #child: ChildProcess;
+  readonly #ctl: Socket;
+  readonly #slots = new Map<number, Slot>();
+  readonly #pending = new Map<number, { file: string; slot: Slot; resolve: (t: TaskProcess) => void; reject: (e: Error) => void }>();
+  readonly #running = new Map<number, ForkedTask>();
+  #lines = "";
+  #gone: string | undefined;
+
+  /** `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running. */
+  constructor(
+    perl: string,
+    stdios: Map<number, StdioItem[]>,
+    readonly onLost: (why: string) => void,
+  ) {
+    const stdio: StdioItem[] = ["inherit", "inherit", "inherit", "pipe"];
+    for (const [id, items] of stdios) {
+      const slot: Slot = { fds: [], pipes: [] };
+      for (const [t, item] of items.slice(0, 3).entries()) {
+        if (item === "inherit") slot.fds.push(t);
+        else if (item === "ignore") slot.fds.push(-1);
+        else {
+          stdio.push(item);
+          slot.fds.push(stdio.length - 1);
+          slot.pipes[t] = item === "pipe" ? stdio.length - 1 : undefined;
+        }
+      }
+      this.#slots.set(id, slot);
+    }
+    // An empty environment: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
+    this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String)], { stdio, detached: true, env: {}, argv0: "jobrt-task-forker" });
+    this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
+    // Node's spawn makes both ends of every pipe at once: EMFILE where one task at a time fits.
+    if (this.#child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
+    this.#ctl = this.#child.stdio[3] as Socket;
+    this.#ctl.setEncoding("latin1").on("data", (d: string) => this.#onReports(d));
+    this.#ctl.on("error", () => {});
+    // Not 'exit': its last reports may still be unread then.
+    this.#ctl.on("close", () => this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`));
+  }
+
+  /** Starts task `id` (whose stdio was given at construction); resolves once it runs. */
+  start(id: number, spec: ExecSpec, options: ForkOptions = {}): Promise<TaskProcess> {
+    const slot = this.#slots.get(id);
+    if (!slot) throw new Error(`task forker: no stdio for task ${id}`);
+    this.#slots.delete(id);
+    const { user, cgroupProcs } = options;
+    const env = Object.entries(spec.env)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}=${v}`);
+    const fields = [String(id), ...slot.fds.map(String), user ? String(user.uid) : "", user ? String(user.gid) : "", cgroupProcs ?? "", spec.cwd, String(spec.argv.length), ...spec.argv, ...env];
+    for (const f of fields) if (f.includes("\0")) throw new TypeError(`argument or environment value must be a string without null bytes: ${JSON.stringify(f.slice(0, 100))}`);
+    if (this.#gone !== undefined) return Promise.reject(new Error(`the task forker ${this.#gone}`));
+    const payload = Buffer.from(fields.join("\0"));
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { file: spec.argv[0]!, slot, resolve, reject });
+      this.#ctl.write(Buffer.concat([Buffer.from(`${payload.length}\n`), payload]));
+    });
+  }
+
+  /** No more tasks: the forker exits once it has reported the end of every task it started. */
+  close(): void {
+    if (!this.#ctl.writableEnded) this.#ctl.end();
+  }
+
+  #onReports(data: string): void {
+    this.#lines += data;
+    let nl = this.#lines.indexOf("\n");
+    while (nl >= 0) {
+      const [kind, a = "", b = "", ...stage] = this.#lines.slice(0, nl).split(" ");
+      this.#lines = this.#lines.slice(nl + 1);
+      nl = this.#lines.indexOf("\n");
+      if (kind === "X") this.#exited(Number(a), Number(b));
+      else this.#started(kind, Number(a), Number(b), stage.join(" "));
+    }
+  }
+
+  #started(kind: string | undefined, id: number, n: number, stage: string): void {
+    const wait = this.#pending.get(id);
+    if (!wait) return;
+    this.#pending.delete(id);
+    if (kind === "F") {
+      wait.reject(startError(wait.file, n, stage));
+      return;
+    }
+    const stream = (t: number) => (wait.slot.pipes[t] === undefined ? null : (this.#child.stdio[wait.slot.pipes[t]!] as Socket));
+    const task = new ForkedTask(n, stream(0), stream(1), stream(2));
+    this.#running.set(n, task);
+    wait.resolve(task);
+  }
+
+  /** A raw wait status: exit code in bits 8-15, or the signal in bits 0-6. */
+  #exited(pid: number, status: number): void {
+    const task = this.#running.get(pid);
+    if (!task) return;
+    this.#running.delete(pid);
+    const signo = status & 0x7f;
+    // A start and an end read in one chunk: the end waits until the start's awaiter listens.
+    setImmediate(() => task.ended(signo === 0 ? (status >> 8) & 0xff : null, signo === 0 ? null : signalName(signo)));
+  }
+
+  #lose(why: string): void {
+    if (this.#gone !== undefined) return;
+    this.#gone = why;
+    for (const wait of this.#pending.values()) wait.reject(new Error(`the task forker ${why}`));
+    this.#pending.clear();
+    if (this.#running.size === 0) return;
+    this.onLost(`the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost`);
+    for (const task of this.#running.values()) task.ended(null, null);
+    this.#running.clear();
+  }
+}
