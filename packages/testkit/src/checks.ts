@@ -116,7 +116,7 @@ export const CHECKS = {
   "errors.invalid": {
     level: "MUST",
     title: "an invalid request fails with a JobrtError carrying the declared code",
-    fix: "throw new JobrtError(code, message) from @jobrt/core for a bad request",
+    fix: "throw jobrtError(code, { problem }) from @jobrt/core for a bad request",
   },
   "errors.cleanup-after-failure": {
     level: "MUST",
