@@ -42,7 +42,8 @@ function registryPid(): number {
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "jobrt-local-release-"));
-  env = cleanEnv({ JOBRT_LOCAL_REGISTRY_DIR: join(root, "state"), JOBRT_LOCAL_REGISTRY_PORT: String(await freePort()) });
+  // Its own npm cache: npx would reuse a create-jobrt-runtime of the same version from another run.
+  env = cleanEnv({ JOBRT_LOCAL_REGISTRY_DIR: join(root, "state"), JOBRT_LOCAL_REGISTRY_PORT: String(await freePort()), npm_config_cache: join(root, "npm-cache") });
   work = join(root, "repo");
   mkdirSync(work);
   await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);

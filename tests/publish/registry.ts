@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { repoRoot, runProgram } from "../helpers/jobrt.js";
 
 
@@ -17,6 +17,9 @@ export function registryEnv(userconfig: string, registry: string, extra: Record<
     ...env,
     npm_config_userconfig: userconfig,
     npm_config_registry: registry,
+    // A cache of this registry's own: the same version number holds other contents in every run
+    // (and in other test files), and npx would reuse a package it cached from an earlier one.
+    npm_config_cache: join(dirname(userconfig), "npm-cache"),
     npm_config_update_notifier: "false",
     npm_config_fund: "false",
     npm_config_audit: "false",
