@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { failureLine, jobrt, jobrtBin, runProgram } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, requires, runProgram } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, runcContainers, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -41,7 +41,8 @@ function start(site: FaultSite, args: string[]): { child: ChildProcess; done: Pr
   return { child, done };
 }
 
-describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("concurrency: 16 jobrt run at once, 4 containers each", () => {
+describe("concurrency: 16 jobrt run at once, 4 containers each", () => {
+  requires({ runc: haveRunc, root: isRoot, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
   it("unique job ids and container ids, every exit status right, nothing left", async () => {
     const tag = `jfconc${process.pid}`;
     const id = `${tag}.%j.%s.%t`;
@@ -82,7 +83,8 @@ describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("concurrency: 16 
   }, 180_000);
 });
 
-describe.skipIf(!existsSync(jobrtBin))("concurrency: 1,000 tasks in one step (runtime none)", () => {
+describe("concurrency: 1,000 tasks in one step (runtime none)", () => {
+  requires({ "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
   const script = 'echo "$SLURM_PROCID"';
   function check(site: FaultSite, r: { code: number | null; stdout: string; stderr: string }) {
     expect(r.stderr).toBe("");

@@ -9,7 +9,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, requires } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, runcContainers, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -45,7 +45,8 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((r) => child.once("exit", (code) => r(code)));
 }
 
-describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("crash recovery with runtime oci", () => {
+describe("crash recovery with runtime oci", () => {
+  requires({ runc: haveRunc, root: isRoot, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
   it.each(["run", "create-start"] as const)("%s mode: SIGKILL of jobrt with 4 containers running: jobrt gc removes containers, spool dirs and processes; a live step is never touched", async (mode) => {
     const tag = `jfcrash${process.pid}${mode === "run" ? "r" : "c"}`;
     const site = faultSite("", { "oci.conf": ociConf(tag, mode) });

@@ -10,7 +10,7 @@ import { chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readFileSync, 
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
-import { failureLine, jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, requires } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, runcContainers, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -87,7 +87,8 @@ async function run(site: FaultSite, args: string[], env: Record<string, string> 
   return jobrt(["run", ...args], { env: { ...site.env, ...env } });
 }
 
-describe.skipIf(!haveRunc || !isRoot || !existsSync(jobrtBin))("faults: runtime oci with real runc", () => {
+describe("faults: runtime oci with real runc", () => {
+  requires({ runc: haveRunc, root: isRoot, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
   beforeAll(() => {
     busyboxRootfs();
   });

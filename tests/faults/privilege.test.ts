@@ -8,7 +8,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync,
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { failureLine, jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, requires } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, waitFor } from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
@@ -113,7 +113,8 @@ const owner = (path: string) => {
   return { uid: st.uid, gid: st.gid, mode: (st.mode & 0o7777).toString(8), type: st.isDirectory() ? "dir" : st.isSymbolicLink() ? "link" : "file" };
 };
 
-describe.skipIf(!isRoot || !existsSync(jobrtBin))("privilege: host as root, tasks as nobody", () => {
+describe("privilege: host as root, tasks as nobody", () => {
+  requires({ root: isRoot, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
   it("runtime none: every task process runs as nobody:nogroup with no supplementary group", async () => {
     const site = faultSite();
     sites.push(site);
@@ -125,7 +126,8 @@ describe.skipIf(!isRoot || !existsSync(jobrtBin))("privilege: host as root, task
     await expectNoLeaks(site);
   });
 
-  describe.skipIf(!haveRunc || !userns)("runtime oci (rootless runc, create/start)", () => {
+  describe("runtime oci (rootless runc, create/start)", () => {
+    requires({ runc: haveRunc, "user namespaces": userns });
     it("the supervisor, runc and every RunTime* command (cleanup's too) run as the user; the step's files are owned as documented", async () => {
       const site = nobodySite();
       const { child, done } = startAsNobody(site, ["-n", "2", "--container", site.bundle, "sh", "-c", "trap 'exit 7' TERM; sleep 600 & wait"]);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { beforeAll } from "vitest";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The built CLI entry; tests run it with the same node as the test runner. */
@@ -70,4 +71,15 @@ export const nodeName = hostname().split(".")[0] ?? "localhost";
 /** srun's per-task failure line that `jobrt run` prints after the step (docs/cli.md, "Failure lines"). */
 export function failureLine(tasks: string, what: string, node = nodeName): string {
   return `jobrt: error: ${node}: ${tasks}: ${what}\n`;
+}
+
+/**
+ * A describe block's prerequisites: a missing one fails every test of the block with a line naming
+ * it. Tests never skip for a missing tool: scripts/system-deps.sh installs what they need.
+ */
+export function requires(what: Record<string, boolean>): void {
+  beforeAll(() => {
+    const missing = Object.entries(what).filter(([, ok]) => !ok).map(([name]) => name);
+    if (missing.length > 0) throw new Error(`missing prerequisite: ${missing.join(", ")} (scripts/system-deps.sh and a build provide them; tests never skip)`);
+  });
 }
