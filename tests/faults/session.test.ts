@@ -330,6 +330,28 @@ describe("task exit status", () => {
     await expectNoLeaks(s);
   });
 
+  it("the task forker outlives the signals Slurm sends every process of a step (scancel, time limit), and hands its tasks default dispositions", async () => {
+    const s = faultSite();
+    const dir = tempDir();
+    // The task reports its ignored-signal mask, then waits for the file the test writes.
+    const script = `grep SigIgn /proc/self/status; while [ ! -e ${dir}/go ]; do sleep 0.05; done`;
+    const { out, exit } = start(s, ["run", "--json", "--runtime", "none", "sh", "-c", script]);
+    const taskPid = (await eventOf(out, "task-start")).pid as number;
+    const forker = Number(readFileSync(`/proc/${taskPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
+    expect(readFileSync(`/proc/${forker}/cmdline`, "utf8").split("\0")[0]).toBe("jobrt-task-forker");
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"] as const) process.kill(forker, signal);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(alive(forker)).toBe(true);
+    writeFileSync(join(dir, "go"), "");
+    expect(await exit).toBe(0);
+    // The line arrives inside a --json output event, its tab escaped.
+    const mask = /SigIgn:(?:\\t|\s)+([0-9a-f]+)/.exec(out())?.[1];
+    expect(mask).toBeDefined();
+    // SIGHUP INT QUIT USR1 USR2 ALRM TERM: none ignored by the task (an ignored one would survive exec).
+    for (const n of [1, 2, 3, 10, 12, 14, 15]) expect((BigInt(`0x${mask}`) >> BigInt(n - 1)) & 1n, `signal ${n}`).toBe(0n);
+    await expectNoLeaks(s);
+  });
+
   it("too few descriptors to hand every task's pipes to the forker at once (ulimit -n 1024, 300 tasks, -l): Node starts them, one warning", async () => {
     const s = faultSite();
     const r = await runProgram(["sh", "-c", 'ulimit -n 1024 && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "-n", "300", "-l", "--runtime", "none", "sh", "-c", "echo $SLURM_PROCID"], { env: { ...process.env, ...s.env }, timeoutMs: 120_000 });

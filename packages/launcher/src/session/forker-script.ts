@@ -14,6 +14,10 @@
 export const FORKER_SCRIPT = String.raw`
 my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID) = map { 0 + $_ } @ARGV;
 my $PIDFD_OPEN = 434;
+# Slurm signals every process of a step (scancel, the time limit, srun's Ctrl-C): the forker must
+# live until jobrt closes fd 3. Caught, not ignored: a caught signal is reset to its default at
+# exec, an ignored one would be inherited by every task.
+$SIG{$_} = sub {} for qw(HUP INT QUIT USR1 USR2 ALRM TERM);
 opendir(my $dh, "/proc/self/fd") or die "jobrt task forker: /proc/self/fd: $!\n";
 my @inherited = grep { /^\d+$/ && $_ > 2 } readdir($dh);
 closedir($dh);
