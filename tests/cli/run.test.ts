@@ -52,10 +52,14 @@ describe("jobrt run: tasks and environment", () => {
     const done = join(s.dir, "done");
     const step = async () => (await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })).stdout.trim();
     const long = jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", `echo $SLURM_STEP_ID; while [ ! -e ${done} ]; do sleep 0.05; done`], { env: s.env });
-    await waitUntil(() => existsSync(join(s.spool, "jobs/12/step-0")));
-    expect(await step()).toBe("1");
-    expect(await step()).toBe("2");
-    writeFileSync(done, "");
+    try {
+      await waitUntil(() => existsSync(join(s.spool, "jobs/12/step-0")));
+      expect(await step()).toBe("1");
+      expect(await step()).toBe("2");
+    } finally {
+      // Ends the long step also when an expectation failed: nothing of this test outlives it.
+      writeFileSync(done, "");
+    }
     expect((await long).stdout).toBe("0\n");
     // The job ended with its last step: nothing of it stays, and the id starts a new job.
     expect(spoolLeftovers(s.spool)).toEqual([]);
