@@ -11,7 +11,7 @@ import { findProgram } from "../src/conf.js";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, runcIds, writeConf } from "./fixtures.js";
-import { makeNode, makeStep, runStep, tempDir, uniqueJobId } from "./host.js";
+import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 
 /** The plugin driven as the host drives it (API 2 contexts, setup's state handed on). */
 const host = pluginHost(plugin);
@@ -20,15 +20,7 @@ const RUNC = "runc --root /run/runc";
 const ID = "%n.%u.%j.%s.%t";
 
 describe("create/start fast path with real runc", () => {
-  const jobs: number[] = [];
-  const job = () => {
-    const j = uniqueJobId();
-    jobs.push(j);
-    return j;
-  };
-  afterAll(() => {
-    expect(runcIds().filter((id) => jobs.some((j) => id.includes(`.${j}.`)))).toEqual([]);
-  });
+  const job = trackedJobs();
 
   test("prerequisites: runc, root and perl are here (these tests never skip)", () => {
     expect(haveRunc).toBe(true);

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
 import { type ProcessTracker, type TaskProcess, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 import { pluginHost } from "@jobrt/testkit";
+import { afterAll, expect } from "vitest";
+import { runcIds } from "./fixtures.js";
 
 export interface HostOptions {
   confDir: string;
@@ -182,4 +184,20 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
     }
   }
   return result;
+}
+
+/**
+ * Job ids for one describe block; after the block, none of their containers may remain in runc's
+ * machine-wide state.
+ */
+export function trackedJobs(): () => number {
+  const jobs: number[] = [];
+  afterAll(() => {
+    expect(runcIds().filter((id) => jobs.some((j) => id.includes(`.${j}.`)))).toEqual([]);
+  });
+  return () => {
+    const j = uniqueJobId();
+    jobs.push(j);
+    return j;
+  };
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, openUp, processesWith, runModeConf, runcIds, writeConf } from "./fixtures.js";
-import { makeNode, makeStep, runStep, tempDir, uniqueJobId } from "./host.js";
+import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 
 const host = pluginHost(plugin);
 
@@ -23,17 +23,7 @@ describe("with real runc", () => {
     expect(isRoot, "these tests run as root").toBe(true);
   });
   const bundle = makeBundle(join(tempDir(), "bundle"));
-  const jobs: number[] = [];
-  const job = () => {
-    const j = uniqueJobId();
-    jobs.push(j);
-    return j;
-  };
-  afterAll(() => {
-    // Nothing of ours may stay in runc's machine-wide state.
-    const left = runcIds().filter((id) => jobs.some((j) => id.includes(`.${j}.`)));
-    expect(left).toEqual([]);
-  });
+  const job = trackedJobs();
 
   for (const [name, conf] of modes) {
     describe(name, () => {
