@@ -20,6 +20,8 @@ async function waitFor(check: () => boolean, what: string, ms = 10_000): Promise
 }
 
 const alive = (pid: number) => {
+  // kill(0) and kill(-1) would test the test's own group and every process: never a task's pid.
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`not a task pid: ${pid}`);
   try {
     process.kill(pid, 0);
     return true;
@@ -48,9 +50,17 @@ async function startStep(s: ReturnType<typeof site>, n: number) {
     env: s.env,
     stdio: "ignore",
   });
-  await waitFor(() => readdirSync(marker).length === n, "tasks to start");
-  const pids = readdirSync(marker).map((f) => Number(readFileSync(join(marker, f), "utf8")));
-  return { child, pids };
+  return { child, pids: await markedPids(marker, n) };
+}
+
+/**
+ * The pids that `n` tasks wrote with `echo $$ > marker/<name>`: the shell creates the file before
+ * it writes, so a file counts only once its line is complete.
+ */
+async function markedPids(marker: string, n: number): Promise<number[]> {
+  const complete = () => readdirSync(marker).filter((f) => readFileSync(join(marker, f), "utf8").endsWith("\n"));
+  await waitFor(() => complete().length === n, "tasks to start");
+  return complete().map((f) => Number(readFileSync(join(marker, f), "utf8")));
 }
 
 describe("crash recovery: jobrt gc", () => {
@@ -141,8 +151,7 @@ describe("crash recovery: jobrt gc", () => {
       env: { ...s.env, ...slurm },
       stdio: "ignore",
     });
-    await waitFor(() => readdirSync(marker).length === 1, "the task to start");
-    const pid = Number(readFileSync(join(marker, "pid"), "utf8"));
+    const [pid] = (await markedPids(marker, 1)) as [number];
     expect(steps(s.spool)).toEqual([`4242/exec-1.3.${child.pid}`]);
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
@@ -191,8 +200,7 @@ async function startExecTask(s: ReturnType<typeof site>, jobId: number, user?: {
     stdio: "ignore",
     ...(user ?? {}),
   });
-  await waitFor(() => existsSync(join(marker, "pid")) && readFileSync(join(marker, "pid"), "utf8").endsWith("\n"), "the task to start");
-  const pid = Number(readFileSync(join(marker, "pid"), "utf8"));
+  const [pid] = (await markedPids(marker, 1)) as [number];
   // The task runs; its pid reaches the record right after (one write per burst of starts).
   await waitFor(() => steps(s.spool, journal).some((p) => p.startsWith(`${jobId}/`) && existsSync(join(s.spool, journal, p, "pids"))), "the task's record");
   return { child, pid };
