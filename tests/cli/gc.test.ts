@@ -108,7 +108,8 @@ describe("crash recovery: jobrt gc", () => {
     const s = site();
     const dead = await startStep(s, 1);
     const stepDir = join(s.spool, "jobs", steps(s.spool)[0]!);
-    await waitFor(() => existsSync(join(stepDir, "step.json")) && existsSync(join(stepDir, "pids")), "the step's record");
+    const pids = join(stepDir, "pids");
+    await waitFor(() => existsSync(join(stepDir, "step.json")) && existsSync(pids) && readFileSync(pids, "utf8").startsWith(`${dead.pids[0]} `), "the step's record");
     dead.child.kill("SIGKILL");
     await new Promise((r) => dead.child.once("exit", r));
     const record = JSON.parse(readFileSync(join(stepDir, "step.json"), "utf8")) as Record<string, unknown>;
@@ -201,8 +202,10 @@ async function startExecTask(s: ReturnType<typeof site>, jobId: number, user?: {
     ...(user ?? {}),
   });
   const [pid] = (await markedPids(marker, 1)) as [number];
-  // The task runs; its pid reaches the record right after (one write per burst of starts).
-  await waitFor(() => steps(s.spool, journal).some((p) => p.startsWith(`${jobId}/`) && existsSync(join(s.spool, journal, p, "pids"))), "the task's record");
+  // The task runs; its pid reaches the record right after (one write per burst of starts, into a
+  // file that exists a moment before the write: wait for the line itself).
+  const recorded = (p: string) => readFileSync(join(s.spool, journal, p, "pids"), "utf8").startsWith(`${pid} `);
+  await waitFor(() => steps(s.spool, journal).some((p) => p.startsWith(`${jobId}/`) && existsSync(join(s.spool, journal, p, "pids")) && recorded(p)), "the task's record");
   return { child, pid };
 }
 
