@@ -1,0 +1,112 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ExecSpec, NOT_SUPPORTED, type RuntimePlugin, definePlugin } from "@jobrt/core";
+import bwrap from "../../src/index.js";
+import type { SandboxState } from "../../src/sandbox.js";
+
+/** One deliberate flaw each: the kinds of mistakes a wrapper runtime makes (issue 14's list). */
+export type Flaw =
+  | "tmp-leak"
+  | "slurm-env-only"
+  | "module-state"
+  | "wipes-spool"
+  | "setup-helper"
+  | "outlives-sigterm"
+  | "ignores-cwd"
+  | "missing-to-1"
+  | "sigterm-cut-short";
+
+/** Pids of the helpers "setup-helper" leaves running: the suite kills them when it ends. */
+export const strayHelpers: number[] = [];
+
+/** Marks the sandboxes "outlives-sigterm" orphans, so the suite can find and end exactly those. */
+export const ORPHAN_MARK = `jobrt-bwrap-flaw-${process.pid}-${Date.now()}`;
+
+// Only the "module-state" flaw uses it: per-step state in module scope, the API 1 habit.
+let lastState: SandboxState | undefined;
+
+type Spec = ExecSpec;
+
+/** The argv without the forwarder: bwrap itself, as a naive wrapper would start it. */
+function bareBwrap(spec: Spec): string[] {
+  return spec.argv.slice(2);
+}
+
+function edit(flaw: Flaw, spec: Spec, state: SandboxState): Spec {
+  switch (flaw) {
+    case "slurm-env-only":
+      return { ...spec, env: Object.fromEntries(Object.entries(spec.env).filter(([k]) => k.startsWith("SLURM_"))) };
+    case "ignores-cwd": {
+      const argv = [...spec.argv];
+      argv[argv.indexOf("--chdir") + 1] = "/";
+      return { ...spec, argv };
+    }
+    case "missing-to-1": {
+      const argv = [...spec.argv];
+      argv.splice(argv.indexOf(state.envShim), 2);
+      return { ...spec, argv };
+    }
+    case "sigterm-cut-short": {
+      // bwrap started directly and signalled with its whole group: it dies at once and takes the
+      // sandbox with it (--die-with-parent), the task's handler cut short.
+      const { signals: _, ...rest } = spec;
+      return { ...rest, argv: bareBwrap(spec) };
+    }
+    case "outlives-sigterm": {
+      // "leader" without a forwarder and without --die-with-parent: bwrap dies, its sandbox (its
+      // own session) runs on.
+      const argv = bareBwrap(spec).filter((a) => a !== "--die-with-parent");
+      argv.splice(1, 0, "--setenv", "JOBRT_BWRAP_FLAW_MARK", ORPHAN_MARK);
+      return { ...spec, argv };
+    }
+    default:
+      return spec;
+  }
+}
+
+/** The real bwrap runtime with one flaw. */
+export function flawedBwrap(flaw: Flaw): RuntimePlugin<SandboxState> {
+  const real = bwrap;
+  return definePlugin<SandboxState>(real.meta, {
+    init: (ctx) => real.init(ctx),
+    fini: () => real.fini(),
+    validate: (ctx) => real.validate?.(ctx),
+    taskInit: (ctx) => real.taskInit(ctx),
+    async setup(ctx) {
+      const state = (await real.setup(ctx)) as SandboxState;
+      if (flaw === "tmp-leak") mkdtempSync(join(tmpdir(), `bwrap-${ctx.step.jobId}-`));
+      if (flaw === "module-state") lastState = state;
+      if (flaw === "setup-helper") {
+        const helper = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+        helper.unref();
+        if (helper.pid) strayHelpers.push(helper.pid);
+      }
+      return state;
+    },
+    async run(ctx) {
+      const state = flaw === "module-state" ? lastState : ctx.state;
+      const spec = await real.run({ ...ctx, state });
+      if (spec === NOT_SUPPORTED || !state) return spec;
+      return edit(flaw, spec, state);
+    },
+    async cleanup(ctx) {
+      await real.cleanup(ctx);
+      if (flaw === "wipes-spool") {
+        for (const name of readdirSync(ctx.node.spoolDir)) rmSync(join(ctx.node.spoolDir, name), { recursive: true, force: true });
+      }
+    },
+  });
+}
+
+/** Ends the sandboxes "outlives-sigterm" orphaned: only processes carrying this run's mark. */
+export function killOrphans(): void {
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(ORPHAN_MARK)) process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+}

@@ -1,0 +1,6 @@
+import { defineProject } from "vitest/config";
+
+// Real bwrap launches, slow to start on a loaded machine: one file at a time.
+export default defineProject({
+  test: { name: "runtime-bwrap", include: ["test/**/*.test.ts"], fileParallelism: false, testTimeout: 60_000, hookTimeout: 120_000 },
+});
