@@ -82,12 +82,16 @@ export function registerLaunchChecks(kit: StepKit): void {
     // The handler takes a while (sleep 1) and prints only at its end, so a wrapper that kills the
     // task when it gets the signal itself is caught. Under a runtime's pid 1 the foreground sleep
     // delays the handler by at most a second.
-    const script = "trap 'sleep 1; echo jobrt-testkit-handled; exit 0' TERM; echo jobrt-testkit-ready; while :; do sleep 1; done";
+    // Its first line tells a signal that never reached the task from a handler cut short.
+    const script = "trap 'echo jobrt-testkit-got-term; sleep 1; echo jobrt-testkit-handled; exit 0' TERM; echo jobrt-testkit-ready; while :; do sleep 1; done";
     const s = kit.step({ tasks: 1, argv: ["sh", "-c", script] });
     const [r] = await fullStep(kit, n, s, { stop: { after: "jobrt-testkit-ready", killWaitMs: n.killWait * 1000 } });
     if (!r?.stdout.includes("jobrt-testkit-ready")) fail(`the task never started its SIGTERM test (${shown(r)})`);
     if (!r.stdout.includes("jobrt-testkit-handled")) {
-      fail(`the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal (${JSON.stringify(r.argv)}: ${shown(r)})`);
+      const why = r.stdout.includes("jobrt-testkit-got-term")
+        ? "it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals \"leader\")"
+        : "it never started: the stop signal did not reach the task (a wrapper that forwards no signal, or a task outside the process group the host signals: see ExecSpec.signals)";
+      fail(`the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal: ${why} (${JSON.stringify(r.argv)}: ${shown(r)})`);
     }
   });
   kit.check("launch.missing-command", async () => {
