@@ -8,7 +8,9 @@
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
+import { NOT_SUPPORTED } from "@jobrt/core";
 import plugin from "../src/index.js";
+import { GUARD_PROGRAM } from "../src/missingguard.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, runModeConf, writeConf } from "./fixtures.js";
 import { type HostOptions, type TaskOutcome, runStep, tempDir, trackedJobs } from "./host.js";
 
@@ -127,6 +129,26 @@ describe("a command missing in the container", () => {
         expect(status(deepEtc)).toEqual({ code: 126, signal: null });
         expect(status(rootEtc)).toEqual({ code: 126, signal: null });
       });
+
+      // create/start looks only after RunTimeCreate failed, so only run mode has a look before the exec.
+      if (mode !== "create/start mode") {
+        test("a command that appears between the host's look and the exec keeps its own status: the guard looks again", async () => {
+          const tools = tempDir();
+          chmodSync(tools, 0o755);
+          let argv: string[] = [];
+          const late = await run(["/jobrt-late/latetool"], {
+            container: { value: bundle, volumes: [`${tools}:/jobrt-late`] },
+            beforeSpawn: (spec) => {
+              argv = spec === NOT_SUPPORTED ? [] : spec.argv;
+              writeFileSync(join(tools, "latetool"), EXITS_ONE, { mode: 0o755 });
+            },
+          });
+          expect(status(late)).toEqual({ code: 1, signal: null });
+          expect(late.stdout).toBe("ran:/jobrt-late/latetool\n");
+          // The runtime ran under the guard, which looked again.
+          expect(argv).toContain(GUARD_PROGRAM);
+        });
+      }
 
       test("PATH is the container's (config.json's wins over the job's): a tool there runs and keeps 1, one only the job's PATH names is 127", async () => {
         const env = { PATH: "/jobrt-hidden:/usr/bin:/bin" };
