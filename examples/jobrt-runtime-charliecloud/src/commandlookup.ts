@@ -35,6 +35,9 @@ export type Lookup =
 
 type Entry = { kind: "file"; mode: number } | { kind: "dir" } | { kind: "other" } | { kind: "missing" } | { kind: "unknown"; why: string };
 
+/** What one lookup has seen, by host path: the walks share most of their prefixes. */
+type Memo = Map<string, Stats | "missing" | "unknown">;
+
 /** The most symlinks one lookup follows (Linux's own limit for a path walk is 40). */
 const MAX_LINKS = 40;
 
@@ -55,16 +58,22 @@ function hostPath(view: ContainerView, comps: string[]): string | undefined {
 }
 
 /** lstat, except at a mount destination: a bind's source was resolved on the host when it was mounted. */
-function inspect(view: ContainerView, comps: string[]): Stats | "missing" | "unknown" {
+function inspect(view: ContainerView, comps: string[], memo: Memo): Stats | "missing" | "unknown" {
   const host = hostPath(view, comps);
   if (host === undefined) return "unknown";
   const atMount = view.mounts.some((m) => m.destination === `/${comps.join("/")}`);
-  try {
-    return atMount ? statSync(host) : lstatSync(host);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code === "ENOENT" || code === "ENOTDIR" ? "missing" : "unknown";
+  const key = `${atMount ? "stat" : "lstat"}:${host}`;
+  let seen = memo.get(key);
+  if (seen === undefined) {
+    try {
+      // No exception for ENOENT: a PATH search is mostly misses, and throwing costs more than the stat.
+      seen = (atMount ? statSync(host, { throwIfNoEntry: false }) : lstatSync(host, { throwIfNoEntry: false })) ?? "missing";
+    } catch (error) {
+      seen = (error as NodeJS.ErrnoException).code === "ENOTDIR" ? "missing" : "unknown";
+    }
+    memo.set(key, seen);
   }
+  return seen;
 }
 
 /** A walk that ran into a missing (or non-directory) component; a `..` after it could lead anywhere. */
@@ -78,7 +87,7 @@ function missingTail(comps: string[], rest: string[]): { comps: string[]; entry:
  * canonical components walked and what is at the end; a missing tail is appended as written (how
  * a runtime creates a mount destination that does not exist yet).
  */
-function walk(view: ContainerView, path: string): { comps: string[]; entry: Entry } {
+function walk(view: ContainerView, path: string, memo: Memo): { comps: string[]; entry: Entry } {
   const queue = split(path);
   const comps: string[] = [];
   let links = 0;
@@ -89,7 +98,7 @@ function walk(view: ContainerView, path: string): { comps: string[]; entry: Entr
       continue;
     }
     const next = [...comps, name];
-    const st = inspect(view, next);
+    const st = inspect(view, next, memo);
     if (st === "unknown") return { comps: next, entry: { kind: "unknown", why: `cannot see /${next.join("/")} from the host` } };
     if (st === "missing") return missingTail(next, queue);
     if (st.isSymbolicLink()) {
@@ -118,11 +127,11 @@ function walk(view: ContainerView, path: string): { comps: string[]; entry: Entr
  * The view with every mount destination resolved as the runtime resolves it (inside the rootfs,
  * through the mounts made before it), or why it cannot be.
  */
-export function canonicalView(view: ContainerView): ContainerView | string {
+function canonicalView(view: ContainerView, memo: Memo): ContainerView | string {
   const mounts: ViewMount[] = [];
   for (const m of view.mounts) {
     if (!isAbsolute(m.destination)) return `mount destination ${JSON.stringify(m.destination)} is not absolute`;
-    const { comps, entry } = walk({ root: view.root, mounts }, m.destination);
+    const { comps, entry } = walk({ root: view.root, mounts }, m.destination, memo);
     if (entry.kind !== "unknown") {
       mounts.push({ ...m, destination: `/${comps.join("/")}` });
       continue;
@@ -137,8 +146,8 @@ export function canonicalView(view: ContainerView): ContainerView | string {
 }
 
 /** One candidate path: executable (any x bit, as the runtime's PATH search takes it), not, or absent. */
-function candidate(view: ContainerView, path: string): Lookup {
-  const { entry } = walk(view, path);
+function candidate(view: ContainerView, path: string, memo: Memo): Lookup {
+  const { entry } = walk(view, path, memo);
   switch (entry.kind) {
     case "file":
       return (entry.mode & 0o111) !== 0 ? { kind: "found", path } : { kind: "not-executable", path };
@@ -154,15 +163,18 @@ function candidate(view: ContainerView, path: string): Lookup {
 }
 
 /**
- * Looks `command` up in `view` (already canonical): a name with a slash is taken as a path (from
- * `cwd` when relative), a bare name is searched in `pathVariable` as execvp does, a dir or
- * non-executable file found on the way only remembered (126 when nothing better follows).
+ * Looks `command` up in `view`: a name with a slash is taken as a path (from `cwd` when
+ * relative), a bare name is searched in `pathVariable` as execvp does, a dir or non-executable
+ * file found on the way only remembered (126 when nothing better follows).
  */
-export function lookupCommand(view: ContainerView, command: string, pathVariable: string | undefined, cwd: string): Lookup {
+export function lookupCommand(written: ContainerView, command: string, pathVariable: string | undefined, cwd: string): Lookup {
   if (command === "") return { kind: "unknown", why: "empty command" };
+  const memo: Memo = new Map();
+  const view = canonicalView(written, memo);
+  if (typeof view === "string") return { kind: "unknown", why: view };
   if (command.includes("/")) {
     if (!isAbsolute(command) && !isAbsolute(cwd)) return { kind: "unknown", why: "relative command without an absolute cwd" };
-    return candidate(view, posix.resolve(cwd, command));
+    return candidate(view, posix.resolve(cwd, command), memo);
   }
   if (pathVariable === undefined) return { kind: "unknown", why: "the container has no PATH" };
   let denied: Lookup | undefined;
@@ -172,7 +184,7 @@ export function lookupCommand(view: ContainerView, command: string, pathVariable
       unknown ??= { kind: "unknown", why: `PATH entry ${JSON.stringify(dir)} is not absolute` };
       continue;
     }
-    const r = candidate(view, posix.join(dir, command));
+    const r = candidate(view, posix.join(dir, command), memo);
     if (r.kind === "found") return r;
     if (r.kind === "not-executable") denied ??= r;
     if (r.kind === "unknown") unknown ??= r;

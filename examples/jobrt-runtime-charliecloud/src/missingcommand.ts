@@ -6,7 +6,7 @@
  * looked up from the host in the container's view (commandlookup.ts), and only a certain answer
  * changes the status (README, Missing command).
  */
-import { type ContainerView, type Lookup, canonicalView, lookupCommand } from "./commandlookup.js";
+import { type ContainerView, type Lookup, lookupCommand } from "./commandlookup.js";
 
 /** What the guard needs to look the command up again: plain JSON. */
 export interface LookupSpec {
@@ -55,9 +55,7 @@ export function lookupSpec(request: ViewRequest, env: Record<string, string>, co
 
 /** Looks the command up; a relative one with a slash depends on ch-run's cwd and is unknown. */
 export function lookup(spec: LookupSpec): Lookup {
-  const view = canonicalView(spec.view);
-  if (typeof view === "string") return { kind: "unknown", why: view };
-  return lookupCommand(view, spec.command, spec.path, "");
+  return lookupCommand(spec.view, spec.command, spec.path, "");
 }
 
 /** The status and message for a lookup, or undefined when the command may exist. */

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ContainerView, type Lookup, canonicalView, lookupCommand } from "./commandlookup.js";
+import { type ContainerView, type Lookup, lookupCommand } from "./commandlookup.js";
 
 /** The status a missing (127) or non-executable (126) command stands for. */
 export interface MissingCommand {
@@ -53,9 +53,7 @@ function viewOf(config: Json): { view: ContainerView; command: string; path: str
 export function lookupInConfig(config: Json): Lookup {
   const v = viewOf(config);
   if (typeof v === "string") return { kind: "unknown", why: v };
-  const view = canonicalView(v.view);
-  if (typeof view === "string") return { kind: "unknown", why: view };
-  return lookupCommand(view, v.command, v.path, v.cwd);
+  return lookupCommand(v.view, v.command, v.path, v.cwd);
 }
 
 /** The missing-command status for a lookup, or undefined when the command may exist. */
