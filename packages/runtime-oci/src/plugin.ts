@@ -395,7 +395,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
     if (!missing) return spec;
     // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
     node.log("verbose", `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`);
-    return { ...spec, argv: [process.execPath, GUARD_PROGRAM, taskDir, ...spec.argv] };
+    return { ...spec, argv: [process.execPath, GUARD_PROGRAM, taskDir, spec.signals ?? "group", ...spec.argv] };
   }
   if (step.pty) {
     throw requestError(`--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`, "--pty");
