@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, test } from "vitest";
 import { NOT_SUPPORTED } from "@jobrt/core";
 import plugin from "../src/index.js";
 import { GUARD_PROGRAM } from "../src/missingguard.js";
-import { createStartConf, haveRunc, isRoot, makeBundle, runModeConf, writeConf } from "./fixtures.js";
+import { createStartConf, haveRunc, isRoot, makeBundle, openUp, runModeConf, writeConf } from "./fixtures.js";
 import { type HostOptions, type TaskOutcome, runStep, tempDir, trackedJobs } from "./host.js";
 
 const modes = [
@@ -65,6 +65,26 @@ describe("a command missing in the container", () => {
   });
   plant(join(pathBundle, "rootfs"));
   const job = trackedJobs();
+
+  test("as job user nobody (rootless runc, run and create/start): 127 for a missing command, an existing one keeps its 3", async () => {
+    const base = openUp(tempDir());
+    const b = makeBundle(join(base, "rootless"), (c) => {
+      c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+      c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+    }, true);
+    const R = "runc --rootless=true --root %m/runc";
+    const ID = "%n.%U.%j.%s.%t";
+    const createStart = `RunTimeQuery="${R} state ${ID}"\nRunTimeCreate="${R} create ${ID} -b %b"\nRunTimeStart="${R} start ${ID}"\nRunTimeKill="${R} kill ${ID}"\nRunTimeDelete="${R} delete --force ${ID}"\n`;
+    const nobody = { uid: 65534, gid: 65534, user: "nobody", container: { value: b } };
+    const run = async (confDir: string, argv: string[]) => {
+      const r = await runStep(plugin, { confDir, spoolDir: openUp(tempDir()), jobId: job(), argv, ...nobody });
+      expect(r.setupError).toBeUndefined();
+      return r.tasks[0] as TaskOutcome;
+    };
+    const confs = [tempDir(), writeConf(tempDir(), createStart)];
+    const results = await Promise.all(confs.flatMap((c) => [run(c, ["jobrt-no-such-command"]), run(c, ["sh", "-c", "exit 3"])]));
+    expect(results.map((t) => t.code)).toEqual([127, 3, 127, 3]);
+  });
 
   for (const [mode, confDir] of modes) {
     describe(mode, () => {
