@@ -55,7 +55,12 @@ export function lookupSpec(request: ViewRequest, env: Record<string, string>, co
 
 /** Looks the command up; a relative one with a slash depends on ch-run's cwd and is unknown. */
 export function lookup(spec: LookupSpec): Lookup {
-  return lookupCommand(spec.view, spec.command, spec.path, "");
+  try {
+    return lookupCommand(spec.view, spec.command, spec.path, "");
+  } catch (error) {
+    // Whatever went wrong, the task starts as it would have: no answer is "unknown".
+    return { kind: "unknown", why: (error as Error).message };
+  }
 }
 
 /** The status and message for a lookup, or undefined when the command may exist. */

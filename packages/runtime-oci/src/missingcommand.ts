@@ -53,7 +53,12 @@ function viewOf(config: Json): { view: ContainerView; command: string; path: str
 export function lookupInConfig(config: Json): Lookup {
   const v = viewOf(config);
   if (typeof v === "string") return { kind: "unknown", why: v };
-  return lookupCommand(v.view, v.command, v.path, v.cwd);
+  try {
+    return lookupCommand(v.view, v.command, v.path, v.cwd);
+  } catch (error) {
+    // Whatever went wrong, the task starts as it would have: no answer is "unknown".
+    return { kind: "unknown", why: (error as Error).message };
+  }
 }
 
 /** The missing-command status for a lookup, or undefined when the command may exist. */
