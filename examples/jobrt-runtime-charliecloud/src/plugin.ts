@@ -15,6 +15,8 @@ import {
 import { findChRun } from "./chrun.js";
 import { loadConf } from "./conf.js";
 import { formatEnvFile } from "./envfile.js";
+import { GUARD_PROGRAM } from "./guard.js";
+import { lookup, lookupSpec, missingStatus } from "./missingcommand.js";
 import { type ChRunRequest, parseRequest } from "./request.js";
 
 interface StepState {
@@ -88,6 +90,19 @@ function chRunArgv(state: StepState, task: TaskRecord, envFile: string | undefin
   return argv;
 }
 
+/**
+ * ch-run exits 1 for a command it cannot exec: when the host finds the command missing in the
+ * image, ch-run runs under the guard, which turns that failure into 127/126 (guard.ts).
+ */
+function guarded(node: NodeConf, task: TaskRecord, spec: ExecSpec, request: ChRunRequest): ExecSpec {
+  const command = task.argv[0] ?? "";
+  const look = lookupSpec(request, spec.env, command);
+  const missing = typeof look === "string" ? undefined : missingStatus(lookup(look), command);
+  if (typeof look === "string" || !missing) return spec;
+  node.log("verbose", `${missing.message}: ch-run runs under the missing-command guard`);
+  return { ...spec, argv: [process.execPath, GUARD_PROGRAM, JSON.stringify(look), ...spec.argv] };
+}
+
 /** Setup's step state: the host journals it and hands it to every later hook of the step. */
 const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
   {
@@ -135,7 +150,7 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
       const envFile = state.dir ? taskEnvPath(state.dir, task) : undefined;
       const spec: ExecSpec = { argv: chRunArgv(state, task, envFile), env: chRunEnv(step, task, state.request), cwd: step.cwd };
       node.log("debug", `charliecloud: task ${task.globalId}: ${JSON.stringify(spec.argv)}`);
-      return spec;
+      return guarded(node, task, spec, state.request);
     },
 
     cleanup({ node, step }) {

@@ -31,16 +31,10 @@ const invalid: InvalidCase[] = [
 // in / where ch-run starts (README, --container-workdir); the testkit's cwd is a host temp dir.
 const launch = { cwd: (step: StepRecord) => (existsSync(join(image, step.cwd)) ? step.cwd : "/") };
 
-// The testkit catches it; this example does not pass it yet (its README, "Known defect").
-const skip = {
-  "launch.missing-command": "KNOWN DEFECT, open in issue 14 (README, Known defect): ch-run reports a command missing in the image as exit 1 (\"can't execve\"), not 127",
-};
-
 // The image and binds as most jobs use them: host env passes through ch-run into the container.
 describeRuntimeConformance(() => import("../src/index.js"), {
   type: "runtime/charliecloud",
   capabilities: { runs: "exec-spec", container: "required" },
-  skip,
   container: () => ({ value: image, volumes: [`${dirname(image)}:/mnt`] }),
   invalid,
   launch,
@@ -51,7 +45,6 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   title: "runtime conformance: charliecloud with clearenv and env files",
   type: "runtime/charliecloud",
   capabilities: { runs: "exec-spec", container: "required" },
-  skip,
   container: () => ({ value: image, clearEnv: true, env: ["GREETING=hello world"], workdir: "/work" }),
 });
 
@@ -62,7 +55,6 @@ if (process.getuid?.() === 0) {
     title: "runtime conformance: charliecloud for job user nobody",
     type: "runtime/charliecloud",
     capabilities: { runs: "exec-spec", container: "required" },
-  skip,
     user: { uid: 65534, gid: 65534, name: "nobody", home: "/nonexistent" },
     container: () => ({ value: image, env: ["GREETING=hello"], clearEnv: true }),
     launch,

@@ -37,6 +37,8 @@ import {
   setupImage,
   validateImage,
 } from "./image/request.js";
+import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
+import { GUARD_PROGRAM } from "./missingguard.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -349,6 +351,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
   const { values, runtimeEnv } = commandContext(st, task, taskDir);
   const ts: TaskState = { task, taskDir, values, runtimeEnv };
   const ops: FsOp[] = [];
+  let missing: MissingCommand | undefined;
   if (st.bundleConfig) {
     // One warning per step record: its first task's.
     const destination = spoolMountDestination(node, st, values, task.localId === step.tasks[0]?.localId);
@@ -363,6 +366,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
       ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
     });
     ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
+    if (conf.mode === "run") missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
   }
   if (conf.createEnvFile !== "disabled") {
     const file = formatEnvFile(env, conf.createEnvFile);
@@ -377,15 +381,21 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
     }
   });
 
-  if (conf.mode === "run" && conf.runArgv) {
-    const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
-    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
-    return { argv, env: runtimeEnv, cwd: step.cwd };
-  }
   if (conf.mode === "run") {
-    const command = expandCommand(st, "RunTimeRun", values);
-    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
-    return { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
+    let spec: ExecSpec;
+    if (conf.runArgv) {
+      const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+      node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
+      spec = { argv, env: runtimeEnv, cwd: step.cwd };
+    } else {
+      const command = expandCommand(st, "RunTimeRun", values);
+      node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
+      spec = { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
+    }
+    if (!missing) return spec;
+    // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
+    node.log("verbose", `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`);
+    return { ...spec, argv: [process.execPath, GUARD_PROGRAM, taskDir, spec.signals ?? "group", ...spec.argv] };
   }
   if (step.pty) {
     throw requestError(`--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`, "--pty");

@@ -19,6 +19,7 @@ import { constants } from "node:os";
 import { CommandError, type CommandResult, describeResult, parseState, runCommand, timedOutMessage } from "./command.js";
 import { type Resume, parseResume } from "./fastpath.js";
 import { writeAtomic } from "./fsops.js";
+import { missingCommandIn } from "./missingcommand.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { decodeWaitStatus, procStat } from "./proc.js";
 import { teardown } from "./teardown.js";
@@ -181,7 +182,15 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
   } catch (error) {
     return fail((error as Error).message);
   }
-  if (created.code !== 0) return fail(`RunTimeCreate ${describeResult(created)}: ${expand("RunTimeCreate")}`);
+  if (created.code !== 0) {
+    // runc create looks the command up before the task exists, and fails for a missing one.
+    const missing = created.code !== undefined && !signalled && spec.taskDir ? missingCommandIn(spec.taskDir) : undefined;
+    if (missing) {
+      say(missing.message);
+      return finish({ code: missing.status });
+    }
+    return fail(`RunTimeCreate ${describeResult(created)}: ${expand("RunTimeCreate")}`);
+  }
   if (resume?.query === "timeout") return fail(timedOutMessage("RunTimeQuery", spec.timeouts.query, expand("RunTimeQuery")));
 
   // 2. wait for "created" (tight, bounded back-off instead of Slurm's 0.5 s budget).

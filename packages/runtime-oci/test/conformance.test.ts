@@ -21,10 +21,6 @@ beforeAll(() => {
 const bundleCwd = (): string => (JSON.parse(readFileSync(join(bundle, "config.json"), "utf8")) as { process: { cwd: string } }).process.cwd;
 const launch = { cwd: bundleCwd };
 
-// The testkit catches it; runtime-oci does not pass it yet (docs/reliability.md, Known gaps 5).
-const KNOWN_DEFECT =
-  "KNOWN DEFECT, open in issue 14 (docs/reliability.md, Known gaps 5): runc reports a command missing in the container as exit 1 (run mode) or 125 (create/start), not 127";
-
 describeRuntimeConformance(() => import("../src/index.js"), {
   title: "runtime conformance: oci, embedded runc run mode",
   type: "runtime/oci",
@@ -35,7 +31,6 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   launch,
   skip: {
     "execspec.task-argv": "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec runs `runc run` on that bundle",
-    "launch.missing-command": KNOWN_DEFECT,
   },
   invalid: [
     { title: "missing bundle", container: { value: "/nonexistent/jobrt-bundle" }, code: "ERR_CONTAINER_REQUEST" },
@@ -56,6 +51,5 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   launch,
   skip: {
     "execspec.task-argv": "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec starts the supervisor",
-    "launch.missing-command": KNOWN_DEFECT,
   },
 });

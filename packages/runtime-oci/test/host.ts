@@ -35,6 +35,8 @@ export interface HostOptions {
   logs?: string[];
   /** Signal only the task's own process, not its group (a host that lost track of its tasks). */
   killOnlyLeader?: boolean;
+  /** Called with each task's ExecSpec after its run hook, right before it is spawned. */
+  beforeSpawn?: (spec: ExecSpec | typeof NOT_SUPPORTED) => void;
   /** Called after every task ended, right before cleanup. */
   beforeCleanup?: () => void;
 }
@@ -167,6 +169,7 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
       step.tasks.map(async (task) => {
         await host.taskInit(node, step, task);
         const spec = await host.run(node, step, task);
+        o.beforeSpawn?.(spec);
         return spawnTask(step, task, spec, o, tracker);
       }),
     );
