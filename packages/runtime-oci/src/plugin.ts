@@ -20,6 +20,7 @@ import {
   jobrtError,
 } from "@jobrt/core";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
+import { hostCgroupDirs } from "./cgroups.js";
 import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
@@ -37,6 +38,7 @@ import {
   setupImage,
   validateImage,
 } from "./image/request.js";
+import { cutShortCgroups } from "./leftovers.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -86,6 +88,8 @@ interface TaskState {
   /** Pattern values used for this task's commands (pid filled in when known). */
   values: PatternValues;
   runtimeEnv: Record<string, string>;
+  /** Set by teardown: the container's cgroup dirs that could not be removed (one line). */
+  cgroupsLeft?: string;
 }
 
 interface StepState {
@@ -104,6 +108,8 @@ interface StepState {
   timeouts: CommandTimeouts;
   /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
   image?: Omit<CachedImage, "mark">;
+  /** The host's own cgroup dirs: where a cut-short create's cgroup dirs are looked for (leftovers.ts). */
+  hostCgroups?: string[];
 }
 
 /** The step state setup returns, as JSON (the host journals it). */
@@ -297,6 +303,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     ...(image ? { image: withoutMark(image) } : {}),
     verbose: (client?.verbose ?? 0) >= 2,
     timeouts,
+    hostCgroups: hostCgroupDirs(),
   };
 }
 
@@ -605,9 +612,19 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   if (result === "gone" && createInFlight) {
     // The supervisor and its watchdog died while RunTimeCreate ran (e.g. gc killed the step's
     // cgroup): a create cut short leaves runtime state without a container to query (runc: its
-    // state dir). Delete it anyway; a runtime's own cgroup dirs may still be left.
+    // state dir). Delete it anyway; the cgroup dirs it made are not in that state: removed here.
     log("verbose", "RunTimeCreate was cut short: running RunTimeDelete anyway");
     await runKey("RunTimeDelete").catch(() => undefined);
+    const { RunTimeCreate, RunTimeQuery, RunTimeDelete } = st.conf.commands;
+    ts.cgroupsLeft = await cutShortCgroups({
+      patterns: [RunTimeCreate, RunTimeQuery, RunTimeDelete],
+      values,
+      cgroupsPath: st.conf.ignoreFileConfigJson ? undefined : (st.bundleConfig?.config.linux as { cgroupsPath?: unknown } | undefined)?.cgroupsPath,
+      hostCgroups: st.hostCgroups,
+      uid: st.identity?.uid ?? (process.getuid?.() ?? 0),
+      identity: st.identity,
+      log,
+    });
   }
   log("debug", `teardown: ${result}`);
   return result;
@@ -651,7 +668,15 @@ function tasksToTearDown(st: StepState, step: StepRecord, afterCrash: boolean): 
   return out;
 }
 
-async function cleanup({ node, step, state, afterCrash }: CleanupContext<OciStepState>): Promise<void> {
+async function cleanup(ctx: CleanupContext<OciStepState>): Promise<void> {
+  const left: TaskState[] = [];
+  await cleanupStep(ctx, left);
+  // Not a warning: gc must report the step as not cleaned up, and keep it for another try.
+  if (left.length > 0) throw new Error(left.map((ts) => `task ${ts.task.localId}: ${ts.cgroupsLeft} (kept ${ts.taskDir})`).join("; "));
+}
+
+/** Cleanup proper; the tasks whose container's cgroup dirs could not be removed go into `left`. */
+async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<OciStepState>, left: TaskState[]): Promise<void> {
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   let st: StepState | undefined;
   try {
@@ -676,10 +701,12 @@ async function cleanup({ node, step, state, afterCrash }: CleanupContext<OciStep
         }),
       ),
     );
+    left.push(...tasks.filter((ts) => ts.cgroupsLeft !== undefined));
     if (st.conf.disableCleanup) return;
     // A task whose container could not be deleted keeps its dir (its config.json, and the step
     // dir with the runtime's state), so nothing that may still run loses its files.
-    const done = tasks.filter((_, i) => results[i] !== "left");
+    // So does a task whose container's cgroup dirs still hold processes: the next gc tries again.
+    const done = tasks.filter((ts, i) => results[i] !== "left" && ts.cgroupsLeft === undefined);
     for (const [i, ts] of tasks.entries()) if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
     report(await fsOps(done.map((ts) => ({ op: "remove", path: ts.taskDir })), st.identity, warn), warn);
     // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left
