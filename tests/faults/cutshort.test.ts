@@ -4,7 +4,7 @@
  * written), then gc kills the step's cgroup, which takes the create with it. runc's state dir and
  * the cgroup dirs it made in every hierarchy must go, or gc must name what is left. Real runc,
  * the real busybox bundle; the create is held half-way by a createRuntime hook (runc runs it after
- * making the container's cgroups, before it writes the state `runc delete` reads).
+ * making the container's cgroups, before it writes the state `runc delete` reads) until gc kills it.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { type Dirent, existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
@@ -67,7 +67,8 @@ afterEach(async () => {
 let seq = 0;
 /**
  * A create/start site whose container id is this file's alone, and a bundle whose createRuntime
- * hook holds `runc create` half-way for 2 s after touching `creating`.
+ * hook holds `runc create` half-way after touching `creating`: for 120 s, so the create is still
+ * there when gc comes, however loaded the machine (gc's kill of the step cgroup ends the hook).
  */
 function cutSite(procTrack: string): { site: FaultSite; bundle: string; id: string; marker: string } {
   const tag = `jfcut${process.pid}x${++seq}`;
@@ -84,7 +85,7 @@ function cutSite(procTrack: string): { site: FaultSite; bundle: string; id: stri
   const bundle = busyboxBundle(join(site.dir, "bundle"));
   const marker = join(site.dir, "creating");
   const config = JSON.parse(readFileSync(join(bundle, "config.json"), "utf8")) as Record<string, unknown>;
-  config.hooks = { createRuntime: [{ path: "/bin/sh", args: ["sh", "-c", `touch ${marker}; sleep 2`] }] };
+  config.hooks = { createRuntime: [{ path: "/bin/sh", args: ["sh", "-c", `touch ${marker}; sleep 120`] }] };
   writeFileSync(join(bundle, "config.json"), JSON.stringify(config));
   const id = `${tag}.1.0.0`;
   ids.push(id);
@@ -126,6 +127,25 @@ describe("faults: jobrt SIGKILLed while runc create runs, then gc with a step cg
       }
     }, 180_000);
   }
+
+  it("not only gc: SIGTERM to jobrt while runc create is held, so the host kills the step cgroup after KillWait: the run removes the dirs too", async () => {
+    const { site, bundle, id, marker } = cutSite("cgroup2");
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", bundle, "sleep", "600"], { env: { ...process.env, ...site.env }, stdio: ["ignore", "ignore", "pipe"] });
+    children.push(child);
+    let stderr = "";
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    await waitFor(() => existsSync(marker), "runc create to run its hook", 20_000);
+    expect(cgroupDirsNamed(id).length).toBeGreaterThan(1);
+    const code = new Promise<number | null>((r) => child.once("close", (c) => r(c)));
+    child.kill("SIGTERM");
+    expect(await code, stderr).not.toBe(0);
+    expect(stderr).not.toContain("cgroup");
+    expect(existsSync(join("/run/runc", id))).toBe(false);
+    expect(cgroupDirsNamed(id)).toEqual([]);
+    await expectNoLeaks(site);
+  }, 120_000);
 
   it("a cgroup dir that still holds a process is named in gc's error, not claimed clean; the next gc, once it is empty, removes it", async () => {
     const { site, bundle, id, marker } = cutSite("cgroup2");

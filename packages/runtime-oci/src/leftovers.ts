@@ -14,6 +14,8 @@ export interface CutShortTask {
   /** Who ran the runtime: its dirs belong to that uid, and are removed as `identity`. */
   uid: number;
   identity: Identity | undefined;
+  /** `jobrt gc` after a crash: its step is kept, so the next gc tries again. */
+  afterCrash: boolean;
   log: (level: "verbose" | "debug" | "warn", message: string) => void;
 }
 
@@ -49,5 +51,7 @@ export async function cutShortCgroups(t: CutShortTask): Promise<string | undefin
   t.log("debug", `cgroup dirs of container ${ids.join(", ")}: ${found.join(", ") || "none"}`);
   const left = await removeCgroups(found, t.identity);
   if (left.length === 0) return undefined;
-  return `RunTimeCreate was cut short and the cgroup dirs of container ${ids.join(", ")} still hold processes: ${left.map(describe).join(", ")}; end those processes, then run \`jobrt gc\` again to remove the dirs`;
+  // Only gc keeps the step for another try; after a run nothing else will come back for the dirs.
+  const then = t.afterCrash ? "run `jobrt gc` again to remove the dirs" : "remove the dirs with rmdir";
+  return `RunTimeCreate was cut short and the cgroup dirs of container ${ids.join(", ")} still hold processes: ${left.map(describe).join(", ")}; end those processes, then ${then}`;
 }

@@ -623,6 +623,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
       hostCgroups: st.hostCgroups,
       uid: st.identity?.uid ?? (process.getuid?.() ?? 0),
       identity: st.identity,
+      afterCrash,
       log,
     });
   }
@@ -672,7 +673,8 @@ async function cleanup(ctx: CleanupContext<OciStepState>): Promise<void> {
   const left: TaskState[] = [];
   await cleanupStep(ctx, left);
   // Not a warning: gc must report the step as not cleaned up, and keep it for another try.
-  if (left.length > 0) throw new Error(left.map((ts) => `task ${ts.task.localId}: ${ts.cgroupsLeft} (kept ${ts.taskDir})`).join("; "));
+  const kept = (ts: TaskState) => (ctx.afterCrash ? ` (kept ${ts.taskDir})` : "");
+  if (left.length > 0) throw new Error(left.map((ts) => `task ${ts.task.localId}: ${ts.cgroupsLeft}${kept(ts)}`).join("; "));
 }
 
 /** Cleanup proper; the tasks whose container's cgroup dirs could not be removed go into `left`. */
@@ -705,8 +707,9 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
     if (st.conf.disableCleanup) return;
     // A task whose container could not be deleted keeps its dir (its config.json, and the step
     // dir with the runtime's state), so nothing that may still run loses its files.
-    // So does a task whose container's cgroup dirs still hold processes: the next gc tries again.
-    const done = tasks.filter((ts, i) => results[i] !== "left" && ts.cgroupsLeft === undefined);
+    // So does, in gc, a task whose container's cgroup dirs still hold processes: the next gc
+    // tries again with it (after a run, nothing would come back for it).
+    const done = tasks.filter((ts, i) => results[i] !== "left" && !(afterCrash && ts.cgroupsLeft !== undefined));
     for (const [i, ts] of tasks.entries()) if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
     report(await fsOps(done.map((ts) => ({ op: "remove", path: ts.taskDir })), st.identity, warn), warn);
     // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left
