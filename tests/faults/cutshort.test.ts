@@ -70,13 +70,12 @@ let seq = 0;
  * hook holds `runc create` half-way after touching `creating`: for 120 s, so the create is still
  * there when gc comes, however loaded the machine (gc's kill of the step cgroup ends the hook).
  */
-function cutSite(procTrack: string): { site: FaultSite; bundle: string; id: string; marker: string } {
+function cutSite(procTrack: string, mode: "create-start" | "run" = "create-start"): { site: FaultSite; bundle: string; id: string; marker: string } {
   const tag = `jfcut${process.pid}x${++seq}`;
   const c = `${tag}.%j.%s.%t`;
   const conf = [
     `RunTimeQuery="${RUNC} state ${c}"`,
-    `RunTimeCreate="${RUNC} create ${c} -b %b"`,
-    `RunTimeStart="${RUNC} start ${c}"`,
+    ...(mode === "run" ? [`RunTimeRun="${RUNC} run ${c} -b %b"`] : [`RunTimeCreate="${RUNC} create ${c} -b %b"`, `RunTimeStart="${RUNC} start ${c}"`]),
     `RunTimeKill="${RUNC} kill -a ${c}"`,
     `RunTimeDelete="${RUNC} delete --force ${c}"`,
   ].join("\n");
@@ -127,6 +126,21 @@ describe("faults: jobrt SIGKILLed while runc create runs, then gc with a step cg
       }
     }, 180_000);
   }
+
+  it("run mode: `runc run` SIGKILLed half-way through its create by gc's kill of the step cgroup: its state dir and cgroup dirs go too (2 trials)", async () => {
+    for (let trial = 0; trial < 2; trial++) {
+      const { site, bundle, id, marker } = cutSite("cgroup2", "run");
+      const made = await killMidCreate(site, bundle, id, marker);
+      expect(made.length, `trial ${trial}`).toBeGreaterThan(1);
+      const gc = await jobrt(["gc"], { env: site.env });
+      expect(gc.stderr, `trial ${trial}`).toBe("");
+      expect(gc.stdout, `trial ${trial}`).toBe("gc: step 1.0: killed 1 task process group(s); cleaned up oci\n");
+      expect(gc.code).toBe(0);
+      expect(existsSync(join("/run/runc", id)), `trial ${trial}`).toBe(false);
+      expect(cgroupDirsNamed(id), `trial ${trial}`).toEqual([]);
+      await expectNoLeaks(site);
+    }
+  }, 120_000);
 
   it("not only gc: SIGTERM to jobrt while runc create is held, so the host kills the step cgroup after KillWait: the run removes the dirs too", async () => {
     const { site, bundle, id, marker } = cutSite("cgroup2");

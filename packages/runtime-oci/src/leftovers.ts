@@ -4,6 +4,8 @@ import type { Identity } from "./fsops.js";
 import type { PatternValues } from "./pattern.js";
 
 export interface CutShortTask {
+  /** The command that was (or may have been) cut short. */
+  key: "RunTimeCreate" | "RunTimeRun";
   /** The task's RunTimeCreate (or RunTimeRun), RunTimeQuery and RunTimeDelete patterns. */
   patterns: (string | undefined)[];
   values: PatternValues;
@@ -17,6 +19,11 @@ export interface CutShortTask {
   /** `jobrt gc` after a crash: its step is kept, so the next gc tries again. */
   afterCrash: boolean;
   log: (level: "verbose" | "debug" | "warn", message: string) => void;
+  /**
+   * Set when nothing but the dirs themselves shows that the command was cut short (run mode):
+   * run before they are removed (RunTimeDelete, for the runtime's own state).
+   */
+  whenFound?: () => Promise<unknown>;
 }
 
 function describe(left: CgroupLeft): string {
@@ -35,7 +42,8 @@ export async function cutShortCgroups(t: CutShortTask): Promise<string | undefin
   const recorded = t.hostCgroups ?? hostCgroupDirs();
   if (typeof t.cgroupsPath === "string" && t.cgroupsPath !== "") {
     const path = t.cgroupsPath;
-    if (path.includes(":")) return undefined;
+    // Without a known cut-short command, a dir there is most likely another container's.
+    if (path.includes(":") || t.whenFound) return undefined;
     const found = findContainerCgroups(path.startsWith("/") ? { absolute: [path] } : { relative: [path] }, recorded, t.uid);
     if (found.length > 0) {
       t.log("warn", `config.json's linux.cgroupsPath ${JSON.stringify(path)} is shared by every container of the bundle, so its cgroup dirs are left: ${found.join(", ")} (rmdir them once no container of the bundle runs)`);
@@ -49,9 +57,13 @@ export async function cutShortCgroups(t: CutShortTask): Promise<string | undefin
   }
   const found = findContainerCgroups({ relative: ids }, recorded, t.uid);
   t.log("debug", `cgroup dirs of container ${ids.join(", ")}: ${found.join(", ") || "none"}`);
+  if (found.length > 0 && t.whenFound) {
+    t.log("verbose", `${t.key} was cut short (its container's cgroup dirs are left, the runtime knows no container): running RunTimeDelete`);
+    await t.whenFound();
+  }
   const left = await removeCgroups(found, t.identity);
   if (left.length === 0) return undefined;
   // Only gc keeps the step for another try; after a run nothing else will come back for the dirs.
   const then = t.afterCrash ? "run `jobrt gc` again to remove the dirs" : "remove the dirs with rmdir";
-  return `RunTimeCreate was cut short and the cgroup dirs of container ${ids.join(", ")} still hold processes: ${left.map(describe).join(", ")}; end those processes, then ${then}`;
+  return `${t.key} was cut short and the cgroup dirs of container ${ids.join(", ")} still hold processes: ${left.map(describe).join(", ")}; end those processes, then ${then}`;
 }

@@ -38,7 +38,7 @@ import {
   setupImage,
   validateImage,
 } from "./image/request.js";
-import { cutShortCgroups } from "./leftovers.js";
+import { type CutShortTask, cutShortCgroups } from "./leftovers.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -615,20 +615,31 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     // state dir). Delete it anyway; the cgroup dirs it made are not in that state: removed here.
     log("verbose", "RunTimeCreate was cut short: running RunTimeDelete anyway");
     await runKey("RunTimeDelete").catch(() => undefined);
-    const { RunTimeCreate, RunTimeQuery, RunTimeDelete } = st.conf.commands;
-    ts.cgroupsLeft = await cutShortCgroups({
-      patterns: [RunTimeCreate, RunTimeQuery, RunTimeDelete],
-      values,
-      cgroupsPath: st.conf.ignoreFileConfigJson ? undefined : (st.bundleConfig?.config.linux as { cgroupsPath?: unknown } | undefined)?.cgroupsPath,
-      hostCgroups: st.hostCgroups,
-      uid: st.identity?.uid ?? (process.getuid?.() ?? 0),
-      identity: st.identity,
-      afterCrash,
-      log,
-    });
+    ts.cgroupsLeft = await cutShortCgroups(cutShortTask(st, ts, "RunTimeCreate", afterCrash, log));
+  } else if (result === "gone" && st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)) {
+    // A killed `runc run` may have been half-way through its create just the same, and only the
+    // cgroup dirs it left show it: RunTimeDelete (for its state dir) runs when there are some.
+    const whenFound = () => runKey("RunTimeDelete").catch(() => undefined);
+    ts.cgroupsLeft = await cutShortCgroups({ ...cutShortTask(st, ts, "RunTimeRun", afterCrash, log), whenFound });
   }
   log("debug", `teardown: ${result}`);
   return result;
+}
+
+/** What leftovers.ts needs to find and remove the cgroup dirs of a task's container. */
+function cutShortTask(st: StepState, ts: TaskState, key: "RunTimeCreate" | "RunTimeRun", afterCrash: boolean, log: CutShortTask["log"]): CutShortTask {
+  const { RunTimeQuery, RunTimeDelete } = st.conf.commands;
+  return {
+    key,
+    patterns: [st.conf.commands[key], RunTimeQuery, RunTimeDelete],
+    values: ts.values,
+    cgroupsPath: st.conf.ignoreFileConfigJson ? undefined : (st.bundleConfig?.config.linux as { cgroupsPath?: unknown } | undefined)?.cgroupsPath,
+    hostCgroups: st.hostCgroups,
+    uid: st.identity?.uid ?? process.getuid?.() ?? 0,
+    identity: st.identity,
+    afterCrash,
+    log,
+  };
 }
 
 function existsNoFollow(path: string): boolean {
