@@ -52,8 +52,10 @@ const ids: string[] = [];
 afterEach(async () => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   for (const s of sites.splice(0)) await jobrt(["gc"], { env: s.env }).catch(() => undefined);
-  // A failed expectation must not leave this file's cgroup dirs behind for the next run.
+  // A failed expectation must not leave this file's runc state or cgroup dirs behind.
   for (const id of ids.splice(0)) {
+    // runc forgets a state dir without state (a create cut short): delete removes it.
+    if (existsSync(join("/run/runc", id))) spawnSync("runc", ["--root", "/run/runc", "delete", "--force", id], { stdio: "ignore" });
     for (const d of cgroupDirsNamed(id)) {
       try {
         rmdirSync(d);
