@@ -512,8 +512,8 @@ describe("faults: runtime oci with real runc", () => {
         const s = ociSite(ociConf("create-start"));
         // With process groups, gc's kill cannot reach the watchdog (its own group), which lets the
         // create finish and deletes the container. A step cgroup (ProcTrack=cgroup) takes the
-        // watchdog and runc create with it: runc's state dir is still deleted, but its per-container
-        // cgroup dirs stay (docs/reliability.md); that case is not covered here.
+        // watchdog and runc create with it: cleanup then removes runc's state dir and its
+        // per-container cgroup dirs itself (tests/faults/cutshort.test.ts).
         writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${s.spool}\nKillWait=1\nProcTrack=pgid\n`);
         const conf = readFileSync(join(s.dir, "oci.conf"), "utf8");
         const tag = /create (\S+)\.%j/.exec(conf)?.[1] as string;

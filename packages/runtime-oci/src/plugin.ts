@@ -20,6 +20,7 @@ import {
   jobrtError,
 } from "@jobrt/core";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
+import { hostCgroupDirs } from "./cgroups.js";
 import { type CommandResult, runCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
@@ -37,6 +38,7 @@ import {
   setupImage,
   validateImage,
 } from "./image/request.js";
+import { type CutShortTask, cutShortCgroups } from "./leftovers.js";
 import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
 import { GUARD_PROGRAM } from "./missingguard.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
@@ -88,6 +90,8 @@ interface TaskState {
   /** Pattern values used for this task's commands (pid filled in when known). */
   values: PatternValues;
   runtimeEnv: Record<string, string>;
+  /** Set by teardown: the container's cgroup dirs that could not be removed (one line). */
+  cgroupsLeft?: string;
 }
 
 interface StepState {
@@ -106,6 +110,8 @@ interface StepState {
   timeouts: CommandTimeouts;
   /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
   image?: Omit<CachedImage, "mark">;
+  /** The host's own cgroup dirs: where a cut-short create's cgroup dirs are looked for (leftovers.ts). */
+  hostCgroups?: string[];
 }
 
 /** The step state setup returns, as JSON (the host journals it). */
@@ -299,6 +305,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     ...(image ? { image: withoutMark(image) } : {}),
     verbose: (client?.verbose ?? 0) >= 2,
     timeouts,
+    hostCgroups: hostCgroupDirs(),
   };
 }
 
@@ -615,12 +622,34 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   if (result === "gone" && createInFlight) {
     // The supervisor and its watchdog died while RunTimeCreate ran (e.g. gc killed the step's
     // cgroup): a create cut short leaves runtime state without a container to query (runc: its
-    // state dir). Delete it anyway; a runtime's own cgroup dirs may still be left.
+    // state dir). Delete it anyway; the cgroup dirs it made are not in that state: removed here.
     log("verbose", "RunTimeCreate was cut short: running RunTimeDelete anyway");
     await runKey("RunTimeDelete").catch(() => undefined);
+    ts.cgroupsLeft = await cutShortCgroups(cutShortTask(st, ts, "RunTimeCreate", afterCrash, log));
+  } else if (result === "gone" && st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)) {
+    // A killed `runc run` may have been half-way through its create just the same, and only the
+    // cgroup dirs it left show it: RunTimeDelete (for its state dir) runs when there are some.
+    const whenFound = () => runKey("RunTimeDelete").catch(() => undefined);
+    ts.cgroupsLeft = await cutShortCgroups({ ...cutShortTask(st, ts, "RunTimeRun", afterCrash, log), whenFound });
   }
   log("debug", `teardown: ${result}`);
   return result;
+}
+
+/** What leftovers.ts needs to find and remove the cgroup dirs of a task's container. */
+function cutShortTask(st: StepState, ts: TaskState, key: "RunTimeCreate" | "RunTimeRun", afterCrash: boolean, log: CutShortTask["log"]): CutShortTask {
+  const { RunTimeQuery, RunTimeDelete } = st.conf.commands;
+  return {
+    key,
+    patterns: [st.conf.commands[key], RunTimeQuery, RunTimeDelete],
+    values: ts.values,
+    cgroupsPath: st.conf.ignoreFileConfigJson ? undefined : (st.bundleConfig?.config.linux as { cgroupsPath?: unknown } | undefined)?.cgroupsPath,
+    hostCgroups: st.hostCgroups,
+    uid: st.identity?.uid ?? process.getuid?.() ?? 0,
+    identity: st.identity,
+    afterCrash,
+    log,
+  };
 }
 
 function existsNoFollow(path: string): boolean {
@@ -661,7 +690,16 @@ function tasksToTearDown(st: StepState, step: StepRecord, afterCrash: boolean): 
   return out;
 }
 
-async function cleanup({ node, step, state, afterCrash }: CleanupContext<OciStepState>): Promise<void> {
+async function cleanup(ctx: CleanupContext<OciStepState>): Promise<void> {
+  const left: TaskState[] = [];
+  await cleanupStep(ctx, left);
+  // Not a warning: gc must report the step as not cleaned up, and keep it for another try.
+  const kept = (ts: TaskState) => (ctx.afterCrash ? ` (kept ${ts.taskDir})` : "");
+  if (left.length > 0) throw new Error(left.map((ts) => `task ${ts.task.localId}: ${ts.cgroupsLeft}${kept(ts)}`).join("; "));
+}
+
+/** Cleanup proper; the tasks whose container's cgroup dirs could not be removed go into `left`. */
+async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<OciStepState>, left: TaskState[]): Promise<void> {
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   let st: StepState | undefined;
   try {
@@ -686,10 +724,13 @@ async function cleanup({ node, step, state, afterCrash }: CleanupContext<OciStep
         }),
       ),
     );
+    left.push(...tasks.filter((ts) => ts.cgroupsLeft !== undefined));
     if (st.conf.disableCleanup) return;
     // A task whose container could not be deleted keeps its dir (its config.json, and the step
     // dir with the runtime's state), so nothing that may still run loses its files.
-    const done = tasks.filter((_, i) => results[i] !== "left");
+    // So does, in gc, a task whose container's cgroup dirs still hold processes: the next gc
+    // tries again with it (after a run, nothing would come back for it).
+    const done = tasks.filter((ts, i) => results[i] !== "left" && !(afterCrash && ts.cgroupsLeft !== undefined));
     for (const [i, ts] of tasks.entries()) if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
     report(await fsOps(done.map((ts) => ({ op: "remove", path: ts.taskDir })), st.identity, warn), warn);
     // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left

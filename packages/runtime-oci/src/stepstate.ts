@@ -29,6 +29,8 @@ export interface OciStepState {
   timeouts: { create: number; start: number; query: number; kill: number; delete: number };
   /** --container-image: the cached image (each process's own in-use mark is named at cleanup). */
   image?: Omit<CachedImage, "mark">;
+  /** The host's own cgroup dir in every mounted hierarchy (cgroups.ts). */
+  hostCgroups?: string[];
 }
 
 const toJson = (re: RegExp | undefined): RegExpJson | undefined => (re ? { source: re.source, flags: re.flags } : undefined);

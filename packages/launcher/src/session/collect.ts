@@ -54,7 +54,10 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
   if (!tracker) return;
   tracker.killAll();
   if (!(await tracker.waitEmpty(5000))) result.errors.push(`processes in ${entry.record?.proctrack.path} survived SIGKILL`);
-  const left = tracker.release();
+  // A killed process that is not yet reaped (a zombie whose new parent is slow, e.g. a cut-short
+  // create's `runc init` under load) still pins its v1 cgroup, though waitEmpty no longer counts it.
+  let left = tracker.release();
+  for (const end = Date.now() + 2000; left.length > 0 && Date.now() < end; left = tracker.release()) await new Promise((r) => setTimeout(r, 50));
   if (left.length > 0) result.errors.push(`cannot remove cgroup ${left.join(", ")}`);
 }
 
