@@ -3,7 +3,7 @@
  * hands anything unusual over to the node supervisor. Real runc, real busybox bundles.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
 import { afterAll, describe, expect, test } from "vitest";
@@ -73,10 +73,10 @@ describe("create/start fast path with real runc", () => {
       confDir: writeConf(tempDir(), conf),
       spoolDir: tempDir(),
       jobId: job(),
-      argv: ["sh", "-c", 'trap "exit 7" TERM; sleep 30 & wait'],
+      argv: ["sh", "-c", 'trap "exit 7" TERM; echo trapped; sleep 30 & wait'],
       container: { value: bundle },
       signal: "SIGTERM",
-      signalAfterMs: 1500,
+      signalWhen: ({ stdout }) => stdout.includes("trapped"),
     });
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(7);
     const pid = readFileSync(join(out, "start"), "utf8");
@@ -87,8 +87,10 @@ describe("create/start fast path with real runc", () => {
 
   test("a signal before the container started: node takes over and says so, the task dies of it, the container is deleted", async () => {
     const jobId = job();
-    const conf = createStartConf().replace(`RunTimeCreate="${RUNC}`, `RunTimeCreate="sleep 1.5; ${RUNC}`);
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId, argv: ["true"], container: { value: bundle }, signal: "SIGTERM", signalAfterMs: 400, killWait: 30 });
+    const out = tempDir();
+    const conf = createStartConf().replace(`RunTimeCreate="${RUNC}`, `RunTimeCreate="touch ${out}/creating; sleep 1.5; ${RUNC}`);
+    const signalWhen = () => existsSync(join(out, "creating"));
+    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId, argv: ["true"], container: { value: bundle }, signal: "SIGTERM", signalWhen, killWait: 30 });
     expect(r.tasks[0]?.signal).toBe("SIGTERM");
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: SIGTERM before the container started\n");
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);

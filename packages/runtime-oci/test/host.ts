@@ -31,6 +31,8 @@ export interface HostOptions {
   /** Send this signal to every task's process group after `signalAfterMs`. */
   signal?: NodeJS.Signals;
   signalAfterMs?: number;
+  /** Send `signal` once this holds (polled; given the task's output so far) instead of after a delay. */
+  signalWhen?: (output: { stdout: string; stderr: string }) => boolean;
   pty?: boolean;
   logs?: string[];
   /** Signal only the task's own process, not its group (a host that lost track of its tasks). */
@@ -133,18 +135,22 @@ function waitTask(child: TaskProcess, task: TaskRecord, spec: ExecSpec | typeof 
     });
     let killTimer: NodeJS.Timeout | undefined;
     let sigTimer: NodeJS.Timeout | undefined;
-    if (o.signal) {
-      sigTimer = setTimeout(() => {
+    const signalNow = () => {
+      try {
+        process.kill(o.killOnlyLeader ? (child.pid as number) : -(child.pid as number), o.signal as NodeJS.Signals);
+      } catch {}
+      killTimer = setTimeout(() => {
         try {
-          process.kill(o.killOnlyLeader ? (child.pid as number) : -(child.pid as number), o.signal as NodeJS.Signals);
+          process.kill(-(child.pid as number), "SIGKILL");
         } catch {}
-        killTimer = setTimeout(() => {
-          try {
-            process.kill(-(child.pid as number), "SIGKILL");
-          } catch {}
-        }, (o.killWait ?? 2) * 1000);
-      }, o.signalAfterMs ?? 1000);
-    }
+      }, (o.killWait ?? 2) * 1000);
+    };
+    // An event, not a delay, where the test can name one: a loaded machine stretches every delay.
+    const poll = () => {
+      sigTimer = o.signalWhen?.({ stdout, stderr }) ? undefined : setTimeout(poll, 20);
+      if (!sigTimer) signalNow();
+    };
+    if (o.signal) sigTimer = o.signalWhen ? setTimeout(poll, 20) : setTimeout(signalNow, o.signalAfterMs ?? 1000);
     child.on("error", reject);
     child.on("exit", (code, signal) => {
       const durationMs = performance.now() - started;
