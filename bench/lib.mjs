@@ -1,13 +1,15 @@
 // Shared measurement code for the benchmarks: alternate a command with its baseline (A B A B ...)
 // so machine drift cancels, after a warm-up, and report medians, ranges, ratios and peak RSS.
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const jobrtBin = join(repoRoot, "packages/cli/dist/bin.js");
 const TIME = "/usr/bin/time";
+const VALGRIND = "/usr/bin/valgrind";
 
 /**
  * Runs argv once; returns wall milliseconds and, when GNU time is there, the peak RSS in KiB of
@@ -38,7 +40,7 @@ export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode =
       // CPU seconds (user + system) of the tree GNU time waited for: what a run costs the machine,
       // much less sensitive to other load than wall time.
       const cpu = /JOBRT_BENCH_CPU=([\d.]+)\+([\d.]+)/.exec(err);
-      resolve({ ms, rssKiB: m ? Number(m[1]) : undefined, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined, stdout: out });
+      resolve({ ms, rssKiB: m ? Number(m[1]) : undefined, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined, stdout: out, stderr: err });
     });
   });
 }
@@ -76,13 +78,33 @@ export async function compare(a, b, { runs = 10, warmup = 2 } = {}) {
 export function summarize(samples) {
   const ms = samples.map((s) => s.ms);
   const rss = samples.map((s) => s.rssKiB).filter((v) => v !== undefined);
+  const cpu = samples.map((s) => s.cpuMs).filter((v) => v !== undefined);
   return {
     median: median(ms),
+    cpuMedian: cpu.length ? median(cpu) : undefined,
     min: Math.min(...ms),
     max: Math.max(...ms),
     n: ms.length,
     rssKiB: rss.length ? Math.max(...rss) : undefined,
   };
+}
+
+/**
+ * Instructions executed by argv's own process (not its children), counted by valgrind's callgrind:
+ * deterministic to ±0.1 % between runs, so it compares builds on a machine too loaded for wall
+ * time. Undefined when valgrind is not installed.
+ */
+export async function instructions(argv, { env = process.env, cwd = repoRoot } = {}) {
+  if (!existsSync(VALGRIND)) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-cg-"));
+  try {
+    const r = await timeOnce([VALGRIND, "--tool=callgrind", `--callgrind-out-file=${join(dir, "out")}`, ...argv], { env, cwd });
+    const m = /Collected : (\d+)/.exec(r.stderr);
+    if (!m) throw new Error(`callgrind printed no count for ${argv.join(" ")}`);
+    return Number(m[1]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));

@@ -4,7 +4,7 @@
 import { cpus, totalmem } from "node:os";
 import { execFileSync } from "node:child_process";
 
-const ALL = ["launch-none", "launch-oci", "oci-modes", "exit-detection", "srun", "registry", "images"];
+const ALL = ["launch-none", "launch-oci", "oci-modes", "exit-detection", "startup", "srun", "registry", "images"];
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const names = args.filter((a) => !a.startsWith("--"));

@@ -9,6 +9,7 @@ const expectations: Record<string, RegExp[]> = {
   "launch-oci": [/\| N=1 \| [\d.]+ \|/, /Per-container marginal cost/],
   "oci-modes": [/\| run \(RunTimeRun\) \| [\d.]+ \|/, /\| create\/start \| [\d.]+ \|/, /create\/start ÷ run mode: [\d.]+; extra -?[\d.]+ ms \(target ≤ 115 ms: (met|MISSED)\)/],
   "exit-detection": [/\| bare runc run \|/, /create\/start mode \(supervisor\) \|/, /1 s → \+275 ms, 3 s → \+555 ms, 10 s → \+1555 ms/],
+  startup: [/\| jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /\| jobrt run --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms wall \(target ≤ \+15 ms: (met|MISSED)\)/, /jobrt run adds -?[\d.]+ ms wall/],
   srun: [/\| srun -n 2 jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms per srun/],
   registry: [/\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/, /100 heterogeneous components over 3 runtimes/],
 };
@@ -25,6 +26,6 @@ describe("bench smoke", () => {
   it("refuses an unknown benchmark", async () => {
     const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe('bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, srun, registry, images)\n');
+    expect(r.stderr).toBe('bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, startup, srun, registry, images)\n');
   });
 });

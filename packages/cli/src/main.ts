@@ -1,6 +1,5 @@
 import { packageVersion } from "@jobrt/core";
 import { describeError, exitCodeFor } from "./errors.js";
-import { MAIN_HELP } from "./help.js";
 import { say } from "./host.js";
 
 // Each command's modules load only when it runs: start-up is most of `jobrt exec`'s cost.
@@ -19,7 +18,7 @@ export async function main(argv: string[]): Promise<number> {
   const verbose = rest.filter((a) => a === "-v" || a === "--verbose" || /^-v+$/.test(a)).length;
   try {
     if (command === undefined || command === "-h" || command === "--help" || command === "help") {
-      process[command === undefined ? "stderr" : "stdout"].write(MAIN_HELP);
+      process[command === undefined ? "stderr" : "stdout"].write((await import("./help.js")).MAIN_HELP);
       return command === undefined ? 2 : 0;
     }
     if (command === "--version" || command === "-V") {

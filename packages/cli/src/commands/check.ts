@@ -1,7 +1,6 @@
 import { cpus } from "node:os";
 import { planStep } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
-import { CHECK_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
 
@@ -9,7 +8,7 @@ import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
 export async function checkCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: true, command: "check" });
   if (flag(parsed.step, "help")) {
-    process.stdout.write(CHECK_HELP);
+    process.stdout.write((await import("../help.js")).CHECK_HELP);
     return 0;
   }
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);

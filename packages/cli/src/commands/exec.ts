@@ -1,7 +1,6 @@
 import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
-import { EXEC_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 import { trapSignals } from "../signals.js";
 
@@ -14,7 +13,7 @@ const EXEC_OPTIONS = new Set([
 export async function execCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: EXEC_OPTIONS, components: false, needCommand: !args.includes("--help") && !args.includes("-h"), command: "exec" });
   if (flag(parsed.step, "help")) {
-    process.stdout.write(EXEC_HELP);
+    process.stdout.write((await import("../help.js")).EXEC_HELP);
     return 0;
   }
   const verbose = parsed.step.get("verbose")?.length ?? 0;

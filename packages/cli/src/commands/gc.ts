@@ -1,7 +1,6 @@
 import { jobrtError } from "@jobrt/core";
 import { collectOrphans, openSpool, userSpools } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
-import { GC_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 
 /**
@@ -12,7 +11,7 @@ import { createHost, say } from "../host.js";
 export async function gcCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job"]), components: false, needCommand: false, command: "gc" });
   if (flag(parsed.step, "help")) {
-    process.stdout.write(GC_HELP);
+    process.stdout.write((await import("../help.js")).GC_HELP);
     return 0;
   }
   if (parsed.components[0]!.argv.length > 0) throw jobrtError("ERR_USAGE", { problem: `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });

@@ -1,7 +1,6 @@
 import { confDirFrom } from "@jobrt/launcher";
 import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } from "@jobrt/runtime-oci";
 import { usage } from "../args.js";
-import { IMAGES_HELP } from "../help.js";
 import { say } from "../host.js";
 
 interface ImagesArgs {
@@ -39,7 +38,7 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 export async function imagesCommand(args: string[]): Promise<number> {
   const parsed = parseImagesArgs(args);
   if (parsed === "help") {
-    process.stdout.write(IMAGES_HELP);
+    process.stdout.write((await import("../help.js")).IMAGES_HELP);
     return 0;
   }
   const settings = loadImageSettings(confDirFrom(parsed.confDir));

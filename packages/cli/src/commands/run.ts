@@ -4,7 +4,6 @@ import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { describeError, exitCodeFor } from "../errors.js";
 import { type TaskEnd, failureLines } from "../failures.js";
 import { jsonEventLine } from "../jsonevent.js";
-import { RUN_HELP } from "../help.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
 import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
@@ -14,7 +13,7 @@ import { trapSignals } from "../signals.js";
 export async function runCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: !args.includes("list"), command: "run" });
   if (flag(parsed.step, "help")) {
-    process.stdout.write(RUN_HELP);
+    process.stdout.write((await import("../help.js")).RUN_HELP);
     return 0;
   }
   const verbose = parsed.step.get("verbose")?.length ?? 0;

@@ -1,6 +1,5 @@
 import { jobrtError } from "@jobrt/core";
 import { flag, one, parseCommandLine } from "../args.js";
-import { RUNTIMES_HELP } from "../help.js";
 import { createHost } from "../host.js";
 import { listRuntimes } from "../listing.js";
 
@@ -10,7 +9,7 @@ export async function runtimesCommand(args: string[]): Promise<number> {
     throw jobrtError("ERR_USAGE", { problem: `runtimes: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
   }
   if (flag(parsed.step, "help")) {
-    process.stdout.write(RUNTIMES_HELP);
+    process.stdout.write((await import("../help.js")).RUNTIMES_HELP);
     return 0;
   }
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);

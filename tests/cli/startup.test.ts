@@ -1,0 +1,57 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+import { jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
+
+// Loading modules was the largest part of jobrt's own start-up (docs/performance.md, "Where the
+// time goes in jobrt exec"): each command runs from the CLI's bundle (dist/bin.js, the chunk the
+// commands share and its own chunk), @jobrt/core (one file, shared with the runtime plugins) and
+// the runtime it names — no other command's code, no module of @jobrt/launcher.
+
+/** Every file module a jobrt command loads, in load order, recorded by a module load hook. */
+async function loadedModules(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string; loaded: string[] }> {
+  const dir = tempDir("jobrt-startup-");
+  const log = join(dir, "loaded.txt");
+  writeFileSync(log, "");
+  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
+  writeFileSync(
+    join(dir, "hooks.mjs"),
+    `import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) {\n  if (url.startsWith("file:")) appendFileSync(${JSON.stringify(log)}, url + "\\n");\n  return next(url, context);\n}\n`,
+  );
+  writeFileSync(join(dir, "register.mjs"), `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)});\n`);
+  const r = await runProgram([process.execPath, "--import", join(dir, "register.mjs"), "--", jobrtBin, ...args], { env: { ...process.env, JOBRT_CONF_DIR: dir, ...env } });
+  const loaded = readFileSync(log, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((url) => relative(repoRoot, fileURLToPath(url)));
+  return { code: r.code, stderr: r.stderr, loaded };
+}
+
+const SLURM_TASK = { SLURM_JOB_ID: "4711", SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0" };
+
+describe("what a command loads", () => {
+  it("jobrt exec: the bundle's entry, shared chunk and exec chunk, core and runtime/none, nothing else", async () => {
+    const r = await loadedModules(["exec", "--runtime", "none", "/bin/true"], SLURM_TASK);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.loaded.sort()).toEqual(
+      ["packages/cli/dist/bin-common.js", "packages/cli/dist/bin-exec.js", "packages/cli/dist/bin.js", "packages/core/dist/index.js", "packages/runtime-none/dist/index.js"].sort(),
+    );
+  }, 60_000);
+
+  it("jobrt run: the same with the run chunk instead of exec's", async () => {
+    const r = await loadedModules(["run", "--runtime", "none", "/bin/true"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.loaded.sort()).toEqual(
+      ["packages/cli/dist/bin-common.js", "packages/cli/dist/bin-run.js", "packages/cli/dist/bin.js", "packages/core/dist/index.js", "packages/runtime-none/dist/index.js"].sort(),
+    );
+  }, 60_000);
+
+  it("jobrt --version loads neither a command nor a runtime", async () => {
+    const r = await loadedModules(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.loaded.sort()).toEqual(["packages/cli/dist/bin-common.js", "packages/cli/dist/bin.js", "packages/core/dist/index.js"].sort());
+  }, 60_000);
+});
