@@ -5,7 +5,7 @@ import { repoRoot, runProgram } from "../helpers/jobrt.js";
 // Benchmarks are not tests: this only proves each one starts, measures and prints its table for
 // tiny N, so `pnpm bench` keeps working. Targets are not asserted here (machines are noisy).
 const expectations: Record<string, RegExp[]> = {
-  "launch-none": [/\| N=1 \| [\d.]+ \|/, /Per-task marginal cost .* ratio ([\d.]+ \(target ≤ 1\.10: (met|MISSED)\)|n\/a \(a slope ≤ 0: below the noise\))/, /Fixed cost \(N=1\): ratio [\d.]+/],
+  "launch-none": [/\| N=1 \| [\d.]+ \|/, /Per-task marginal cost .* ratio ([\d.]+ \(target ≤ 1\.25: (met|MISSED)\)|n\/a \(a slope ≤ 0: below the noise\))/, /Fixed cost \(N=1\): ratio [\d.]+ \(target ≤ 1\.25/, /Peak RSS \(N=4\): \+-?[\d.]+ MiB over the baseline's \(target ≤ \+15 MiB: (met|MISSED)\)/],
   "launch-oci": [/\| N=1 \| [\d.]+ \|/, /Per-container marginal cost/],
   "oci-modes": [/\| run \(RunTimeRun\) \| [\d.]+ \|/, /\| create\/start \| [\d.]+ \|/, /create\/start ÷ run mode: [\d.]+; extra -?[\d.]+ ms \(target ≤ 115 ms: (met|MISSED)\)/],
   "exit-detection": [/\| bare runc run \|/, /create\/start mode \(supervisor\) \|/, /1 s → \+275 ms, 3 s → \+555 ms, 10 s → \+1555 ms/],
