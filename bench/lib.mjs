@@ -86,7 +86,40 @@ export function summarize(samples) {
     max: Math.max(...ms),
     n: ms.length,
     rssKiB: rss.length ? Math.max(...rss) : undefined,
+    // In measuring order: round i of one comparison pairs with round i of another.
+    samples: ms,
   };
+}
+
+/** The q-quantile (0…1) of xs, interpolated. */
+export function quantile(xs, q) {
+  const s = [...xs].sort((x, y) => x - y);
+  const at = (s.length - 1) * q;
+  const lo = Math.floor(at);
+  return s[lo] + (s[Math.min(lo + 1, s.length - 1)] - s[lo]) * (at - lo);
+}
+
+/**
+ * A marginal-cost ratio per round: round i's slope of `a` over round i's slope of `b` between two
+ * sizes, so one noisy round moves one estimate, not the verdict. Rounds with a slope ≤ 0 drop out.
+ */
+export function roundRatios(small, large, sizes) {
+  const n = Math.min(small.a.samples.length, large.a.samples.length, small.b.samples.length, large.b.samples.length);
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const a = (large.a.samples[i] - small.a.samples[i]) / sizes;
+    const b = (large.b.samples[i] - small.b.samples[i]) / sizes;
+    if (a > 0 && b > 0) out.push(a / b);
+  }
+  return out;
+}
+
+/** met / MISSED when the middle half of the estimates is on one side of the target, else within noise. */
+export function spreadVerdict(xs, target) {
+  if (xs.length === 0) return "n/a (every round's slope ≤ 0: below the noise)";
+  const [q1, q2, q3] = [0.25, 0.5, 0.75].map((q) => quantile(xs, q));
+  const where = q3 <= target ? "met" : q1 > target ? "MISSED" : "within noise of the target";
+  return `median ${q2.toFixed(2)}, quartiles ${q1.toFixed(2)}…${q3.toFixed(2)} over ${xs.length} rounds (target ≤ ${target.toFixed(2)}: ${where})`;
 }
 
 /**
