@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECKS, type CheckId } from "../src/checks.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 interface AssertionResult {
   ancestorTitles: string[];
@@ -21,7 +21,7 @@ let results: AssertionResult[] = [];
 
 // Each flawed plugin must fail the check for its flaw: a suite that cannot fail proves nothing.
 beforeAll(() => {
-  out = mkdtempSync(join(tmpdir(), "jobrt-testkit-detects-"));
+  out = tempDir("jobrt-testkit-detects-");
   const report = join(out, "report.json");
   const child = spawnSync(
     process.execPath,

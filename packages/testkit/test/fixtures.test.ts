@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { createTestNode, createTestStep } from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 describe("createTestStep: the environment the real host sets", () => {
   test("every task carries jobrt run's Slurm variables, SLURM_RUNTIME and SLURM_CONTAINER included", () => {
@@ -36,7 +36,7 @@ describe("createTestStep: the environment the real host sets", () => {
 
 describe("createTestNode: cleans up after itself", () => {
   test("dispose() removes the dirs it made and leaves the ones it was given", () => {
-    const mine = mkdtempSync(join(tmpdir(), "jobrt-fixtures-test-"));
+    const mine = tempDir("jobrt-fixtures-test-");
     try {
       const node = createTestNode({ confDir: mine });
       expect(existsSync(node.spoolDir)).toBe(true);

@@ -1,0 +1,24 @@
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect } from "vitest";
+import { removeTree } from "./tmp.js";
+
+// Every vitest project lists this as a setup file, so it runs in the worker before each test file:
+// the file's temp dirs (tempDir(), createTestNode(), the conformance suite) go into one dir of the
+// file's own, made here below the run's dir (tests/helpers/tmp-run.ts), and removed after the
+// file's last afterAll. 0755: tests hand dirs below it to `nobody`.
+const parent = process.env.JOBRT_TEST_RUN_TMP || tmpdir();
+const mine = mkdtempSync(join(parent, parent === tmpdir() ? "jobrt-tmp-" : "f-"));
+chmodSync(mine, 0o755);
+writeFileSync(join(mine, ".test-file"), `${expect.getState().testPath ?? "?"}\n`);
+process.env.JOBRT_TEST_TMP = mine;
+
+afterAll(() => {
+  if (process.env.JOBRT_KEEP_TMP === "1") {
+    console.warn(`JOBRT_KEEP_TMP=1: kept ${mine}`);
+    return;
+  }
+  const left = removeTree(mine);
+  if (left.length > 0) throw new Error(`temp dirs of this test file left in place:\n  ${left.join("\n  ")}`);
+});

@@ -1,0 +1,12 @@
+import { makeTempDir } from "../../packages/testkit/src/tempdirs.js";
+
+export { removeTree, tempRoot } from "../../packages/testkit/src/tempdirs.js";
+
+/**
+ * A fresh temporary directory for one test file. The setup file tests/helpers/tmp-setup.ts (wired
+ * into every vitest project) points it into a dir of the file's own and removes that dir when the
+ * file ends, so callers never clean up; README.md, "Temporary files", says how and when.
+ */
+export function tempDir(prefix = "jobrt-test-"): string {
+  return makeTempDir(prefix);
+}
