@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect } from "vitest";
+import { reap } from "./reap.js";
 import { removeTree } from "./tmp.js";
 
 // Every vitest project lists this as a setup file, so it runs in the worker before each test file:
@@ -14,11 +15,12 @@ chmodSync(mine, 0o755);
 writeFileSync(join(mine, ".test-file"), `${expect.getState().testPath ?? "?"}\n`);
 process.env.JOBRT_TEST_TMP = mine;
 
-afterAll(() => {
-  if (process.env.JOBRT_KEEP_TMP === "1") {
-    console.warn(`JOBRT_KEEP_TMP=1: kept ${mine}`);
-    return;
-  }
-  const left = removeTree(mine);
-  if (left.length > 0) throw new Error(`temp dirs of this test file left in place:\n  ${left.join("\n  ")}`);
+// Processes the file's tests started inherit JOBRT_TEST_TMP: any still running now (a cell that
+// did not end its long step, e.g. because an expectation failed first) is killed and fails the file.
+afterAll(async () => {
+  const stragglers = await reap("JOBRT_TEST_TMP", mine);
+  const problems = stragglers.map((s) => `still running after the file's tests: ${s}`);
+  if (process.env.JOBRT_KEEP_TMP === "1") console.warn(`JOBRT_KEEP_TMP=1: kept ${mine}`);
+  else problems.push(...removeTree(mine).map((p) => `temp dir left in place: ${p}`));
+  if (problems.length > 0) throw new Error(`this test file left:\n  ${problems.join("\n  ")}`);
 });

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, test } from "vitest";
-import { repoRoot, runProgram } from "./jobrt.js";
+import { jobrtBin, repoRoot, runProgram } from "./jobrt.js";
 import { removeTree, tempDir, tempRoot } from "./tmp.js";
 
 const NOBODY = 65534;
@@ -11,6 +11,21 @@ function mount(args: string[]): () => void {
   const target = args[args.length - 1] as string;
   execFileSync("mount", args);
   return () => execFileSync("umount", ["-l", target]);
+}
+
+// A vitest run of its own: TMPDIR points its run dir into a dir of this test, so what it leaves is
+// seen here and nothing of other runs on the machine is.
+async function nestedRun(body: string): Promise<{ out: string; code: number | null; tmp: string }> {
+  const project = tempDir("jobrt-tmptest-project-");
+  const tmp = tempDir("jobrt-tmptest-tmpdir-");
+  chmodSync(tmp, 0o1777);
+  const config = join(repoRoot, "tests/helpers/tmp-config.ts");
+  writeFileSync(join(project, "vitest.config.mts"), `import { tempDirs } from ${JSON.stringify(config)};\nexport default { test: { include: ["*.check.ts"], globals: true, ...tempDirs } };\n`);
+  writeFileSync(join(project, "leak.check.ts"), `import { execFileSync } from "node:child_process";\nimport { mkdirSync } from "node:fs";\nimport { tempDir } from ${JSON.stringify(join(repoRoot, "tests/helpers/tmp.ts"))};\n${body}\n`);
+  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp, JOBRT_TEST_RUN_TMP: "", JOBRT_TEST_TMP: "", JOBRT_KEEP_TMP: "", NO_COLOR: "1", FORCE_COLOR: undefined };
+  const vitest = join(repoRoot, "node_modules/vitest/vitest.mjs");
+  const r = await runProgram([process.execPath, vitest, "run", "--root", project], { env, cwd: project, timeoutMs: 120_000 });
+  return { out: r.stdout + r.stderr, code: r.code, tmp };
 }
 
 describe("removeTree: what a test leaves is removed, and nothing else", () => {
@@ -103,21 +118,6 @@ describe("the per-file and per-run dirs", () => {
     expect(readFileSync(join(tempRoot(), ".test-file"), "utf8")).toBe(`${import.meta.filename}\n`);
   });
 
-  // A vitest run of its own: TMPDIR points its run dir into a dir of this test, so what it leaves is
-  // seen here and nothing of other runs on the machine is.
-  async function nestedRun(body: string): Promise<{ out: string; code: number | null; tmp: string }> {
-    const project = tempDir("jobrt-tmptest-project-");
-    const tmp = tempDir("jobrt-tmptest-tmpdir-");
-    chmodSync(tmp, 0o1777);
-    const config = join(repoRoot, "tests/helpers/tmp-config.ts");
-    writeFileSync(join(project, "vitest.config.mts"), `import { tempDirs } from ${JSON.stringify(config)};\nexport default { test: { include: ["*.check.ts"], globals: true, ...tempDirs } };\n`);
-    writeFileSync(join(project, "leak.check.ts"), `import { execFileSync } from "node:child_process";\nimport { mkdirSync } from "node:fs";\nimport { tempDir } from ${JSON.stringify(join(repoRoot, "tests/helpers/tmp.ts"))};\n${body}\n`);
-    const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp, JOBRT_TEST_RUN_TMP: "", JOBRT_TEST_TMP: "", JOBRT_KEEP_TMP: "", NO_COLOR: "1", FORCE_COLOR: undefined };
-    const vitest = join(repoRoot, "node_modules/vitest/vitest.mjs");
-    const r = await runProgram([process.execPath, vitest, "run", "--root", project], { env, cwd: project, timeoutMs: 120_000 });
-    return { out: r.stdout + r.stderr, code: r.code, tmp };
-  }
-
   test("a clean run leaves nothing and passes", async () => {
     const r = await nestedRun(`test("t", () => { mkdirSync(tempDir("jobrt-x-") + "/sub"); });`);
     expect(r.code, r.out).toBe(0);
@@ -132,8 +132,8 @@ describe("the per-file and per-run dirs", () => {
     expect(mounted, r.out).toBeDefined();
     try {
       expect(r.code, r.out).not.toBe(0);
-      expect(r.out).toContain("temp dirs of this test file left in place");
-      expect(r.out).toMatch(/temp dir leak check \(.*\):\n\s+left by test files: f-\w+ \(.*leak\.check\.ts\)/);
+      expect(r.out).toContain("this test file left:\n  temp dir left in place: ");
+      expect(r.out).toMatch(/leak check \(.*\):\n\s+left by test files: f-\w+ \(.*leak\.check\.ts\)/);
       expect(existsSync(join(mounted as string, "precious"))).toBe(true);
     } finally {
       execFileSync("umount", ["-l", mounted as string]);
@@ -144,8 +144,29 @@ describe("the per-file and per-run dirs", () => {
     const r = await nestedRun(`test("t", () => { mkdirSync(process.env.JOBRT_TEST_RUN_TMP + "/stray"); });`);
     expect(r.code, r.out).not.toBe(0);
     expect(r.out).toContain("Tests  1 passed");
-    expect(r.out).toMatch(/temp dir leak check \(.*\):\n\s+left by test files: stray \(unknown test file\)/);
+    expect(r.out).toMatch(/leak check \(.*\):\n\s+left by test files: stray \(unknown test file\)/);
     expect(readdirSync(r.tmp).filter((n) => n.startsWith("jobrt-"))).toEqual([]);
+  });
+});
+
+describe("processes a test file leaves running", () => {
+  test("are killed with their step's cgroup when the file ends, and fail the file", async () => {
+    const body = `import { spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+test("t", async () => {
+  const conf = tempDir("jobrt-c-");
+  writeFileSync(conf + "/jobrt.conf", "SpoolDir=" + conf + "/spool\\n");
+  const argv = ["--", ${JSON.stringify(jobrtBin)}, "run", "--runtime", "none", "sh", "-c", "echo up > " + conf + "/up; exec sleep 600"];
+  spawn(process.execPath, argv, { env: { ...process.env, JOBRT_CONF_DIR: conf }, detached: true, stdio: "ignore" }).unref();
+  while (!existsSync(conf + "/up")) await new Promise((r) => setTimeout(r, 50));
+});`;
+    const r = await nestedRun(body);
+    expect(r.code, r.out).not.toBe(0);
+    expect(r.out).toMatch(/this test file left:\n(\s+still running after the file's tests: pid \d+ \((node|sleep), .*\): killed\n){2}/);
+    const cgroups = [...r.out.matchAll(/cgroup (\/sys\/fs\/cgroup\/\S+)/g)].map((m) => m[1] as string);
+    expect(cgroups.length, r.out).toBeGreaterThan(0);
+    expect(cgroups.filter((c) => existsSync(c))).toEqual([]);
+    expect(r.out).not.toContain("still in use");
   });
 });
 
