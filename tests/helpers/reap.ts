@@ -40,11 +40,11 @@ export function processesWithEnv(name: string, value: string): Straggler[] {
 }
 
 /**
- * Ends what processesWithEnv finds: SIGKILL, wait for them to go, then remove the jobrt step
+ * Ends what processesWithEnv finds: SIGKILL, wait (at most 5 s) for them to go, then remove the jobrt step
  * cgroups they were in (a killed `jobrt run` cannot). Returns one line per process, empty when
  * there were none; `spare` excludes processes (e.g. vitest's own workers).
  */
-export async function reap(name: string, value: string, spare: (p: Straggler) => boolean = () => false): Promise<string[]> {
+export function reap(name: string, value: string, spare: (p: Straggler) => boolean = () => false): string[] {
   const found = processesWithEnv(name, value).filter((p) => !spare(p));
   for (const p of found) {
     try {
@@ -55,7 +55,9 @@ export async function reap(name: string, value: string, spare: (p: Straggler) =>
   }
   const pids = new Set(found.map((p) => p.pid));
   const end = Date.now() + 5_000;
-  while (processesWithEnv(name, value).some((p) => pids.has(p.pid)) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  // Synchronous, so that it also works in an exit handler (an interrupted run).
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  while (processesWithEnv(name, value).some((p) => pids.has(p.pid)) && Date.now() < end) Atomics.wait(nap, 0, 0, 50);
   const busy = [...new Set(found.flatMap((p) => p.cgroups))].filter((dir) => !removeCgroup(dir));
   return [
     ...found.map((p) => `pid ${p.pid} (${p.comm}, parent ${p.ppid}${p.cgroups.length > 0 ? `, cgroup ${p.cgroups.join(" ")}` : ""}): killed`),

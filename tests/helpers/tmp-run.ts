@@ -17,25 +17,43 @@ export default function setup(): (() => Promise<void>) | undefined {
   const run = mkdtempSync(join(tmpdir(), "jobrt-run-"));
   chmodSync(run, 0o755);
   process.env.JOBRT_TEST_RUN_TMP = run;
-  return () => teardown(run);
+  let tornDown = false;
+  // An interrupted run (Ctrl-C) exits without the teardown: the same cleanup then runs on exit.
+  process.once("exit", () => {
+    if (tornDown) return;
+    // A second Ctrl-C must not cut the cleanup short (vitest's own handler was a `once`).
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {});
+    const problems = cleanUp(run);
+    if (problems.length > 0) console.error(describeLeaks(run, problems));
+  });
+  return async () => {
+    tornDown = true;
+    const problems = cleanUp(run);
+    if (problems.length === 0) return;
+    // vitest reports an error thrown here but still exits 0: the exit code makes the run fail.
+    process.exitCode = 1;
+    throw new Error(describeLeaks(run, problems));
+  };
 }
 
-export async function teardown(run: string): Promise<void> {
+/** Ends the run's processes and removes its dir; returns what it found, one line each. */
+function cleanUp(run: string): string[] {
   // Every process of the run inherits JOBRT_TEST_RUN_TMP; vitest's own workers (children of this
   // process) are spared. This catches what a file's afterAll could not: a worker that was killed.
-  const stragglers = await reap("JOBRT_TEST_RUN_TMP", run, (p) => p.ppid === process.pid);
+  const stragglers = reap("JOBRT_TEST_RUN_TMP", run, (p) => p.ppid === process.pid);
   const problems = stragglers.map((s) => `still running at the end of the run: ${s}`);
   if (process.env.JOBRT_KEEP_TMP === "1") {
     console.warn(`JOBRT_KEEP_TMP=1: kept ${run}`);
-  } else {
+  } else if (existsSync(run)) {
     const leaked = readdirSync(run).map((name) => `${name} (${owner(join(run, name))})`);
     if (leaked.length > 0) problems.push(`left by test files: ${leaked.join(", ")}`);
     problems.push(...removeTree(run));
   }
-  if (problems.length === 0) return;
-  // vitest reports an error thrown here but still exits 0: the exit code makes the run fail.
-  process.exitCode = 1;
-  throw new Error(`leak check (${run}):\n  ${problems.join("\n  ")}`);
+  return problems;
+}
+
+function describeLeaks(run: string, problems: string[]): string {
+  return `leak check (${run}):\n  ${problems.join("\n  ")}`;
 }
 
 function owner(fileDir: string): string {

@@ -17,8 +17,8 @@ process.env.JOBRT_TEST_TMP = mine;
 
 // Processes the file's tests started inherit JOBRT_TEST_TMP: any still running now (a cell that
 // did not end its long step, e.g. because an expectation failed first) is killed and fails the file.
-afterAll(async () => {
-  const stragglers = await reap("JOBRT_TEST_TMP", mine);
+afterAll(() => {
+  const stragglers = reap("JOBRT_TEST_TMP", mine);
   const problems = stragglers.map((s) => `still running after the file's tests: ${s}`);
   if (process.env.JOBRT_KEEP_TMP === "1") console.warn(`JOBRT_KEEP_TMP=1: kept ${mine}`);
   else problems.push(...removeTree(mine).map((p) => `temp dir left in place: ${p}`));

@@ -1,5 +1,6 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { once } from "node:events";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, test } from "vitest";
 import { jobrtBin, repoRoot, runProgram } from "./jobrt.js";
@@ -15,7 +16,8 @@ function mount(args: string[]): () => void {
 
 // A vitest run of its own: TMPDIR points its run dir into a dir of this test, so what it leaves is
 // seen here and nothing of other runs on the machine is.
-async function nestedRun(body: string): Promise<{ out: string; code: number | null; tmp: string }> {
+/** `interruptOn`: send vitest SIGINT (a Ctrl-C) once its output shows this text. */
+async function nestedRun(body: string, interruptOn?: string): Promise<{ out: string; code: number | null; tmp: string }> {
   const project = tempDir("jobrt-tmptest-project-");
   const tmp = tempDir("jobrt-tmptest-tmpdir-");
   chmodSync(tmp, 0o1777);
@@ -24,8 +26,23 @@ async function nestedRun(body: string): Promise<{ out: string; code: number | nu
   writeFileSync(join(project, "leak.check.ts"), `import { execFileSync } from "node:child_process";\nimport { mkdirSync } from "node:fs";\nimport { tempDir } from ${JSON.stringify(join(repoRoot, "tests/helpers/tmp.ts"))};\n${body}\n`);
   const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp, JOBRT_TEST_RUN_TMP: "", JOBRT_TEST_TMP: "", JOBRT_KEEP_TMP: "", NO_COLOR: "1", FORCE_COLOR: undefined };
   const vitest = join(repoRoot, "node_modules/vitest/vitest.mjs");
-  const r = await runProgram([process.execPath, vitest, "run", "--root", project], { env, cwd: project, timeoutMs: 120_000 });
-  return { out: r.stdout + r.stderr, code: r.code, tmp };
+  if (interruptOn === undefined) {
+    const r = await runProgram([process.execPath, vitest, "run", "--root", project], { env, cwd: project, timeoutMs: 120_000 });
+    return { out: r.stdout + r.stderr, code: r.code, tmp };
+  }
+  const child = spawn(process.execPath, [vitest, "run", "--root", project], { env, cwd: project, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let interrupted = false;
+  const collect = (d: Buffer) => {
+    out += d.toString();
+    if (interrupted || !out.includes(interruptOn)) return;
+    interrupted = true;
+    child.kill("SIGINT");
+  };
+  child.stdout.on("data", collect);
+  child.stderr.on("data", collect);
+  const [code] = (await once(child, "close")) as [number | null];
+  return { out, code, tmp };
 }
 
 describe("removeTree: what a test leaves is removed, and nothing else", () => {
@@ -167,6 +184,21 @@ test("t", async () => {
     expect(cgroups.length, r.out).toBeGreaterThan(0);
     expect(cgroups.filter((c) => existsSync(c))).toEqual([]);
     expect(r.out).not.toContain("still in use");
+  });
+});
+
+describe("an interrupted run", () => {
+  test("Ctrl-C still ends the run's processes and removes its dirs", async () => {
+    const body = `import { spawn } from "node:child_process";
+test("t", async () => {
+  spawn("sleep", ["600"], { detached: true, stdio: "ignore" }).unref();
+  console.log("STARTED");
+  await new Promise((r) => setTimeout(r, 600_000));
+}, 700_000);`;
+    const r = await nestedRun(body, "STARTED");
+    expect(r.code, r.out).not.toBe(0);
+    expect(r.out).toMatch(/leak check \(.*\):\n\s+still running at the end of the run: pid \d+ \(sleep, .*\): killed\n\s+left by test files: f-\w+ \(.*leak\.check\.ts\)/);
+    expect(readdirSync(r.tmp).filter((n) => n.startsWith("jobrt-"))).toEqual([]);
   });
 });
 

@@ -23,10 +23,11 @@ let results: AssertionResult[] = [];
 beforeAll(() => {
   out = tempDir("jobrt-testkit-detects-");
   const report = join(out, "report.json");
+  // TMPDIR: the dirs the tmp-leak plugin makes in every check land in `out`, which is removed.
   const child = spawnSync(
     process.execPath,
     [vitestBin, "run", "--config", join(here, "fixtures/vitest.config.ts"), "--reporter=json", `--outputFile=${report}`],
-    { cwd: join(here, "fixtures"), encoding: "utf8", timeout: 240_000, env: { ...process.env, CI: "1" } },
+    { cwd: join(here, "fixtures"), encoding: "utf8", timeout: 240_000, env: { ...process.env, CI: "1", TMPDIR: out } },
   );
   expect(child.status, `the child vitest should fail (the plugins are broken)\n${child.stderr.slice(-2000)}`).toBe(1);
   const json = JSON.parse(readFileSync(report, "utf8")) as { testResults: { assertionResults: AssertionResult[] }[] };
