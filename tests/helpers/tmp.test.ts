@@ -105,6 +105,10 @@ describe("removeTree: what a test leaves is removed, and nothing else", () => {
       writeFileSync(join(tree, "ro", "deep", "file"), "x");
       writeFileSync(join(tree, "ro", "file"), "x", { mode: 0o400 });
       for (const d of [tree, join(tree, "ro"), join(tree, "ro", "deep")]) chownSync(d, NOBODY, NOBODY);
+      mkdirSync(join(tree, "unsearchable"));
+      writeFileSync(join(tree, "unsearchable", "file"), "x");
+      chownSync(join(tree, "unsearchable"), NOBODY, NOBODY);
+      chmodSync(join(tree, "unsearchable"), 0o400); // listable, but no entry can be looked up
       chmodSync(join(tree, "ro", "deep"), 0o500);
       chmodSync(join(tree, "ro"), 0o100); // not even listable
       return tree;

@@ -56,7 +56,7 @@ function removeBelow(dir: string, dev: number, problems: string[]): void {
   const names = list(dir, problems);
   for (const name of names) {
     const path = join(dir, name);
-    const st = lstatSync(path, { throwIfNoEntry: false });
+    const st = entryStat(dir, path, problems);
     if (st === undefined) continue;
     if (st.isDirectory() && st.dev !== dev) {
       problems.push(`${path}: left in place, another file system is mounted there`);
@@ -67,6 +67,25 @@ function removeBelow(dir: string, dev: number, problems: string[]): void {
     } else {
       problems.push(...attempt(path, () => unlinkSync(path), dir));
     }
+  }
+}
+
+/** lstat of an entry; a dir a test made unsearchable (no x) is made searchable first. */
+function entryStat(dir: string, path: string, problems: string[]): ReturnType<typeof lstatSync> | undefined {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    if (code(error) !== "EACCES") {
+      problems.push(`${path}: ${message(error)}`);
+      return undefined;
+    }
+  }
+  try {
+    chmodSync(dir, 0o700);
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    problems.push(`${path}: ${message(error)}`);
+    return undefined;
   }
 }
 
