@@ -40,12 +40,28 @@ export function processesWithEnv(name: string, value: string): Straggler[] {
 }
 
 /**
- * Ends what processesWithEnv finds: SIGKILL, wait (at most 5 s) for them to go, then remove the jobrt step
- * cgroups they were in (a killed `jobrt run` cannot). Returns one line per process, empty when
- * there were none; `spare` excludes processes (e.g. vitest's own workers).
+ * Ends what processesWithEnv finds and is still there after a 3 s grace (a test's own cleanup may
+ * just have told it to go, e.g. closed a lock holder's stdin, which needs this event loop to run):
+ * SIGKILL, wait (at most 5 s) for them to go, then remove the jobrt step cgroups they were in (a
+ * killed `jobrt run` cannot). Returns one line per process, empty when there were none; `spare`
+ * excludes processes (e.g. vitest's own workers).
  */
-export function reap(name: string, value: string, spare: (p: Straggler) => boolean = () => false): string[] {
-  const found = processesWithEnv(name, value).filter((p) => !spare(p));
+export async function reap(name: string, value: string, spare: (p: Straggler) => boolean = () => false): Promise<string[]> {
+  const end = Date.now() + 3_000;
+  let found = processesWithEnv(name, value).filter((p) => !spare(p));
+  while (found.length > 0 && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+    found = processesWithEnv(name, value).filter((p) => !spare(p));
+  }
+  return kill(name, value, found);
+}
+
+/** reap() without the grace and without the event loop: for an exit handler (an interrupted run). */
+export function reapNow(name: string, value: string, spare: (p: Straggler) => boolean = () => false): string[] {
+  return kill(name, value, processesWithEnv(name, value).filter((p) => !spare(p)));
+}
+
+function kill(name: string, value: string, found: Straggler[]): string[] {
   for (const p of found) {
     try {
       process.kill(p.pid, "SIGKILL");
@@ -55,7 +71,6 @@ export function reap(name: string, value: string, spare: (p: Straggler) => boole
   }
   const pids = new Set(found.map((p) => p.pid));
   const end = Date.now() + 5_000;
-  // Synchronous, so that it also works in an exit handler (an interrupted run).
   const nap = new Int32Array(new SharedArrayBuffer(4));
   while (processesWithEnv(name, value).some((p) => pids.has(p.pid)) && Date.now() < end) Atomics.wait(nap, 0, 0, 50);
   const busy = [...new Set(found.flatMap((p) => p.cgroups))].filter((dir) => !removeCgroup(dir));

@@ -1,8 +1,8 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { reap } from "./reap.js";
-import { removeTree } from "./tmp.js";
+import { type Straggler, reap, reapNow } from "./reap.js";
+import { HANDED_OVER, removeTree } from "./tmp.js";
 
 /**
  * vitest global setup, listed by every project: makes the run's temp dir (tests/helpers/tmp-setup.ts
@@ -23,12 +23,12 @@ export default function setup(): (() => Promise<void>) | undefined {
     if (tornDown) return;
     // A second Ctrl-C must not cut the cleanup short (vitest's own handler was a `once`).
     for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {});
-    const problems = cleanUp(run);
+    const problems = cleanUp(run, reapNow("JOBRT_TEST_RUN_TMP", run, isWorker));
     if (problems.length > 0) console.error(describeLeaks(run, problems));
   });
   return async () => {
     tornDown = true;
-    const problems = cleanUp(run);
+    const problems = cleanUp(run, await reap("JOBRT_TEST_RUN_TMP", run, isWorker));
     if (problems.length === 0) return;
     // vitest reports an error thrown here but still exits 0: the exit code makes the run fail.
     process.exitCode = 1;
@@ -36,16 +36,20 @@ export default function setup(): (() => Promise<void>) | undefined {
   };
 }
 
-/** Ends the run's processes and removes its dir; returns what it found, one line each. */
-function cleanUp(run: string): string[] {
-  // Every process of the run inherits JOBRT_TEST_RUN_TMP; vitest's own workers (children of this
-  // process) are spared. This catches what a file's afterAll could not: a worker that was killed.
-  const stragglers = reap("JOBRT_TEST_RUN_TMP", run, (p) => p.ppid === process.pid);
+// Every process of the run inherits JOBRT_TEST_RUN_TMP, so reaping by it catches what a file's
+// afterAll could not (a worker that was killed); vitest's own workers (this process's children) are
+// spared.
+const isWorker = (p: Straggler): boolean => p.ppid === process.pid;
+
+/** Removes the run's dir after its processes were reaped; returns what it found, one line each. */
+function cleanUp(run: string, stragglers: string[]): string[] {
   const problems = stragglers.map((s) => `still running at the end of the run: ${s}`);
   if (process.env.JOBRT_KEEP_TMP === "1") {
     console.warn(`JOBRT_KEEP_TMP=1: kept ${run}`);
   } else if (existsSync(run)) {
-    const leaked = readdirSync(run).map((name) => `${name} (${owner(join(run, name))})`);
+    const leaked = readdirSync(run)
+      .filter((name) => !existsSync(join(run, name, HANDED_OVER)))
+      .map((name) => `${name} (${owner(join(run, name))})`);
     if (leaked.length > 0) problems.push(`left by test files: ${leaked.join(", ")}`);
     problems.push(...removeTree(run));
   }

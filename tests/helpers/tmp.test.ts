@@ -131,11 +131,12 @@ describe("removeTree: what a test leaves is removed, and nothing else", () => {
 });
 
 describe("the per-file and per-run dirs", () => {
-  test("this file's temp dirs are in a 0755 dir of its own inside this run's 0755 dir", () => {
+  test("this file's temp dirs are in a 1777 dir of its own inside this run's 0755 dir", () => {
     const run = process.env.JOBRT_TEST_RUN_TMP as string;
     expect(dirname(tempRoot())).toBe(run);
     expect(dirname(tempDir())).toBe(tempRoot());
-    for (const d of [run, tempRoot()]) expect(statSync(d).mode & 0o777).toBe(0o755);
+    expect(statSync(run).mode & 0o7777).toBe(0o755);
+    expect(statSync(tempRoot()).mode & 0o7777).toBe(0o1777);
     expect(readFileSync(join(tempRoot(), ".test-file"), "utf8")).toBe(`${import.meta.filename}\n`);
   });
 
@@ -188,6 +189,27 @@ test("t", async () => {
     expect(cgroups.length, r.out).toBeGreaterThan(0);
     expect(cgroups.filter((c) => existsSync(c))).toEqual([]);
     expect(r.out).not.toContain("still in use");
+  });
+});
+
+describe("test files that end things their own way", () => {
+  test("a process the file's afterAll has just told to go (a lock holder's stdin closed) is given time and passes", async () => {
+    const body = `import { spawn } from "node:child_process";
+const holder = spawn("sh", ["-c", "cat >/dev/null; sleep 0.5"], { stdio: ["pipe", "ignore", "ignore"] });
+afterAll(() => holder.stdin.end());
+test("t", () => {});`;
+    const r = await nestedRun(body);
+    expect(r.code, r.out).toBe(0);
+  });
+
+  test("a worker that drops root for good still gets its dir removed (by the run), and the run passes", async () => {
+    const body = `process.setgroups([65534]);
+process.setgid(65534);
+process.setuid(65534);
+test("t", () => { mkdirSync(tempDir("jobrt-x-") + "/sub"); });`;
+    const r = await nestedRun(body);
+    expect(r.code, r.out).toBe(0);
+    expect(readdirSync(r.tmp).filter((n) => n.startsWith("jobrt-"))).toEqual([]);
   });
 });
 

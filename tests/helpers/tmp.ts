@@ -10,3 +10,6 @@ export { removeTree, tempRoot } from "../../packages/testkit/src/tempdirs.js";
 export function tempDir(prefix = "jobrt-test-"): string {
   return makeTempDir(prefix);
 }
+
+/** Left in a test file's dir by a worker that dropped root: the run's teardown removes the dir. */
+export const HANDED_OVER = ".handed-over";
