@@ -1,3 +1,4 @@
 import { defineProject } from "vitest/config";
+import { tempDirs } from "../../tests/helpers/tmp-config.js";
 
-export default defineProject({ test: { name: "launcher", include: ["test/**/*.test.ts"] } });
+export default defineProject({ test: { name: "launcher", include: ["test/**/*.test.ts"], ...tempDirs } });

@@ -1,9 +1,12 @@
 import { type SpawnOptions, spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { existsSync } from "node:fs";
+import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll } from "vitest";
+import { tempDir } from "./tmp.js";
+
+export { tempDir };
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The built CLI entry; tests run it with the same node as the test runner. */
@@ -56,13 +59,8 @@ export function jobrt(args: string[], options: RunOptions = {}): Promise<RunResu
 
 let emptyDir: string | undefined;
 function emptyConfDir(): string {
-  emptyDir ??= mkdtempSync(join(tmpdir(), "jobrt-noconf-"));
+  if (emptyDir === undefined || !existsSync(emptyDir)) emptyDir = tempDir("jobrt-noconf-");
   return emptyDir;
-}
-
-/** A fresh temporary directory. */
-export function tempDir(prefix = "jobrt-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
 }
 
 /** The node name jobrt uses without NodeName in jobrt.conf: the short host name. */

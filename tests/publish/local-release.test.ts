@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, repoRoot, runProgram } from "../helpers/jobrt.js";
 import { freePort } from "./registry.js";
+import { tempDir } from "../helpers/tmp.js";
 
 // The path docs/writing-a-runtime.md gives authors before jobrt's first npm release: a clone,
 // `pnpm release --local` (a registry on loopback holding the tree as it is), then `npm create
@@ -41,7 +41,7 @@ function registryPid(): number {
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "jobrt-local-release-"));
+  root = tempDir("jobrt-local-release-");
   // Its own npm cache: npx would reuse a create-jobrt-runtime of the same version from another run.
   env = cleanEnv({ JOBRT_LOCAL_REGISTRY_DIR: join(root, "state"), JOBRT_LOCAL_REGISTRY_PORT: String(await freePort()), npm_config_cache: join(root, "npm-cache") });
   work = join(root, "repo");

@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
 import { type RunResult, repoRoot, runProgram } from "../helpers/jobrt.js";
 import { type LocalRegistry, registryEnv, startRegistry, stopAllRegistries } from "./registry.js";
+import { tempDir } from "../helpers/tmp.js";
 
 // The path of a plugin author and a site, for real: a local verdaccio, the repository's own release
 // flow (changesets + `pnpm release`) publishing into it, then a fresh directory outside the repo that
@@ -73,7 +73,7 @@ async function plan(name: string, changeset: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "jobrt-publish-"));
+  root = tempDir("jobrt-publish-");
   registry = await startRegistry(join(root, "registry"));
   env = registryEnv(registry.userconfig, registry.url);
   const r = await runProgram(["npm", "config", "get", "registry"], { env, cwd: root });

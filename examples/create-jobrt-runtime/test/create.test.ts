@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntimeProject } from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 /** The generated package needs the core of the starter's own release (all jobrt packages share one version). */
 const starterRange = `^${(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version.split(".")[0]}.0.0`;
@@ -15,7 +15,7 @@ const repo = resolve(here, "../../..");
 const bin = join(here, "../dist/bin.js");
 let tmp: string;
 beforeAll(() => {
-  tmp = mkdtempSync(join(tmpdir(), "jobrt-create-"));
+  tmp = tempDir("jobrt-create-");
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Flaw } from "./flaws/plugins.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 interface AssertionResult {
   ancestorTitles: string[];
@@ -22,12 +22,13 @@ let results: AssertionResult[] = [];
 // Each broken variant of the bwrap runtime must fail the testkit check for its flaw, run as an
 // author runs the testkit (a vitest of its own): a conformance run that cannot fail proves nothing.
 beforeAll(() => {
-  out = mkdtempSync(join(tmpdir(), "jobrt-bwrap-flaws-"));
+  out = tempDir("jobrt-bwrap-flaws-");
   const report = join(out, "report.json");
+  // TMPDIR: the dirs the tmp-leak variant makes in every check land in `out`, which is removed.
   const child = spawnSync(
     process.execPath,
     [vitestBin, "run", "--config", join(here, "flaws/vitest.config.ts"), "--reporter=json", `--outputFile=${report}`],
-    { cwd: join(here, "flaws"), encoding: "utf8", timeout: 600_000, env: { ...process.env, CI: "1" } },
+    { cwd: join(here, "flaws"), encoding: "utf8", timeout: 600_000, env: { ...process.env, CI: "1", TMPDIR: out } },
   );
   expect(child.status, `the child vitest should fail (the runtimes are broken)\n${child.stderr.slice(-2000)}`).toBe(1);
   const json = JSON.parse(readFileSync(report, "utf8")) as { testResults: { assertionResults: AssertionResult[] }[] };

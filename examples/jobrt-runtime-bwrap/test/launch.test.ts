@@ -1,16 +1,16 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ContainerRequest, JobrtError } from "@jobrt/core";
 import { type TestNode, createTestNode, createTestStep, launchTask, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import bwrap from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 let node: TestNode;
 let dir: string;
 beforeAll(() => {
   node = createTestNode();
-  dir = mkdtempSync(join(tmpdir(), "jobrt-bwrap-launch-"));
+  dir = tempDir("jobrt-bwrap-launch-");
   chmodSync(dir, 0o755);
 });
 afterAll(() => {

@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ContainerRequest, ExecSpec, NodeConf, StepRecord } from "@jobrt/core";
 import { createTestNode, createTestStep, launchTask, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
 import { busyboxImage } from "./image.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const host = pluginHost(plugin);
 
@@ -14,7 +14,7 @@ let image: string;
 let work: string;
 beforeAll(async () => {
   image = busyboxImage();
-  work = mkdtempSync(join(tmpdir(), "jobrt-cc-work-"));
+  work = tempDir("jobrt-cc-work-");
   chmodSync(work, 0o755);
   await plugin.init({ context: "step" });
 });

@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { busyboxImage } from "./image.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 // End to end through the jobrt command a site runs: the CLI finds this package by name in its
 // PluginDir, loads it, and starts real ch-run. The CLI is a dev dependency, as it would be for any
@@ -43,7 +43,7 @@ function jobrt(args: string[], opts: { onStdout?: (text: string, kill: (s: NodeJ
 }
 
 beforeAll(() => {
-  tmp = mkdtempSync(join(tmpdir(), "jobrt-cc-cli-"));
+  tmp = tempDir("jobrt-cc-cli-");
   chmodSync(tmp, 0o755);
   image = busyboxImage(join(tmp, "image"));
   // PluginDir: where the site installed its runtimes; here, this package under its published name.

@@ -1,14 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 /**
  * A minimal Charliecloud image directory made from busybox-static: what `ch-convert` would give
  * for a busybox image, without needing a registry. The directory is world-readable so
  * unprivileged users can run it too.
  */
-export function busyboxImage(dir = mkdtempSync(join(tmpdir(), "jobrt-cc-image-"))): string {
+export function busyboxImage(dir = tempDir("jobrt-cc-image-")): string {
   const busybox = ["/bin/busybox", "/usr/bin/busybox"].find((p) => existsSync(p));
   if (!busybox) throw new Error("busybox not found: apt-get install busybox-static");
   const tmp = `${dir}.tmp`;

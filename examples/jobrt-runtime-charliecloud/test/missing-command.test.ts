@@ -5,14 +5,14 @@
  * the image, through the container's own PATH, or behind a directory of the same name (README,
  * Missing command). Real ch-run, a real busybox image.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ContainerRequest, ExecSpec } from "@jobrt/core";
 import { createTestNode, createTestStep, launchTask, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
 import { busyboxImage } from "./image.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const host = pluginHost(plugin);
 /** A script in the container that exits 1 by itself. */
@@ -43,7 +43,7 @@ beforeAll(async () => {
     writeFileSync(join(image, dir, name), EXITS_ONE, { mode: 0o755 });
   }
   // A host dir: bound into the container, and reached through ch-run's bind of the host's /tmp.
-  tools = mkdtempSync(join(tmpdir(), "jobrt-cc-tools-"));
+  tools = tempDir("jobrt-cc-tools-");
   chmodSync(tools, 0o755);
   writeFileSync(join(tools, "boundtool"), EXITS_ONE, { mode: 0o755 });
   await plugin.init({ context: "step" });

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { ContainerRequest, ErrorCode } from "@jobrt/core";
 import { createTestNode, createTestStep, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
 import { busyboxImage } from "./image.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const host = pluginHost(plugin);
 
@@ -13,7 +13,7 @@ let image: string;
 let confDir: string;
 beforeAll(() => {
   image = busyboxImage();
-  confDir = mkdtempSync(join(tmpdir(), "jobrt-cc-conf-"));
+  confDir = tempDir("jobrt-cc-conf-");
 });
 afterAll(() => {
   rmSync(image, { recursive: true, force: true });

@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type ConfSchema, loadConfFile, parseConf, parseSlurmBool } from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const schema: ConfSchema = {
   RunTimeRun: { type: "string" },
@@ -94,7 +94,7 @@ describe("parseConf: Slurm syntax", () => {
   });
 
   it("follows Include relative to the including file and names the included file in errors", () => {
-    const dir = mkdtempSync(join(tmpdir(), "jobrt-conf-"));
+    const dir = tempDir("jobrt-conf-");
     writeFileSync(join(dir, "extra.conf"), "RunTimeQuery=q\nBogus=1\n");
     writeFileSync(join(dir, "main.conf"), "RunTimeRun=r\nInclude extra.conf\n");
     expect(() => loadConfFile(join(dir, "main.conf"), schema)).toThrow(`${join(dir, "extra.conf")}:2:1: Bogus: unknown key`);

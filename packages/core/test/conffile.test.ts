@@ -1,18 +1,18 @@
 import { spawn } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { clipText } from "../src/conf.js";
 import { MAX_CONF_BYTES } from "../src/conffile.js";
 import { type ConfSchema, loadConfFile, parseConf, readConfText } from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 // What a configuration file may be: only a regular file of at most MAX_CONF_BYTES, read without
 // ever blocking; a dangling symlink is an error, a missing file is "no file".
 
 const schema: ConfSchema = { SpoolDir: { type: "string" }, KillWait: { type: "int", min: 0, max: 100 } };
-const dir = () => mkdtempSync(join(tmpdir(), "jobrt-conffile-"));
+const dir = () => tempDir("jobrt-conffile-");
 
 /**
  * Runs `read` with a FIFO at `fifo`. Code that opens the FIFO blocks the whole worker in a

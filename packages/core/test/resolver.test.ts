@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { RuntimeRegistry, createPackageResolver } from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const coreEntry = new URL("../dist/index.js", import.meta.url).href;
 
@@ -23,7 +23,7 @@ export default definePlugin({ name: "p", type: ${JSON.stringify(opts.type)}, ver
 }
 
 function site() {
-  return mkdtempSync(join(tmpdir(), "jobrt-resolver-"));
+  return tempDir("jobrt-resolver-");
 }
 
 describe("createPackageResolver", () => {

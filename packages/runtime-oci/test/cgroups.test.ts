@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { findContainerCgroups, hostCgroupDirs, removeCgroups } from "../src/cgroups.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 /** The cgroup2 mount, else the v1 pids hierarchy: where this file makes its own cgroups. */
 function testMount(): string | undefined {
@@ -62,7 +62,7 @@ describe("the container's cgroup dirs after a cut-short create (real cgroupfs)",
   });
 
   test("a recorded dir outside /sys/fs/cgroup's cgroup mounts, with .., or through a symlink is ignored; a name with .. is refused", () => {
-    const outside = mkdtempSync(join(tmpdir(), "jobrt-cgtest-"));
+    const outside = tempDir("jobrt-cgtest-");
     mkdirSync(join(outside, id));
     const link = `/sys/fs/cgroup/jobrt-cgtest-link-${process.pid}`;
     symlinkSync(outside, link);

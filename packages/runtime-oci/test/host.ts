@@ -3,13 +3,11 @@
  * taskInit + run per task concurrently, spawn the ExecSpec in its own process group, cleanup
  * always) with real processes. Used until/besides the CLI end-to-end tests.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
 import { type ProcessTracker, type TaskProcess, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
 import { pluginHost } from "@jobrt/testkit";
 import { afterAll, expect } from "vitest";
+import { tempDir as fileTempDir } from "../../../tests/helpers/tmp.js";
 import { runcIds } from "./fixtures.js";
 
 export interface HostOptions {
@@ -65,8 +63,9 @@ export function uniqueJobId(): number {
   return 700000 + ((process.pid * 100 + counter++) % 200000);
 }
 
+/** A temp dir removed when the test file ends (tests/helpers/tmp.ts). */
 export function tempDir(prefix = "oci-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return fileTempDir(prefix);
 }
 
 export function makeNode(o: Pick<HostOptions, "confDir" | "spoolDir" | "killWait" | "logs">): NodeConf {

@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkAccepted } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
@@ -8,6 +7,7 @@ import { fitImageUser, prepareImageConfig } from "../src/image/image-config.js";
 import { parseImageReference, sourceName } from "../src/image/reference.js";
 import { loadImageSettings, parseSize } from "../src/image/settings.js";
 import { imageArgs } from "../src/image/request.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const D = `sha256:${"ab".repeat(32)}`;
 
@@ -53,7 +53,7 @@ describe("images.conf", () => {
     expect(parseSize("big")).toBeUndefined();
   });
   test("keys, defaults and errors with file:line", () => {
-    const dir = mkdtempSync(join(tmpdir(), "jobrt-images-conf-"));
+    const dir = tempDir("jobrt-images-conf-");
     expect(loadImageSettings(dir)).toMatchObject({ cacheSize: 20 * 1024 ** 3, insecureRegistries: [] });
     writeFileSync(join(dir, "images.conf"), "CacheDir=/var/cache/x\ncachesize=2G\nInsecureRegistries=127.0.0.1:5000,reg.local\nPullTimeout=30\n");
     expect(loadImageSettings(dir)).toMatchObject({ cacheDir: "/var/cache/x", cacheSize: 2 * 1024 ** 3, insecureRegistries: ["127.0.0.1:5000", "reg.local"], pullTimeoutMs: 30_000 });
@@ -76,7 +76,7 @@ describe("the cached image's config.json", () => {
     linux: { namespaces: [{ type: "pid" }, { type: "user" }], uidMappings: [{ containerID: 0, hostID: 0, size: 1 }], gidMappings: [{ containerID: 0, hostID: 0, size: 1 }] },
   });
   test("read-only rootfs, private /tmp, mounts without a mount point dropped, args = Entrypoint", () => {
-    const rootfs = mkdtempSync(join(tmpdir(), "jobrt-image-rootfs-"));
+    const rootfs = tempDir("jobrt-image-rootfs-");
     mkdirSync(join(rootfs, "proc"));
     mkdirSync(join(rootfs, "tmp"));
     const c = prepareImageConfig(umoci(), rootfs, ["/entry"]) as ReturnType<typeof umoci> & { root: { readonly: boolean } };

@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { spoolMountProblem } from "../src/spoolmount.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 /** A rootfs with /home, /data (a file), /opt/real, /link -> /opt/real, /up -> ../../.., /hostetc -> /etc (absent in it). */
 function rootfs(): string {
-  const r = mkdtempSync(join(tmpdir(), "jobrt-spoolmount-"));
+  const r = tempDir("jobrt-spoolmount-");
   mkdirSync(join(r, "home"));
   mkdirSync(join(r, "opt/real"), { recursive: true });
   writeFileSync(join(r, "data"), "x");

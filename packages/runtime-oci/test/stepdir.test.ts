@@ -1,14 +1,14 @@
-import { lchownSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { lchownSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { makeStepDir } from "../src/stepdir.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const isRoot = process.getuid?.() === 0;
 
 describe.runIf(isRoot)("the step spool dir is made walking every component without following a user's symlink", () => {
   test("missing parents are made 0755; the step dir gets the mode and owner asked for", () => {
-    const base = mkdtempSync(join(tmpdir(), "jobrt-stepdir-"));
+    const base = tempDir("jobrt-stepdir-");
     const dir = join(base, "a/b/oci-job1-0");
     makeStepDir(dir, 0o770, { uid: 65534, gid: 65534 }, [65534]);
     expect(statSync(join(base, "a")).mode & 0o7777).toBe(0o755);
@@ -20,7 +20,7 @@ describe.runIf(isRoot)("the step spool dir is made walking every component witho
   });
 
   test("a symlink owned by another user anywhere on the way is refused, naming it; nothing is made behind it", () => {
-    const base = mkdtempSync(join(tmpdir(), "jobrt-stepdir-"));
+    const base = tempDir("jobrt-stepdir-");
     const target = join(base, "target");
     mkdirSync(target);
     mkdirSync(join(base, "shared"));
@@ -34,7 +34,7 @@ describe.runIf(isRoot)("the step spool dir is made walking every component witho
   });
 
   test("the last component as a symlink (even root's) or a file is refused; root's symlinks on the way are followed", () => {
-    const base = mkdtempSync(join(tmpdir(), "jobrt-stepdir-"));
+    const base = tempDir("jobrt-stepdir-");
     mkdirSync(join(base, "real"));
     symlinkSync(join(base, "real"), join(base, "link"));
     makeStepDir(join(base, "link/oci-job1-0"), 0o770, undefined, []);
@@ -46,7 +46,7 @@ describe.runIf(isRoot)("the step spool dir is made walking every component witho
   });
 
   test("an existing step dir that belongs to someone else is refused", () => {
-    const base = mkdtempSync(join(tmpdir(), "jobrt-stepdir-"));
+    const base = tempDir("jobrt-stepdir-");
     mkdirSync(join(base, "oci-job1-0"));
     lchownSync(join(base, "oci-job1-0"), 65534, 65534);
     expect(() => makeStepDir(join(base, "oci-job1-0"), 0o770, undefined, [])).toThrow(`${base}/oci-job1-0 exists but belongs to uid 65534`);

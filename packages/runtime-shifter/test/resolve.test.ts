@@ -1,15 +1,15 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type NodeConf, type StepRecord, isJobrtError } from "@jobrt/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadShifterConf } from "../src/conf.js";
 import type { ImageRef } from "../src/image.js";
 import { lastPullStatus, lookupImage } from "../src/resolve.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 // shifterimg's answers the plugin must classify, including ones the real tool should never give
 // (two lines, garbage, a hang): small scripts stand in for those, so each branch really runs.
-const dir = mkdtempSync(join(tmpdir(), "shifter-resolve-"));
+const dir = tempDir("shifter-resolve-");
 chmodSync(dir, 0o755);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const HEX = "e".repeat(64);

@@ -1,5 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ContainerRequest, StepRecord } from "@jobrt/core";
 import { isJobrtError } from "@jobrt/core";
@@ -7,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type ShifterConf, loadShifterConf } from "../src/conf.js";
 import { validateRequest } from "../src/request.js";
 import { parseUdiRootConf } from "../src/udiroot.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const udi = parseUdiRootConf(
   [
@@ -24,7 +24,7 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 function scratch(): string {
-  const dir = mkdtempSync(join(tmpdir(), "shifter-conf-"));
+  const dir = tempDir("shifter-conf-");
   dirs.push(dir);
   return dir;
 }

@@ -1,5 +1,4 @@
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, chownSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import {
   type ContainerRequest,
@@ -26,6 +25,7 @@ import { type LaunchResult, launchTask } from "./launch.js";
 import type { ConformanceOptions, InvalidCase, Lazy, PluginSource } from "./options.js";
 import { processGroupAlive } from "./processes.js";
 import { type StepKit, registerCleanupChecks, registerLaunchChecks, registerRequestCheck } from "./stepchecks.js";
+import { makeTempDir, removeTree } from "./tempdirs.js";
 
 type RunResult = ExecSpec | NotSupported;
 
@@ -121,7 +121,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
   };
 
   const tempDir = (prefix: string): string => {
-    const dir = mkdtempSync(join(tmpdir(), `jobrt-testkit-${prefix}-`));
+    const dir = makeTempDir(`jobrt-testkit-${prefix}-`);
     scratch.push(dir);
     // Like a site's: SpoolDir traversable by job users; the job's cwd is the job user's.
     if (prefix === "spool") chmodSync(dir, 0o755);
@@ -244,7 +244,9 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       driver = pluginHost(plugin);
     }, timeout);
     afterAll(() => {
-      for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+      // A plugin whose cleanup left a mount in its SpoolDir fails here instead of losing the mounted files.
+      const left = scratch.splice(0).flatMap(removeTree);
+      if (left.length > 0) throw new Error(`@jobrt/testkit: could not remove the conformance run's temp dirs: ${left.join("; ")}`);
     });
 
     describe("contract", () => {

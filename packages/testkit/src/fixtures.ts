@@ -1,8 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, hostname, tmpdir, userInfo } from "node:os";
-import { join } from "node:path";
 import type { ContainerRequest, Logger, NodeConf, StepRecord } from "@jobrt/core";
 import { planStep } from "@jobrt/launcher";
+import { makeTempDir, removeTree } from "./tempdirs.js";
 
 /** A test node: its log lines, and `dispose()`, which removes the temp dirs it made. */
 export type TestNode = NodeConf & { logs: string[]; dispose(): void };
@@ -10,7 +9,8 @@ export type TestNode = NodeConf & { logs: string[]; dispose(): void };
 /**
  * A NodeConf for tests: temp SpoolDir and conf dir unless given, a logger that keeps every line.
  * Call `dispose()` when done (e.g. in afterAll): it removes the dirs this call created, never the
- * ones you passed in.
+ * ones you passed in, and throws naming any it had to leave (one with a mount below it). The dirs
+ * are made under $JOBRT_TEST_TMP when set, else the system temp dir.
  */
 export function createTestNode(overrides: Partial<NodeConf> = {}): TestNode {
   const logs: string[] = [];
@@ -19,7 +19,7 @@ export function createTestNode(overrides: Partial<NodeConf> = {}): TestNode {
   };
   const made: string[] = [];
   const temp = (kind: string): string => {
-    const dir = mkdtempSync(join(tmpdir(), `jobrt-testkit-${kind}-`));
+    const dir = makeTempDir(`jobrt-testkit-${kind}-`);
     made.push(dir);
     return dir;
   };
@@ -33,7 +33,8 @@ export function createTestNode(overrides: Partial<NodeConf> = {}): TestNode {
     ...overrides,
     logs,
     dispose() {
-      for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+      const left = made.splice(0).flatMap(removeTree);
+      if (left.length > 0) throw new Error(`createTestNode: dispose() could not remove: ${left.join("; ")}`);
     },
   };
 }

@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECKS, type CheckId } from "../src/checks.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 interface AssertionResult {
   ancestorTitles: string[];
@@ -21,12 +21,13 @@ let results: AssertionResult[] = [];
 
 // Each flawed plugin must fail the check for its flaw: a suite that cannot fail proves nothing.
 beforeAll(() => {
-  out = mkdtempSync(join(tmpdir(), "jobrt-testkit-detects-"));
+  out = tempDir("jobrt-testkit-detects-");
   const report = join(out, "report.json");
+  // TMPDIR: the dirs the tmp-leak plugin makes in every check land in `out`, which is removed.
   const child = spawnSync(
     process.execPath,
     [vitestBin, "run", "--config", join(here, "fixtures/vitest.config.ts"), "--reporter=json", `--outputFile=${report}`],
-    { cwd: join(here, "fixtures"), encoding: "utf8", timeout: 240_000, env: { ...process.env, CI: "1" } },
+    { cwd: join(here, "fixtures"), encoding: "utf8", timeout: 240_000, env: { ...process.env, CI: "1", TMPDIR: out } },
   );
   expect(child.status, `the child vitest should fail (the plugins are broken)\n${child.stderr.slice(-2000)}`).toBe(1);
   const json = JSON.parse(readFileSync(report, "utf8")) as { testResults: { assertionResults: AssertionResult[] }[] };

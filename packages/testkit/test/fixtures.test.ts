@@ -1,8 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { createTestNode, createTestStep } from "../src/index.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 describe("createTestStep: the environment the real host sets", () => {
   test("every task carries jobrt run's Slurm variables, SLURM_RUNTIME and SLURM_CONTAINER included", () => {
@@ -36,7 +38,7 @@ describe("createTestStep: the environment the real host sets", () => {
 
 describe("createTestNode: cleans up after itself", () => {
   test("dispose() removes the dirs it made and leaves the ones it was given", () => {
-    const mine = mkdtempSync(join(tmpdir(), "jobrt-fixtures-test-"));
+    const mine = tempDir("jobrt-fixtures-test-");
     try {
       const node = createTestNode({ confDir: mine });
       expect(existsSync(node.spoolDir)).toBe(true);
@@ -46,5 +48,28 @@ describe("createTestNode: cleans up after itself", () => {
     } finally {
       rmSync(mine, { recursive: true, force: true });
     }
+  });
+
+  test("its dirs are made under $JOBRT_TEST_TMP (the repo's per-file dir)", () => {
+    const node = createTestNode();
+    expect(dirname(node.spoolDir)).toBe(process.env.JOBRT_TEST_TMP);
+    expect(dirname(node.confDir)).toBe(process.env.JOBRT_TEST_TMP);
+    node.dispose();
+  });
+
+  test("dispose() never deletes through a mount a plugin left in SpoolDir: it leaves the dir and throws naming it", () => {
+    const data = tempDir("jobrt-fixtures-data-");
+    writeFileSync(join(data, "precious"), "x");
+    const node = createTestNode();
+    const target = join(node.spoolDir, "rootfs");
+    mkdirSync(target);
+    execFileSync("mount", ["--bind", data, target]);
+    try {
+      expect(() => node.dispose()).toThrow(`createTestNode: dispose() could not remove: ${node.spoolDir}: left in place, mounted below it: ${target}`);
+      expect(readFileSync(join(target, "precious"), "utf8")).toBe("x");
+    } finally {
+      execFileSync("umount", ["-l", target]);
+    }
+    expect(readFileSync(join(data, "precious"), "utf8")).toBe("x");
   });
 });
