@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // pnpm bench [name...] [--quick]: runs the benchmarks (all by default) and prints a markdown table
 // per benchmark. Not a test: nothing here fails on a missed target; it says "MISSED".
-import { cpus, totalmem } from "node:os";
+import { cpus, tmpdir, totalmem } from "node:os";
 import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
 
 const ALL = ["launch-none", "launch-oci", "oci-modes", "exit-detection", "startup", "srun", "registry", "images"];
 const args = process.argv.slice(2);
@@ -14,6 +16,12 @@ for (const n of names) {
     process.exit(2);
   }
 }
+// Every temp dir of the benchmarks (bundles, confs, scripts) goes below one dir of this run, which
+// goes when the run ends, also on Ctrl-C; none of them holds a mount.
+const runTmp = mkdtempSync(join(tmpdir(), "jobrt-bench-"));
+process.env.TMPDIR = runTmp;
+process.on("exit", () => rmSync(runTmp, { recursive: true, force: true }));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => process.exit(130));
 const env = { ...process.env, TURBO_TELEMETRY_DISABLED: "1" };
 let runc = "-";
 try {
