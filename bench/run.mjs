@@ -3,7 +3,7 @@
 // per benchmark. Not a test: nothing here fails on a missed target; it says "MISSED".
 import { cpus, tmpdir, totalmem } from "node:os";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
 const ALL = ["launch-none", "launch-oci", "oci-modes", "exit-detection", "startup", "srun", "registry", "images"];
@@ -19,6 +19,8 @@ for (const n of names) {
 // Every temp dir of the benchmarks (bundles, confs, scripts) goes below one dir of this run, which
 // goes when the run ends, also on Ctrl-C; none of them holds a mount.
 const runTmp = mkdtempSync(join(tmpdir(), "jobrt-bench-"));
+// Searchable by all, as /tmp is: the srun benchmark's munged and slurmd run as their own users.
+chmodSync(runTmp, 0o755);
 process.env.TMPDIR = runTmp;
 process.on("exit", () => rmSync(runTmp, { recursive: true, force: true }));
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => process.exit(130));

@@ -4,10 +4,12 @@
 // this replaces dist/bin.js and adds dist/bin-<chunk>.js beside it (one directory below
 // package.json, where host.ts and packageVersion look for it). @jobrt/core stays a package import:
 // runtime plugins import it too and must share its classes (JobrtError, NOT_SUPPORTED) with jobrt.
+// The runtime packages stay package imports too: they are the plugins the registry loads by name,
+// and runtime-oci finds its helper programs (dist/*-main.js) relative to its own files.
 export default {
   input: { bin: "src/bin.ts" },
   platform: "node",
-  external: [/^@jobrt\/core$/],
+  external: [/^@jobrt\/core$/, /^@jobrt\/runtime-/],
   output: {
     dir: "dist",
     format: "esm",

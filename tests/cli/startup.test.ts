@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -54,4 +54,16 @@ describe("what a command loads", () => {
     expect(r.code).toBe(0);
     expect(r.loaded.sort()).toEqual(["packages/cli/dist/bin-common.js", "packages/cli/dist/bin.js", "packages/core/dist/index.js"].sort());
   }, 60_000);
+
+  it("the bundle holds only the CLI's and the launcher's code: runtime packages stay imports", () => {
+    // A runtime bundled into the CLI finds its helper programs (runtime-oci's dist/*-main.js,
+    // located from its own import.meta.url) beside the CLI instead: `jobrt images prune` broke so.
+    const dist = join(repoRoot, "packages/cli/dist");
+    const maps = readdirSync(dist).filter((f) => /^bin(-.*)?\.js\.map$/.test(f));
+    expect(maps).toContain("bin.js.map");
+    const packages = new Set(
+      maps.flatMap((m) => (JSON.parse(readFileSync(join(dist, m), "utf8")) as { sources: string[] }).sources.map((s) => relative(repoRoot, resolve(dirname(join(dist, m)), s)).split("/").slice(0, 2).join("/"))),
+    );
+    expect([...packages].sort()).toEqual(["packages/cli", "packages/launcher"]);
+  });
 });
