@@ -3,10 +3,10 @@
  * not executable), as a shell, `--runtime none` and Slurm's own tasks report it. ch-run execs the
  * command in its own process and reports a failure with exit status 1 and a message on the
  * task's stderr, which jobrt cannot tell from a command that exits 1 itself. So the command is
- * looked up from the host in the container's view (commandlookup.ts), and only a certain answer
- * changes the status (README, Missing command).
+ * looked up from the host in the container's view (lookupCommand of @jobrt/core), and only a
+ * certain answer changes the status (README, Missing command).
  */
-import { type ContainerView, type Lookup, lookupCommand } from "./commandlookup.js";
+import { type CommandLookup, type ContainerView, lookupCommand } from "@jobrt/core";
 
 /** What the guard needs to look the command up again: plain JSON. */
 export interface LookupSpec {
@@ -54,7 +54,7 @@ export function lookupSpec(request: ViewRequest, env: Record<string, string>, co
 }
 
 /** Looks the command up; a relative one with a slash depends on ch-run's cwd and is unknown. */
-export function lookup(spec: LookupSpec): Lookup {
+export function lookup(spec: LookupSpec): CommandLookup {
   try {
     return lookupCommand(spec.view, spec.command, spec.path, "");
   } catch (error) {
@@ -64,7 +64,7 @@ export function lookup(spec: LookupSpec): Lookup {
 }
 
 /** The status and message for a lookup, or undefined when the command may exist. */
-export function missingStatus(result: Lookup, command: string): { status: 126 | 127; message: string } | undefined {
+export function missingStatus(result: CommandLookup, command: string): { status: 126 | 127; message: string } | undefined {
   if (result.kind === "missing") return { status: 127, message: `charliecloud: ${command}: command not found in the container (exit status 127)` };
   if (result.kind === "not-executable") return { status: 126, message: `charliecloud: ${command}: ${result.path} in the container is not an executable file (exit status 126)` };
   return undefined;

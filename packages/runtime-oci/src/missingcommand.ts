@@ -4,12 +4,12 @@
  * reports its own failure to exec instead (1 from `runc run` and `runc create`, which looks the
  * command up before the task exists), and jobrt cannot tell that apart from a task that exits 1
  * by reading runc's message: it goes to the task's stderr. So the task's config.json (the one the
- * runtime was given) is looked up from the host (commandlookup.ts), and only a certain answer
- * changes the status (docs/runtime-oci.md, Missing command).
+ * runtime was given) is looked up from the host (lookupCommand of @jobrt/core), and only a
+ * certain answer changes the status (docs/runtime-oci.md, Missing command).
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ContainerView, type Lookup, lookupCommand } from "./commandlookup.js";
+import { type CommandLookup, type ContainerView, lookupCommand } from "@jobrt/core";
 
 /** The status a missing (127) or non-executable (126) command stands for. */
 export interface MissingCommand {
@@ -50,7 +50,7 @@ function viewOf(config: Json): { view: ContainerView; command: string; path: str
 }
 
 /** Looks the task's command up in the container a config.json describes. */
-export function lookupInConfig(config: Json): Lookup {
+export function lookupInConfig(config: Json): CommandLookup {
   const v = viewOf(config);
   if (typeof v === "string") return { kind: "unknown", why: v };
   try {
@@ -62,7 +62,7 @@ export function lookupInConfig(config: Json): Lookup {
 }
 
 /** The missing-command status for a lookup, or undefined when the command may exist. */
-export function missingStatus(lookup: Lookup, command: string): MissingCommand | undefined {
+export function missingStatus(lookup: CommandLookup, command: string): MissingCommand | undefined {
   if (lookup.kind === "missing") return { status: 127, message: `jobrt-oci: ${command}: command not found in the container (exit status 127)` };
   if (lookup.kind === "not-executable") return { status: 126, message: `jobrt-oci: ${command}: ${lookup.path} in the container is not an executable file (exit status 126)` };
   return undefined;

@@ -1,5 +1,5 @@
 /**
- * The host-side lookup of a task's command in the container's view (commandlookup.ts,
+ * The host-side lookup of a task's command in the container's view (@jobrt/core's lookupCommand,
  * missingcommand.ts), on real directory trees: it says "missing" or "not-executable" only when
  * certain, and "unknown" for whatever it cannot see.
  */

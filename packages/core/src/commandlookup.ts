@@ -1,13 +1,14 @@
 /**
- * Looks a task's command up the way the container will see it, from the host: the rootfs plus the
- * mounts of the task's config.json, symlinks resolved inside the rootfs (an absolute one restarts
- * at the container's `/`, `..` never climbs above it), PATH from the container's environment.
+ * Looks a task's command up the way a container will see it, from the host: its root directory
+ * plus its mounts, symlinks resolved inside the root (an absolute one restarts at the container's
+ * `/`, `..` never climbs above it), PATH as the container will have it.
  *
- * It exists to turn a runtime's own failure into 127/126 (docs/runtime-oci.md, Missing command),
- * so it answers "missing" or "not-executable" only when it is certain: anything it cannot see
- * (a mount whose content is not a host directory, such as tmpfs or proc; a hook that may create
- * files; a relative PATH entry; a dir it may not read; a symlink loop) makes it answer "unknown",
- * and the runtime's status is then left as it is.
+ * For wrapper runtimes whose tool reports a failed exec as its own failure (runc and ch-run exit
+ * 1): it lets them turn that into 127/126 as a shell would (docs/writing-a-runtime.md, "Exit
+ * status"), so it answers "missing" or "not-executable" only when it is certain. Anything it
+ * cannot see (a mount whose content is not a host directory, such as tmpfs or proc; a relative
+ * PATH entry; a dir it may not read; a symlink loop) makes it answer "unknown", and the runtime's
+ * status should then be left as it is. runtime-oci and the charliecloud example use it.
  */
 import { type Stats, lstatSync, readlinkSync, statSync } from "node:fs";
 import { isAbsolute, posix } from "node:path";
@@ -26,7 +27,7 @@ export interface ContainerView {
   mounts: ViewMount[];
 }
 
-export type Lookup =
+export type CommandLookup =
   | { kind: "found"; path: string }
   | { kind: "missing" }
   | { kind: "not-executable"; path: string }
@@ -145,7 +146,7 @@ function canonicalView(view: ContainerView, memo: Memo): ContainerView | string 
 }
 
 /** One candidate path: executable (any x bit, as the runtime's PATH search takes it), not, or absent. */
-function candidate(view: ContainerView, path: string, memo: Memo): Lookup {
+function candidate(view: ContainerView, path: string, memo: Memo): CommandLookup {
   const { entry } = walk(view, path, memo);
   switch (entry.kind) {
     case "file":
@@ -166,7 +167,7 @@ function candidate(view: ContainerView, path: string, memo: Memo): Lookup {
  * relative), a bare name is searched in `pathVariable` as execvp does, a dir or non-executable
  * file found on the way only remembered (126 when nothing better follows).
  */
-export function lookupCommand(written: ContainerView, command: string, pathVariable: string | undefined, cwd: string): Lookup {
+export function lookupCommand(written: ContainerView, command: string, pathVariable: string | undefined, cwd: string): CommandLookup {
   if (command === "") return { kind: "unknown", why: "empty command" };
   const memo: Memo = new Map();
   const view = canonicalView(written, memo);
@@ -176,8 +177,8 @@ export function lookupCommand(written: ContainerView, command: string, pathVaria
     return candidate(view, posix.resolve(cwd, command), memo);
   }
   if (pathVariable === undefined) return { kind: "unknown", why: "the container has no PATH" };
-  let denied: Lookup | undefined;
-  let unknown: Lookup | undefined;
+  let denied: CommandLookup | undefined;
+  let unknown: CommandLookup | undefined;
   for (const dir of pathVariable.split(":")) {
     if (!dir.startsWith("/")) {
       unknown ??= { kind: "unknown", why: `PATH entry ${JSON.stringify(dir)} is not absolute` };
