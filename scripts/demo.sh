@@ -18,6 +18,7 @@ if command -v runc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   second="--runtime oci --container $bundle -n 1 sh -c 'echo component 1: task \$SLURM_PROCID inside \$(cat /etc/os-release | head -1), het size \$SLURM_HET_SIZE'"
 fi
 eval "set -- $second"
-exec node packages/cli/dist/bin.js run -l --runtime none -n 4 \
+# Not exec: the shell stays to run its EXIT trap (the conf dir), and exits with jobrt's status.
+node packages/cli/dist/bin.js run -l --runtime none -n 4 \
   sh -c 'echo "component 0: task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME (job $SLURM_JOB_ID, runtime $SLURM_RUNTIME)"' \
   : "$@"
