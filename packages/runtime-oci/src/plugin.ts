@@ -619,21 +619,35 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     },
     log,
   });
-  if (result === "gone" && createInFlight) {
+  if (result === "gone") await sweepCutShort(st, ts, { createInFlight, afterCrash, runKey, log });
+  log("debug", `teardown: ${result}`);
+  return result;
+}
+
+/**
+ * After a teardown that found no container: a create cut short by a kill leaves runtime state and
+ * cgroup dirs that no query shows; they are deleted and removed here (docs/runtime-oci.md, "A
+ * create cut short").
+ */
+async function sweepCutShort(
+  st: StepState,
+  ts: TaskState,
+  o: { createInFlight: boolean; afterCrash: boolean; runKey: (key: "RunTimeDelete") => Promise<unknown>; log: CutShortTask["log"] },
+): Promise<void> {
+  const { createInFlight, afterCrash, runKey, log } = o;
+  if (createInFlight) {
     // The supervisor and its watchdog died while RunTimeCreate ran (e.g. gc killed the step's
     // cgroup): a create cut short leaves runtime state without a container to query (runc: its
     // state dir). Delete it anyway; the cgroup dirs it made are not in that state: removed here.
     log("verbose", "RunTimeCreate was cut short: running RunTimeDelete anyway");
     await runKey("RunTimeDelete").catch(() => undefined);
     ts.cgroupsLeft = await cutShortCgroups(cutShortTask(st, ts, "RunTimeCreate", afterCrash, log));
-  } else if (result === "gone" && st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)) {
+  } else if (st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)) {
     // A killed `runc run` may have been half-way through its create just the same, and only the
     // cgroup dirs it left show it: RunTimeDelete (for its state dir) runs when there are some.
     const whenFound = () => runKey("RunTimeDelete").catch(() => undefined);
     ts.cgroupsLeft = await cutShortCgroups({ ...cutShortTask(st, ts, "RunTimeRun", afterCrash, log), whenFound });
   }
-  log("debug", `teardown: ${result}`);
-  return result;
 }
 
 /** What leftovers.ts needs to find and remove the cgroup dirs of a task's container. */
