@@ -9,7 +9,7 @@ const expectations: Record<string, RegExp[]> = {
   "launch-oci": [/\| N=1 \| [\d.]+ \|/, /Per-container marginal cost .* ratio per round: (median [\d.]+, quartiles [\d.]+…[\d.]+ over \d+ rounds \(target ≤ 1\.10: (met|MISSED|within noise of the target)\)|n\/a)/],
   "oci-modes": [/\| run \(RunTimeRun\) \| [\d.]+ \|/, /\| create\/start \| [\d.]+ \|/, /create\/start ÷ run mode: [\d.]+; extra -?[\d.]+ ms \(target ≤ 115 ms: (met|MISSED)\)/],
   "exit-detection": [/\| bare runc run \|/, /create\/start mode \(supervisor\) \|/, /1 s → \+275 ms, 3 s → \+555 ms, 10 s → \+1555 ms/],
-  startup: [/\| jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /\| jobrt run --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms wall \(target ≤ \+15 ms: (met|MISSED)\)/, /jobrt run adds -?[\d.]+ ms wall/],
+  startup: [/\| jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /\| jobrt run --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms wall \(target ≤ \+15 ms: (met|MISSED)\)/, /jobrt run adds -?[\d.]+ ms wall/, /\| floor: baseline-spawn\.mjs 1 \/bin\/true \| [\d.]+ \|/, /\| runtime \| [\d.]+ \| [\d.]+ \|/, /\| spawn \| [\d.]+ \| [\d.]+ \|/, /jobrt exec's work beyond it is -?[\d.]+ ms wall/],
   srun: [/\| srun -n 2 jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms per srun/],
   registry: [/\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/, /100 heterogeneous components over 3 runtimes/],
 };

@@ -1,6 +1,10 @@
 #!/usr/bin/env -S node --
 // The "--" stops Node 20 from reading options such as --env-file= out of the job's own argv.
 import { main } from "./main.js";
+import { Timings } from "./timings.js";
+
+// Made first of all, so its "modules" phase ends when the entry's imports are done.
+const timings = process.env.JOBRT_TIMINGS === "1" ? new Timings() : undefined;
 
 /**
  * Writes to a pipe become asynchronous once the pipe is full (a reader slower than the tasks), and
@@ -14,7 +18,13 @@ function drained(stream: NodeJS.WriteStream): Promise<void> {
   });
 }
 
-process.exitCode = await main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2), timings);
+timings?.mark("release");
 await Promise.all([drained(process.stdout), drained(process.stderr)]);
+if (timings) {
+  timings.mark("flush");
+  process.stderr.write(`jobrt: ${timings.line()}\n`);
+  await drained(process.stderr);
+}
 // Plugins or stdin may hold the event loop open; the step is over and its output written.
 process.exit();

@@ -16,6 +16,7 @@ Options:
 
 Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
 shifter.conf, images.conf); with no files, embedded defaults apply. See docs/cli.md.
+JOBRT_TIMINGS=1: run and exec end with one stderr line of where their time went, by phase.
 `;
 
 export const RUN_HELP = `Usage: jobrt run [options] command [args...] [: [options] command [args...] ...]

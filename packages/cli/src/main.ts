@@ -1,19 +1,20 @@
 import { packageVersion } from "@jobrt/core";
 import { describeError, exitCodeFor } from "./errors.js";
 import { say } from "./host.js";
+import type { Timings } from "./timings.js";
 
 // Each command's modules load only when it runs: start-up is most of `jobrt exec`'s cost.
-const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
-  run: async (args) => (await import("./commands/run.js")).runCommand(args),
-  exec: async (args) => (await import("./commands/exec.js")).execCommand(args),
+const COMMANDS: Record<string, (args: string[], timings?: Timings) => Promise<number>> = {
+  run: async (args, timings) => (await import("./commands/run.js")).runCommand(args, timings),
+  exec: async (args, timings) => (await import("./commands/exec.js")).execCommand(args, timings),
   runtimes: async (args) => (await import("./commands/runtimes.js")).runtimesCommand(args),
   check: async (args) => (await import("./commands/check.js")).checkCommand(args),
   gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
   images: async (args) => (await import("./commands/images.js")).imagesCommand(args),
 };
 
-/** Runs the jobrt command line and returns the exit status; never throws. */
-export async function main(argv: string[]): Promise<number> {
+/** Runs the jobrt command line and returns the exit status; never throws. `timings`: JOBRT_TIMINGS=1. */
+export async function main(argv: string[], timings?: Timings): Promise<number> {
   const [command, ...rest] = argv;
   const verbose = rest.filter((a) => a === "-v" || a === "--verbose" || /^-v+$/.test(a)).length;
   try {
@@ -30,7 +31,7 @@ export async function main(argv: string[]): Promise<number> {
       say(`unknown command ${JSON.stringify(command)} (commands: ${Object.keys(COMMANDS).join(", ")}; see jobrt --help)`);
       return 2;
     }
-    return await handler(rest);
+    return await handler(rest, timings);
   } catch (error) {
     say(describeError(error, verbose));
     return exitCodeFor(error);

@@ -3,6 +3,7 @@ import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, say } from "../host.js";
 import { trapSignals } from "../signals.js";
+import type { Timings } from "../timings.js";
 
 const EXEC_OPTIONS = new Set([
   "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
@@ -10,12 +11,13 @@ const EXEC_OPTIONS = new Set([
 ]);
 
 /** `jobrt exec`: one task of a Slurm step, planned from Slurm's environment, run by the step session. */
-export async function execCommand(args: string[]): Promise<number> {
+export async function execCommand(args: string[], timings?: Timings): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: EXEC_OPTIONS, components: false, needCommand: !args.includes("--help") && !args.includes("-h"), command: "exec" });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).EXEC_HELP);
     return 0;
   }
+  timings?.mark("command");
   const verbose = parsed.step.get("verbose")?.length ?? 0;
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose, process.env.SLURMD_NODENAME);
@@ -23,6 +25,7 @@ export async function execCommand(args: string[]): Promise<number> {
   const record = planFromSlurm(process.env, c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
   const cancel = new StepCancel();
   trapSignals(cancel);
+  timings?.mark("config");
   const result = await runSession(
     { mode: "exec", record },
     {
@@ -33,6 +36,7 @@ export async function execCommand(args: string[]): Promise<number> {
       client: { verbose },
       report: say,
       describeError: (e) => describeError(e, verbose),
+      ...(timings ? { onEvent: timings.onEvent } : {}),
     },
   );
   return result.status;

@@ -8,14 +8,16 @@ import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
 import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
 import { trapSignals } from "../signals.js";
+import type { Timings } from "../timings.js";
 
 /** `jobrt run`: turns argv into a step plan and hands it to the launcher's step session. */
-export async function runCommand(args: string[]): Promise<number> {
+export async function runCommand(args: string[], timings?: Timings): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: !args.includes("list"), command: "run" });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).RUN_HELP);
     return 0;
   }
+  timings?.mark("command");
   const verbose = parsed.step.get("verbose")?.length ?? 0;
   const json = flag(parsed.step, "json");
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
@@ -28,6 +30,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const jobId = jobText === undefined ? undefined : positiveInt(jobText, "jobid", 4_294_967_000);
   const cancel = new StepCancel();
   trapSignals(cancel);
+  timings?.mark("config");
   const ends: TaskEnd[] = [];
   // srun numbers a heterogeneous step's tasks within each component in its failure lines.
   const firstTask = components.map((_, i) => components.slice(0, i).reduce((n, c) => n + c.ntasks, 0));
@@ -43,6 +46,7 @@ export async function runCommand(args: string[]): Promise<number> {
       report: say,
       describeError: (e) => describeError(e, verbose),
       onEvent: (e: StepEvent) => {
+        timings?.onEvent(e);
         if (e.event === "task-exit") {
           const task = e.task - (firstTask[e.component] ?? 0);
           ends.push({ component: e.component, task, code: e.code, signal: e.signal, interrupted: cancel.signal === "SIGINT" });
