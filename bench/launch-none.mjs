@@ -1,4 +1,4 @@
-import { compare, fmt, jobrtBin, ratio, rss, table, timeOnce, verdict } from "./lib.mjs";
+import { compare, fmt, jobrtBin, ratio, roundRatios, rss, spreadVerdict, table, timeOnce, verdict } from "./lib.mjs";
 
 export const name = "launch-none";
 export const description = "jobrt run -n N --runtime none /bin/true (started through its #! line, as a site runs it) against a Node script spawning N processes concurrently";
@@ -23,6 +23,11 @@ export async function run({ quick, env }) {
   // With tiny N on a busy machine a slope can come out ≤ 0: no ratio then.
   const marginal = slope("a") > 0 && slope("b") > 0 ? slope("a") / slope("b") : undefined;
   const marginalText = marginal === undefined ? "n/a (a slope ≤ 0: below the noise)" : `${marginal.toFixed(2)} (target ≤ 1.25: ${verdict(marginal <= 1.25)})`;
+  const cpuSlope = (key) => (results.get(last)[key].cpuMedian - results.get(first)[key].cpuMedian) / (last - first);
+  const cpuText =
+    results.get(last).a.cpuMedian === undefined
+      ? "n/a (no GNU time)"
+      : `jobrt ${fmt(cpuSlope("a"))} ms, baseline ${fmt(cpuSlope("b"))} ms, ratio per round: ${spreadVerdict(roundRatios(results.get(first), results.get(last), last - first, "cpuSamples"), 1.25)}`;
   const fixed = results.get(first).a.median / results.get(first).b.median;
   const peak = results.get(last);
   const extraMiB = peak.a.rssKiB !== undefined && peak.b.rssKiB !== undefined ? (peak.a.rssKiB - peak.b.rssKiB) / 1024 : undefined;
@@ -31,6 +36,7 @@ export async function run({ quick, env }) {
     table(["tasks", "jobrt median ms", "jobrt min-max", "baseline median ms", "baseline min-max", "ratio", "jobrt peak RSS", "baseline peak RSS"], rows),
     "",
     `Per-task marginal cost (N=${first}→${last}): jobrt ${fmt(slope("a"))} ms, baseline ${fmt(slope("b"))} ms, ratio ${marginalText}`,
+    `Per-task marginal CPU (user + system of the whole tree, N=${first}→${last}): ${cpuText}`,
     `Fixed cost (N=${first}): ratio ${fixed.toFixed(2)} (target ≤ 1.25: ${verdict(fixed <= 1.25)})`,
     `Peak RSS (N=${last}): ${rssText}`,
   ];

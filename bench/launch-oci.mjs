@@ -34,9 +34,13 @@ export async function run({ quick, env }) {
   const last = sizes[sizes.length - 1];
   const slope = (k) => (results.get(last)[k].median - results.get(first)[k].median) / (last - first);
   const marginalText = spreadVerdict(roundRatios(results.get(first), results.get(last), last - first), 1.1);
+  // CPU time hardly moves with other load: the same ratio in CPU, to tell a real difference from noise.
+  const cpuSlope = (k) => (results.get(last)[k].cpuMedian - results.get(first)[k].cpuMedian) / (last - first);
+  const cpuText = results.get(last).a.cpuMedian === undefined ? "n/a (no GNU time)" : `jobrt ${fmt(cpuSlope("a"))} ms, bare runc ${fmt(cpuSlope("b"))} ms (medians); ratio per round: ${spreadVerdict(roundRatios(results.get(first), results.get(last), last - first, "cpuSamples"), 1.1)}`;
   return [
     table(["containers", "jobrt median ms", "jobrt min-max", "runc-run script median ms", "script min-max", "ratio", "jobrt peak RSS"], rows),
     "",
     `Per-container marginal cost (N=${first}→${last}): jobrt ${fmt(slope("a"))} ms, bare runc ${fmt(slope("b"))} ms (medians); ratio per round: ${marginalText}`,
+    `Per-container marginal CPU (user + system of the whole tree, N=${first}→${last}): ${cpuText}`,
   ].join("\n");
 }

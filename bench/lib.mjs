@@ -88,6 +88,7 @@ export function summarize(samples) {
     rssKiB: rss.length ? Math.max(...rss) : undefined,
     // In measuring order: round i of one comparison pairs with round i of another.
     samples: ms,
+    cpuSamples: samples.map((s) => s.cpuMs),
   };
 }
 
@@ -102,13 +103,15 @@ export function quantile(xs, q) {
 /**
  * A marginal-cost ratio per round: round i's slope of `a` over round i's slope of `b` between two
  * sizes, so one noisy round moves one estimate, not the verdict. Rounds with a slope ≤ 0 drop out.
+ * `key`: "samples" (wall ms) or "cpuSamples" (CPU ms of the whole process tree, GNU time's).
  */
-export function roundRatios(small, large, sizes) {
-  const n = Math.min(small.a.samples.length, large.a.samples.length, small.b.samples.length, large.b.samples.length);
+export function roundRatios(small, large, sizes, key = "samples") {
+  const n = Math.min(small.a[key].length, large.a[key].length, small.b[key].length, large.b[key].length);
   const out = [];
   for (let i = 0; i < n; i++) {
-    const a = (large.a.samples[i] - small.a.samples[i]) / sizes;
-    const b = (large.b.samples[i] - small.b.samples[i]) / sizes;
+    const a = (large.a[key][i] - small.a[key][i]) / sizes;
+    const b = (large.b[key][i] - small.b[key][i]) / sizes;
+    // NaN (no GNU time) fails both tests and drops out too.
     if (a > 0 && b > 0) out.push(a / b);
   }
   return out;
