@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { isPerTask } from "../src/filepattern.js";
 import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
+import { forkRequest } from "../src/session/forker-request.js";
 import { statusOf } from "../src/session/status.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {
@@ -120,6 +121,37 @@ describe("pipeLines", () => {
         expect(out).toEqual(expected);
       }),
     );
+  });
+});
+
+describe("forkRequest (the task forker's start request)", () => {
+  /** The fields as forker-script.ts splits them: "<bytes>\n" then the payload split on NUL. */
+  function decode(request: Buffer): string[] {
+    const nl = request.indexOf(0x0a);
+    const length = Number(request.subarray(0, nl).toString("latin1"));
+    expect(request.length - nl - 1).toBe(length);
+    return request.subarray(nl + 1).toString().split("\0");
+  }
+  const text = fc.string({ unit: "grapheme", maxLength: 12 }).filter((s) => !s.includes("\0"));
+
+  it("property: decodes to id, fds, user, cgroup, cwd, argc, argv, K=V for every defined variable, in order, as UTF-8", () => {
+    fc.assert(
+      fc.property(fc.nat(100_000), fc.array(text, { minLength: 1, maxLength: 4 }), fc.dictionary(text.filter((k) => k !== "" && !k.includes("=")), fc.option(text, { nil: undefined })), fc.boolean(), text, (id, argv, env, drop, cwd) => {
+        const user = drop ? { uid: 1000, gid: 100 } : undefined;
+        const request = forkRequest(id, [-1, 5, 0], { argv, env: env as Record<string, string>, cwd }, { ...(user ? { user } : {}), cgroupProcs: "/sys/fs/cgroup/x/cgroup.procs" });
+        const vars = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+        expect(decode(request)).toEqual([String(id), "-1", "5", "0", user ? "1000" : "", user ? "100" : "", "/sys/fs/cgroup/x/cgroup.procs", cwd, String(argv.length), ...argv, ...vars]);
+      }),
+    );
+  });
+
+  it("ends with an empty last value, and refuses a NUL byte in any field with the field named", () => {
+    expect(decode(forkRequest(1, [0, 1, 2], { argv: ["/bin/true"], env: { EMPTY: "" }, cwd: "/" }, {})).at(-1)).toBe("EMPTY=");
+    const spec = { argv: ["/bin/true"], env: { A: "1" }, cwd: "/" };
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, argv: ["/bin/tr\0ue"] }, {})).toThrow(/without null bytes: "\/bin\/tr\\u0000ue"/);
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, env: { "B\0": "2" } }, {})).toThrow(/without null bytes: "B\\u0000=2"/);
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, env: { B: "x\0y" } }, {})).toThrow(/without null bytes: "B=x\\u0000y"/);
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, cwd: "/t\0mp" }, {})).toThrow(/without null bytes/);
   });
 });
 
