@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isPerTask } from "../src/filepattern.js";
-import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit } from "../src/index.js";
+import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
 import { forkRequest } from "../src/session/forker-request.js";
 import { statusOf } from "../src/session/status.js";
@@ -64,6 +64,21 @@ describe("--export", () => {
   });
   it("rejects names that are not identifiers", () => {
     expect(() => exportEnvironment("A-B", source)).toThrow('--export: "A-B" is not a variable name');
+  });
+});
+
+describe("a task's environment (planStep)", () => {
+  it("is the job environment, then HOME, USER, LOGNAME, then the Slurm variables: a later value wins in the first one's place", () => {
+    const env = exportEnvironment("ALL", { A: "1", USER: "someone", SLURM_PROCID: "99", HOME: "/elsewhere", Z: "26" });
+    const [c] = planStep({ jobId: 7, stepId: 3, user: { uid: 1000, gid: 100, user: "jo", home: "/home/jo" }, components: [{ argv: ["/bin/true"], ntasks: 3, cwd: "/tmp", env, io: {} }] }, "nodex", 2);
+    const task = c!.record.tasks[2]!;
+    const keys = Object.keys(task.env);
+    expect(keys.slice(0, 6)).toEqual(["A", "USER", "SLURM_PROCID", "HOME", "Z", "LOGNAME"]);
+    expect(keys.slice(6, 8)).toEqual(["SLURM_JOB_ID", "SLURM_JOBID"]);
+    expect(task.env).toMatchObject({ A: "1", USER: "jo", LOGNAME: "jo", HOME: "/home/jo", Z: "26", SLURM_PROCID: "2", SLURM_JOB_ID: "7", SLURM_STEP_ID: "3", SLURMD_NODENAME: "nodex" });
+    // Each task has its own object: a runtime changing one task's environment changes no other.
+    expect(c!.record.tasks[1]!.env).not.toBe(task.env);
+    expect(c!.record.tasks[1]!.env.SLURM_PROCID).toBe("1");
   });
 });
 
