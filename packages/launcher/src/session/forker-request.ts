@@ -13,9 +13,9 @@ function checkNul(field: string): void {
 /**
  * One start request for the task forker (the format is in forker-script.ts): "<bytes>\n", then
  * NUL-separated fields: id, the forker fds for the task's 0 1 2, uid, gid, cgroup.procs, cwd, argc,
- * argv..., env "K=V"... Encoded straight into one Buffer, measured first: a few hundred tasks start
- * at once, and per-variable strings and arrays made while every task's state is live were most of
- * what the launch burst allocated, which grows V8's young generation and the peak RSS
+ * argv..., env "K=V"... Sized first, then encoded straight into one Buffer: a few hundred tasks
+ * start at once, and per-variable strings and arrays made while every task's state is live were
+ * most of what the launch burst allocated, which grows V8's young generation and the peak RSS
  * (docs/performance.md). Throws on a NUL byte in any field, before anything is sent.
  */
 export function forkRequest(id: number, fds: readonly number[], spec: ExecSpec, { user, cgroupProcs }: ForkOptions): Buffer {
