@@ -5,23 +5,36 @@ import { readFileSync } from "node:fs";
  * it is gone. A pid plus its start time names one process for good, even after the pid is reused.
  */
 export function processStartTime(pid: number): string | undefined {
-  return statFields(pid)?.[19];
+  return statField(readStat(pid), 19);
 }
 
-/** Fields 3 onwards of /proc/<pid>/stat (state first), or undefined when the process is gone. */
-function statFields(pid: number): string[] | undefined {
+function readStat(pid: number): string | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) is in parentheses and may itself contain spaces or ')'.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
     return undefined;
   }
 }
 
+/**
+ * Field `index` + 3 of a /proc/<pid>/stat text (0: the state), undefined for a process that is
+ * gone. Found by scanning, not split: the start time is read for every task a step starts.
+ */
+function statField(stat: string | undefined, index: number): string | undefined {
+  if (stat === undefined) return undefined;
+  // The command name (field 2) is in parentheses and may itself contain spaces or ')'.
+  let start = stat.lastIndexOf(")") + 2;
+  for (let i = 0; i < index; i++) {
+    start = stat.indexOf(" ", start) + 1;
+    if (start === 0) return undefined;
+  }
+  const end = stat.indexOf(" ", start);
+  return stat.slice(start, end < 0 ? undefined : end);
+}
+
 /** True while `pid` exists and has not exited: a zombie (dead, not yet reaped) counts as gone. */
 export function processRunning(pid: number): boolean {
-  const state = statFields(pid)?.[0];
+  const state = statField(readStat(pid), 0);
   return state !== undefined && state !== "Z" && state !== "X";
 }
 
@@ -40,6 +53,7 @@ export function bootId(): string {
  */
 export function isSameProcess(pid: number, startTime: string | undefined, boot: string): boolean {
   if (boot !== bootId() || startTime === undefined) return false;
-  const fields = statFields(pid);
-  return fields !== undefined && fields[19] === startTime && fields[0] !== "Z" && fields[0] !== "X";
+  const stat = readStat(pid);
+  const state = statField(stat, 0);
+  return state !== undefined && statField(stat, 19) === startTime && state !== "Z" && state !== "X";
 }

@@ -2,8 +2,9 @@ import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isPerTask } from "../src/filepattern.js";
-import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit } from "../src/index.js";
+import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
+import { forkRequest } from "../src/session/forker-request.js";
 import { statusOf } from "../src/session/status.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {
@@ -66,6 +67,21 @@ describe("--export", () => {
   });
 });
 
+describe("a task's environment (planStep)", () => {
+  it("is the job environment, then HOME, USER, LOGNAME, then the Slurm variables: a later value wins in the first one's place", () => {
+    const env = exportEnvironment("ALL", { A: "1", USER: "someone", SLURM_PROCID: "99", HOME: "/elsewhere", Z: "26" });
+    const [c] = planStep({ jobId: 7, stepId: 3, user: { uid: 1000, gid: 100, user: "jo", home: "/home/jo" }, components: [{ argv: ["/bin/true"], ntasks: 3, cwd: "/tmp", env, io: {} }] }, "nodex", 2);
+    const task = c!.record.tasks[2]!;
+    const keys = Object.keys(task.env);
+    expect(keys.slice(0, 6)).toEqual(["A", "USER", "SLURM_PROCID", "HOME", "Z", "LOGNAME"]);
+    expect(keys.slice(6, 8)).toEqual(["SLURM_JOB_ID", "SLURM_JOBID"]);
+    expect(task.env).toMatchObject({ A: "1", USER: "jo", LOGNAME: "jo", HOME: "/home/jo", Z: "26", SLURM_PROCID: "2", SLURM_JOB_ID: "7", SLURM_STEP_ID: "3", SLURMD_NODENAME: "nodex" });
+    // Each task has its own object: a runtime changing one task's environment changes no other.
+    expect(c!.record.tasks[1]!.env).not.toBe(task.env);
+    expect(c!.record.tasks[1]!.env.SLURM_PROCID).toBe("1");
+  });
+});
+
 describe("statusOf", () => {
   it("is the exit code, or 128+N for signal N", () => {
     expect(statusOf(3, null)).toBe(3);
@@ -120,6 +136,37 @@ describe("pipeLines", () => {
         expect(out).toEqual(expected);
       }),
     );
+  });
+});
+
+describe("forkRequest (the task forker's start request)", () => {
+  /** The fields as forker-script.ts splits them: "<bytes>\n" then the payload split on NUL. */
+  function decode(request: Buffer): string[] {
+    const nl = request.indexOf(0x0a);
+    const length = Number(request.subarray(0, nl).toString("latin1"));
+    expect(request.length - nl - 1).toBe(length);
+    return request.subarray(nl + 1).toString().split("\0");
+  }
+  const text = fc.string({ unit: "grapheme", maxLength: 12 }).filter((s) => !s.includes("\0"));
+
+  it("property: decodes to id, fds, user, cgroup, cwd, argc, argv, K=V for every defined variable, in order, as UTF-8", () => {
+    fc.assert(
+      fc.property(fc.nat(100_000), fc.array(text, { minLength: 1, maxLength: 4 }), fc.dictionary(text.filter((k) => k !== "" && !k.includes("=")), fc.option(text, { nil: undefined })), fc.boolean(), text, (id, argv, env, drop, cwd) => {
+        const user = drop ? { uid: 1000, gid: 100 } : undefined;
+        const request = forkRequest(id, [-1, 5, 0], { argv, env: env as Record<string, string>, cwd }, { ...(user ? { user } : {}), cgroupProcs: "/sys/fs/cgroup/x/cgroup.procs" });
+        const vars = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+        expect(decode(request)).toEqual([String(id), "-1", "5", "0", user ? "1000" : "", user ? "100" : "", "/sys/fs/cgroup/x/cgroup.procs", cwd, String(argv.length), ...argv, ...vars]);
+      }),
+    );
+  });
+
+  it("ends with an empty last value, and refuses a NUL byte in any field with the field named", () => {
+    expect(decode(forkRequest(1, [0, 1, 2], { argv: ["/bin/true"], env: { EMPTY: "" }, cwd: "/" }, {})).at(-1)).toBe("EMPTY=");
+    const spec = { argv: ["/bin/true"], env: { A: "1" }, cwd: "/" };
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, argv: ["/bin/tr\0ue"] }, {})).toThrow(/without null bytes: "\/bin\/tr\\u0000ue"/);
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, env: { "B\0": "2" } }, {})).toThrow(/without null bytes: "B\\u0000=2"/);
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, env: { B: "x\0y" } }, {})).toThrow(/without null bytes: "B=x\\u0000y"/);
+    expect(() => forkRequest(1, [0, 1, 2], { ...spec, cwd: "/t\0mp" }, {})).toThrow(/without null bytes/);
   });
 });
 

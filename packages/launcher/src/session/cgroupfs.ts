@@ -109,19 +109,42 @@ export function populated(h: CgroupHierarchy, dir: string): boolean {
   return subtree(dir).some((d) => procsOf(d).some(processRunning));
 }
 
-/** Removes `dir` and every cgroup below it; returns the ones that could not be removed. */
+/** True when `dir` is gone (removed now, or not there). */
+function rmdirGone(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
+/**
+ * Removes `dir` and every cgroup below it; returns the ones that could not be removed, deepest
+ * first. A cgroup is removed before it is listed, and listed only when that fails: most have no
+ * child, and listing one reads every control file's entry (a step's 256 task cgroups hold ~40
+ * each, megabytes of garbage at the end of a large step: docs/performance.md, peak RSS).
+ */
 export function removeTree(dir: string): string[] {
   const left: string[] = [];
-  for (const d of subtree(dir)) {
+  const remove = (d: string): void => {
+    if (rmdirGone(d)) return;
+    let children: string[] = [];
     try {
-      rmdirSync(d);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") left.push(d);
+      children = readdirSync(d, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => `${d}/${e.name}`);
+    } catch {
+      // unreadable: it stays, and says so
     }
-  }
+    for (const child of children) remove(child);
+    if (children.length === 0 || !rmdirGone(d)) left.push(d);
+  };
+  remove(dir);
   return left;
 }
 
 export function cgroupExists(dir: string): boolean {
-  return existsSync(join(dir, "cgroup.procs"));
+  // Not path.join: called for every task at its start and end, and dir is already absolute.
+  return existsSync(`${dir}/cgroup.procs`);
 }

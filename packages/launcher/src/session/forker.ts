@@ -5,6 +5,7 @@ import type { Socket } from "node:net";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import type { ExecSpec } from "@jobrt/core";
+import { type ForkOptions, forkRequest } from "./forker-request.js";
 import { FORKER_SCRIPT } from "./forker-script.js";
 import { signalName } from "./status.js";
 
@@ -22,12 +23,6 @@ export interface TaskProcess extends EventEmitter {
   on(event: "error", listener: (error: Error) => void): this;
   once(event: "exit" | "close", listener: (code: number | null, signal: string | null) => void): this;
   once(event: "error", listener: (error: Error) => void): this;
-}
-
-/** Where a task starts: as this user, inside this cgroup (its cgroup.procs file). */
-export interface ForkOptions {
-  user?: { uid: number; gid: number };
-  cgroupProcs?: string;
 }
 
 /** syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid, setresuid. */
@@ -164,17 +159,11 @@ export class TaskForker {
     const slot = this.#slots.get(id);
     if (!slot) throw new Error(`task forker: no stdio for task ${id}`);
     this.#slots.delete(id);
-    const { user, cgroupProcs } = options;
-    const env = Object.entries(spec.env)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}=${v}`);
-    const fields = [String(id), ...slot.fds.map(String), user ? String(user.uid) : "", user ? String(user.gid) : "", cgroupProcs ?? "", spec.cwd, String(spec.argv.length), ...spec.argv, ...env];
-    for (const f of fields) if (f.includes("\0")) throw new TypeError(`argument or environment value must be a string without null bytes: ${JSON.stringify(f.slice(0, 100))}`);
+    const request = forkRequest(id, slot.fds, spec, options);
     if (this.#gone !== undefined) return Promise.reject(new Error(`the task forker ${this.#gone}`));
-    const payload = Buffer.from(fields.join("\0"));
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { file: spec.argv[0]!, slot, resolve, reject });
-      this.#ctl.write(Buffer.concat([Buffer.from(`${payload.length}\n`), payload]));
+      this.#ctl.write(request);
     });
   }
 

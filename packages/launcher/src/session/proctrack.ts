@@ -129,14 +129,16 @@ class CgroupTracker implements ProcessTracker {
     this.record = { kind: hierarchy.version === 2 ? "cgroup2" : "cgroup1", path: dir };
   }
 
+  // Template strings, not path.join (which rebuilds its result a character at a time): these run
+  // at every task's start and end, and this.dir is already an absolute, normalised path.
   #taskDir(taskId: number): string {
-    return join(this.dir, `task_${taskId}`);
+    return `${this.dir}/task_${taskId}`;
   }
 
   taskCgroup(taskId: number): string {
     const dir = this.#taskDir(taskId);
     if (!cgroupExists(dir)) mkdirSync(dir);
-    return join(dir, "cgroup.procs");
+    return `${dir}/cgroup.procs`;
   }
 
   startInside<T>(taskId: number, start: () => T): T {
@@ -202,7 +204,7 @@ class CgroupTracker implements ProcessTracker {
 export function killCgroup(h: CgroupHierarchy, dir: string): void {
   if (!cgroupExists(dir)) return;
   if (h.version === 2) {
-    writeFileSync(join(dir, "cgroup.kill"), "1\n");
+    writeFileSync(`${dir}/cgroup.kill`, "1\n");
     return;
   }
   const state = join(dir, "freezer.state");
