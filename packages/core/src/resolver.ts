@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, join, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import { jobrtError, messageOf } from "./errors.js";
 import { type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
 import type { RuntimeResolver } from "./registry.js";
+import { nodeModulesPaths } from "./nodemodulespaths.js";
 import { resolvedRuntime } from "./resolved.js";
 import type { Logger } from "./types.js";
 
@@ -33,8 +33,7 @@ export interface LocatedPackage {
  * `jobrt-runtime-x` (both installed is ERR_RUNTIME_AMBIGUOUS); `@scope/x` → `@scope/jobrt-runtime-x`.
  */
 export function locateRuntimePackage(name: RuntimeName, baseDir: string): LocatedPackage {
-  // createRequire wants a file inside the base directory; it need not exist.
-  const lookup = createRequire(join(baseDir, "noop.js")).resolve.paths("x") ?? [];
+  const lookup = nodeModulesPaths(baseDir);
   const found: LocatedPackage[] = [];
   const candidates = packageCandidates(name);
   for (const pkg of candidates) {

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { RuntimeRegistry, createPackageResolver } from "../src/index.js";
@@ -115,5 +116,27 @@ describe("createPackageResolver", () => {
     } finally {
       process.chdir(cwd);
     }
+  });
+
+  it("never resolves from NODE_PATH or $HOME/.node_modules, which come from the caller's environment", () => {
+    // Node appends those to require's lookup path when its process starts: a process of its own.
+    const planted = site();
+    const marker = join(planted, "imported");
+    const body = `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(marker)}, "");\nexport default {};`;
+    writePlugin(join(planted, "path"), "jobrt-runtime-planted", { type: "runtime/planted", body });
+    writePlugin(join(planted, "home"), "jobrt-runtime-homed", { type: "runtime/homed", body });
+    const home = join(planted, "home", "home");
+    mkdirSync(home);
+    symlinkSync(join(planted, "home", "node_modules"), join(home, ".node_modules"));
+    const script = `import { RuntimeRegistry, createPackageResolver } from ${JSON.stringify(coreEntry)};
+const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: ${JSON.stringify(site())}, allow: ["planted", "homed"] }) });
+for (const name of ["planted", "homed"]) console.log(await registry.load(name).then(() => "loaded", (e) => e.code));`;
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      env: { ...process.env, NODE_PATH: join(planted, "path", "node_modules"), HOME: home },
+    });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("ERR_RUNTIME_NOT_FOUND\nERR_RUNTIME_NOT_FOUND\n");
+    expect(existsSync(marker)).toBe(false);
   });
 });
