@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
-import { type FaultSite, expectNoLeaks, faultSite, runcContainers, waitFor } from "../helpers/leaks.js";
+import { type FaultSite, expectNoLeaks, faultSite, runcContainers, spoolLeftovers, waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;
 const children: ChildProcess[] = [];
@@ -174,6 +174,38 @@ describe("the spool", () => {
     });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^jobrt: SpoolDir: \S+ is in use by host "[^"]+", not "othernode" \(node [^)]+\): each node needs a SpoolDir of its own .*remove \S+\/jobs\/node\n$/);
+  });
+});
+
+describe("a step's entry in the spool, at its release", () => {
+  // The task plants in its own entry (host.json, step.json, pids) what its owner could: the step
+  // still removes the entry, never through the planted link, and leaves the target whole.
+  const plantAndRun = async (plant: string) => {
+    const s = faultSite();
+    const outside = tempDir();
+    writeFileSync(join(outside, "victim"), "keep\n");
+    for (const f of ["host.json", "step.json", "pids"]) writeFileSync(join(outside, f), "keep\n");
+    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", `cd ${s.spool}/jobs/*/step-* && ${plant}`], { env: { ...s.env, OUTSIDE: outside } });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    for (const f of ["victim", "host.json", "step.json", "pids"]) expect(readFileSync(join(outside, f), "utf8")).toBe("keep\n");
+    return s;
+  };
+
+  it("a symlink in place of a record file is removed, not followed", async () => {
+    // pids is written just after the task starts.
+    await expectNoLeaks(await plantAndRun('while [ ! -e pids ]; do sleep 0.01; done; rm pids && ln -s "$OUTSIDE/victim" pids && ln -s "$OUTSIDE/victim" extra'));
+  });
+
+  it("a directory in place of a record file, with files in it, is removed whole", async () => {
+    await expectNoLeaks(await plantAndRun("rm step.json && mkdir -p step.json/deeper && touch step.json/a step.json/deeper/b"));
+  });
+
+  it("the entry itself swapped for a symlink to a directory with the same file names: only the link goes", async () => {
+    const s = await plantAndRun('d=$(pwd) && cd .. && mv "$d" "$d.moved" && ln -s "$OUTSIDE" "$d"');
+    // The moved entry is its owner's doing, and stays (a record like any other for jobrt gc).
+    expect(spoolLeftovers(s)).toEqual(["jobs/1"]);
+    expect(readdirSync(join(s.spool, "jobs", "1")).sort()).toEqual(["next-step", "step-0.moved"]);
   });
 });
 

@@ -3,7 +3,7 @@ import { basename, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processRunning, processStartTime } from "../proc.js";
 import type { TrackerRecord } from "./proctrack.js";
-import { type Spool, readNoFollow, writeExclusive } from "./spool.js";
+import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
 
 /**
  * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
@@ -58,6 +58,8 @@ export interface StepJournal {
 const HOST_FILE = "host.json";
 const RECORD_FILE = "step.json";
 const PIDS_FILE = "pids";
+/** What a step's entry holds when nothing went wrong. */
+const ENTRY_FILES = [HOST_FILE, RECORD_FILE, PIDS_FILE];
 const STEP_COUNTER = "next-step";
 const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
 const SHARED_STATE = /^exec-(\d+)(?:\.h\d+)?\.state$/;
@@ -91,7 +93,7 @@ function removeIfEmpty(dir: string): void {
 
 function removeIdleJournal(jobsDir: string): void {
   if (listDir(jobsDir).some((name) => name !== "node")) return;
-  rmSync(join(jobsDir, "node"), { force: true });
+  removeFile(join(jobsDir, "node"));
   removeIfEmpty(jobsDir);
 }
 
@@ -102,7 +104,7 @@ function writeCounter(dir: string, name: string, next: number): void {
     writeExclusive(tmp, `${next}\n`);
     renameSync(tmp, join(dir, name));
   } catch {
-    rmSync(tmp, { force: true });
+    removeFile(tmp);
   }
 }
 
@@ -131,7 +133,7 @@ function nextStepId(jobDir: string): number {
 
 /** The last step out removes the job's step counter, then the job dir. */
 function releaseJobDir(jobDir: string): void {
-  if (listDir(jobDir).every((name) => name === STEP_COUNTER)) rmSync(join(jobDir, STEP_COUNTER), { force: true });
+  if (listDir(jobDir).every((name) => name === STEP_COUNTER)) removeFile(join(jobDir, STEP_COUNTER));
   removeIfEmpty(jobDir);
 }
 
@@ -176,7 +178,7 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     },
     release() {
       flush();
-      rmSync(dir, { recursive: true, force: true });
+      removeDirOf(dir, ENTRY_FILES);
       if (entry.startsWith("exec-")) dropIdleSharedState(jobDir, stepId);
       releaseJobDir(jobDir);
       // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
@@ -202,7 +204,7 @@ function shareExecState(jobDir: string, step: StepRecord, state: StepStateText):
     } catch (error) {
       if (!isErrno(error, "EEXIST")) throw jobrtError("ERR_LAUNCH", { problem: `cannot publish the step state in ${file}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
     } finally {
-      rmSync(tmp, { force: true });
+      removeFile(tmp);
     }
   }
   let published: string | undefined;
@@ -232,7 +234,7 @@ function dropIdleSharedState(jobDir: string, stepId: number): void {
     return m?.[2] !== undefined && Number(m[2]) === stepId;
   });
   if (busy) return;
-  for (const n of names) if (Number(SHARED_STATE.exec(n)?.[1] ?? -1) === stepId) rmSync(join(jobDir, n), { force: true });
+  for (const n of names) if (Number(SHARED_STATE.exec(n)?.[1] ?? -1) === stepId) removeFile(join(jobDir, n));
 }
 
 /**

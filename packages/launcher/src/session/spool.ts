@@ -1,4 +1,4 @@
-import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmSync, writeSync } from "node:fs";
+import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
@@ -141,6 +141,35 @@ export function writeExclusive(path: string, text: string): void {
 }
 
 /**
+ * Removes a file (or a symlink, never followed); one that is not there is fine, a directory is an
+ * error. What `rmSync(path, { force: true })` does, without loading and running Node 20's
+ * JavaScript rimraf for one file at every start and end of a step.
+ */
+export function removeFile(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+}
+
+/**
+ * Removes a directory that holds at most the files named: each is unlinked, then the directory.
+ * Anything else found (a symlink in place of the directory, a directory where a file was, a file
+ * it did not write) is left to a recursive removal, which never follows a symlink either.
+ */
+export function removeDirOf(dir: string, names: readonly string[]): void {
+  try {
+    // Unlinking `dir/name` would follow `dir` itself were it a symlink.
+    if (!lstatSync(dir).isDirectory()) throw Object.assign(new Error(`${dir} is not a directory`), { code: "ENOTDIR" });
+    for (const name of names) removeFile(join(dir, name));
+    rmdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * A SpoolDir shared by several nodes (NFS) would mix their steps' records and files: the first
  * node to use it leaves its host name in `node`; any other node refuses.
  */
@@ -160,7 +189,7 @@ function checkNodeMarker(jobsDir: string, node: string): void {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") return;
       seen = readNoFollow(marker) ?? me;
     } finally {
-      rmSync(tmp, { force: true });
+      removeFile(tmp);
     }
   }
   if (seen !== me) {
