@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -53,6 +53,28 @@ describe("what a command loads", () => {
     const r = await loadedModules(["--version"]);
     expect(r.code).toBe(0);
     expect(r.loaded.sort()).toEqual(["packages/cli/dist/bin-common.js", "packages/cli/dist/bin.js", "packages/core/dist/index.js"].sort());
+  }, 60_000);
+
+  it.each([
+    ["exec", SLURM_TASK],
+    ["run", {}],
+  ] as const)("jobrt %s loads neither node:module nor Node 20's JavaScript rimraf", async (command, env) => {
+    // Each is a builtin compiled at every start for a few lines' work: a runtime's lookup path, the
+    // removal of a step's spool entry.
+    const dir = tempDir("jobrt-startup-");
+    writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
+    writeFileSync(join(dir, "builtins.cjs"), `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(join(dir, "builtins.txt"))}, process.moduleLoadList.join("\\n")));\n`);
+    const r = await runProgram([process.execPath, "-r", join(dir, "builtins.cjs"), "--", jobrtBin, command, "--runtime", "none", "/bin/true"], { env: { ...process.env, JOBRT_CONF_DIR: dir, ...env } });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const builtins = readFileSync(join(dir, "builtins.txt"), "utf8").split("\n");
+    // The list is real: what every jobrt start needs is in it.
+    expect(builtins).toContain("NativeModule child_process");
+    expect(builtins.filter((m) => /^NativeModule (module|internal\/source_map\/source_map|internal\/fs\/rimraf)$/.test(m))).toEqual([]);
+    // The step's entry was made and released (a job dir per step; exec's last task takes the journal).
+    const jobs = join(dir, "spool", "jobs");
+    expect(existsSync(join(dir, "spool"))).toBe(true);
+    expect(existsSync(jobs) ? readdirSync(jobs).filter((n) => /^\d+$/.test(n)) : []).toEqual([]);
   }, 60_000);
 
   it("the bundle holds only the CLI's and the launcher's code: runtime packages stay imports", () => {
