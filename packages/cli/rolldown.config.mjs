@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 // The `jobrt` command as a few files instead of ~50 modules: Node's ESM loader resolves, reads and
 // links each module on its own, which was most of `jobrt exec`'s start-up (docs/performance.md,
 // "Where the time goes in jobrt exec"). tsc still emits dist/ for the library entry and the types;
@@ -6,7 +8,7 @@
 // runtime plugins import it too and must share its classes (JobrtError, NOT_SUPPORTED) with jobrt.
 // The runtime packages stay package imports too: they are the plugins the registry loads by name,
 // and runtime-oci finds its helper programs (dist/*-main.js) relative to its own files.
-export default {
+const cli = {
   input: { bin: "src/bin.ts" },
   platform: "node",
   external: [/^@jobrt\/core$/, /^@jobrt\/runtime-/],
@@ -19,3 +21,24 @@ export default {
     codeSplitting: { groups: [{ name: "common", minShareCount: 2 }] },
   },
 };
+
+// `jobrt run` and `jobrt exec` as one CommonJS script that src/codecache.ts compiles with V8's code
+// cache (Node 20 has none for ES modules). It may not import(): a vm.Script cannot without an
+// experimental loader, so everything it needs is in it, but @jobrt/core and Node's builtins, which
+// the loader hands it. Its sha256, appended last, names its caches.
+const steps = {
+  input: { steps: "src/steps.ts" },
+  platform: "node",
+  external: [/^@jobrt\/core$/, /^@jobrt\/runtime-/],
+  plugins: [
+    {
+      name: "jobrt-steps-hash",
+      renderChunk(code) {
+        return { code: `${code}\n// jobrt-steps-hash ${createHash("sha256").update(code).digest("hex")}\n`, map: null };
+      },
+    },
+  ],
+  output: { dir: "dist", format: "cjs", sourcemap: true, entryFileNames: "[name].cjs", codeSplitting: false },
+};
+
+export default [cli, steps];

@@ -1,12 +1,13 @@
 import { packageVersion } from "@jobrt/core";
+import { loadStepCommands } from "./codecache.js";
 import { describeError, exitCodeFor } from "./errors.js";
 import { say } from "./host.js";
 import type { Timings } from "./timings.js";
 
 // Each command's modules load only when it runs: start-up is most of `jobrt exec`'s cost.
 const COMMANDS: Record<string, (args: string[], timings?: Timings) => Promise<number>> = {
-  run: async (args, timings) => (await import("./commands/run.js")).runCommand(args, timings),
-  exec: async (args, timings) => (await import("./commands/exec.js")).execCommand(args, timings),
+  run: (args, timings) => loadStepCommands().runCommand(args, timings),
+  exec: (args, timings) => loadStepCommands().execCommand(args, timings),
   runtimes: async (args) => (await import("./commands/runtimes.js")).runtimesCommand(args),
   check: async (args) => (await import("./commands/check.js")).checkCommand(args),
   gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
