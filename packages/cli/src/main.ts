@@ -1,8 +1,15 @@
 import { packageVersion } from "@jobrt/core";
 import { loadStepCommands } from "./codecache.js";
 import { describeError, exitCodeFor } from "./errors.js";
-import { say } from "./host.js";
 import type { Timings } from "./timings.js";
+
+/**
+ * host.ts's say(), written out: importing host.ts here would load the chunk the other commands
+ * share (the launcher's code) at every start, though `jobrt run` and `jobrt exec` bring their own.
+ */
+function say(message: string): void {
+  process.stderr.write(`jobrt: ${message}\n`);
+}
 
 // Each command's modules load only when it runs: start-up is most of `jobrt exec`'s cost.
 const COMMANDS: Record<string, (args: string[], timings?: Timings) => Promise<number>> = {
