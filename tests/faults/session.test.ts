@@ -352,6 +352,22 @@ describe("task exit status", () => {
     await expectNoLeaks(s);
   });
 
+  it("a task given by its path (the forker's own execve) does not ignore SIGFPE as perl does, gets its environment as given, and a file without #! still runs through /bin/sh", async () => {
+    const s = faultSite();
+    const r = await jobrt(["run", "--runtime", "none", "/bin/sh", "-c", "grep SigIgn /proc/$$/status; env"], { env: { ...s.env, JOBRT_T_EQ: "a=b=c", JOBRT_T_EMPTY: "" } });
+    expect(r.code).toBe(0);
+    const mask = /^SigIgn:\s+([0-9a-f]+)$/m.exec(r.stdout)?.[1];
+    expect(mask).toBeDefined();
+    expect((BigInt(`0x${mask}`) >> 7n) & 1n, "SIGFPE ignored").toBe(0n);
+    expect(r.stdout.split("\n")).toEqual(expect.arrayContaining(["JOBRT_T_EQ=a=b=c", "JOBRT_T_EMPTY=", `SLURM_PROCID=0`]));
+    const script = join(s.dir, "no-shebang");
+    writeFileSync(script, "echo run by sh $SLURM_PROCID\n", { mode: 0o755 });
+    const noShebang = await jobrt(["run", "-n", "2", "--runtime", "none", script], { env: s.env });
+    expect(noShebang.code).toBe(0);
+    expect(noShebang.stdout.split("\n").filter(Boolean).sort()).toEqual(["run by sh 0", "run by sh 1"]);
+    await expectNoLeaks(s);
+  });
+
   it("too few descriptors to hand every task's pipes to the forker at once (ulimit -n 1024, 300 tasks, -l): Node starts them, one warning", async () => {
     const s = faultSite();
     const r = await runProgram(["sh", "-c", 'ulimit -n 1024 && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "-n", "300", "-l", "--runtime", "none", "sh", "-c", "echo $SLURM_PROCID"], { env: { ...process.env, ...s.env }, timeoutMs: 120_000 });

@@ -1,6 +1,6 @@
 /**
  * The task forker's program (see forker.ts): plain perl with no module, so it starts in a few ms
- * from Debian's perl-base (Essential). Descriptor and identity calls go through syscall(2) with
+ * from Debian's perl-base (Essential). Descriptor, identity and exec calls go through syscall(2) with
  * the numbers forker.ts passes for this architecture, because POSIX.pm alone costs more start-up
  * time than the rest of the program.
  *
@@ -12,7 +12,7 @@
  * When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
  */
 export const FORKER_SCRIPT = String.raw`
-my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID) = map { 0 + $_ } @ARGV;
+my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE) = map { 0 + $_ } @ARGV;
 my $PIDFD_OPEN = 434;
 # Slurm signals every process of a step (scancel, the time limit, srun's Ctrl-C): the forker must
 # live until jobrt closes fd 3. Caught, not ignored: a caught signal is reset to its default at
@@ -71,6 +71,15 @@ sub child {
     syscall($SETGROUPS, 0, 0) == 0 or $fail->("setgroups");
     syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or $fail->("setgid");
     syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or $fail->("setuid");
+  }
+  # A path is exec'd by execve(2) with the task's environment as it came: filling %ENV costs a
+  # setenv per variable in the child, most of its time before the exec. perl ignores SIGFPE and
+  # its exec restores it; a task must not inherit that. A bare name (searched in the task's PATH)
+  # and a file the kernel cannot run (ENOEXEC: execvp runs it with /bin/sh) go through perl's exec.
+  $SIG{FPE} = "DEFAULT";
+  if (index($argv->[0], "/") >= 0) {
+    syscall($EXECVE, $argv->[0], pack("p*", @$argv, undef), pack("p*", @$env, undef));
+    $fail->("exec") unless $! == 8;
   }
   %ENV = ();
   for (@$env) { my $i = index($_, "="); $ENV{substr($_, 0, $i)} = substr($_, $i + 1) }

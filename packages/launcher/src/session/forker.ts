@@ -25,13 +25,13 @@ export interface TaskProcess extends EventEmitter {
   once(event: "error", listener: (error: Error) => void): this;
 }
 
-/** syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid, setresuid. */
+/** syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid, setresuid, execve. */
 const SYSCALLS: Partial<Record<string, number[]>> = {
-  x64: [112, 292, 72, 3, 116, 119, 117],
+  x64: [112, 292, 72, 3, 116, 119, 117, 59],
   // the generic table
-  arm64: [157, 24, 25, 57, 159, 149, 147],
-  riscv64: [157, 24, 25, 57, 159, 149, 147],
-  loong64: [157, 24, 25, 57, 159, 149, 147],
+  arm64: [157, 24, 25, 57, 159, 149, 147, 221],
+  riscv64: [157, 24, 25, 57, 159, 149, 147, 221],
+  loong64: [157, 24, 25, 57, 159, 149, 147, 221],
 };
 
 const PERLS = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
