@@ -12,12 +12,15 @@
  * When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
  */
 export const FORKER_SCRIPT = String.raw`
-my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE) = map { 0 + $_ } @ARGV;
+my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE, $OPENAT, $WRITE, $O_WRONLY_CLOEXEC) = map { 0 + $_ } @ARGV;
+my $SELF = "0\n";
 my $PIDFD_OPEN = 434;
 # Slurm signals every process of a step (scancel, the time limit, srun's Ctrl-C): the forker must
 # live until jobrt closes fd 3. Caught, not ignored: a caught signal is reset to its default at
 # exec, an ignored one would be inherited by every task.
 $SIG{$_} = sub {} for qw(HUP INT QUIT USR1 USR2 ALRM TERM);
+# perl ignores SIGFPE (its exec restores it, execve(2) does not): a task must not inherit that.
+$SIG{FPE} = "DEFAULT";
 opendir(my $dh, "/proc/self/fd") or die "jobrt task forker: /proc/self/fd: $!\n";
 my @inherited = grep { /^\d+$/ && $_ > 2 } readdir($dh);
 closedir($dh);
@@ -46,56 +49,62 @@ sub reap {
   }
 }
 
+sub fail { syswrite($_[0], (0 + $!) . " $_[1]"); exit 127 }
+
+# Each page the child writes before its exec is copied (copy-on-write), and a page fault costs
+# 15-20 us on a Firecracker VM: the child touches as few perl values as it can, with what the
+# parent prepared, and no file handle.
 sub child {
-  my ($ew, $fds, $uid, $gid, $procs, $cwd, $argv, $env) = @_;
-  my $fail = sub { syswrite($ew, (0 + $!) . " $_[0]"); exit 127 };
-  # Born in its task cgroup: the task cannot fork before it is tracked.
+  my ($ew, $fds, $uid, $gid, $procs, $cwd, $argv, $env, $args, $envp) = @_;
+  # Born in its task cgroup: the task cannot fork before it is tracked ("0": the writer itself).
   if ($procs ne "") {
-    open(my $f, ">", $procs) or $fail->("cgroup");
-    syswrite($f, "$$\n") or $fail->("cgroup");
-    close($f) or $fail->("cgroup");
+    my $f = syscall($OPENAT, -100, $procs, $O_WRONLY_CLOEXEC);
+    $f >= 0 or fail($ew, "cgroup");
+    syscall($WRITE, $f, $SELF, 2) == 2 or fail($ew, "cgroup");
+    syscall($CLOSE, $f);
   }
-  syscall($SETSID) >= 0 or $fail->("setsid");
+  syscall($SETSID) >= 0 or fail($ew, "setsid");
   my @null;
   for my $t (0 .. 2) {
     my $s = $fds->[$t];
     if ($s < 0) {
-      open(my $n, $t ? "+<" : "<", "/dev/null") or $fail->("open /dev/null");
+      open(my $n, $t ? "+<" : "<", "/dev/null") or fail($ew, "open /dev/null");
       push @null, $n;
       $s = fileno($n);
     }
-    if ($s != $t) { syscall($DUP3, 0 + $s, $t, 0) >= 0 or $fail->("dup3") }
+    if ($s != $t) { syscall($DUP3, $s, $t, 0) >= 0 or fail($ew, "dup3") }
   }
-  chdir($cwd) or $fail->("chdir");
+  chdir($cwd) or fail($ew, "chdir");
   if ($uid ne "") {
-    syscall($SETGROUPS, 0, 0) == 0 or $fail->("setgroups");
-    syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or $fail->("setgid");
-    syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or $fail->("setuid");
+    syscall($SETGROUPS, 0, 0) == 0 or fail($ew, "setgroups");
+    syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or fail($ew, "setgid");
+    syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or fail($ew, "setuid");
   }
   # A path is exec'd by execve(2) with the task's environment as it came: filling %ENV costs a
-  # setenv per variable in the child, most of its time before the exec. perl ignores SIGFPE and
-  # its exec restores it; a task must not inherit that. A bare name (searched in the task's PATH)
-  # and a file the kernel cannot run (ENOEXEC: execvp runs it with /bin/sh) go through perl's exec.
-  $SIG{FPE} = "DEFAULT";
-  if (index($argv->[0], "/") >= 0) {
-    syscall($EXECVE, $argv->[0], pack("p*", @$argv, undef), pack("p*", @$env, undef));
-    $fail->("exec") unless $! == 8;
+  # setenv per variable in the child, most of its time before the exec. A bare name (searched in
+  # the task's PATH) and a file the kernel cannot run (ENOEXEC: execvp runs it with /bin/sh) go
+  # through perl's exec.
+  if (defined $args) {
+    syscall($EXECVE, $argv->[0], $args, $envp);
+    fail($ew, "exec") unless $! == 8;
   }
   %ENV = ();
   for (@$env) { my $i = index($_, "="); $ENV{substr($_, 0, $i)} = substr($_, $i + 1) }
   { exec { $argv->[0] } @$argv }
-  $fail->("exec");
+  fail($ew, "exec");
 }
 
 sub start {
   my ($id, $i0, $i1, $i2, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
   my @argv = splice(@rest, 0, $argc);
   my @fds = map { 0 + $_ } ($i0, $i1, $i2);
+  # Pointers to the strings of @argv and @rest, valid in the child: it has the same addresses.
+  my ($args, $envp) = index($argv[0], "/") >= 0 ? (pack("p*", @argv, undef), pack("p*", @rest, undef)) : ();
   my ($er, $ew);
   my $pid;
   if (pipe($er, $ew)) {
     $pid = fork();
-    if (defined $pid && $pid == 0) { close($er); child($ew, \@fds, $uid, $gid, $procs, $cwd, \@argv, \@rest) }
+    child($ew, \@fds, $uid, $gid, $procs, $cwd, \@argv, \@rest, $args, $envp) if defined $pid && $pid == 0;
   }
   my $errno = 0 + $!;
   close($ew) if $ew;

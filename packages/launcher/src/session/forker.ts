@@ -25,13 +25,16 @@ export interface TaskProcess extends EventEmitter {
   once(event: "error", listener: (error: Error) => void): this;
 }
 
-/** syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid, setresuid, execve. */
+/**
+ * syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid,
+ * setresuid, execve, openat, write; then O_WRONLY|O_CLOEXEC.
+ */
 const SYSCALLS: Partial<Record<string, number[]>> = {
-  x64: [112, 292, 72, 3, 116, 119, 117, 59],
+  x64: [112, 292, 72, 3, 116, 119, 117, 59, 257, 1, 0o2000001],
   // the generic table
-  arm64: [157, 24, 25, 57, 159, 149, 147, 221],
-  riscv64: [157, 24, 25, 57, 159, 149, 147, 221],
-  loong64: [157, 24, 25, 57, 159, 149, 147, 221],
+  arm64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 0o2000001],
+  riscv64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 0o2000001],
+  loong64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 0o2000001],
 };
 
 const PERLS = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
