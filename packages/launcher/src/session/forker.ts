@@ -27,14 +27,14 @@ export interface TaskProcess extends EventEmitter {
 
 /**
  * syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid,
- * setresuid, execve, openat, write; then O_WRONLY|O_CLOEXEC.
+ * setresuid, execve, openat, write, pipe2, read; then O_CLOEXEC.
  */
 const SYSCALLS: Partial<Record<string, number[]>> = {
-  x64: [112, 292, 72, 3, 116, 119, 117, 59, 257, 1, 0o2000001],
+  x64: [112, 292, 72, 3, 116, 119, 117, 59, 257, 1, 293, 0, 0o2000000],
   // the generic table
-  arm64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 0o2000001],
-  riscv64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 0o2000001],
-  loong64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 0o2000001],
+  arm64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
+  riscv64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
+  loong64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
 };
 
 const PERLS = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
