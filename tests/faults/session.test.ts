@@ -368,6 +368,21 @@ describe("task exit status", () => {
     await expectNoLeaks(s);
   });
 
+  it("jobrt reaps its task forker before it exits: the tasks' CPU counts in jobrt's own, as time(1) and the benchmarks read it", async () => {
+    const s = faultSite();
+    // Each task burns half a second of CPU by its own count, then says how much it used (ticks).
+    const burn = 'while :; do read -r l < /proc/$$/stat; set -- $l; [ $((${14} + ${15})) -ge 50 ] && break; i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; done; echo "cpu $((${14} + ${15}))"';
+    // perl's times(): the CPU of every descendant reaped down the chain from jobrt.
+    const wrap = 'system { $ARGV[0] } @ARGV; my (undef, undef, $cu, $cs) = times; print "children ", int(($cu + $cs) * 100), "\\n"';
+    const r = await runProgram(["perl", "-e", wrap, process.execPath, "--", jobrtBin, "run", "-n", "2", "--runtime", "none", "/bin/sh", "-c", burn], { env: { ...process.env, ...s.env }, timeoutMs: 60_000 });
+    expect(r.code).toBe(0);
+    const tasks = [...r.stdout.matchAll(/^cpu (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(tasks).toHaveLength(2);
+    const children = Number(/^children (\d+)$/m.exec(r.stdout)?.[1]);
+    expect(children).toBeGreaterThanOrEqual(tasks[0]! + tasks[1]!);
+    await expectNoLeaks(s);
+  });
+
   it("too few descriptors to hand every task's pipes to the forker at once (ulimit -n 1024, 300 tasks, -l): Node starts them, one warning", async () => {
     const s = faultSite();
     const r = await runProgram(["sh", "-c", 'ulimit -n 1024 && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "-n", "300", "-l", "--runtime", "none", "sh", "-c", "echo $SLURM_PROCID"], { env: { ...process.env, ...s.env }, timeoutMs: 120_000 });

@@ -124,6 +124,7 @@ export class TaskForker {
   readonly #running = new Map<number, ForkedTask>();
   #lines = "";
   #gone: string | undefined;
+  readonly #reaped: Promise<void>;
 
   /** `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running. */
   constructor(
@@ -148,6 +149,12 @@ export class TaskForker {
     // An empty environment: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String)], { stdio, detached: true, env: {}, argv0: "jobrt-task-forker" });
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
+    // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
+    // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
+    this.#reaped = new Promise((resolve) => {
+      this.#child.once("exit", () => resolve());
+      this.#child.once("error", () => resolve());
+    });
     // Node's spawn makes both ends of every pipe at once: EMFILE where one task at a time fits.
     if (this.#child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
     this.#ctl = this.#child.stdio[3] as Socket;
@@ -170,9 +177,13 @@ export class TaskForker {
     });
   }
 
-  /** No more tasks: the forker exits once it has reported the end of every task it started. */
-  close(): void {
+  /**
+   * No more tasks: the forker exits once it has reported the end of every task it started.
+   * Resolves when it has exited and been reaped (at once after the last task's end was reported).
+   */
+  close(): Promise<void> {
     if (!this.#ctl.writableEnded) this.#ctl.end();
+    return this.#reaped;
   }
 
   #onReports(data: string): void {
