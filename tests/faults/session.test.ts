@@ -368,6 +368,30 @@ describe("task exit status", () => {
     await expectNoLeaks(s);
   });
 
+  it("signals at the task forker all through a burst of 300 starts: every task starts once and reports its own status", async () => {
+    const s = faultSite();
+    const { out, exit } = start(s, ["run", "--json", "-n", "300", "--runtime", "none", "/bin/sh", "-c", "exit 3"]);
+    const taskPid = (await eventOf(out, "task-start")).pid as number;
+    const forker = Number(readFileSync(`/proc/${taskPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
+    expect(readFileSync(`/proc/${forker}/cmdline`, "utf8").split("\0")[0]).toBe("jobrt-task-forker");
+    let sent = 0;
+    const storm = setInterval(() => {
+      try {
+        for (const signal of ["SIGUSR1", "SIGHUP", "SIGTERM", "SIGALRM"] as const) process.kill(forker, signal);
+        sent += 4;
+      } catch {
+        clearInterval(storm);
+      }
+    }, 0);
+    const code = await exit.finally(() => clearInterval(storm));
+    expect(sent).toBeGreaterThan(100);
+    expect(code).toBe(3);
+    const ends = events(out()).filter((e) => e.event === "task-exit");
+    expect(ends).toHaveLength(300);
+    expect(new Set(ends.map((e) => e.status))).toEqual(new Set([3]));
+    await expectNoLeaks(s);
+  });
+
   it("jobrt reaps its task forker before it exits: the tasks' CPU counts in jobrt's own, as time(1) and the benchmarks read it", async () => {
     const s = faultSite();
     // Each task burns half a second of CPU by its own count, then says how much it used (ticks).
