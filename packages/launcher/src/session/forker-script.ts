@@ -14,6 +14,7 @@
 export const FORKER_SCRIPT = String.raw`
 my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE, $OPENAT, $WRITE, $PIPE2, $READ, $O_CLOEXEC) = map { 0 + $_ } @ARGV;
 my $SELF = "0\n";
+my $DEVNULL = "/dev/null";
 # A task's exec-error pipe by pipe2(2), read by read(2): a perl file handle per pipe end cost
 # about 14 page faults per task in the forker (copy-on-write after each fork).
 my $PIPE = pack("ii", -1, -1);
@@ -72,15 +73,13 @@ sub child {
     syscall($CLOSE, $f);
   }
   syscall($SETSID) >= 0 or fail($ew, "setsid");
-  my @null;
   for my $t (0 .. 2) {
     my $s = $fds->[$t];
-    if ($s < 0) {
-      open(my $n, $t ? "+<" : "<", "/dev/null") or fail($ew, "open /dev/null");
-      push @null, $n;
-      $s = fileno($n);
-    }
+    # /dev/null close-on-exec, read-only for 0: only its copy on $t reaches the task.
+    $s = syscall($OPENAT, -100, $DEVNULL, $O_CLOEXEC | ($t ? 2 : 0)) if $s < 0;
+    $s >= 0 or fail($ew, "open /dev/null");
     if ($s != $t) { syscall($DUP3, $s, $t, 0) >= 0 or fail($ew, "dup3") }
+    elsif ($fds->[$t] < 0) { syscall($FCNTL, $s, 2, 0) }
   }
   chdir($cwd) or fail($ew, "chdir");
   if ($uid ne "") {
