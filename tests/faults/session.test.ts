@@ -94,6 +94,21 @@ describe("descriptors", () => {
     // ls's own directory descriptor is the one above 2.
     expect(r.stdout.trim().split("\n").map(Number).sort()).toEqual([0, 1, 2, 3]);
   });
+
+  it("a task without stdin (-i none) has /dev/null read-only on 0 and no other descriptor of the forker's /dev/null", async () => {
+    const s = faultSite();
+    const script = 'ls /proc/$$/fd | tr "\\n" " "; echo; readlink /proc/$$/fd/0; sed -n "s/^flags:\\t*//p" /proc/$$/fdinfo/0';
+    const r = await jobrt(["run", "-n", "2", "-l", "-i", "none", "--runtime", "none", "/bin/sh", "-c", script], { env: s.env });
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split("\n").filter(Boolean);
+    expect(lines).toHaveLength(6);
+    for (const t of [0, 1]) {
+      const [fds, null0, flags] = lines.filter((l) => l.startsWith(`${t}: `)).map((l) => l.slice(3));
+      expect(fds!.trim().split(" ").map(Number).sort()).toEqual([0, 1, 2]);
+      expect(null0).toBe("/dev/null");
+      expect(Number.parseInt(flags!, 8) & 3, "O_RDONLY").toBe(0);
+    }
+  });
 });
 
 describe("the spool", () => {
@@ -381,6 +396,61 @@ describe("task exit status", () => {
     expect(mask).toBeDefined();
     // SIGHUP INT QUIT USR1 USR2 ALRM TERM: none ignored by the task (an ignored one would survive exec).
     for (const n of [1, 2, 3, 10, 12, 14, 15]) expect((BigInt(`0x${mask}`) >> BigInt(n - 1)) & 1n, `signal ${n}`).toBe(0n);
+    await expectNoLeaks(s);
+  });
+
+  it("a task given by its path (the forker's own execve) does not ignore SIGFPE as perl does, gets its environment as given, and a file without #! still runs through /bin/sh", async () => {
+    const s = faultSite();
+    const r = await jobrt(["run", "--runtime", "none", "/bin/sh", "-c", "grep SigIgn /proc/$$/status; env"], { env: { ...s.env, JOBRT_T_EQ: "a=b=c", JOBRT_T_EMPTY: "" } });
+    expect(r.code).toBe(0);
+    const mask = /^SigIgn:\s+([0-9a-f]+)$/m.exec(r.stdout)?.[1];
+    expect(mask).toBeDefined();
+    expect((BigInt(`0x${mask}`) >> 7n) & 1n, "SIGFPE ignored").toBe(0n);
+    expect(r.stdout.split("\n")).toEqual(expect.arrayContaining(["JOBRT_T_EQ=a=b=c", "JOBRT_T_EMPTY=", `SLURM_PROCID=0`]));
+    const script = join(s.dir, "no-shebang");
+    writeFileSync(script, "echo run by sh $SLURM_PROCID\n", { mode: 0o755 });
+    const noShebang = await jobrt(["run", "-n", "2", "--runtime", "none", script], { env: s.env });
+    expect(noShebang.code).toBe(0);
+    expect(noShebang.stdout.split("\n").filter(Boolean).sort()).toEqual(["run by sh 0", "run by sh 1"]);
+    await expectNoLeaks(s);
+  });
+
+  it("signals at the task forker all through a burst of 300 starts: every task starts once and reports its own status", async () => {
+    const s = faultSite();
+    const { out, exit } = start(s, ["run", "--json", "-n", "300", "--runtime", "none", "/bin/sh", "-c", "exit 3"]);
+    const taskPid = (await eventOf(out, "task-start")).pid as number;
+    const forker = Number(readFileSync(`/proc/${taskPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
+    expect(readFileSync(`/proc/${forker}/cmdline`, "utf8").split("\0")[0]).toBe("jobrt-task-forker");
+    let sent = 0;
+    const storm = setInterval(() => {
+      try {
+        for (const signal of ["SIGUSR1", "SIGHUP", "SIGTERM", "SIGALRM"] as const) process.kill(forker, signal);
+        sent += 4;
+      } catch {
+        clearInterval(storm);
+      }
+    }, 0);
+    const code = await exit.finally(() => clearInterval(storm));
+    expect(sent).toBeGreaterThan(100);
+    expect(code).toBe(3);
+    const ends = events(out()).filter((e) => e.event === "task-exit");
+    expect(ends).toHaveLength(300);
+    expect(new Set(ends.map((e) => e.status))).toEqual(new Set([3]));
+    await expectNoLeaks(s);
+  });
+
+  it("jobrt reaps its task forker before it exits: the tasks' CPU counts in jobrt's own, as time(1) and the benchmarks read it", async () => {
+    const s = faultSite();
+    // Each task burns half a second of CPU by its own count, then says how much it used (ticks).
+    const burn = 'while :; do read -r l < /proc/$$/stat; set -- $l; [ $((${14} + ${15})) -ge 50 ] && break; i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; done; echo "cpu $((${14} + ${15}))"';
+    // perl's times(): the CPU of every descendant reaped down the chain from jobrt.
+    const wrap = 'system { $ARGV[0] } @ARGV; my (undef, undef, $cu, $cs) = times; print "children ", int(($cu + $cs) * 100), "\\n"';
+    const r = await runProgram(["perl", "-e", wrap, process.execPath, "--", jobrtBin, "run", "-n", "2", "--runtime", "none", "/bin/sh", "-c", burn], { env: { ...process.env, ...s.env }, timeoutMs: 60_000 });
+    expect(r.code).toBe(0);
+    const tasks = [...r.stdout.matchAll(/^cpu (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(tasks).toHaveLength(2);
+    const children = Number(/^children (\d+)$/m.exec(r.stdout)?.[1]);
+    expect(children).toBeGreaterThanOrEqual(tasks[0]! + tasks[1]!);
     await expectNoLeaks(s);
   });
 

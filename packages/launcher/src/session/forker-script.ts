@@ -1,6 +1,6 @@
 /**
  * The task forker's program (see forker.ts): plain perl with no module, so it starts in a few ms
- * from Debian's perl-base (Essential). Descriptor and identity calls go through syscall(2) with
+ * from Debian's perl-base (Essential). Descriptor, identity and exec calls go through syscall(2) with
  * the numbers forker.ts passes for this architecture, because POSIX.pm alone costs more start-up
  * time than the rest of the program.
  *
@@ -12,12 +12,20 @@
  * When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
  */
 export const FORKER_SCRIPT = String.raw`
-my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID) = map { 0 + $_ } @ARGV;
+my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE, $OPENAT, $WRITE, $PIPE2, $READ, $O_CLOEXEC) = map { 0 + $_ } @ARGV;
+my $SELF = "0\n";
+my $DEVNULL = "/dev/null";
+# A task's exec-error pipe by pipe2(2), read by read(2): a perl file handle per pipe end cost
+# about 14 page faults per task in the forker (copy-on-write after each fork).
+my $PIPE = pack("ii", -1, -1);
+my $WHY = "\0" x 256;
 my $PIDFD_OPEN = 434;
 # Slurm signals every process of a step (scancel, the time limit, srun's Ctrl-C): the forker must
 # live until jobrt closes fd 3. Caught, not ignored: a caught signal is reset to its default at
 # exec, an ignored one would be inherited by every task.
 $SIG{$_} = sub {} for qw(HUP INT QUIT USR1 USR2 ALRM TERM);
+# perl ignores SIGFPE (its exec restores it, execve(2) does not): a task must not inherit that.
+$SIG{FPE} = "DEFAULT";
 opendir(my $dh, "/proc/self/fd") or die "jobrt task forker: /proc/self/fd: $!\n";
 my @inherited = grep { /^\d+$/ && $_ > 2 } readdir($dh);
 closedir($dh);
@@ -46,56 +54,78 @@ sub reap {
   }
 }
 
+sub fail {
+  my $m = (0 + $!) . " $_[1]";
+  syscall($WRITE, $_[0], $m, length $m);
+  exit 127;
+}
+
+# Each page the child writes before its exec is copied (copy-on-write), and a page fault costs
+# 15-20 us on a Firecracker VM: the child touches as few perl values as it can, with what the
+# parent prepared, and no file handle.
 sub child {
-  my ($ew, $fds, $uid, $gid, $procs, $cwd, $argv, $env) = @_;
-  my $fail = sub { syswrite($ew, (0 + $!) . " $_[0]"); exit 127 };
-  # Born in its task cgroup: the task cannot fork before it is tracked.
+  my ($ew, $fds, $uid, $gid, $procs, $cwd, $argv, $env, $args, $envp) = @_;
+  # Born in its task cgroup: the task cannot fork before it is tracked ("0": the writer itself).
   if ($procs ne "") {
-    open(my $f, ">", $procs) or $fail->("cgroup");
-    syswrite($f, "$$\n") or $fail->("cgroup");
-    close($f) or $fail->("cgroup");
+    my $f = syscall($OPENAT, -100, $procs, $O_CLOEXEC | 1);
+    $f >= 0 or fail($ew, "cgroup");
+    syscall($WRITE, $f, $SELF, 2) == 2 or fail($ew, "cgroup");
+    syscall($CLOSE, $f);
   }
-  syscall($SETSID) >= 0 or $fail->("setsid");
-  my @null;
+  syscall($SETSID) >= 0 or fail($ew, "setsid");
   for my $t (0 .. 2) {
     my $s = $fds->[$t];
-    if ($s < 0) {
-      open(my $n, $t ? "+<" : "<", "/dev/null") or $fail->("open /dev/null");
-      push @null, $n;
-      $s = fileno($n);
-    }
-    if ($s != $t) { syscall($DUP3, 0 + $s, $t, 0) >= 0 or $fail->("dup3") }
+    # /dev/null close-on-exec, read-only for 0: only its copy on $t reaches the task.
+    $s = syscall($OPENAT, -100, $DEVNULL, $O_CLOEXEC | ($t ? 2 : 0)) if $s < 0;
+    $s >= 0 or fail($ew, "open /dev/null");
+    if ($s != $t) { syscall($DUP3, $s, $t, 0) >= 0 or fail($ew, "dup3") }
+    elsif ($fds->[$t] < 0) { syscall($FCNTL, $s, 2, 0) }
   }
-  chdir($cwd) or $fail->("chdir");
+  chdir($cwd) or fail($ew, "chdir");
   if ($uid ne "") {
-    syscall($SETGROUPS, 0, 0) == 0 or $fail->("setgroups");
-    syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or $fail->("setgid");
-    syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or $fail->("setuid");
+    syscall($SETGROUPS, 0, 0) == 0 or fail($ew, "setgroups");
+    syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or fail($ew, "setgid");
+    syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or fail($ew, "setuid");
+  }
+  # A path is exec'd by execve(2) with the task's environment as it came: filling %ENV costs a
+  # setenv per variable in the child, most of its time before the exec. A bare name (searched in
+  # the task's PATH) and a file the kernel cannot run (ENOEXEC: execvp runs it with /bin/sh) go
+  # through perl's exec.
+  if (defined $args) {
+    syscall($EXECVE, $argv->[0], $args, $envp);
+    fail($ew, "exec") unless $! == 8;
   }
   %ENV = ();
   for (@$env) { my $i = index($_, "="); $ENV{substr($_, 0, $i)} = substr($_, $i + 1) }
   { exec { $argv->[0] } @$argv }
-  $fail->("exec");
+  fail($ew, "exec");
 }
 
 sub start {
   my ($id, $i0, $i1, $i2, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
   my @argv = splice(@rest, 0, $argc);
   my @fds = map { 0 + $_ } ($i0, $i1, $i2);
-  my ($er, $ew);
-  my $pid;
-  if (pipe($er, $ew)) {
+  # Pointers to the strings of @argv and @rest, valid in the child: it has the same addresses.
+  my ($args, $envp) = index($argv[0], "/") >= 0 ? (pack("p*", @argv, undef), pack("p*", @rest, undef)) : ();
+  my ($pid, $errno, $why);
+  if (syscall($PIPE2, $PIPE, $O_CLOEXEC) == 0) {
+    my ($er, $ew) = unpack("ii", $PIPE);
     $pid = fork();
-    if (defined $pid && $pid == 0) { close($er); child($ew, \@fds, $uid, $gid, $procs, $cwd, \@argv, \@rest) }
+    child($ew, \@fds, $uid, $gid, $procs, $cwd, \@argv, \@rest, $args, $envp) if defined $pid && $pid == 0;
+    $errno = 0 + $!;
+    syscall($CLOSE, $ew);
+    if (defined $pid) {
+      my $n;
+      while (($n = syscall($READ, $er, $WHY, 256)) < 0) { last unless $! == 4 }
+      $why = $n > 0 ? substr($WHY, 0, $n) : "";
+    }
+    syscall($CLOSE, $er);
+  } else {
+    $errno = 0 + $!;
   }
-  my $errno = 0 + $!;
-  close($ew) if $ew;
   # The task's stdio is its own now: jobrt sees its pipes close when it ends.
   for (@fds) { syscall($CLOSE, $_) if $_ > 3 }
   return report("F $id $errno fork\n") unless defined $pid;
-  my $why = "";
-  while (!defined sysread($er, $why, 256)) { last unless $! == 4 }
-  close($er);
   if ($why ne "") { waitpid($pid, 0); return report("F $id $why\n") }
   my $fd = syscall($PIDFD_OPEN, $pid, 0);
   $pidfd{$pid} = $fd;
@@ -114,11 +144,18 @@ for (;;) {
   next unless $n > 0 && vec($rout, 3, 1);
   my $r = sysread($ctl, $in, 65536, length $in);
   if (!$r) { $eof = 1 unless !defined $r && ($! == 4 || $! == 11); next }
-  while ($in =~ /^(\d+)\n/ && length($in) >= length($1) + 1 + $1) {
-    my $len = $1;
-    my $req = substr($in, length($len) + 1, $len);
-    substr($in, 0, length($len) + 1 + $len) = "";
-    start($req);
+  # Requests are found by offset and the ones read dropped once: a capture on $in and a chop of
+  # it per request copied the rest of it each time, and after each fork every page written is a
+  # copy-on-write fault (about 60 a task with a few hundred requests waiting).
+  my $at = 0;
+  for (;;) {
+    my $nl = index($in, "\n", $at);
+    last if $nl < 0;
+    my $len = substr($in, $at, $nl - $at);
+    last unless $len =~ /^\d+\z/ && length($in) >= $nl + 1 + $len;
+    $at = $nl + 1 + $len;
+    start(substr($in, $nl + 1, $len));
   }
+  substr($in, 0, $at) = "";
 }
 `;

@@ -25,13 +25,16 @@ export interface TaskProcess extends EventEmitter {
   once(event: "error", listener: (error: Error) => void): this;
 }
 
-/** syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid, setresuid. */
+/**
+ * syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid,
+ * setresuid, execve, openat, write, pipe2, read; then O_CLOEXEC.
+ */
 const SYSCALLS: Partial<Record<string, number[]>> = {
-  x64: [112, 292, 72, 3, 116, 119, 117],
+  x64: [112, 292, 72, 3, 116, 119, 117, 59, 257, 1, 293, 0, 0o2000000],
   // the generic table
-  arm64: [157, 24, 25, 57, 159, 149, 147],
-  riscv64: [157, 24, 25, 57, 159, 149, 147],
-  loong64: [157, 24, 25, 57, 159, 149, 147],
+  arm64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
+  riscv64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
+  loong64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
 };
 
 const PERLS = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
@@ -121,6 +124,7 @@ export class TaskForker {
   readonly #running = new Map<number, ForkedTask>();
   #lines = "";
   #gone: string | undefined;
+  readonly #reaped: Promise<void>;
 
   /** `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running. */
   constructor(
@@ -145,6 +149,12 @@ export class TaskForker {
     // An empty environment: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String)], { stdio, detached: true, env: {}, argv0: "jobrt-task-forker" });
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
+    // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
+    // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
+    this.#reaped = new Promise((resolve) => {
+      this.#child.once("exit", () => resolve());
+      this.#child.once("error", () => resolve());
+    });
     // Node's spawn makes both ends of every pipe at once: EMFILE where one task at a time fits.
     if (this.#child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
     this.#ctl = this.#child.stdio[3] as Socket;
@@ -167,9 +177,13 @@ export class TaskForker {
     });
   }
 
-  /** No more tasks: the forker exits once it has reported the end of every task it started. */
-  close(): void {
+  /**
+   * No more tasks: the forker exits once it has reported the end of every task it started.
+   * Resolves when it has exited and been reaped (at once after the last task's end was reported).
+   */
+  close(): Promise<void> {
     if (!this.#ctl.writableEnded) this.#ctl.end();
+    return this.#reaped;
   }
 
   #onReports(data: string): void {

@@ -77,9 +77,9 @@ export class TaskSpawner {
     return started(tracker ? tracker.startInside(taskId, start) : start());
   }
 
-  /** Every task has been started (or never will be). */
-  close(): void {
-    this.#forker?.close();
+  /** Every task has been started (or never will be); resolves once the forker, if any, is reaped. */
+  close(): Promise<void> {
+    return this.#forker?.close() ?? Promise.resolve();
   }
 }
 
@@ -117,7 +117,8 @@ export function spawnTaskProcess(spec: ExecSpec, options: TaskStartOptions & { s
   try {
     return spawner.start(options.taskId, spec, options);
   } finally {
-    spawner.close();
+    // The forker exits after the task; nothing here waits for that.
+    void spawner.close();
   }
 }
 
