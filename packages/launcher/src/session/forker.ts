@@ -122,6 +122,8 @@ export class TaskForker {
   readonly #slots = new Map<number, Slot>();
   readonly #pending = new Map<number, { file: string; slot: Slot; resolve: (t: TaskProcess) => void; reject: (e: Error) => void }>();
   readonly #running = new Map<number, ForkedTask>();
+  /** The tasks' piped stdio, by the forker's descriptor number. */
+  readonly #pipes: (Socket | undefined)[] = [];
   #lines = "";
   #gone: string | undefined;
   readonly #reaped: Promise<void>;
@@ -157,6 +159,14 @@ export class TaskForker {
     });
     // Node's spawn makes both ends of every pipe at once: EMFILE where one task at a time fits.
     if (this.#child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
+    // The tasks' pipes are the tasks' streams, not the forker's: Node resumes every stdio stream
+    // of an exited child that nobody reads yet, which would throw away a task's output when the
+    // forker's exit is seen before the task's start (and its reader) is. Node keeps no other use
+    // of the array.
+    for (const [i, s] of this.#child.stdio.entries()) {
+      if (i > 3 && s) this.#pipes[i] = s as Socket;
+      if (i > 3) this.#child.stdio[i] = null;
+    }
     this.#ctl = this.#child.stdio[3] as Socket;
     this.#ctl.setEncoding("latin1").on("data", (d: string) => this.#onReports(d));
     this.#ctl.on("error", () => {});
@@ -206,7 +216,7 @@ export class TaskForker {
       wait.reject(startError(wait.file, n, stage));
       return;
     }
-    const stream = (t: number) => (wait.slot.pipes[t] === undefined ? null : (this.#child.stdio[wait.slot.pipes[t]!] as Socket));
+    const stream = (t: number) => (wait.slot.pipes[t] === undefined ? null : (this.#pipes[wait.slot.pipes[t]!] ?? null));
     const task = new ForkedTask(n, stream(0), stream(1), stream(2));
     this.#running.set(n, task);
     wait.resolve(task);

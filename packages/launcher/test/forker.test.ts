@@ -1,0 +1,38 @@
+/**
+ * The task forker's streams against Node's own handling of its child: a task's output must reach
+ * its reader even when the forker has exited (and Node has seen it) before the reader attaches.
+ */
+import type { Readable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { TaskForker, forkerPerl } from "../src/session/forker.js";
+
+/** All a stream still holds, read from now on ("" when it was already drained and closed). */
+function rest(stream: Readable | null): Promise<string> {
+  return new Promise((resolve) => {
+    if (!stream || stream.destroyed) return resolve("");
+    let data = "";
+    stream.setEncoding("utf8").on("data", (d: string) => {
+      data += d;
+    });
+    stream.once("close", () => resolve(data));
+  });
+}
+
+describe("TaskForker", () => {
+  it("keeps a task's output for its reader when the forker exits first", async () => {
+    const found = forkerPerl();
+    if (!("perl" in found)) throw new Error(`the task forker needs perl here: ${found.missing}`);
+    const forker = new TaskForker(found.perl, new Map([[0, ["ignore", "pipe", "pipe"]]]), (why) => {
+      throw new Error(why);
+    });
+    const started = forker.start(0, { argv: ["/bin/sh", "-c", "echo out; echo err >&2"], env: {}, cwd: "/" });
+    // The forker exits once its only task has ended and it was told there are no more; Node has
+    // seen that exit (and run what it runs for an exited child) before anyone reads the task.
+    await forker.close();
+    await new Promise((r) => setImmediate(r));
+    const task = await started;
+    const [out, err] = await Promise.all([rest(task.stdout), rest(task.stderr)]);
+    expect(out).toBe("out\n");
+    expect(err).toBe("err\n");
+  }, 30_000);
+});
