@@ -82,10 +82,11 @@ function writeCache(file: string, code: string, filename: string): void {
   if (!trustedDir(dirname(file))) return;
   const tmp = `${file}.${process.pid}.tmp`;
   try {
-    const data = eagerCachedData(code, filename);
+    // Opened before the eager compile: a user who may not write here (a job user under srun, with
+    // a root-owned install) stops at once instead of compiling everything at each exit for nothing.
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
     try {
-      writeSync(fd, data);
+      writeSync(fd, eagerCachedData(code, filename));
     } finally {
       closeSync(fd);
     }
