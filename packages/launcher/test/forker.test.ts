@@ -35,4 +35,16 @@ describe("TaskForker", () => {
     expect(out).toBe("out\n");
     expect(err).toBe("err\n");
   }, 30_000);
+
+  it("exits by itself once the last task it was given has ended, before anyone calls close()", async () => {
+    const found = forkerPerl();
+    if (!("perl" in found)) throw new Error(`the task forker needs perl here: ${found.missing}`);
+    const forker = new TaskForker(found.perl, new Map([[0, ["ignore", "ignore", "ignore"]]]), () => {});
+    const task = await forker.start(0, { argv: ["/bin/sh", "-c", "exit 3"], env: {}, cwd: "/" });
+    const code = await new Promise((r) => task.once("exit", (c) => r(c)));
+    expect(code).toBe(3);
+    const timeout = new Promise((r) => setTimeout(() => r("still running"), 5000));
+    expect(await Promise.race([forker.exited.then(() => "exited"), timeout])).toBe("exited");
+    await forker.close();
+  }, 30_000);
 });

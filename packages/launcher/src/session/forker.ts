@@ -126,7 +126,8 @@ export class TaskForker {
   readonly #pipes: (Socket | undefined)[] = [];
   #lines = "";
   #gone: string | undefined;
-  readonly #reaped: Promise<void>;
+  /** Resolves once the forker has exited and been reaped. */
+  readonly exited: Promise<void>;
 
   /** `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running. */
   constructor(
@@ -153,7 +154,7 @@ export class TaskForker {
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
     // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
-    this.#reaped = new Promise((resolve) => {
+    this.exited = new Promise((resolve) => {
       this.#child.once("exit", () => resolve());
       this.#child.once("error", () => resolve());
     });
@@ -184,6 +185,9 @@ export class TaskForker {
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { file: spec.argv[0]!, slot, resolve, reject });
       this.#ctl.write(request);
+      // The last task is asked for: the forker exits right after reporting its end, while jobrt
+      // still copies the task's output, instead of after jobrt's close() (a step's last ms).
+      if (this.#slots.size === 0) this.#ctl.end();
     });
   }
 
@@ -193,7 +197,7 @@ export class TaskForker {
    */
   close(): Promise<void> {
     if (!this.#ctl.writableEnded) this.#ctl.end();
-    return this.#reaped;
+    return this.exited;
   }
 
   #onReports(data: string): void {
