@@ -82,6 +82,24 @@ describe("the code cache of jobrt run and jobrt exec", () => {
     expect(execCache(site.dist).ino).toBe(fromExec.ino);
   }, 60_000);
 
+  it("a run under other V8 options (NODE_OPTIONS) keeps a cache of its own: switching back and forth rewrites neither", async () => {
+    const site = install();
+    const flagged = { env: { NODE_OPTIONS: "--max-semi-space-size=4" } };
+    await expectRan(site);
+    const plain = execCache(site.dist);
+    const ran = await exec(site, flagged);
+    expect(ran.stdout).toBe("ran\n");
+    const names = caches(site.dist).sort();
+    expect(names).toHaveLength(2);
+    const other = join(site.dist, names.find((n) => n !== plain.path.split("/").pop())!);
+    expect(other).toMatch(/steps-[0-9a-f]{16}-[0-9a-f]{8}\.cache$/);
+    const otherIno = lstatSync(other).ino;
+    await expectRan(site);
+    await exec(site, flagged);
+    expect(lstatSync(plain.path).ino).toBe(plain.ino);
+    expect(lstatSync(other).ino).toBe(otherIno);
+  }, 60_000);
+
   it("a corrupt or truncated cache is rebuilt, never fatal", async () => {
     const site = install();
     await expectRan(site);

@@ -25,7 +25,7 @@ export function loadStepCommands(): StepCommands {
   const file = join(dirname(fileURLToPath(import.meta.url)), "steps.cjs");
   const source = readFileSync(file, "utf8");
   const hash = HASH_LINE.exec(source.slice(-256))?.[1];
-  const cacheFile = hash === undefined ? undefined : join(dirname(file), `steps-${hash.slice(0, 16)}.cache`);
+  const cacheFile = hash === undefined ? undefined : join(dirname(file), `steps-${hash.slice(0, 16)}${flagsKey()}.cache`);
   const cached = cacheFile === undefined ? undefined : readTrusted(cacheFile);
   const code = `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
   const script = new Script(code, { filename: file, ...(cached ? { cachedData: cached } : {}) });
@@ -34,6 +34,20 @@ export function loadStepCommands(): StepCommands {
   const module = { exports: {} as StepCommands };
   (script.runInThisContext() as (...args: unknown[]) => void)(module.exports, requireFor, module, file, dirname(file));
   return module.exports;
+}
+
+/**
+ * V8 rejects cached data made under other flags: a cache per set of options Node was started with
+ * (its command line and NODE_OPTIONS), so a user who runs jobrt with and without, say,
+ * --max-old-space-size does not rewrite one cache at every switch. Default options keep the plain
+ * name. FNV-1a: a name, not a check (trust comes from ownership), and node:crypto costs ms to load.
+ */
+function flagsKey(): string {
+  const options = [...process.execArgv, process.env.NODE_OPTIONS ?? ""].join("\0");
+  if (options === "") return "";
+  let h = 0x811c9dc5;
+  for (let i = 0; i < options.length; i++) h = Math.imul(h ^ options.charCodeAt(i), 0x01000193) >>> 0;
+  return `-${h.toString(16).padStart(8, "0")}`;
 }
 
 function requireFor(id: string): unknown {
