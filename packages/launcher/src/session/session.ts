@@ -22,7 +22,7 @@ import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
 import { type Spool, openSpool } from "./spool.js";
 import { signalNumber } from "./status.js";
 import { copyStdinToTasks } from "./stdin.js";
-import { StepStdio, opensFiles } from "./stdio.js";
+import { StepStdio } from "./stdio.js";
 import { StopControl } from "./stop.js";
 import type { StepEvent } from "./events.js";
 import { type TaskContext, runTask } from "./task.js";
@@ -58,12 +58,6 @@ export interface StepResult {
   /** The first launch, setup or cleanup error, if any. */
   error?: JobrtError;
   taskStatus: number[];
-}
-
-/** The step's stdio, decided and opened, and the spawner that starts its tasks with it. */
-interface Launcher {
-  stdio: StepStdio;
-  spawner: TaskSpawner;
 }
 
 /** Runs one step end to end; see StepSession. */
@@ -197,21 +191,16 @@ export class StepSession {
       for (const [i, s] of states.entries()) if (s !== undefined) stepStates[i] = s;
       journal?.write({ nodeName: node.nodeName, proctrack: tracker.record, components: components.map((c) => c.record), stepStates });
     };
-    const early = this.#launchEarly(components);
     try {
       if (await this.#loadRuntimes(components, indexes, stop)) {
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
-        if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal, early ?? this.#prepareLaunch(components));
+        if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal);
       }
     } catch (error) {
       this.#fail(error, "launch failed");
     } finally {
-      // Never launched (a runtime that did not load, a signal): the early forker exits unused.
-      // Awaited after the step's processes are killed: it exits only after its last task.
-      const forkerGone = early?.spawner.close();
       await this.#endProcesses(tracker);
-      await forkerGone;
       stop.dispose();
       unguard();
     }
@@ -254,13 +243,9 @@ export class StepSession {
     return !this.#o.cancel.requested;
   }
 
-  /**
-   * Decides (and opens) every task's stdio and starts the task forker with it. Only after every
-   * runtime loaded and every setup succeeded when a file is involved, so that a failed step leaves
-   * no output file behind.
-   */
-  #prepareLaunch(components: PlannedComponent[]): Launcher {
-    const { node } = this.#o;
+  /** Opens every task's files, then starts every task; resolves with their statuses. */
+  async #launch(components: PlannedComponent[], indexes: number[], states: StepStateText[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined): Promise<number[]> {
+    const { node, cancel } = this.#o;
     const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
     const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
     const first = components[0]!.record;
@@ -274,28 +259,7 @@ export class StepSession {
       stderr: this.#o.stderr ?? process.stderr,
     });
     stdio.open(components);
-    return { stdio, spawner: new TaskSpawner(stdio.all(), (line) => node.log("warn", line)) };
-  }
-
-  /**
-   * When no task's stdio is a file, the task forker starts before the runtimes load: perl's own
-   * start (≈ 10 ms, docs/performance.md) then runs on the other core while plugins are imported.
-   * A step whose stdio cannot be decided yet (too few descriptors for -l) prepares at launch, where
-   * its error belongs.
-   */
-  #launchEarly(components: PlannedComponent[]): Launcher | undefined {
-    if (opensFiles(components)) return undefined;
-    try {
-      return this.#prepareLaunch(components);
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Starts every task with the step's prepared stdio and spawner; resolves with their statuses. */
-  async #launch(components: PlannedComponent[], indexes: number[], states: StepStateText[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined, launcher: Launcher): Promise<number[]> {
-    const { node, cancel } = this.#o;
-    const { stdio, spawner } = launcher;
+    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line));
     const ctx: TaskContext = {
       registry: this.#o.registry,
       node,

@@ -41,20 +41,6 @@ function stdinIsDevNull(): boolean {
   }
 }
 
-/** An --input value that names a file (not all, none or a task id). */
-function isInputFile(input: string | undefined): boolean {
-  return input !== undefined && input !== "all" && input !== "none" && !/^\d+$/.test(input);
-}
-
-/**
- * Whether deciding the step's stdio opens a file (--output, --error, an --input file). When it
- * does not, StepStdio.open has no effect outside this process and may run before the runtimes
- * load: a bad runtime name must leave no output file behind.
- */
-export function opensFiles(components: PlannedComponent[]): boolean {
-  return components.some((c) => c.io.output !== undefined || c.io.error !== undefined || isInputFile(c.io.input));
-}
-
 /**
  * The stdio of every task of a step. All files are opened up front, as the job user: a file that
  * cannot be opened fails the step before any task starts, with one line naming option and file.
