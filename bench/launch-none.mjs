@@ -1,4 +1,4 @@
-import { compare, fmt, jobrtBin, ratio, roundRatios, rss, spreadVerdict, table, timeOnce, verdict } from "./lib.mjs";
+import { compare, fmt, jobrtBin, pairRatios, ratio, roundRatios, rss, spreadVerdict, table, timeOnce, verdict } from "./lib.mjs";
 
 export const name = "launch-none";
 export const description = "jobrt run -n N --runtime none /bin/true (started through its #! line, as a site runs it) against a Node script spawning N processes concurrently";
@@ -37,7 +37,7 @@ export async function run({ quick, env }) {
     "",
     `Per-task marginal cost (N=${first}→${last}): jobrt ${fmt(slope("a"))} ms, baseline ${fmt(slope("b"))} ms, ratio ${marginalText}`,
     `Per-task marginal CPU (user + system of the whole tree, N=${first}→${last}): ${cpuText}`,
-    `Fixed cost (N=${first}): ratio ${fixed.toFixed(2)} (target ≤ 1.25: ${verdict(fixed <= 1.25)})`,
+    `Fixed cost (N=${first}): ratio ${fixed.toFixed(2)} (target ≤ 1.25: ${verdict(fixed <= 1.25)}); wall ratio per round: ${spreadVerdict(pairRatios(results.get(first)), 1.25)}; CPU ratio per round: ${results.get(first).a.cpuMedian === undefined ? "n/a (no GNU time)" : spreadVerdict(pairRatios(results.get(first), "cpuSamples"), 1.25)}`,
     `Peak RSS (N=${last}): ${rssText}`,
   ];
   return out.join("\n");

@@ -117,6 +117,14 @@ export function roundRatios(small, large, sizes, key = "samples") {
   return out;
 }
 
+/** A over B per round of one compare() (each round ran both, in turn): how much a ratio of medians may move. */
+export function pairRatios(result, key = "samples") {
+  const n = Math.min(result.a[key].length, result.b[key].length);
+  const out = [];
+  for (let i = 0; i < n; i++) if (result.a[key][i] > 0 && result.b[key][i] > 0) out.push(result.a[key][i] / result.b[key][i]);
+  return out;
+}
+
 /** met / MISSED when the middle half of the estimates is on one side of the target, else within noise. */
 export function spreadVerdict(xs, target) {
   if (xs.length === 0) return "n/a (every round's slope ≤ 0: below the noise)";
