@@ -2,7 +2,7 @@
 // same by hand with the tools jobrt drives (skopeo copy + umoci unpack), and a cached start against
 // `runc run` of a prepared bundle. A real docker-registry on 127.0.0.1 serves a busybox image.
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
