@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, readdirSync,
 import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
 import { type Registry, freePort, pushBusybox, startRegistry } from "../helpers/registry.js";
 
 const NOBODY = ["--uid", "65534", "--gid", "65534"];

@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { findProgram } from "../src/conf.js";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
@@ -17,7 +17,6 @@ import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 const host = pluginHost(plugin);
 
 const RUNC = "runc --root /run/runc";
-const ID = "%n.%u.%j.%s.%t";
 
 describe("create/start fast path with real runc", () => {
   const job = trackedJobs();

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, readdirSync, symlinkSync, mkdirSync, writeFil
 import { join } from "node:path";
 import { type ExecSpec, NOT_SUPPORTED, type TaskRecord, isJobrtError } from "@jobrt/core";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, openUp, processesWith, runModeConf, runcIds, writeConf } from "./fixtures.js";

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { busyboxRootfs } from "../../helpers/fixtures.js";
 import { tempDir } from "../../helpers/jobrt.js";
@@ -197,6 +197,3 @@ export function createStandinSite(options: SiteOptions = {}): StandinSite {
   site.writeShifterConf();
   return site;
 }
-
-/** The repository root, for tests that need it. */
-const repoRoot = resolve(here, "../../..");

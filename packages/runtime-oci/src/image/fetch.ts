@@ -121,10 +121,3 @@ function harden(rootfs: string, shared: boolean): number {
   return size;
 }
 
-function isFile(p: string): boolean {
-  try {
-    return lstatSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
