@@ -81,63 +81,234 @@ function canReadExitCode(pid: number): boolean {
   return !!c?.uids.every((u) => u === uid) && !!c?.gids.every((g) => g === gid);
 }
 
-export async function supervise(spec: SupervisorSpec): Promise<never> {
-  const env = { ...process.env } as Record<string, string>;
-  const subreaper = env.JOBRT_OCI_SUBREAPER === "1";
-  const watchdog = parseWatchdogVariable(env.JOBRT_OCI_WATCHDOG);
-  // Set by the perl fast path (fastpath.ts) when it hands the task over to us half-way.
-  const resume = parseResume(env.JOBRT_OCI_RESUME);
-  delete env.JOBRT_OCI_SUBREAPER;
-  delete env.JOBRT_OCI_WATCHDOG;
-  delete env.JOBRT_OCI_RESUME;
-  const cwd = process.cwd();
-  const values: PatternValues = { ...spec.values };
-  const log = (m: string) => {
-    if (spec.verbose) say(m);
-  };
+export function supervise(spec: SupervisorSpec): Promise<never> {
+  return new Supervision(spec).run();
+}
 
-  const expand = (key: Key): string => expandPattern(spec.commands[key], values, { shell: true });
-  const run = async (key: Key, stdio: "capture" | "inherit", timeoutMs: number): Promise<CommandResult> => {
-    const command = expand(key);
-    log(`${key}: ${command}`);
-    return runCommand(command, { key, env, cwd, timeoutMs, stdio });
-  };
+/** How the container's exit is watched: by us as its subreaper (with its status), or by polling. */
+interface ExitWatch {
+  reaper: boolean;
+  /** The raw wait status, or undefined when it cannot be known. */
+  status: Promise<number | undefined>;
+}
 
-  let containerPid: number | undefined;
-  let signalled: NodeJS.Signals | undefined = resume?.signalled;
-  let killTimer: NodeJS.Timeout | undefined;
-  let wake: (() => void) | undefined;
+/** One task's create/start lifecycle; every failure ends in #fail, every path in process.exit. */
+class Supervision {
+  readonly #spec: SupervisorSpec;
+  readonly #env: Record<string, string>;
+  readonly #subreaper: boolean;
+  readonly #watchdog: ReturnType<typeof parseWatchdogVariable>;
+  /** Set by the perl fast path (fastpath.ts) when it hands the task over to us half-way. */
+  readonly #resume: Resume | undefined;
+  readonly #cwd = process.cwd();
+  readonly #values: PatternValues;
+  #containerPid: number | undefined;
+  #signalled: NodeJS.Signals | undefined;
+  #killTimer: NodeJS.Timeout | undefined;
 
-  const forward = (sig: NodeJS.Signals) => {
-    signalled ??= sig;
-    wake?.();
-    if (containerPid === undefined) return;
-    void run("RunTimeKill", "capture", spec.timeouts.kill).catch((e: Error) => say(e.message));
-    killTimer ??= setTimeout(() => {
-      if (containerPid !== undefined) {
-        try {
-          process.kill(containerPid, "SIGKILL");
-        } catch {
-          // already gone
-        }
+  constructor(spec: SupervisorSpec) {
+    this.#spec = spec;
+    const env = { ...process.env } as Record<string, string>;
+    this.#subreaper = env.JOBRT_OCI_SUBREAPER === "1";
+    this.#watchdog = parseWatchdogVariable(env.JOBRT_OCI_WATCHDOG);
+    this.#resume = parseResume(env.JOBRT_OCI_RESUME);
+    delete env.JOBRT_OCI_SUBREAPER;
+    delete env.JOBRT_OCI_WATCHDOG;
+    delete env.JOBRT_OCI_RESUME;
+    this.#env = env;
+    this.#values = { ...spec.values };
+    this.#signalled = this.#resume?.signalled;
+    for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, (s: NodeJS.Signals) => this.#forward(s));
+  }
+
+  async run(): Promise<never> {
+    await this.#create();
+    const pid = await this.#waitCreated();
+    this.#values.pid = pid;
+    this.#recordPid(pid);
+    const resume = this.#resume;
+    if (resume?.start !== undefined) return this.#fail(resumedStartFailure(resume, this.#spec.timeouts.start, this.#expand("RunTimeStart")));
+    if (this.#signalled) return this.#fail(`${this.#signalled} before the container started`);
+    // The exit is watched from now on: it may happen before start returns.
+    const exit = this.#watchExit(pid);
+    let started: CommandResult;
+    try {
+      started = await this.#run("RunTimeStart", "inherit", this.#spec.timeouts.start);
+    } catch (error) {
+      return this.#fail((error as Error).message);
+    }
+    if (started.code !== 0) return this.#fail(`RunTimeStart ${describeResult(started)}: ${this.#expand("RunTimeStart")}`);
+    const status = await exit.status;
+    if (status === undefined) {
+      return this.#fail(
+        exit.reaper
+          ? "the container exited but its exit status is not readable (its credentials differ from the job user's)"
+          : "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)",
+      );
+    }
+    return this.#finish(decodeWaitStatus(status), true);
+  }
+
+  #log(m: string): void {
+    if (this.#spec.verbose) say(m);
+  }
+
+  #expand(key: Key): string {
+    return expandPattern(this.#spec.commands[key], this.#values, { shell: true });
+  }
+
+  #run(key: Key, stdio: "capture" | "inherit", timeoutMs: number): Promise<CommandResult> {
+    const command = this.#expand(key);
+    this.#log(`${key}: ${command}`);
+    return runCommand(command, { key, env: this.#env, cwd: this.#cwd, timeoutMs, stdio });
+  }
+
+  /** A signal to us: the container gets RunTimeKill, then SIGKILL after the grace time. */
+  #forward(sig: NodeJS.Signals): void {
+    this.#signalled ??= sig;
+    const pid = this.#containerPid;
+    if (pid === undefined) return;
+    void this.#run("RunTimeKill", "capture", this.#spec.timeouts.kill).catch((e: Error) => say(e.message));
+    this.#killTimer ??= setTimeout(() => {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
       }
-    }, spec.graceMs);
-  };
-  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, forward);
+    }, this.#spec.graceMs);
+  }
 
-  const finish = async (status: { code?: number; signal?: number }, exited = false): Promise<never> => {
-    clearTimeout(killTimer);
-    await teardown({
+  /** 1. RunTimeCreate, with the task's stdio (or its result as the watchdog or the fast path has it). */
+  async #create(): Promise<void> {
+    const resume = this.#resume;
+    const watchdog = this.#watchdog;
+    let created: CommandResult;
+    try {
+      if (resume) {
+        // The fast path has read the watchdog's report already: its pipe is closed.
+        created = resumedCreate(resume.create ?? "lost", this.#spec.timeouts.create, this.#expand("RunTimeCreate"), watchdog?.pid);
+      } else if (watchdog) {
+        this.#log(`RunTimeCreate (run by the watchdog, pid ${watchdog.pid}): ${this.#expand("RunTimeCreate")}`);
+        created = await watchdogCreate(watchdog, this.#spec.timeouts.create, this.#expand("RunTimeCreate"));
+      } else {
+        created = await this.#run("RunTimeCreate", "inherit", this.#spec.timeouts.create);
+      }
+    } catch (error) {
+      return this.#fail((error as Error).message);
+    }
+    if (created.code !== 0) {
+      // runc create looks the command up before the task exists, and fails for a missing one.
+      const missing = created.code !== undefined && !this.#signalled && this.#spec.taskDir ? missingCommandIn(this.#spec.taskDir) : undefined;
+      if (missing) {
+        say(missing.message);
+        return this.#finish({ code: missing.status });
+      }
+      return this.#fail(`RunTimeCreate ${describeResult(created)}: ${this.#expand("RunTimeCreate")}`);
+    }
+    if (resume?.query === "timeout") return this.#fail(timedOutMessage("RunTimeQuery", this.#spec.timeouts.query, this.#expand("RunTimeQuery")));
+  }
+
+  /** 2. Waits for "created" (a tight, bounded back-off instead of Slurm's 0.5 s budget); the container's pid. */
+  async #waitCreated(): Promise<number> {
+    const deadline = Date.now() + this.#spec.timeouts.create;
+    let delay = 1;
+    if (this.#resume?.pid !== undefined) this.#containerPid = this.#resume.pid;
+    while (this.#containerPid === undefined) {
+      let st: ReturnType<typeof parseState>;
+      try {
+        st = parseState(await this.#run("RunTimeQuery", "capture", this.#spec.timeouts.query));
+      } catch (error) {
+        return this.#fail((error as Error).message);
+      }
+      if (st?.status === "created") {
+        this.#containerPid = st.pid;
+        break;
+      }
+      if (st && st.status !== "creating") return this.#fail(`container is ${st.status} after RunTimeCreate, expected created`);
+      if (Date.now() > deadline) return this.#fail(`container did not reach "created" within ${this.#spec.timeouts.create / 1000} s of RunTimeCreate`);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 50);
+    }
+    if (this.#containerPid === undefined) return this.#fail("RunTimeQuery reported no pid for the created container");
+    return this.#containerPid;
+  }
+
+  /** The container's pid, for the host's cleanup (best effort). */
+  #recordPid(pid: number): void {
+    if (!this.#spec.taskDir) return;
+    try {
+      writeAtomic(this.#spec.taskDir, "container.pid", `${pid}\n`, 0o600);
+    } catch (error) {
+      this.#log(`cannot record the container pid: ${(error as Error).message}`);
+    }
+  }
+
+  /** 3. Watches for the init's exit: as its subreaper (SIGCHLD, with its status) or by a 5 ms poll. */
+  #watchExit(pid: number): ExitWatch {
+    const first = procStat(pid);
+    const reaper = this.#subreaper && first?.ppid === process.pid;
+    if (!reaper) {
+      this.#log(`not the container's parent (${this.#subreaper ? "the runtime did not leave it to us" : "no subreaper"}): exit status will not be available`);
+    }
+    const status = new Promise<number | undefined>((resolve) => {
+      const check = () => {
+        const st = procStat(pid);
+        if (reaper) {
+          if (st?.state === "Z") {
+            stop();
+            resolve(canReadExitCode(pid) ? st.exitCode : undefined);
+          } else if (!st) {
+            stop();
+            resolve(undefined);
+          }
+        } else if (!st || st.state === "Z" || st.startTime !== first?.startTime) {
+          stop();
+          resolve(undefined);
+        }
+      };
+      const timer = setInterval(check, reaper ? 100 : 5);
+      const stop = () => {
+        clearInterval(timer);
+        process.removeListener("SIGCHLD", check);
+      };
+      if (reaper) process.on("SIGCHLD", check);
+      check();
+    });
+    return { reaper, status };
+  }
+
+  async #fail(message: string): Promise<never> {
+    say(message);
+    return this.#finish(this.#signalled ? { signal: signalNumber(this.#signalled) } : { code: SUPERVISOR_FAILURE });
+  }
+
+  /** Tears the container down and exits with the task's status (a signal death is re-raised). */
+  async #finish(status: { code?: number; signal?: number }, exited = false): Promise<never> {
+    clearTimeout(this.#killTimer);
+    await this.#teardown(exited);
+    // Torn down here: the watchdog has nothing left to do (a kill of its group, not a signal it traps).
+    if (this.#watchdog) killGroup(this.#watchdog.pid);
+    if (status.signal !== undefined) {
+      const name = SIGNALS.get(status.signal);
+      for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(sig);
+      if (name) process.kill(process.pid, name);
+      process.exit(128 + status.signal);
+    }
+    process.exit(status.code ?? SUPERVISOR_FAILURE);
+  }
+
+  #teardown(exited: boolean): Promise<unknown> {
+    return teardown({
       hasQuery: true,
       // The init's exit was seen: the container is stopped, no need to ask the runtime first.
       ...(exited ? { firstState: { status: "stopped" } } : {}),
-      graceMs: spec.graceMs,
+      graceMs: this.#spec.graceMs,
       run: async (key) => {
         try {
-          return await run(key, "capture", key === "RunTimeDelete" ? spec.timeouts.delete : spec.timeouts.kill);
+          return await this.#run(key, "capture", key === "RunTimeDelete" ? this.#spec.timeouts.delete : this.#spec.timeouts.kill);
         } catch (error) {
           if (error instanceof PatternValueError) {
-            log(`${key} not run: ${error.message}`);
+            this.#log(`${key} not run: ${error.message}`);
             return undefined;
           }
           throw error;
@@ -150,131 +321,9 @@ export async function supervise(spec: SupervisorSpec): Promise<never> {
           // already gone
         }
       },
-      log: (level, m) => (level === "warn" ? say(m) : log(m)),
+      log: (level, m) => (level === "warn" ? say(m) : this.#log(m)),
     });
-    // Torn down here: the watchdog has nothing left to do (a kill of its group, not a signal it traps).
-    if (watchdog) killGroup(watchdog.pid);
-    if (status.signal !== undefined) {
-      const name = SIGNALS.get(status.signal);
-      for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(sig);
-      if (name) process.kill(process.pid, name);
-      process.exit(128 + status.signal);
-    }
-    process.exit(status.code ?? SUPERVISOR_FAILURE);
-  };
-  const fail = async (message: string): Promise<never> => {
-    say(message);
-    return finish(signalled ? { signal: signalNumber(signalled) } : { code: SUPERVISOR_FAILURE });
-  };
-
-  // 1. create, with the task's stdio.
-  let created: CommandResult;
-  try {
-    if (resume) {
-      // The fast path has read the watchdog's report already: its pipe is closed.
-      created = resumedCreate(resume.create ?? "lost", spec.timeouts.create, expand("RunTimeCreate"), watchdog?.pid);
-    } else if (watchdog) {
-      log(`RunTimeCreate (run by the watchdog, pid ${watchdog.pid}): ${expand("RunTimeCreate")}`);
-      created = await watchdogCreate(watchdog, spec.timeouts.create, expand("RunTimeCreate"));
-    } else {
-      created = await run("RunTimeCreate", "inherit", spec.timeouts.create);
-    }
-  } catch (error) {
-    return fail((error as Error).message);
   }
-  if (created.code !== 0) {
-    // runc create looks the command up before the task exists, and fails for a missing one.
-    const missing = created.code !== undefined && !signalled && spec.taskDir ? missingCommandIn(spec.taskDir) : undefined;
-    if (missing) {
-      say(missing.message);
-      return finish({ code: missing.status });
-    }
-    return fail(`RunTimeCreate ${describeResult(created)}: ${expand("RunTimeCreate")}`);
-  }
-  if (resume?.query === "timeout") return fail(timedOutMessage("RunTimeQuery", spec.timeouts.query, expand("RunTimeQuery")));
-
-  // 2. wait for "created" (tight, bounded back-off instead of Slurm's 0.5 s budget).
-  const deadline = Date.now() + spec.timeouts.create;
-  let delay = 1;
-  if (resume?.pid !== undefined) containerPid = resume.pid;
-  while (containerPid === undefined) {
-    let st: ReturnType<typeof parseState>;
-    try {
-      st = parseState(await run("RunTimeQuery", "capture", spec.timeouts.query));
-    } catch (error) {
-      return fail((error as Error).message);
-    }
-    if (st?.status === "created") {
-      containerPid = st.pid;
-      break;
-    }
-    if (st && st.status !== "creating") return fail(`container is ${st.status} after RunTimeCreate, expected created`);
-    if (Date.now() > deadline) return fail(`container did not reach "created" within ${spec.timeouts.create / 1000} s of RunTimeCreate`);
-    await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(delay * 2, 50);
-  }
-  if (containerPid === undefined) return fail("RunTimeQuery reported no pid for the created container");
-  values.pid = containerPid;
-  if (spec.taskDir) {
-    try {
-      writeAtomic(spec.taskDir, "container.pid", `${containerPid}\n`, 0o600);
-    } catch (error) {
-      log(`cannot record the container pid: ${(error as Error).message}`);
-    }
-  }
-  if (resume?.start !== undefined) return fail(resumedStartFailure(resume, spec.timeouts.start, expand("RunTimeStart")));
-  if (signalled) return fail(`${signalled} before the container started`);
-
-  const first = procStat(containerPid);
-  const reaper = subreaper && first?.ppid === process.pid;
-  if (!reaper) {
-    log(`not the container's parent (${subreaper ? "the runtime did not leave it to us" : "no subreaper"}): exit status will not be available`);
-  }
-
-  // 3. watch for the exit from now on (it may happen before start returns).
-  const exited = new Promise<number | undefined>((resolve) => {
-    const check = () => {
-      const st = procStat(containerPid as number);
-      if (reaper) {
-        if (st?.state === "Z") {
-          cleanupWatch();
-          resolve(canReadExitCode(containerPid as number) ? st.exitCode : undefined);
-        } else if (!st) {
-          cleanupWatch();
-          resolve(undefined);
-        }
-      } else if (!st || st.state === "Z" || st.startTime !== first?.startTime) {
-        cleanupWatch();
-        resolve(undefined);
-      }
-    };
-    const timer = setInterval(check, reaper ? 100 : 5);
-    const cleanupWatch = () => {
-      clearInterval(timer);
-      process.removeListener("SIGCHLD", check);
-    };
-    if (reaper) process.on("SIGCHLD", check);
-    check();
-  });
-
-  // 4. start.
-  let started: CommandResult;
-  try {
-    started = await run("RunTimeStart", "inherit", spec.timeouts.start);
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-  if (started.code !== 0) return fail(`RunTimeStart ${describeResult(started)}: ${expand("RunTimeStart")}`);
-
-  const status = await exited;
-  if (status === undefined) {
-    return fail(
-      reaper
-        ? "the container exited but its exit status is not readable (its credentials differ from the job user's)"
-        : "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)",
-    );
-  }
-  return finish(decodeWaitStatus(status), true);
 }
 
 function killGroup(pid: number): void {
