@@ -179,14 +179,64 @@ function readIncluded(target: string, loc: ConfLocation, depth: number, read: (p
   }
 }
 
+/** What one parse builds up, line by line, across its Includes. */
+interface ParseState {
+  schema: ConfSchema;
+  /** Lower-case key → the schema's spelling: keys are case-insensitive, as in Slurm. */
+  canonical: Map<string, string>;
+  result: ParsedConf;
+  seen: Set<string>;
+  /** Repeated-key warnings past MAX_CONF_WARNINGS, said in one line at the end. */
+  unshownWarnings: number;
+}
+
+/** One `Key=Value` line into the result: an array key appends, any other key's last value wins. */
+function assignLine(p: ParseState, rawLine: string, line: number, file: string): void {
+  const m = LINE_RE.exec(rawLine);
+  if (!m) {
+    throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, undefined, `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`);
+  }
+  const keyText = m[1] as string;
+  const key = p.canonical.get(keyText.toLowerCase());
+  const loc: ConfLocation = { file, line, column: m[0].length + 1 };
+  if (key === undefined) throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, keyText, "unknown key");
+  const raw = valueText(rawLine.slice(m[0].length), loc, key);
+  const spec = p.schema[key] as FieldSpec;
+  const value = typed(spec, raw, loc, key);
+  if (spec.check) {
+    const problem = spec.check(value as never);
+    if (problem) throw confError(loc, key, problem);
+  }
+  const { result } = p;
+  if (spec.type === "array") {
+    const list = (result.values[key] as string[] | undefined) ?? [];
+    list.push(value as string);
+    result.values[key] = list;
+  } else {
+    if (p.seen.has(key)) {
+      const prev = result.where[key] as ConfLocation;
+      // A generated file can repeat a key thousands of times: a few lines say it, one counts the rest.
+      if (result.warnings.length < MAX_CONF_WARNINGS) {
+        result.warnings.push(`${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`);
+      } else p.unshownWarnings++;
+    }
+    result.values[key] = value;
+  }
+  p.seen.add(key);
+  result.where[key] = loc;
+}
+
 /** Parses Slurm-syntax text against a schema. Every error names file:line:column and the key. */
 export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
-  const canonical = new Map(Object.keys(options.schema).map((k) => [k.toLowerCase(), k]));
-  const result: ParsedConf = { file: options.file, values: {}, where: {}, warnings: [] };
-  const readInclude = options.readFile ?? ((p: string) => readConfText(p, false) as string);
-  const seen = new Set<string>();
+  const p: ParseState = {
+    schema: options.schema,
+    canonical: new Map(Object.keys(options.schema).map((k) => [k.toLowerCase(), k])),
+    result: { file: options.file, values: {}, where: {}, warnings: [] },
+    seen: new Set<string>(),
+    unshownWarnings: 0,
+  };
+  const readInclude = options.readFile ?? ((path: string) => readConfText(path, false) as string);
   let bytes = 0;
-  let unshownWarnings = 0;
 
   // The cap counts every Include too: a file that includes itself 8 levels deep, or many
   // includes of one large file, must not multiply into gigabytes.
@@ -196,40 +246,6 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
     const what = `the configuration, with its Includes, is more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit`;
     if (at) throw confError(at, "Include", `${file}: ${what}`);
     throw jobrtError("ERR_CONF", { where: file, problem: what }, { details: { file } });
-  };
-
-  const assign = (rawLine: string, line: number, file: string): void => {
-    const m = LINE_RE.exec(rawLine);
-    if (!m) {
-      throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, undefined, `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`);
-    }
-    const keyText = m[1] as string;
-    const key = canonical.get(keyText.toLowerCase());
-    const loc: ConfLocation = { file, line, column: m[0].length + 1 };
-    if (key === undefined) throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, keyText, "unknown key");
-    const raw = valueText(rawLine.slice(m[0].length), loc, key);
-    const spec = options.schema[key] as FieldSpec;
-    const value = typed(spec, raw, loc, key);
-    if (spec.check) {
-      const problem = spec.check(value as never);
-      if (problem) throw confError(loc, key, problem);
-    }
-    if (spec.type === "array") {
-      const list = (result.values[key] as string[] | undefined) ?? [];
-      list.push(value as string);
-      result.values[key] = list;
-    } else {
-      if (seen.has(key)) {
-        const prev = result.where[key] as ConfLocation;
-        // A generated file can repeat a key thousands of times: a few lines say it, one counts the rest.
-        if (result.warnings.length < MAX_CONF_WARNINGS) {
-          result.warnings.push(`${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`);
-        } else unshownWarnings++;
-      }
-      result.values[key] = value;
-    }
-    seen.add(key);
-    result.where[key] = loc;
   };
 
   const parseText = (body: string, file: string, depth: number): void => {
@@ -242,14 +258,15 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
         const { body: included, path } = readIncluded(stripEscapes(include[1] as string), loc, depth, readInclude);
         account(included, path, loc);
         parseText(included, path, depth + 1);
-      } else assign(rawLine, line, file);
+      } else assignLine(p, rawLine, line, file);
     }
   };
 
   account(text, options.file);
   parseText(text, options.file, 0);
-  if (unshownWarnings > 0) {
-    result.warnings.push(`${options.file}: ${unshownWarnings} more keys specified more than once (not shown); the last value of each wins`);
+  const { result } = p;
+  if (p.unshownWarnings > 0) {
+    result.warnings.push(`${options.file}: ${p.unshownWarnings} more keys specified more than once (not shown); the last value of each wins`);
   }
   for (const [key, spec] of Object.entries(options.schema)) {
     if (spec.required && !(key in result.values)) {

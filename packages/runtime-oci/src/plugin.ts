@@ -549,6 +549,22 @@ function ownChildRunning(pid: number | undefined): boolean {
 
 type TeardownResult = Awaited<ReturnType<typeof teardown>>;
 
+/** SIGKILL to a task's process, with the job user's rights. */
+async function forceKillTask(st: StepState, pid: number): Promise<void> {
+  // A task process leads its own process group (the host starts it so): kill all of it, so
+  // a runtime that the RunTimeRun shell started as its child goes too.
+  const target = procStat(pid)?.pgrp === pid ? -pid : pid;
+  if (st.identity) {
+    await runCommand(`kill -s KILL -- ${target}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
+    return;
+  }
+  try {
+    process.kill(target, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
 async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState, afterCrash: boolean): Promise<TeardownResult> {
   const { values, runtimeEnv: env } = ts;
   // A task the host never started has no container; after a crash nothing is known, so ask.
@@ -603,20 +619,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     alive: () => pidNow() !== undefined,
     ...(pidNow() !== undefined ? { pid: pidNow() as number } : {}),
     run: runKey,
-    forceKill: async (pid) => {
-      // A task process leads its own process group (the host starts it so): kill all of it, so
-      // a runtime that the RunTimeRun shell started as its child goes too.
-      const target = procStat(pid)?.pgrp === pid ? -pid : pid;
-      if (st.identity) {
-        await runCommand(`kill -s KILL -- ${target}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
-        return;
-      }
-      try {
-        process.kill(target, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    },
+    forceKill: (pid) => forceKillTask(st, pid),
     log,
   });
   if (result === "gone") await sweepCutShort(st, ts, { createInFlight, afterCrash, runKey, log });
