@@ -15,20 +15,16 @@ export function registerBaselineChecks(kit: SuiteKit): void {
       if (kit.caps.runs === "not-supported" && r !== NOT_SUPPORTED) fail(`task ${i}: run returned an ExecSpec, but capabilities.runs is "not-supported"`);
     });
   });
-  kit.check("execspec.argv", async (ctx) => {
-    const { problems } = await kit.execSpecs(ctx);
-    if (problems.argv.length > 0) fail(problems.argv.join("; "));
-  });
-  kit.check("execspec.env-cwd", async (ctx) => {
-    const { problems } = await kit.execSpecs(ctx);
-    if (problems.envCwd.length > 0) fail(problems.envCwd.join("; "));
-  });
-  kit.check("execspec.shell", async (ctx) => {
-    const { problems } = await kit.execSpecs(ctx);
-    if (problems.shell.length > 0) fail(problems.shell.join("; "));
-  });
-  kit.check("execspec.task-argv", async (ctx) => {
-    const { problems } = await kit.execSpecs(ctx);
-    if (problems.taskArgv.length > 0) fail(problems.taskArgv.join("; "));
-  });
+  const shapes = [
+    ["execspec.argv", "argv"],
+    ["execspec.env-cwd", "envCwd"],
+    ["execspec.shell", "shell"],
+    ["execspec.task-argv", "taskArgv"],
+  ] as const;
+  for (const [id, key] of shapes) {
+    kit.check(id, async (ctx) => {
+      const { problems } = await kit.execSpecs(ctx);
+      if (problems[key].length > 0) fail(problems[key].join("; "));
+    });
+  }
 }

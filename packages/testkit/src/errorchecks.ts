@@ -12,20 +12,24 @@ interface Failed {
   thrown: HookFailure | undefined;
 }
 
+/** Runs setup, taskInit and run; the hook failure they gave, if any (anything else is thrown on). */
+async function hookFailure(kit: SuiteKit, n: NodeConf, s: StepRecord): Promise<HookFailure | undefined> {
+  try {
+    await kit.setupAndRun(n, s);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof HookFailure)) throw error;
+    return error;
+  }
+}
+
 /** Runs a step with an invalid request (setup, taskInit, run) and returns the hook failure it gave. */
 async function failWith(kit: SuiteKit, c: InvalidCase): Promise<Failed> {
   const n = kit.node();
   const before = listTree(n.spoolDir);
   const s = kit.step({ container: { ...(kit.fixtureContainer() ?? {}), ...lazy(c.container) } });
   c.step?.(s);
-  let thrown: HookFailure | undefined;
-  try {
-    await kit.setupAndRun(n, s);
-  } catch (error) {
-    if (!(error instanceof HookFailure)) throw error;
-    thrown = error;
-  }
-  return { n, s, before, thrown };
+  return { n, s, before, thrown: await hookFailure(kit, n, s) };
 }
 
 /** Invalid requests fail with the declared JobrtError in one line, and cleanup after a failure leaves nothing. */
@@ -55,11 +59,7 @@ export function registerErrorChecks(kit: SuiteKit): void {
     writeFileSync(spoolFile, "");
     const broken = { ...kit.node(), spoolDir: spoolFile };
     const s = kit.step();
-    try {
-      await kit.setupAndRun(broken, s);
-    } catch (error) {
-      if (!(error instanceof HookFailure)) throw error;
-    }
+    await hookFailure(kit, broken, s);
     await kit.cleanup(broken, s);
     for (const c of invalid) {
       const { n: n2, s: s2, before } = await failWith(kit, c);
@@ -97,10 +97,7 @@ function registerContainerRequired(kit: SuiteKit): void {
     const s = kit.step({ container: null });
     let thrown: HookFailure | undefined;
     try {
-      await kit.setupAndRun(n, s);
-    } catch (error) {
-      if (!(error instanceof HookFailure)) throw error;
-      thrown = error;
+      thrown = await hookFailure(kit, n, s);
     } finally {
       await kit.cleanup(n, s).catch(() => {});
     }
