@@ -14,8 +14,19 @@ import { type FaultSite, expectNoLeaks, faultSite, runcContainers, spoolLeftover
 
 const NOBODY = 65534;
 const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+/** The site each jobrt of start() runs in: a jobrt still running when its cell ends is killed, and gc collects its step. */
+const siteOf = new Map<ChildProcess, FaultSite>();
+afterEach(async () => {
+  const killed: FaultSite[] = [];
+  for (const c of children.splice(0)) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    c.kill("SIGKILL");
+    const site = siteOf.get(c);
+    if (site) killed.push(site);
+  }
+  siteOf.clear();
+  // A cell that failed half-way (CI saw one) would leave its step's cgroups behind.
+  for (const s of killed) await jobrt(["gc"], { env: s.env }).catch(() => undefined);
 });
 
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -23,6 +34,7 @@ const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.tes
 function start(site: FaultSite, args: string[], stdio: "pipe" | "ignore" = "pipe"): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
   const child = spawn(process.execPath, ["--", jobrtBin, ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", stdio, stdio] });
   children.push(child);
+  siteOf.set(child, site);
   let out = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr?.resume();
