@@ -3,6 +3,7 @@ import { isSameProcess } from "../proc.js";
 import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
+import { holdForTest } from "./testhold.js";
 import { collectsFor, isForeign, mayKill } from "./userjournals.js";
 
 export interface CollectOptions {
@@ -87,7 +88,10 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
     }
   }
   if (result.errors.length > 0) unclaimEntry(claimed);
-  else removeEntry(claimed);
+  else {
+    holdForTest();
+    removeEntry(claimed);
+  }
   return result;
 }
 
