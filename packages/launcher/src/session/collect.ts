@@ -1,6 +1,6 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../proc.js";
-import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, unclaimEntry } from "./journal.js";
+import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";
@@ -20,8 +20,12 @@ export interface Collected {
   /** Task process groups killed (with a cgroup, everything in it is killed besides). */
   killed: number;
   cleaned: string[];
-  /** Failures: the entry is kept for another try. */
+  /** Failures: the entry is kept for another try, or set aside (`setAsideAs`). */
   errors: string[];
+  /** Where an entry that can never be collected was set aside (docs/reliability.md, "Crash recovery"). */
+  setAsideAs?: string;
+  /** The line that reports a failure, when there was one. */
+  report?: string;
 }
 
 function hostAlive(entry: JournalEntry): boolean {
@@ -36,7 +40,7 @@ function hostAlive(entry: JournalEntry): boolean {
 async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
   let killed = 0;
   const boot = entry.host?.boot ?? "";
-  for (const { pid, start } of recordedPids(claimed)) {
+  for (const { pid, start } of recordedPids(spool, claimed)) {
     if (!isSameProcess(pid, start, boot) || !mayKill(spool, pid)) continue;
     try {
       process.kill(-pid, "SIGKILL");
@@ -62,15 +66,8 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
   if (left.length > 0) result.errors.push(`cannot remove cgroup ${left.join(", ")}`);
 }
 
-/**
- * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
- * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
- * the entry.
- */
-async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
-  const claimed = claimEntry(entry);
-  if (!claimed) return undefined;
-  const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
+/** Kills what is left and runs each component's runtime cleanup; failures go to `result.errors`. */
+async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, result: Collected): Promise<void> {
   try {
     await killLeftovers(claimed, entry, result, spool);
   } catch (error) {
@@ -87,28 +84,71 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
       result.errors.push(messageOf(error));
     }
   }
-  if (result.errors.length > 0) unclaimEntry(claimed);
-  else {
-    holdForTest();
-    removeEntry(claimed);
-  }
+}
+
+/**
+ * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
+ * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
+ * the entry. A failed entry is given back for another try, or set aside when that cannot help.
+ */
+async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
+  const claimed = claimEntry(spool, entry);
+  if (!claimed) return undefined;
+  const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
+  await cleanUp(claimed, entry, registry, node, spool, result);
+  finishEntry(spool, claimed, result, false);
   return result;
 }
 
 /**
+ * Removes a collected entry; gives a failed one back, or sets it aside when `hopeless`. A failed
+ * entry's report says which of the two became of it.
+ */
+function finishEntry(spool: Spool, claimed: string, result: Collected, hopeless: boolean): void {
+  let setAside = hopeless;
+  if (result.errors.length === 0) {
+    holdForTest();
+    const left = removeEntry(spool, claimed);
+    if (left.length === 0) return;
+    // Half removed, or not removable at all (a mount, a dir the user swapped): not for a retry.
+    result.errors.push(`cannot remove ${claimed}: ${left.join("; ")}`);
+    setAside = true;
+  }
+  let kept: string;
+  try {
+    if (setAside) {
+      result.setAsideAs = setAsideEntry(spool, claimed);
+      kept = `set ${result.dir} aside as ${result.setAsideAs} (not tried again)`;
+    } else {
+      unclaimEntry(spool, claimed);
+      kept = `kept ${result.dir} for another try`;
+    }
+  } catch (error) {
+    kept = `left ${claimed} (cannot rename it: ${messageOf(error)})`;
+  }
+  result.report = `gc: step ${result.jobId}.${result.stepId}: cleanup failed, ${kept}: ${result.errors.join("; ")}`;
+}
+
+/**
  * Every step in this user's journal whose host is gone (SIGKILL, OOM, power loss), or whose
- * collector died half-way, is cleaned up. Live steps are never touched.
+ * collector died half-way, is cleaned up. Live steps are never touched. One entry's failure,
+ * whatever it is, is reported in its result and never stops the others.
  */
 export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
   const out: Collected[] = [];
   for (const entry of listEntries(spool, options.jobId)) {
     if (hostAlive(entry) || !collectsFor(spool, entry.record)) continue;
-    const result = await collectEntry(entry, registry, node, spool);
+    let result: Collected | undefined;
+    try {
+      result = await collectEntry(entry, registry, node, spool);
+    } catch (error) {
+      const errors = [messageOf(error)];
+      result = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors, report: `gc: step ${entry.jobId}.${entry.stepId}: cleanup failed: ${errors[0]}` };
+    }
     if (!result) continue;
     out.push(result);
-    const what = `step ${result.jobId}.${result.stepId}`;
-    if (result.errors.length > 0) options.log("warn", `gc: ${what}: cleanup failed, kept ${result.dir} for another try: ${result.errors.join("; ")}`);
-    else options.log("info", `gc: ${what} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
+    if (result.report !== undefined) options.log("warn", result.report);
+    else options.log("info", `gc: step ${result.jobId}.${result.stepId} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
   }
   return out;
 }

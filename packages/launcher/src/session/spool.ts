@@ -1,7 +1,8 @@
-import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
+import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
+import { removeTreeNoFollow } from "./removetree.js";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is
@@ -11,6 +12,8 @@ export interface Spool {
   spoolDir: string;
   jobsDir: string;
   uid: number;
+  /** A job user's journal (root's gc): the group its files are worked on with, the journal dir's. */
+  gid?: number;
 }
 
 const myUid = () => process.getuid?.() ?? 0;
@@ -156,7 +159,7 @@ export function removeFile(path: string): void {
 /**
  * Removes a directory that holds at most the files named: each is unlinked, then the directory.
  * Anything else found (a symlink in place of the directory, a directory where a file was, a file
- * it did not write) is left to a recursive removal, which never follows a symlink either.
+ * it did not write) is left to the recursive removal, which never follows a symlink either.
  */
 export function removeDirOf(dir: string, names: readonly string[]): void {
   try {
@@ -165,7 +168,7 @@ export function removeDirOf(dir: string, names: readonly string[]): void {
     for (const name of names) removeFile(join(dir, name));
     rmdirSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") rmSync(dir, { recursive: true, force: true });
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") removeTreeNoFollow(dir);
   }
 }
 

@@ -1,5 +1,6 @@
 import { lstatSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
+import type { FileUser } from "./asuser.js";
 import type { JournalRecord } from "./journal.js";
 import type { Spool } from "./spool.js";
 
@@ -31,7 +32,7 @@ export function userSpools(spoolDir: string): Spool[] {
     const jobsDir = join(real, name);
     try {
       const st = lstatSync(jobsDir);
-      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0) out.push({ spoolDir: real, jobsDir, uid });
+      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0) out.push({ spoolDir: real, jobsDir, uid, gid: st.gid });
     } catch {
       // gone while we looked
     }
@@ -42,6 +43,15 @@ export function userSpools(spoolDir: string): Spool[] {
 /** True when this process collects `spool` on behalf of another user (root on a user's journal). */
 export function isForeign(spool: Spool): boolean {
   return spool.uid !== (process.getuid?.() ?? 0);
+}
+
+/**
+ * Whose rights every file operation on `spool`'s journal runs with: the journal user's on a
+ * foreign journal (the user controls every name in it, and may swap any of them for a symlink at
+ * any moment), undefined (this process's own) otherwise. journal.ts applies it to each call gc makes.
+ */
+export function journalOwner(spool: Spool): FileUser | undefined {
+  return isForeign(spool) ? { uid: spool.uid, gid: spool.gid ?? spool.uid } : undefined;
 }
 
 /**
