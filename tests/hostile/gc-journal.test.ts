@@ -193,6 +193,30 @@ describe("root's jobrt gc on a job user's journal", () => {
     await expectCollected(others);
   });
 
+  it("junk for a record file (pids a FIFO, pids a symlink to root's file): reported once, set aside, never fails or blocks a later gc", async () => {
+    const s = sharedSite();
+    const [fifo, link, good] = (await deadUserSteps(s, 3)) as [DeadStep, DeadStep, DeadStep];
+    const secret = join(rootDir(), "secret");
+    writeFileSync(join(secret), "root's\n", { mode: 0o600 });
+    asNobody('rm "$1/pids" && mkfifo "$1/pids"', fifo.dir);
+    asNobody('rm "$1/pids" && ln -s "$2" "$1/pids"', link.dir, secret);
+    const first = await rootGc(s);
+    expect(first.signal).toBeNull();
+    expect(first.ms).toBeLessThan(15_000);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toBe(collectedLine(good));
+    const lines = first.stderr.split("\n").filter(Boolean).sort();
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(new RegExp(`^jobrt: gc: step ${Math.min(fifo.job, link.job)}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): cannot kill what the step left: `));
+    expect(first.stderr).toMatch(/pids is not a regular file/);
+    expect(first.stderr).toMatch(/ELOOP/);
+    for (const st of [fifo, link]) expect(readdirSync(st.jobDir).filter((n) => n !== "next-step")).toEqual([expect.stringMatching(/^step-0\.bad-\d+$/)]);
+    const second = await rootGc(s);
+    expect({ code: second.code, stdout: second.stdout, stderr: second.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect(readFileSync(secret, "utf8")).toBe("root's\n");
+    await expectCollected([good]);
+  });
+
   it("a recorded pid that is root's own process, with its true start time: gc kills only the user's task", async () => {
     const s = sharedSite();
     const [step] = (await deadUserSteps(s, 1)) as [DeadStep];

@@ -66,13 +66,21 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
   if (left.length > 0) result.errors.push(`cannot remove cgroup ${left.join(", ")}`);
 }
 
-/** Kills what is left and runs each component's runtime cleanup; failures go to `result.errors`. */
-async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, result: Collected): Promise<void> {
+/** A record file that can never be read (a FIFO, a symlink, too big): retrying cannot help. */
+const UNREADABLE = new Set(["ENOTREG", "EFBIG", "ELOOP"]);
+
+/**
+ * Kills what is left and runs each component's runtime cleanup; failures go to `result.errors`.
+ * True when a record file can never be read, so that trying again cannot help.
+ */
+async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, result: Collected): Promise<boolean> {
+  let unreadable = false;
   try {
     await killLeftovers(claimed, entry, result, spool);
   } catch (error) {
     // A malformed record must not stop gc (nor the run whose pre-run gc meets it): kept for a look.
     result.errors.push(`cannot kill what the step left: ${messageOf(error)}`);
+    unreadable = UNREADABLE.has((error as NodeJS.ErrnoException).code ?? "");
   }
   const stepNode: NodeConf = { ...node, nodeName: entry.record?.nodeName ?? node.nodeName };
   for (const [i, record] of (entry.record?.components ?? []).entries()) {
@@ -84,19 +92,20 @@ async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRe
       result.errors.push(messageOf(error));
     }
   }
+  return unreadable;
 }
 
 /**
  * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
  * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
- * the entry. A failed entry is given back for another try, or set aside when that cannot help.
+ * the entry. A failed entry is given back for another try, or set aside when retrying cannot help.
  */
 async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
   const claimed = claimEntry(spool, entry);
   if (!claimed) return undefined;
   const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
-  await cleanUp(claimed, entry, registry, node, spool, result);
-  finishEntry(spool, claimed, result, false);
+  const unreadable = await cleanUp(claimed, entry, registry, node, spool, result);
+  finishEntry(spool, claimed, result, unreadable);
   return result;
 }
 

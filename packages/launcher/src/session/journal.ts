@@ -301,7 +301,7 @@ function readJson<T>(path: string): T | undefined {
     const text = readNoFollow(path, MAX_RECORD_BYTES);
     return text === undefined ? undefined : (JSON.parse(text) as T);
   } catch {
-    // Not a file of ours (a FIFO, a symlink) or not JSON: no record.
+    // Not a regular file of ours (a FIFO, a symlink, too big) or not JSON: no record.
     return undefined;
   }
 }
@@ -377,7 +377,10 @@ function baseOf(dir: string): string {
   return dir.replace(/\.gc-\d+-\d+$/, "");
 }
 
-/** Task pids (with start times) a claimed entry recorded. */
+/**
+ * Task pids (with start times) a claimed entry recorded. A `pids` that is not a regular file of at
+ * most MAX_RECORD_BYTES throws (code ENOTREG, EFBIG or ELOOP): such an entry can never be read.
+ */
 export function recordedPids(spool: Spool, dir: string): { pid: number; start: string | undefined }[] {
   const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, PIDS_FILE), MAX_RECORD_BYTES)) ?? "";
   return text
