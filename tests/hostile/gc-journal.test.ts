@@ -6,12 +6,15 @@
  * collected.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, repoRoot, requires, tempDir } from "../helpers/jobrt.js";
+import { faultPluginDir } from "../faults/fault-plugin.js";
 
 const NOBODY = 65534;
+/** The bound on one job user's entry (FOREIGN_ENTRY_BOUND_MS in packages/launcher/src/session/collect.ts). */
+const ENTRY_BOUND_MS = 30_000;
 
 /** A dead `jobrt run` of nobody's: its journal entry and its still running task. */
 interface DeadStep {
@@ -231,4 +234,27 @@ describe("root's jobrt gc on a job user's journal", () => {
     expect(alive(victim.pid!)).toBe(true);
   });
 
+  it(`a runtime cleanup that never ends: gc gives the user's entry up after its ${ENTRY_BOUND_MS / 1000} s bound, sets it aside, and collects the rest`, async () => {
+    const plugins = faultPluginDir();
+    // runtime none beside it: the user's runs (and the other entry's cleanup) resolve it there.
+    mkdirSync(join(plugins, "node_modules", "@jobrt"));
+    symlinkSync(join(repoRoot, "packages", "runtime-none"), join(plugins, "node_modules", "@jobrt", "runtime-none"));
+    execFileSync("chmod", ["-R", "a+rX", plugins]);
+    const s = sharedSite(`PluginDir=${plugins}\nRuntimePlugins=none,fault\n`);
+    const [hang, good] = (await deadUserSteps(s, 2)) as [DeadStep, DeadStep];
+    // The user's record names a runtime whose cleanup (as root's gc runs it here) never returns.
+    asNobody(`sed 's/"runtime":"none"/"runtime":"fault"/g' "$1/step.json" > "$1/.x" && mv "$1/.x" "$1/step.json"`, hang.dir);
+    const faulty = { JOBRT_FAULT: "cleanup-hang" };
+    const gc = await rootGc(s, faulty, ENTRY_BOUND_MS + 30_000);
+    expect(gc.signal).toBeNull();
+    expect(gc.ms).toBeGreaterThanOrEqual(ENTRY_BOUND_MS);
+    expect(gc.ms).toBeLessThan(ENTRY_BOUND_MS + 10_000);
+    expect(gc.code).toBe(1);
+    expect(gc.stdout).toBe(collectedLine(good));
+    expect(gc.stderr).toMatch(new RegExp(`^jobrt: gc: step ${hang.job}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): not done within 30 s .*\\n$`));
+    await expectCollected([good]);
+    const again = await rootGc(s, faulty);
+    expect(again.ms).toBeLessThan(15_000);
+    expect({ code: again.code, stdout: again.stdout, stderr: again.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+  });
 });

@@ -66,6 +66,14 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
   if (left.length > 0) result.errors.push(`cannot remove cgroup ${left.join(", ")}`);
 }
 
+/**
+ * How long root's gc gives one job user's entry, kills and runtime cleanup included: past it the
+ * entry is set aside and reported, so no record a user wrote can hold up the Slurm Epilog for
+ * longer (docs/reliability.md, "Threat model"). The runtime's own time-outs come from trusted
+ * config; this bound holds whatever they are.
+ */
+const FOREIGN_ENTRY_BOUND_MS = 30_000;
+
 /** A record file that can never be read (a FIFO, a symlink, too big): retrying cannot help. */
 const UNREADABLE = new Set(["ENOTREG", "EFBIG", "ELOOP"]);
 
@@ -95,6 +103,15 @@ async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRe
   return unreadable;
 }
 
+/** Resolves with `work`'s value, or with `late` once `ms` have passed. */
+function within<T, L>(work: Promise<T>, ms: number, late: L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<L>((resolve) => {
+    timer = setTimeout(() => resolve(late), ms);
+  });
+  return Promise.race([work, bound]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
  * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
@@ -104,8 +121,10 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
   const claimed = claimEntry(spool, entry);
   if (!claimed) return undefined;
   const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
-  const unreadable = await cleanUp(claimed, entry, registry, node, spool, result);
-  finishEntry(spool, claimed, result, unreadable);
+  const work = cleanUp(claimed, entry, registry, node, spool, result);
+  const outcome = isForeign(spool) ? await within(work, FOREIGN_ENTRY_BOUND_MS, "late" as const) : await work;
+  if (outcome === "late") result.errors.push(`not done within ${FOREIGN_ENTRY_BOUND_MS / 1000} s (the bound on a job user's entry)`);
+  finishEntry(spool, claimed, result, outcome !== false);
   return result;
 }
 
