@@ -13,7 +13,7 @@ import { jobrt, jobrtBin, repoRoot, requires, tempDir } from "../helpers/jobrt.j
 import { faultPluginDir } from "../faults/fault-plugin.js";
 
 const NOBODY = 65534;
-/** The bound on one job user's entry (FOREIGN_ENTRY_BOUND_MS in packages/launcher/src/session/collect.ts). */
+/** The bound on one job user's journal (FOREIGN_JOURNAL_BOUND_MS in packages/launcher/src/session/collect.ts). */
 const ENTRY_BOUND_MS = 30_000;
 
 /** A dead `jobrt run` of nobody's: its journal entry and its still running task. */
@@ -234,24 +234,29 @@ describe("root's jobrt gc on a job user's journal", () => {
     expect(alive(victim.pid!)).toBe(true);
   });
 
-  it(`a runtime cleanup that never ends: gc gives the user's entry up after its ${ENTRY_BOUND_MS / 1000} s bound, sets it aside, and collects the rest`, async () => {
+  it(`three entries whose runtime cleanup never ends: gc gives them up after the journal's ${ENTRY_BOUND_MS / 1000} s bound (not one bound each), sets them aside, and collects the rest`, async () => {
     const plugins = faultPluginDir();
     // runtime none beside it: the user's runs (and the other entry's cleanup) resolve it there.
     mkdirSync(join(plugins, "node_modules", "@jobrt"));
     symlinkSync(join(repoRoot, "packages", "runtime-none"), join(plugins, "node_modules", "@jobrt", "runtime-none"));
     execFileSync("chmod", ["-R", "a+rX", plugins]);
     const s = sharedSite(`PluginDir=${plugins}\nRuntimePlugins=none,fault\n`);
-    const [hang, good] = (await deadUserSteps(s, 2)) as [DeadStep, DeadStep];
-    // The user's record names a runtime whose cleanup (as root's gc runs it here) never returns.
-    asNobody(`sed 's/"runtime":"none"/"runtime":"fault"/g' "$1/step.json" > "$1/.x" && mv "$1/.x" "$1/step.json"`, hang.dir);
+    const steps = await deadUserSteps(s, 4);
+    const good = steps.pop() as DeadStep;
+    // The user's records name a runtime whose cleanup (as root's gc runs it here) never returns.
+    for (const hang of steps) asNobody(`sed 's/"runtime":"none"/"runtime":"fault"/g' "$1/step.json" > "$1/.x" && mv "$1/.x" "$1/step.json"`, hang.dir);
     const faulty = { JOBRT_FAULT: "cleanup-hang" };
-    const gc = await rootGc(s, faulty, ENTRY_BOUND_MS + 30_000);
+    const gc = await rootGc(s, faulty, 3 * ENTRY_BOUND_MS + 30_000);
     expect(gc.signal).toBeNull();
     expect(gc.ms).toBeGreaterThanOrEqual(ENTRY_BOUND_MS);
     expect(gc.ms).toBeLessThan(ENTRY_BOUND_MS + 10_000);
     expect(gc.code).toBe(1);
     expect(gc.stdout).toBe(collectedLine(good));
-    expect(gc.stderr).toMatch(new RegExp(`^jobrt: gc: step ${hang.job}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): not done within 30 s .*\\n$`));
+    const lines = gc.stderr.split("\n").filter(Boolean).sort();
+    expect(lines).toHaveLength(steps.length);
+    for (const [i, hang] of [...steps].sort((x, y) => String(x.job).localeCompare(String(y.job))).entries()) {
+      expect(lines[i]).toMatch(new RegExp(`^jobrt: gc: step ${hang.job}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): not done within 30 s .*$`));
+    }
     await expectCollected([good]);
     const again = await rootGc(s, faulty);
     expect(again.ms).toBeLessThan(15_000);

@@ -104,7 +104,7 @@ Options:
 
 gc acts on the records of its own user; root also on a job user's record whose every component
 runs as that user (the runtime cleanup then acts as that user; root works on the user's journal
-with the user's rights, at most 30 s an entry).
+with the user's rights, at most 30 s a user's journal).
 `;
 
 export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--conf-dir DIR]

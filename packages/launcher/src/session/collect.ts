@@ -67,12 +67,15 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
 }
 
 /**
- * How long root's gc gives one job user's entry, kills and runtime cleanup included: past it the
- * entry is set aside and reported, so no record a user wrote can hold up the Slurm Epilog for
- * longer (docs/reliability.md, "Threat model"). The runtime's own time-outs come from trusted
- * config; this bound holds whatever they are.
+ * How long root's gc gives one job user's journal, every entry's kills and runtime cleanup
+ * included: past it a late entry is set aside and reported, so no record a user wrote can hold up
+ * the Slurm Epilog for longer, however many entries the user planted (docs/reliability.md, "Threat
+ * model"). The runtime's own time-outs come from trusted config; this bound holds whatever they are.
  */
-const FOREIGN_ENTRY_BOUND_MS = 30_000;
+const FOREIGN_JOURNAL_BOUND_MS = 30_000;
+
+/** A user's entries are collected side by side, at most this many at once (each may spawn runc). */
+const FOREIGN_CONCURRENCY = 8;
 
 /** A record file that can never be read (a FIFO, a symlink, too big): retrying cannot help. */
 const UNREADABLE = new Set(["ENOTREG", "EFBIG", "ELOOP"]);
@@ -117,13 +120,13 @@ function within<T, L>(work: Promise<T>, ms: number, late: L): Promise<T | L> {
  * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
  * the entry. A failed entry is given back for another try, or set aside when retrying cannot help.
  */
-async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
+async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, deadline?: number): Promise<Collected | undefined> {
   const claimed = claimEntry(spool, entry);
   if (!claimed) return undefined;
   const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
   const work = cleanUp(claimed, entry, registry, node, spool, result);
-  const outcome = isForeign(spool) ? await within(work, FOREIGN_ENTRY_BOUND_MS, "late" as const) : await work;
-  if (outcome === "late") result.errors.push(`not done within ${FOREIGN_ENTRY_BOUND_MS / 1000} s (the bound on a job user's entry)`);
+  const outcome = deadline !== undefined ? await within(work, deadline - Date.now(), "late" as const) : await work;
+  if (outcome === "late") result.errors.push(`not done within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal)`);
   finishEntry(spool, claimed, result, outcome !== false);
   return result;
 }
@@ -157,22 +160,50 @@ function finishEntry(spool: Spool, claimed: string, result: Collected, hopeless:
   result.report = `gc: step ${result.jobId}.${result.stepId}: cleanup failed, ${kept}: ${result.errors.join("; ")}`;
 }
 
+/** Collects one entry; whatever it throws becomes its result's error. */
+async function collectContained(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, deadline?: number): Promise<Collected | undefined> {
+  try {
+    return await collectEntry(entry, registry, node, spool, deadline);
+  } catch (error) {
+    const errors = [messageOf(error)];
+    return { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors, report: `gc: step ${entry.jobId}.${entry.stepId}: cleanup failed: ${errors[0]}` };
+  }
+}
+
+/**
+ * A job user's entries, collected side by side under one deadline: a user who planted many
+ * entries that never finish costs the Epilog one bound, not one per entry. Entries not begun by
+ * the deadline are left for a later gc, unclaimed.
+ */
+async function collectForeign(entries: JournalEntry[], registry: RuntimeRegistry, node: NodeConf, spool: Spool, log: Logger): Promise<(Collected | undefined)[]> {
+  const deadline = Date.now() + FOREIGN_JOURNAL_BOUND_MS;
+  const results: (Collected | undefined)[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < entries.length; i = next++) {
+      if (Date.now() >= deadline) {
+        log("warn", `gc: step ${entries[i]!.jobId}.${entries[i]!.stepId}: not begun within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal); left for a later gc`);
+        continue;
+      }
+      results[i] = await collectContained(entries[i]!, registry, node, spool, deadline);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(FOREIGN_CONCURRENCY, entries.length) }, worker));
+  return results;
+}
+
 /**
  * Every step in this user's journal whose host is gone (SIGKILL, OOM, power loss), or whose
  * collector died half-way, is cleaned up. Live steps are never touched. One entry's failure,
  * whatever it is, is reported in its result and never stops the others.
  */
 export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
+  const entries = listEntries(spool, options.jobId).filter((entry) => !hostAlive(entry) && collectsFor(spool, entry.record));
+  const results: (Collected | undefined)[] = [];
+  if (isForeign(spool)) results.push(...(await collectForeign(entries, registry, node, spool, options.log)));
+  else for (const entry of entries) results.push(await collectContained(entry, registry, node, spool));
   const out: Collected[] = [];
-  for (const entry of listEntries(spool, options.jobId)) {
-    if (hostAlive(entry) || !collectsFor(spool, entry.record)) continue;
-    let result: Collected | undefined;
-    try {
-      result = await collectEntry(entry, registry, node, spool);
-    } catch (error) {
-      const errors = [messageOf(error)];
-      result = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors, report: `gc: step ${entry.jobId}.${entry.stepId}: cleanup failed: ${errors[0]}` };
-    }
+  for (const result of results) {
     if (!result) continue;
     out.push(result);
     if (result.report !== undefined) options.log("warn", result.report);
