@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { FileUser } from "./asuser.js";
 import type { JournalRecord } from "./journal.js";
 import type { Spool } from "./spool.js";
+import { userHasGroup } from "../users.js";
 
 /**
  * Root's `jobrt gc` also collects what job users' `jobrt exec` left: the Slurm Epilog runs
@@ -56,13 +57,15 @@ export function journalOwner(spool: Spool): FileUser | undefined {
 
 /**
  * A record from a foreign journal is collected only when every component runs as the journal's
- * user: the runtime cleanup then acts as that user (runtime/oci runs its commands as the record's
- * uid), so a record naming root or anyone else cannot make root act for them.
+ * user, with the journal's group or one the user is in: the runtime cleanup then acts with those
+ * ids (runtime/oci runs its commands as the record's uid and gid), so a record naming root, root's
+ * group or anyone else cannot make root act for them.
  */
 export function collectsFor(spool: Spool, record: JournalRecord | undefined): boolean {
   if (!isForeign(spool)) return true;
   const components = record?.components ?? [];
-  return components.length > 0 && components.every((c) => c.uid === spool.uid);
+  const groupOk = (gid: number) => gid === spool.gid || userHasGroup(spool.uid, gid);
+  return components.length > 0 && components.every((c) => c.uid === spool.uid && groupOk(c.gid));
 }
 
 function realUid(pid: number): number | undefined {
