@@ -215,12 +215,12 @@ async function sigkill(child: ReturnType<typeof spawn>): Promise<void> {
 }
 
 /** A hand-made journal entry of a dead host in `uid`'s journal (`jobs.<uid>`), whose components run as `recordUid`. */
-function plantRecord(spool: string, jobId: number, uid: number, recordUid: number, pids: string, proctrack: { kind: string; path?: string } = { kind: "pgid" }): string {
+function plantRecord(spool: string, jobId: number, uid: number, recordUid: number, pids: string, proctrack: { kind: string; path?: string } = { kind: "pgid" }, recordGid = recordUid): string {
   const journal = join(spool, `jobs.${uid}`);
   const dir = join(journal, String(jobId), "exec-0.0.999999");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(journal, 0o700);
-  const component = { jobId, stepId: 0, kind: "normal", runtime: "none", uid: recordUid, gid: recordUid, user: "x", home: "/", cwd: "/", argv: ["true"], env: {}, tasks: [{ localId: 0, globalId: 0, argv: ["true"], env: {} }], totalTasks: 1, nodeId: 0, nnodes: 1, pty: false };
+  const component = { jobId, stepId: 0, kind: "normal", runtime: "none", uid: recordUid, gid: recordGid, user: "x", home: "/", cwd: "/", argv: ["true"], env: {}, tasks: [{ localId: 0, globalId: 0, argv: ["true"], env: {} }], totalTasks: 1, nodeId: 0, nnodes: 1, pty: false };
   // This boot, so recorded pids count; a host pid that is not running, so the step is an orphan.
   const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
   const record = { host: { pid: 999999, start: "1", boot }, nodeName: "n", proctrack, components: [component] };
@@ -285,7 +285,7 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     expect(steps(s.spool, "jobs.65534")).toEqual([]);
   });
 
-  it("root never acts on a user's record that names another uid, and kills only the record user's processes and cgroups", async () => {
+  it("root never acts on a user's record that names another uid or a group the user is not in, and kills only the record user's processes and cgroups", async () => {
     const s = sharedSite();
     const victim = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
     // root's process in a cgroup of its own (cgroup2), which a user's record then names.
@@ -300,6 +300,13 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
       expect(gc.stderr).toBe("");
       expect(gc.stdout).toBe("");
       expect(existsSync(join(claimsRoot, "step.json"))).toBe(true);
+      // nobody's uid with root's group (nobody is no member of it): root's gc would run its
+      // cleanup with gid 0.
+      const claimsRootGroup = plantRecord(s.spool, 6060, 65534, 65534, pids, { kind: "pgid" }, 0);
+      gc = await jobrt(["gc"], { env: s.env });
+      expect(gc.stderr).toBe("");
+      expect(gc.stdout).toBe("");
+      expect(existsSync(join(claimsRootGroup, "step.json"))).toBe(true);
       // nobody's own record listing root's process and naming root's cgroup: collected, but
       // root's process lives and the cgroup stays.
       const listsRoot = plantRecord(s.spool, 6262, 65534, 65534, pids, { kind: "cgroup2", path: cgroup });

@@ -5,7 +5,7 @@ import { repoRoot, tempDir } from "../helpers/jobrt.js";
 /**
  * A real runtime package, `jobrt-runtime-fault`, installed in a PluginDir of its own. What it does
  * wrong comes from $JOBRT_FAULT in jobrt's environment (comma list): init-hang, setup-throw,
- * setup-slow, cleanup-throw, cleanup-slow, fini-throw. Every hook call is appended to
+ * setup-slow, cleanup-throw, cleanup-slow, cleanup-hang (an hour), fini-throw. Every hook call is appended to
  * $JOBRT_FAULT_LOG, so tests can prove cleanup and fini ran.
  */
 export function faultPluginDir(): string {
@@ -31,6 +31,7 @@ export default definePlugin({ name: "fault", type: "runtime/fault", version: "0.
   async cleanup() {
     log("cleanup");
     if (faults().includes("cleanup-slow")) { log("cleanup-waiting"); await sleep(2000); log("cleanup-done"); }
+    if (faults().includes("cleanup-hang")) { log("cleanup-hanging"); await sleep(3_600_000); }
     if (faults().includes("cleanup-throw")) throw new Error("injected cleanup failure");
   },
   fini() { log("fini"); if (faults().includes("fini-throw")) throw new Error("injected fini failure"); },

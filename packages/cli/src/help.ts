@@ -95,14 +95,16 @@ Finds the steps in SpoolDir whose jobrt process is gone (killed with SIGKILL, ou
 reboot) and cleans up after them: kills the task process groups it had started, runs each
 component's runtime cleanup (containers, spool directories) and removes the step record. A live
 step is never touched. Every 'jobrt run' does the same, quietly, before it starts.
-Exits 1 when a step could not be cleaned up (its record is kept for another try).
+Exits 1 when a step could not be cleaned up (its record is kept for another try, or set aside as
+<entry>.bad-<ms> when trying again cannot help).
 
 Options:
   --job N   only the steps of job N (under Slurm: the Slurm job id); for a Slurm Epilog line
             'jobrt gc --job $SLURM_JOB_ID' (see docs/slurm.md)
 
 gc acts on the records of its own user; root also on a job user's record whose every component
-runs as that user (the runtime cleanup then acts as that user).
+runs as that user (the runtime cleanup then acts as that user; root works on the user's journal
+with the user's rights, at most 30 s a user's journal).
 `;
 
 export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--conf-dir DIR]

@@ -78,6 +78,19 @@ export function lookupGroup(spec: string): number {
   return checkedId(entry[2], `--gid: group ${shown(spec)} has gid`);
 }
 
+/**
+ * True when user `uid` may act with group `gid`: its primary group (passwd) or a group that lists
+ * it as a member, as initgroups(3) would give it. Root's gc runs a job user's cleanup only with
+ * such a group (docs/reliability.md, "Threat model").
+ */
+export function userHasGroup(uid: number, gid: number): boolean {
+  const user = getent("passwd", String(uid));
+  if (!user || user.length < 7) return false;
+  if (user[3] === String(gid)) return true;
+  const group = getent("group", String(gid));
+  return group !== undefined && group[2] === String(gid) && (group[3] ?? "").split(",").includes(user[0]!);
+}
+
 /** Who the host runs as. */
 export function currentUser(): UserIdentity {
   const uid = process.getuid?.() ?? 0;

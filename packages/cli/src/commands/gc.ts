@@ -6,7 +6,7 @@ import { createHost, say } from "../host.js";
 /**
  * `jobrt gc`: cleans up the steps whose jobrt died (SIGKILL, OOM, power loss), with `--job N` only
  * those of job N (a Slurm Epilog). Live steps are never touched. Exit 1 when one could not be
- * cleaned (it is kept for another try).
+ * cleaned (it is kept for another try, or set aside when trying again cannot help).
  */
 export async function gcCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job"]), components: false, needCommand: false, command: "gc" });
@@ -26,9 +26,8 @@ export async function gcCommand(args: string[]): Promise<number> {
     const results = [];
     for (const s of spools) results.push(...(await collectOrphans(s, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), log: () => {} })));
     for (const r of results) {
-      const what = `step ${r.jobId}.${r.stepId}`;
-      if (r.errors.length > 0) say(`gc: ${what}: cleanup failed, kept ${r.dir} for another try: ${r.errors.join("; ")}`);
-      else process.stdout.write(`gc: ${what}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);
+      if (r.report !== undefined) say(r.report);
+      else process.stdout.write(`gc: step ${r.jobId}.${r.stepId}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);
     }
     return results.some((r) => r.errors.length > 0) ? 1 : 0;
   } finally {

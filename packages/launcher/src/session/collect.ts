@@ -1,8 +1,9 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../proc.js";
-import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, unclaimEntry } from "./journal.js";
+import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
+import { holdForTest } from "./testhold.js";
 import { collectsFor, isForeign, mayKill } from "./userjournals.js";
 
 export interface CollectOptions {
@@ -19,8 +20,12 @@ export interface Collected {
   /** Task process groups killed (with a cgroup, everything in it is killed besides). */
   killed: number;
   cleaned: string[];
-  /** Failures: the entry is kept for another try. */
+  /** Failures: the entry is kept for another try, or set aside (`setAsideAs`). */
   errors: string[];
+  /** Where an entry that can never be collected was set aside (docs/reliability.md, "Crash recovery"). */
+  setAsideAs?: string;
+  /** The line that reports a failure, when there was one. */
+  report?: string;
 }
 
 function hostAlive(entry: JournalEntry): boolean {
@@ -35,7 +40,7 @@ function hostAlive(entry: JournalEntry): boolean {
 async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
   let killed = 0;
   const boot = entry.host?.boot ?? "";
-  for (const { pid, start } of recordedPids(claimed)) {
+  for (const { pid, start } of recordedPids(spool, claimed)) {
     if (!isSameProcess(pid, start, boot) || !mayKill(spool, pid)) continue;
     try {
       process.kill(-pid, "SIGKILL");
@@ -62,19 +67,31 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
 }
 
 /**
- * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
- * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
- * the entry.
+ * How long root's gc gives one job user's journal, every entry's kills and runtime cleanup
+ * included: past it a late entry is set aside and reported, so no record a user wrote can hold up
+ * the Slurm Epilog for longer, however many entries the user planted (docs/reliability.md, "Threat
+ * model"). The runtime's own time-outs come from trusted config; this bound holds whatever they are.
  */
-async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool): Promise<Collected | undefined> {
-  const claimed = claimEntry(entry);
-  if (!claimed) return undefined;
-  const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
+const FOREIGN_JOURNAL_BOUND_MS = 30_000;
+
+/** A user's entries are collected side by side, at most this many at once (each may spawn runc). */
+const FOREIGN_CONCURRENCY = 8;
+
+/** A record file that can never be read (a FIFO, a symlink, too big): retrying cannot help. */
+const UNREADABLE = new Set(["ENOTREG", "EFBIG", "ELOOP"]);
+
+/**
+ * Kills what is left and runs each component's runtime cleanup; failures go to `result.errors`.
+ * True when a record file can never be read, so that trying again cannot help.
+ */
+async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, result: Collected): Promise<boolean> {
+  let unreadable = false;
   try {
     await killLeftovers(claimed, entry, result, spool);
   } catch (error) {
     // A malformed record must not stop gc (nor the run whose pre-run gc meets it): kept for a look.
     result.errors.push(`cannot kill what the step left: ${messageOf(error)}`);
+    unreadable = UNREADABLE.has((error as NodeJS.ErrnoException).code ?? "");
   }
   const stepNode: NodeConf = { ...node, nodeName: entry.record?.nodeName ?? node.nodeName };
   for (const [i, record] of (entry.record?.components ?? []).entries()) {
@@ -86,25 +103,111 @@ async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node
       result.errors.push(messageOf(error));
     }
   }
-  if (result.errors.length > 0) unclaimEntry(claimed);
-  else removeEntry(claimed);
+  return unreadable;
+}
+
+/** Resolves with `work`'s value, or with `late` once `ms` have passed. */
+function within<T, L>(work: Promise<T>, ms: number, late: L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<L>((resolve) => {
+    timer = setTimeout(() => resolve(late), ms);
+  });
+  return Promise.race([work, bound]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Cleans up one dead step as its host would have: kill what is left, run each component's runtime
+ * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
+ * the entry. A failed entry is given back for another try, or set aside when retrying cannot help.
+ */
+async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, deadline?: number): Promise<Collected | undefined> {
+  const claimed = claimEntry(spool, entry);
+  if (!claimed) return undefined;
+  const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
+  const work = cleanUp(claimed, entry, registry, node, spool, result);
+  const outcome = deadline !== undefined ? await within(work, deadline - Date.now(), "late" as const) : await work;
+  if (outcome === "late") result.errors.push(`not done within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal)`);
+  finishEntry(spool, claimed, result, outcome !== false);
   return result;
 }
 
 /**
+ * Removes a collected entry; gives a failed one back, or sets it aside when `hopeless`. A failed
+ * entry's report says which of the two became of it.
+ */
+function finishEntry(spool: Spool, claimed: string, result: Collected, hopeless: boolean): void {
+  let setAside = hopeless;
+  if (result.errors.length === 0) {
+    holdForTest();
+    const left = removeEntry(spool, claimed);
+    if (left.length === 0) return;
+    // Half removed, or not removable at all (a mount, a dir the user swapped): not for a retry.
+    result.errors.push(`cannot remove ${claimed}: ${left.join("; ")}`);
+    setAside = true;
+  }
+  let kept: string;
+  try {
+    if (setAside) {
+      result.setAsideAs = setAsideEntry(spool, claimed);
+      kept = `set ${result.dir} aside as ${result.setAsideAs} (not tried again)`;
+    } else {
+      unclaimEntry(spool, claimed);
+      kept = `kept ${result.dir} for another try`;
+    }
+  } catch (error) {
+    kept = `left ${claimed} (cannot rename it: ${messageOf(error)})`;
+  }
+  result.report = `gc: step ${result.jobId}.${result.stepId}: cleanup failed, ${kept}: ${result.errors.join("; ")}`;
+}
+
+/** Collects one entry; whatever it throws becomes its result's error. */
+async function collectContained(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, deadline?: number): Promise<Collected | undefined> {
+  try {
+    return await collectEntry(entry, registry, node, spool, deadline);
+  } catch (error) {
+    const errors = [messageOf(error)];
+    return { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors, report: `gc: step ${entry.jobId}.${entry.stepId}: cleanup failed: ${errors[0]}` };
+  }
+}
+
+/**
+ * A job user's entries, collected side by side under one deadline: a user who planted many
+ * entries that never finish costs the Epilog one bound, not one per entry. Entries not begun by
+ * the deadline are left for a later gc, unclaimed.
+ */
+async function collectForeign(entries: JournalEntry[], registry: RuntimeRegistry, node: NodeConf, spool: Spool, log: Logger): Promise<(Collected | undefined)[]> {
+  const deadline = Date.now() + FOREIGN_JOURNAL_BOUND_MS;
+  const results: (Collected | undefined)[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < entries.length; i = next++) {
+      if (Date.now() >= deadline) {
+        log("warn", `gc: step ${entries[i]!.jobId}.${entries[i]!.stepId}: not begun within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal); left for a later gc`);
+        continue;
+      }
+      results[i] = await collectContained(entries[i]!, registry, node, spool, deadline);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(FOREIGN_CONCURRENCY, entries.length) }, worker));
+  return results;
+}
+
+/**
  * Every step in this user's journal whose host is gone (SIGKILL, OOM, power loss), or whose
- * collector died half-way, is cleaned up. Live steps are never touched.
+ * collector died half-way, is cleaned up. Live steps are never touched. One entry's failure,
+ * whatever it is, is reported in its result and never stops the others.
  */
 export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
+  const entries = listEntries(spool, options.jobId).filter((entry) => !hostAlive(entry) && collectsFor(spool, entry.record));
+  const results: (Collected | undefined)[] = [];
+  if (isForeign(spool)) results.push(...(await collectForeign(entries, registry, node, spool, options.log)));
+  else for (const entry of entries) results.push(await collectContained(entry, registry, node, spool));
   const out: Collected[] = [];
-  for (const entry of listEntries(spool, options.jobId)) {
-    if (hostAlive(entry) || !collectsFor(spool, entry.record)) continue;
-    const result = await collectEntry(entry, registry, node, spool);
+  for (const result of results) {
     if (!result) continue;
     out.push(result);
-    const what = `step ${result.jobId}.${result.stepId}`;
-    if (result.errors.length > 0) options.log("warn", `gc: ${what}: cleanup failed, kept ${result.dir} for another try: ${result.errors.join("; ")}`);
-    else options.log("info", `gc: ${what} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
+    if (result.report !== undefined) options.log("warn", result.report);
+    else options.log("info", `gc: step ${result.jobId}.${result.stepId} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
   }
   return out;
 }

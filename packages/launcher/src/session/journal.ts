@@ -1,9 +1,12 @@
-import { appendFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
-import { basename, join } from "node:path";
+import { appendFileSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processRunning, processStartTime } from "../proc.js";
 import type { TrackerRecord } from "./proctrack.js";
+import { asUser } from "./asuser.js";
+import { removeTreeNoFollow } from "./removetree.js";
 import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
+import { journalOwner } from "./userjournals.js";
 
 /**
  * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
@@ -19,6 +22,7 @@ import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } fro
  *                                               step S (het component C) uses: the first
  *                                               published wins; the last entry of S out removes it
  *   <entry>.gc-<pid>-<start>                   an entry a `jobrt gc` has claimed
+ *   <entry>.bad-<ms>                           an entry gc could not collect and set aside
  */
 export interface HostInfo {
   pid: number;
@@ -64,6 +68,8 @@ const STEP_COUNTER = "next-step";
 const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
 const SHARED_STATE = /^exec-(\d+)(?:\.h\d+)?\.state$/;
 const GC_CLAIM = /^(.+)\.gc-(\d+)-(\d+)$/;
+/** The most gc reads of one record file (step.json of 1,000 tasks' environments is a few MB). */
+const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 
 export function hostInfo(): HostInfo {
   return { pid: process.pid, start: processStartTime(process.pid), boot: bootId() };
@@ -152,7 +158,7 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
   try {
     writeExclusive(join(dir, HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    removeTreeNoFollow(dir);
     if (createdJobDir) removeIfEmpty(jobDir);
     throw error;
   }
@@ -283,12 +289,29 @@ export interface JournalEntry {
   staleClaim?: boolean;
 }
 
+/*
+ * What gc does to a journal (list, read, claim, unclaim, set aside, remove) runs with the rights of
+ * the journal's user (`journalOwner`): on a job user's journal, root then does only what that
+ * user could do itself, whatever names the user swapped for symlinks, and at whatever moment
+ * (docs/reliability.md, "Threat model").
+ */
+
 function readJson<T>(path: string): T | undefined {
   try {
-    const text = readNoFollow(path, 64 * 1024 * 1024);
+    const text = readNoFollow(path, MAX_RECORD_BYTES);
     return text === undefined ? undefined : (JSON.parse(text) as T);
   } catch {
+    // Not a regular file of ours (a FIFO, a symlink, too big) or not JSON: no record.
     return undefined;
+  }
+}
+
+/** Only a real directory is a job dir or an entry: a symlink named like one is never followed. */
+function isRealDir(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 
@@ -300,51 +323,66 @@ function listDir(dir: string): string[] {
   }
 }
 
+function readEntry(jobDir: string, jobId: number, name: string): JournalEntry | undefined {
+  const claim = GC_CLAIM.exec(name);
+  const m = ENTRY.exec(claim ? claim[1]! : name);
+  const dir = join(jobDir, name);
+  if (!m || !isRealDir(dir)) return undefined;
+  const entry: JournalEntry = { dir, jobId, stepId: Number(m[1] ?? m[2]) };
+  if (claim) {
+    // A claim whose collector still runs is its business; a dead collector's is reclaimed.
+    const pid = Number(claim[2]);
+    if (processRunning(pid) && processStartTime(pid) === claim[3]) return undefined;
+    entry.staleClaim = true;
+  }
+  const record = readJson<JournalRecord>(join(dir, RECORD_FILE));
+  const host = record?.host ?? readJson<HostInfo>(join(dir, HOST_FILE));
+  if (host) entry.host = host;
+  if (record) entry.record = record;
+  return entry;
+}
+
 /** Every entry of the journal (of one job, when given), live or not; gc claims included. */
 export function listEntries(spool: Spool, jobId?: number): JournalEntry[] {
-  const jobs = listDir(spool.jobsDir).filter((j) => /^\d+$/.test(j) && (jobId === undefined || Number(j) === jobId));
-  const out: JournalEntry[] = [];
-  for (const job of jobs) {
-    for (const name of listDir(join(spool.jobsDir, job))) {
-      const claim = GC_CLAIM.exec(name);
-      const m = ENTRY.exec(claim ? claim[1]! : name);
-      if (!m) continue;
-      const dir = join(spool.jobsDir, job, name);
-      const record = readJson<JournalRecord>(join(dir, RECORD_FILE));
-      const host = record?.host ?? readJson<HostInfo>(join(dir, HOST_FILE));
-      const entry: JournalEntry = { dir, jobId: Number(job), stepId: Number(m[1] ?? m[2]) };
-      if (host) entry.host = host;
-      if (record) entry.record = record;
-      if (claim) {
-        // A claim whose collector still runs is its business; a dead collector's is reclaimed.
-        const pid = Number(claim[2]);
-        if (processRunning(pid) && processStartTime(pid) === claim[3]) continue;
-        entry.staleClaim = true;
+  return asUser(journalOwner(spool), () => {
+    const jobs = listDir(spool.jobsDir).filter((j) => /^\d+$/.test(j) && (jobId === undefined || Number(j) === jobId));
+    const out: JournalEntry[] = [];
+    for (const job of jobs) {
+      const jobDir = join(spool.jobsDir, job);
+      if (!isRealDir(jobDir)) continue;
+      for (const name of listDir(jobDir)) {
+        const entry = readEntry(jobDir, Number(job), name);
+        if (entry) out.push(entry);
       }
-      out.push(entry);
     }
-  }
-  return out;
+    return out;
+  });
 }
 
 /**
  * Takes an entry for cleanup by renaming it to `<entry>.gc-<pid>-<start>`: of several collectors
  * only the rename's winner goes on, and a collector that dies leaves a claim the next one reclaims.
  */
-export function claimEntry(entry: JournalEntry): string | undefined {
-  const base = entry.dir.replace(/\.gc-\d+-\d+$/, "");
-  const claimed = `${base}.gc-${process.pid}-${processStartTime(process.pid) ?? "0"}`;
+export function claimEntry(spool: Spool, entry: JournalEntry): string | undefined {
+  const claimed = `${baseOf(entry.dir)}.gc-${process.pid}-${processStartTime(process.pid) ?? "0"}`;
   try {
-    renameSync(entry.dir, claimed);
+    asUser(journalOwner(spool), () => renameSync(entry.dir, claimed));
     return claimed;
   } catch {
     return undefined;
   }
 }
 
-/** Task pids (with start times) a claimed entry recorded. */
-export function recordedPids(dir: string): { pid: number; start: string | undefined }[] {
-  const text = readNoFollow(join(dir, PIDS_FILE), 64 * 1024 * 1024) ?? "";
+function baseOf(dir: string): string {
+  return dir.replace(/\.gc-\d+-\d+$/, "");
+}
+
+/**
+ * Task pids (with start times) a claimed entry recorded. A `pids` that is not a regular file of at
+ * most MAX_RECORD_BYTES throws (code ENOTREG, EFBIG or ELOOP): such an entry can never be read.
+ */
+export function recordedPids(spool: Spool, dir: string): { pid: number; start: string | undefined }[] {
+  const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, PIDS_FILE), MAX_RECORD_BYTES)) ?? "";
   return text
     .split("\n")
     .filter(Boolean)
@@ -356,14 +394,33 @@ export function recordedPids(dir: string): { pid: number; start: string | undefi
 }
 
 /** Gives a claimed entry back (cleanup failed; a later gc tries again). */
-export function unclaimEntry(claimed: string): void {
-  renameSync(claimed, claimed.replace(/\.gc-\d+-\d+$/, ""));
+export function unclaimEntry(spool: Spool, claimed: string): void {
+  asUser(journalOwner(spool), () => renameSync(claimed, baseOf(claimed)));
 }
 
-/** Removes a claimed entry, and its job directory once empty. */
-export function removeEntry(claimed: string): void {
-  rmSync(claimed, { recursive: true, force: true });
-  const m = ENTRY.exec(basename(claimed).replace(/\.gc-\d+-\d+$/, ""));
-  if (m?.[2] !== undefined) dropIdleSharedState(join(claimed, ".."), Number(m[2]));
-  releaseJobDir(join(claimed, ".."));
+/**
+ * Sets a claimed entry aside as `<entry>.bad-<ms>`, a name no gc takes again: an entry that can
+ * never be collected (junk for a record file, a cleanup past its bound) must not fail or hold up
+ * every later gc. Returns the new name.
+ */
+export function setAsideEntry(spool: Spool, claimed: string): string {
+  const aside = `${baseOf(claimed)}.bad-${Date.now()}`;
+  asUser(journalOwner(spool), () => renameSync(claimed, aside));
+  return aside;
+}
+
+/** Removes a claimed entry, and its job directory once empty; returns what could not be removed. */
+export function removeEntry(spool: Spool, claimed: string): string[] {
+  return asUser(journalOwner(spool), () => {
+    const left = removeTreeNoFollow(claimed);
+    if (left.length > 0) return left;
+    try {
+      const m = ENTRY.exec(basename(baseOf(claimed)));
+      if (m?.[2] !== undefined) dropIdleSharedState(dirname(claimed), Number(m[2]));
+      releaseJobDir(dirname(claimed));
+    } catch {
+      // The entry is gone; what else the job dir holds is not gc's to insist on.
+    }
+    return left;
+  });
 }

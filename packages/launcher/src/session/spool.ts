@@ -1,7 +1,8 @@
-import { constants, type Stats, closeSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
+import { constants, type Stats, closeSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
+import { removeTreeNoFollow } from "./removetree.js";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is
@@ -11,6 +12,8 @@ export interface Spool {
   spoolDir: string;
   jobsDir: string;
   uid: number;
+  /** A job user's journal (root's gc): the group its files are worked on with, the journal dir's. */
+  gid?: number;
 }
 
 const myUid = () => process.getuid?.() ?? 0;
@@ -112,7 +115,12 @@ export function openSpool(spoolDir: string, node: string, options: { create: boo
   }
 }
 
-/** Reads a small file without following a symlink; undefined when it does not exist. */
+/**
+ * Reads a small regular file without following a symlink and without blocking (a FIFO opens at
+ * once with O_NONBLOCK, then is refused as not a regular file); undefined when it does not exist.
+ * A file over `max` bytes is refused, not read: a job user's record must not make root read or
+ * allocate gigabytes (docs/reliability.md, "Threat model").
+ */
 export function readNoFollow(path: string, max = 64 * 1024): string | undefined {
   let fd: number;
   try {
@@ -122,8 +130,11 @@ export function readNoFollow(path: string, max = 64 * 1024): string | undefined 
     throw error;
   }
   try {
-    const buf = Buffer.alloc(max);
-    const n = readSync(fd, buf, 0, max, 0);
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "ENOTREG" });
+    if (st.size > max) throw Object.assign(new Error(`${path} is ${st.size} bytes, more than the ${max}-byte limit`), { code: "EFBIG" });
+    const buf = Buffer.alloc(st.size);
+    const n = readSync(fd, buf, 0, st.size, 0);
     return buf.subarray(0, n).toString("utf8");
   } finally {
     closeSync(fd);
@@ -156,7 +167,7 @@ export function removeFile(path: string): void {
 /**
  * Removes a directory that holds at most the files named: each is unlinked, then the directory.
  * Anything else found (a symlink in place of the directory, a directory where a file was, a file
- * it did not write) is left to a recursive removal, which never follows a symlink either.
+ * it did not write) is left to the recursive removal, which never follows a symlink either.
  */
 export function removeDirOf(dir: string, names: readonly string[]): void {
   try {
@@ -165,7 +176,7 @@ export function removeDirOf(dir: string, names: readonly string[]): void {
     for (const name of names) removeFile(join(dir, name));
     rmdirSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") rmSync(dir, { recursive: true, force: true });
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") removeTreeNoFollow(dir);
   }
 }
 

@@ -1,31 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, statSync } from "node:fs";
-
-/** Whose rights a task's files are opened with. */
-export interface FileUser {
-  uid: number;
-  gid: number;
-}
-
-/**
- * Runs `fn` with the effective ids of `user`, as slurmstepd opens a task's -i/-o/-e files: root
- * must not read /etc/shadow into a job, nor create a file where the user may not. The switch is
- * synchronous and undone before anything else runs on the event loop.
- */
-function asUser<T>(user: FileUser | undefined, fn: () => T): T {
-  const root = process.geteuid?.() === 0;
-  if (!user || !root || (user.uid === 0 && user.gid === 0)) return fn();
-  const groups = process.getgroups?.() ?? [];
-  process.setgroups?.([user.gid]);
-  process.setegid?.(user.gid);
-  process.seteuid?.(user.uid);
-  try {
-    return fn();
-  } finally {
-    process.seteuid?.(0);
-    process.setegid?.(0);
-    process.setgroups?.(groups);
-  }
-}
+import { type FileUser, asUser } from "./asuser.js";
 
 function describe(code: string | undefined, message: string): string {
   switch (code) {

@@ -1,7 +1,9 @@
 import { lstatSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
+import type { FileUser } from "./asuser.js";
 import type { JournalRecord } from "./journal.js";
 import type { Spool } from "./spool.js";
+import { userHasGroup } from "../users.js";
 
 /**
  * Root's `jobrt gc` also collects what job users' `jobrt exec` left: the Slurm Epilog runs
@@ -31,7 +33,7 @@ export function userSpools(spoolDir: string): Spool[] {
     const jobsDir = join(real, name);
     try {
       const st = lstatSync(jobsDir);
-      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0) out.push({ spoolDir: real, jobsDir, uid });
+      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0) out.push({ spoolDir: real, jobsDir, uid, gid: st.gid });
     } catch {
       // gone while we looked
     }
@@ -45,14 +47,25 @@ export function isForeign(spool: Spool): boolean {
 }
 
 /**
+ * Whose rights every file operation on `spool`'s journal runs with: the journal user's on a
+ * foreign journal (the user controls every name in it, and may swap any of them for a symlink at
+ * any moment), undefined (this process's own) otherwise. journal.ts applies it to each call gc makes.
+ */
+export function journalOwner(spool: Spool): FileUser | undefined {
+  return isForeign(spool) ? { uid: spool.uid, gid: spool.gid ?? spool.uid } : undefined;
+}
+
+/**
  * A record from a foreign journal is collected only when every component runs as the journal's
- * user: the runtime cleanup then acts as that user (runtime/oci runs its commands as the record's
- * uid), so a record naming root or anyone else cannot make root act for them.
+ * user, with the journal's group or one the user is in: the runtime cleanup then acts with those
+ * ids (runtime/oci runs its commands as the record's uid and gid), so a record naming root, root's
+ * group or anyone else cannot make root act for them.
  */
 export function collectsFor(spool: Spool, record: JournalRecord | undefined): boolean {
   if (!isForeign(spool)) return true;
   const components = record?.components ?? [];
-  return components.length > 0 && components.every((c) => c.uid === spool.uid);
+  const groupOk = (gid: number) => gid === spool.gid || userHasGroup(spool.uid, gid);
+  return components.length > 0 && components.every((c) => c.uid === spool.uid && groupOk(c.gid));
 }
 
 function realUid(pid: number): number | undefined {
