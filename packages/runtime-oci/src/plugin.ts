@@ -46,7 +46,7 @@ import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { makeStepDir } from "./stepdir.js";
-import { type OciStepState, confFromJson, confToJson } from "./stepstate.js";
+import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
 import { markName } from "./image/store.js";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
@@ -92,26 +92,6 @@ interface TaskState {
   runtimeEnv: Record<string, string>;
   /** Set by teardown: the container's cgroup dirs that could not be removed (one line). */
   cgroupsLeft?: string;
-}
-
-interface StepState {
-  conf: OciConf;
-  request: ContainerRequest;
-  bundle: string;
-  rootfs: string;
-  bundleConfig?: BundleConfig;
-  mounts: Mount[];
-  stepDir: string;
-  /** Set when the host is root and the job user is not: file work and commands run as this user. */
-  identity?: Identity;
-  base: PatternValues;
-  /** The client asked for -vv or more: the supervisor narrates its commands. */
-  verbose: boolean;
-  timeouts: CommandTimeouts;
-  /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
-  image?: Omit<CachedImage, "mark">;
-  /** The host's own cgroup dirs: where a cut-short create's cgroup dirs are looked for (leftovers.ts). */
-  hostCgroups?: string[];
 }
 
 /** The step state setup returns, as JSON (the host journals it). */
@@ -257,15 +237,6 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
   const identity = identityFor(step);
   // An image step's bundle is its cached image.
   const bundle = image ? image.bundle : c.value !== undefined ? resolve(step.cwd, c.value) : "";
-  const base: PatternValues = {
-    jobId: step.jobId,
-    stepId: printedStepId(step),
-    nodeName: node.nodeName,
-    user: step.user,
-    uid: step.uid,
-    cwd: step.cwd,
-    bundle,
-  };
   let bundleConfig: BundleConfig | undefined;
   let rootfs = bundle;
   if (!conf.ignoreFileConfigJson && bundle !== "") {
@@ -284,14 +255,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
       if (problem) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: ${problem}` }, { details: { runtime: "runtime/oci", file } });
     }
   }
-  base.rootfs = rootfs;
-  let parent = node.spoolDir;
-  if (conf.containerPath !== undefined) {
-    parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
-    if (!isAbsolute(parent)) throw jobrtError("ERR_CONF", { where: conf.file, problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path` }, { details: { file: conf.file, key: "ContainerPath" } });
-  }
-  const stepDir = join(parent, stepDirName(step));
-  base.stepDir = stepDir;
+  const { base, stepDir } = stepPlace(node, step, conf, bundle, rootfs);
   return {
     conf,
     request: c,
@@ -307,6 +271,19 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     timeouts,
     hostCgroups: hostCgroupDirs(),
   };
+}
+
+/** A step's pattern values and its spool dir (in ContainerPath, or SpoolDir), as setup works them out. */
+function stepPlace(node: NodeConf, step: StepRecord, conf: OciConf, bundle: string, rootfs: string): { base: PatternValues; stepDir: string } {
+  const base: PatternValues = { jobId: step.jobId, stepId: printedStepId(step), nodeName: node.nodeName, user: step.user, uid: step.uid, cwd: step.cwd, bundle, rootfs };
+  let parent = node.spoolDir;
+  if (conf.containerPath !== undefined) {
+    parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
+    if (!isAbsolute(parent)) throw jobrtError("ERR_CONF", { where: conf.file, problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path` }, { details: { file: conf.file, key: "ContainerPath" } });
+  }
+  const stepDir = join(parent, stepDirName(step));
+  base.stepDir = stepDir;
+  return { base, stepDir };
 }
 
 /** Each process names its own in-use mark of an image (markName): the state carries none. */
