@@ -15,6 +15,7 @@ import {
   type TaskRecord,
   type ValidateContext,
   definePlugin,
+  isJobrtError,
   messageOf,
   packageVersion,
   jobrtError,
@@ -46,6 +47,7 @@ import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { makeStepDir } from "./stepdir.js";
+import { trustedCrashState } from "./crashstate.js";
 import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
 import { markName } from "./image/store.js";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
@@ -697,8 +699,10 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   let st: StepState | undefined;
   try {
-    st = stateFromJson(state, step);
+    st = cleanupState(node, step, state, afterCrash);
   } catch (error) {
+    // The host's own configuration unreadable now: gc keeps the step for another try.
+    if (afterCrash && isJobrtError(error)) throw error;
     warn(`cleanup: ${messageOf(error)}`);
     return;
   }
@@ -755,6 +759,19 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
     const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
     if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, image);
   }
+}
+
+/** Cleanup's state: after a crash, only what trustedCrashState keeps of the journaled one. */
+function cleanupState(node: NodeConf, step: StepRecord, state: OciStepState | undefined, afterCrash: boolean): StepState | undefined {
+  if (!afterCrash) return stateFromJson(state, step);
+  return trustedCrashState(state, step, {
+    // The record's PATH is the user's: the embedded default's runc is looked for on the host's.
+    conf: () => resolveConf(node, { ...step, env: {} }),
+    timeouts: () => commandTimeouts(),
+    identity: identityFor(step),
+    place: (conf, bundle, rootfs) => stepPlace(node, step, conf, bundle, rootfs),
+    journaled: () => stateFromJson(state, step),
+  });
 }
 
 async function fsOps(ops: FsOp[], as: Identity | undefined, warn: (m: string) => void): Promise<FsResult[]> {
