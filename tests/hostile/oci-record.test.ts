@@ -214,4 +214,23 @@ describe("hostile: root's gc on a runtime-oci record its job user edited", () =>
     process.kill(-(pose.pid as number), "SIGKILL");
     await expectCollected(s, gc, pid);
   });
+
+  it("a record whose job id climbs out of SpoolDir (`/../../victim/x`) and asks for an image: root does not empty or remove the 0700 dir of root's it names", async () => {
+    const s = nobodySite("run");
+    const victim = join(s.dir, "victim");
+    mkdirSync(victim, { mode: 0o700 });
+    writeFileSync(join(victim, "secret"), "root's\n", { mode: 0o600 });
+    const { entry, pid } = await deadStepOfNobody(s);
+    // oci-image-<J>.<S> below SpoolDir (image/pin.ts) comes out as <site>/victim.
+    editRecord(entry, (_state, component) => {
+      component.jobId = "/../../victim/x";
+      component.stepId = "/..";
+      (component.container as { options: Json }).options.image = "busybox";
+    });
+    const gc = await rootGc(s);
+    expect(readdirSync(victim)).toEqual(["secret"]);
+    expect(gc.stderr).toMatch(/runtime oci: cleanup: the step record is not one jobrt wrote \(job and step ids .* are not numbers\); not acting on it/);
+    // The record is not acted on: nobody's container is left to nobody (as the record asked).
+    expect(running(pid)).toBe(true);
+  });
 });

@@ -21,10 +21,32 @@ export interface TrustedSources {
   timeouts(): OciStepState["timeouts"];
   /** The job user's identity, from the StepRecord's uid/gid. */
   identity: Identity | undefined;
+  /** The node name cleanup runs under (an input of %n). */
+  nodeName: string;
   /** The pattern values and step dir setup works out for this conf, bundle and rootfs (stepPlace). */
   place(conf: OciConf, bundle: string, rootfs: string): { base: PatternValues; stepDir: string };
   /** The state as journaled, for a record only this process's own user could have written. */
   journaled(): StepState | undefined;
+}
+
+const KINDS = new Set(["normal", "batch", "interactive", "extern"]);
+const isId = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0;
+/** A name that becomes one path component (%u, %n): no slash, no NUL, not "." or "..". */
+const isName = (s: unknown) => typeof s === "string" && s !== "" && s !== "." && s !== ".." && !/[/\0]/.test(s);
+
+/**
+ * Why a journaled record cannot be one a jobrt wrote, or undefined. Job, step and task ids, the
+ * step kind, the user and node names become path components (the step dir, task dirs, the image
+ * pin dir that root empties): a record that makes them climb out (`..`, `/`) is not acted on.
+ */
+function recordProblem(step: StepRecord, nodeName: string): string | undefined {
+  if (!isId(step.jobId) || !isId(step.stepId)) return `job and step ids ${JSON.stringify([step.jobId, step.stepId])} are not numbers`;
+  if (!KINDS.has(step.kind)) return `step kind ${JSON.stringify(step.kind)} is unknown`;
+  if (step.het !== undefined && !isId(step.het?.component)) return `het component ${JSON.stringify(step.het?.component)} is not a number`;
+  if (!Array.isArray(step.tasks) || !step.tasks.every((t) => isId(t?.localId))) return "a task's local id is not a number";
+  if (!isName(step.user)) return `user name ${JSON.stringify(step.user)} is not a name`;
+  if (!isName(nodeName)) return `node name ${JSON.stringify(nodeName)} is not a name`;
+  return undefined;
 }
 
 /** Was the record written by this process's own user (root's own journal, a user's own gc)? */
@@ -46,6 +68,8 @@ const text = (v: unknown): string | undefined => (typeof v === "string" ? v : un
  */
 export function trustedCrashState(json: OciStepState | undefined, step: StepRecord, trusted: TrustedSources): StepState | undefined {
   if (!json || !step.container) return undefined;
+  const problem = recordProblem(step, trusted.nodeName);
+  if (problem) throw new Error(`the step record is not one jobrt wrote (${problem}); not acting on it`);
   if (ownRecord(step)) return trusted.journaled();
   const conf = trusted.conf();
   const bundle = text(json.bundle) ?? "";

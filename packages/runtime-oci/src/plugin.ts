@@ -769,6 +769,7 @@ function cleanupState(node: NodeConf, step: StepRecord, state: OciStepState | un
     conf: () => resolveConf(node, { ...step, env: {} }),
     timeouts: () => commandTimeouts(),
     identity: identityFor(step),
+    nodeName: node.nodeName,
     place: (conf, bundle, rootfs) => stepPlace(node, step, conf, bundle, rootfs),
     journaled: () => stateFromJson(state, step),
   });
