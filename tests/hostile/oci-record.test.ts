@@ -52,7 +52,7 @@ afterEach(() => {
  * in the step dir, every command logged; `ProcTrack=pgid`, since root's gc does not use the
  * cgroup a user's record names.
  */
-function nobodySite(mode: "run" | "create-start"): Site {
+function nobodySite(mode: "run" | "create-start", containerPath?: (dir: string) => string): Site {
   const tag = `jhrec${process.pid}x${Math.random().toString(36).slice(2, 6)}`;
   const id = `${tag}.%j.%s.%t`;
   const R = "runc --rootless=true --root %m/runc";
@@ -60,7 +60,8 @@ function nobodySite(mode: "run" | "create-start"): Site {
   const logDir = join(site.dir, "log");
   const cmd = (key: string, command: string) => `${key}="echo ${key} $(id -u) $(id -g) >> ${logDir}/commands; ${command}"`;
   const start = mode === "run" ? [cmd("RunTimeRun", `${R} run ${id} -b %b`)] : [cmd("RunTimeCreate", `${R} create ${id} -b %b`), cmd("RunTimeStart", `${R} start ${id}`)];
-  const conf = [cmd("RunTimeQuery", `${R} state ${id}`), ...start, cmd("RunTimeKill", `${R} kill ${id} KILL`), cmd("RunTimeDelete", `${R} delete --force ${id}`), ""].join("\n");
+  const place = containerPath?.(site.dir);
+  const conf = [cmd("RunTimeQuery", `${R} state ${id}`), ...start, cmd("RunTimeKill", `${R} kill ${id} KILL`), cmd("RunTimeDelete", `${R} delete --force ${id}`), ...(place ? [`ContainerPath=${place}`] : []), ""].join("\n");
   chmodSync(site.dir, 0o755);
   mkdirSync(site.spool, { mode: 0o755 });
   chmodSync(site.spool, 0o755);
@@ -75,7 +76,7 @@ function nobodySite(mode: "run" | "create-start"): Site {
   config.linux.gidMappings = [{ containerID: 0, hostID: NOBODY, size: 1 }];
   writeFileSync(configFile, JSON.stringify(config));
   chmodSync(configFile, 0o644);
-  const s = { ...site, bundle, log: join(logDir, "commands"), stepDir: join(site.spool, "oci-job1-0"), tag };
+  const s = { ...site, bundle, log: join(logDir, "commands"), stepDir: join(place?.replace("%u", "nobody") ?? site.spool, "oci-job1-0"), tag };
   sites.push(s);
   return s;
 }
@@ -213,6 +214,26 @@ describe("hostile: root's gc on a runtime-oci record its job user edited", () =>
     expect(gc.ms).toBeLessThan(10_000);
     process.kill(-(pose.pid as number), "SIGKILL");
     await expectCollected(s, gc, pid);
+  });
+
+  it("ContainerPath=<dir>/%u through a dir of the user's, swapped for a link to root's dir after the crash: root does not rmdir the empty oci-job1-0 of root's it reaches", async () => {
+    // A shared 1777 dir, where the user made its own %u component before the step.
+    const s = nobodySite("run", (dir) => join(dir, "shared", "%u"));
+    const shared = join(s.dir, "shared");
+    mkdirSync(shared, { mode: 0o1777 });
+    chmodSync(shared, 0o1777);
+    expect(spawnSync("mkdir", [join(shared, "nobody")], { uid: NOBODY, gid: NOBODY }).status).toBe(0);
+    const victimParent = join(s.dir, "victimparent");
+    mkdirSync(join(victimParent, "oci-job1-0"), { recursive: true, mode: 0o755 });
+    await deadStepOfNobody(s);
+    // As the user: its own component moved away and replaced by a link to root's dir.
+    const swap = spawnSync("sh", ["-c", `cd '${shared}' && mv nobody moved && ln -s '${victimParent}' nobody`], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+    expect(swap.stderr).toBe("");
+    s.stepDir = join(shared, "moved", "oci-job1-0");
+    const gc = await rootGc(s);
+    expect(existsSync(join(victimParent, "oci-job1-0"))).toBe(true);
+    expect(gc.stderr).toContain(`jobrt: warning: runtime oci: not removing ${join(shared, "nobody", "oci-job1-0")}: it is not a directory of uid 65534, as setup made it`);
+    expect(gc.code).toBe(0);
   });
 
   it("a record whose job id climbs out of SpoolDir (`/../../victim/x`) and asks for an image: root does not empty or remove the 0700 dir of root's it names", async () => {

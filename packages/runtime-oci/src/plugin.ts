@@ -46,7 +46,7 @@ import { type PatternValues, PatternValueError, expandPattern } from "./pattern.
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
-import { makeStepDir } from "./stepdir.js";
+import { isStepDirOf, makeStepDir } from "./stepdir.js";
 import { trustedCrashState } from "./crashstate.js";
 import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
 import { markName } from "./image/store.js";
@@ -746,6 +746,10 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
       return;
     }
     report(await fsOps(names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })), st.identity, warn), warn);
+    if (st.identity && !isStepDirOf(st.stepDir, st.identity)) {
+      warn(`not removing ${st.stepDir}: it is not a directory of uid ${st.identity.uid}, as setup made it`);
+      return;
+    }
     try {
       if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is in use again; left`);
     } catch (error) {
