@@ -15,6 +15,7 @@ import {
   type TaskRecord,
   type ValidateContext,
   definePlugin,
+  isJobrtError,
   messageOf,
   packageVersion,
   jobrtError,
@@ -45,8 +46,9 @@ import { type PatternValues, PatternValueError, expandPattern } from "./pattern.
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
-import { makeStepDir } from "./stepdir.js";
-import { type OciStepState, confFromJson, confToJson } from "./stepstate.js";
+import { isStepDirOf, makeStepDir } from "./stepdir.js";
+import { trustedCrashState } from "./crashstate.js";
+import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
 import { markName } from "./image/store.js";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
@@ -92,26 +94,6 @@ interface TaskState {
   runtimeEnv: Record<string, string>;
   /** Set by teardown: the container's cgroup dirs that could not be removed (one line). */
   cgroupsLeft?: string;
-}
-
-interface StepState {
-  conf: OciConf;
-  request: ContainerRequest;
-  bundle: string;
-  rootfs: string;
-  bundleConfig?: BundleConfig;
-  mounts: Mount[];
-  stepDir: string;
-  /** Set when the host is root and the job user is not: file work and commands run as this user. */
-  identity?: Identity;
-  base: PatternValues;
-  /** The client asked for -vv or more: the supervisor narrates its commands. */
-  verbose: boolean;
-  timeouts: CommandTimeouts;
-  /** --container-image: the cached image this step runs from (its in-use mark is released at cleanup). */
-  image?: Omit<CachedImage, "mark">;
-  /** The host's own cgroup dirs: where a cut-short create's cgroup dirs are looked for (leftovers.ts). */
-  hostCgroups?: string[];
 }
 
 /** The step state setup returns, as JSON (the host journals it). */
@@ -257,15 +239,6 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
   const identity = identityFor(step);
   // An image step's bundle is its cached image.
   const bundle = image ? image.bundle : c.value !== undefined ? resolve(step.cwd, c.value) : "";
-  const base: PatternValues = {
-    jobId: step.jobId,
-    stepId: printedStepId(step),
-    nodeName: node.nodeName,
-    user: step.user,
-    uid: step.uid,
-    cwd: step.cwd,
-    bundle,
-  };
   let bundleConfig: BundleConfig | undefined;
   let rootfs = bundle;
   if (!conf.ignoreFileConfigJson && bundle !== "") {
@@ -284,14 +257,7 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
       if (problem) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: ${problem}` }, { details: { runtime: "runtime/oci", file } });
     }
   }
-  base.rootfs = rootfs;
-  let parent = node.spoolDir;
-  if (conf.containerPath !== undefined) {
-    parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
-    if (!isAbsolute(parent)) throw jobrtError("ERR_CONF", { where: conf.file, problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path` }, { details: { file: conf.file, key: "ContainerPath" } });
-  }
-  const stepDir = join(parent, stepDirName(step));
-  base.stepDir = stepDir;
+  const { base, stepDir } = stepPlace(node, step, conf, bundle, rootfs);
   return {
     conf,
     request: c,
@@ -307,6 +273,19 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
     timeouts,
     hostCgroups: hostCgroupDirs(),
   };
+}
+
+/** A step's pattern values and its spool dir (in ContainerPath, or SpoolDir), as setup works them out. */
+function stepPlace(node: NodeConf, step: StepRecord, conf: OciConf, bundle: string, rootfs: string): { base: PatternValues; stepDir: string } {
+  const base: PatternValues = { jobId: step.jobId, stepId: printedStepId(step), nodeName: node.nodeName, user: step.user, uid: step.uid, cwd: step.cwd, bundle, rootfs };
+  let parent = node.spoolDir;
+  if (conf.containerPath !== undefined) {
+    parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
+    if (!isAbsolute(parent)) throw jobrtError("ERR_CONF", { where: conf.file, problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path` }, { details: { file: conf.file, key: "ContainerPath" } });
+  }
+  const stepDir = join(parent, stepDirName(step));
+  base.stepDir = stepDir;
+  return { base, stepDir };
 }
 
 /** Each process names its own in-use mark of an image (markName): the state carries none. */
@@ -720,8 +699,10 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   let st: StepState | undefined;
   try {
-    st = stateFromJson(state, step);
+    st = cleanupState(node, step, state, afterCrash);
   } catch (error) {
+    // The host's own configuration unreadable now: gc keeps the step for another try.
+    if (afterCrash && isJobrtError(error)) throw error;
     warn(`cleanup: ${messageOf(error)}`);
     return;
   }
@@ -765,6 +746,10 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
       return;
     }
     report(await fsOps(names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })), st.identity, warn), warn);
+    if (st.identity && !isStepDirOf(st.stepDir, st.identity)) {
+      warn(`not removing ${st.stepDir}: it is not a directory of uid ${st.identity.uid}, as setup made it`);
+      return;
+    }
     try {
       if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is in use again; left`);
     } catch (error) {
@@ -778,6 +763,20 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
     const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
     if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, image);
   }
+}
+
+/** Cleanup's state: after a crash, only what trustedCrashState keeps of the journaled one. */
+function cleanupState(node: NodeConf, step: StepRecord, state: OciStepState | undefined, afterCrash: boolean): StepState | undefined {
+  if (!afterCrash) return stateFromJson(state, step);
+  return trustedCrashState(state, step, {
+    // The record's PATH is the user's: the embedded default's runc is looked for on the host's.
+    conf: () => resolveConf(node, { ...step, env: {} }),
+    timeouts: () => commandTimeouts(),
+    identity: identityFor(step),
+    nodeName: node.nodeName,
+    place: (conf, bundle, rootfs) => stepPlace(node, step, conf, bundle, rootfs),
+    journaled: () => stateFromJson(state, step),
+  });
 }
 
 async function fsOps(ops: FsOp[], as: Identity | undefined, warn: (m: string) => void): Promise<FsResult[]> {

@@ -113,3 +113,17 @@ function createLast(dir: Held, name: string, mode: number, owner: Identity | und
   if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) fchownSync(held.fd, owner.uid, owner.gid);
   fchmodSync(held.fd, mode);
 }
+
+/**
+ * Is `stepDir` what setup made for `owner`: a real directory of that uid? The host removes the
+ * empty step dir itself (its parent is the host's: docs/reliability.md, "Privilege model"), so a
+ * path that now reaches another directory (a component of the user's swapped for a link) is left.
+ */
+export function isStepDirOf(stepDir: string, owner: Identity): boolean {
+  try {
+    const st = lstatSync(stepDir);
+    return st.isDirectory() && st.uid === owner.uid;
+  } catch {
+    return false;
+  }
+}

@@ -1,5 +1,7 @@
+import type { ContainerRequest } from "@jobrt/core";
 import type { BundleConfig, Mount } from "./bundle.js";
 import type { OciConf } from "./conf.js";
+import type { Identity } from "./fsops.js";
 import type { CachedImage } from "./image/cache.js";
 import type { PatternValues } from "./pattern.js";
 
@@ -31,6 +33,14 @@ export interface OciStepState {
   image?: Omit<CachedImage, "mark">;
   /** The host's own cgroup dir in every mounted hierarchy (cgroups.ts). */
   hostCgroups?: string[];
+}
+
+/** A hook's working state: the journaled step state, with the request and identity from the record. */
+export interface StepState extends Omit<OciStepState, "conf"> {
+  conf: OciConf;
+  request: ContainerRequest;
+  /** Set when the host is root and the job user is not: file work and commands run as this user. */
+  identity?: Identity;
 }
 
 const toJson = (re: RegExp | undefined): RegExpJson | undefined => (re ? { source: re.source, flags: re.flags } : undefined);
