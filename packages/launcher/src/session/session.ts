@@ -16,7 +16,7 @@ import { checkDescriptorBudget } from "./budget.js";
 import { collectOrphans } from "./collect.js";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
 import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
-import { type ProcTrackMode, type ProcessTracker, createTracker } from "./proctrack.js";
+import { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
 import type { TaskProcess } from "./forker.js";
 import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
 import { type Spool, openSpool } from "./spool.js";
@@ -130,7 +130,10 @@ export class StepSession {
           ? planStep({ jobId: journal!.jobId, stepId: journal!.stepId, user: plan.user, components: plan.components }, node.nodeName, plan.cpusOnNode)
           : [{ record: plan.record, io: {} }];
       const first = components[0]!.record;
-      const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`);
+      // No runtime has run a hook yet: a record without components lets gc remove the cgroup and
+      // nothing else if jobrt dies before the full record (after the runtimes load) is written.
+      const journalTracker = (proctrack: TrackerRecord) => journal?.write({ nodeName: node.nodeName, proctrack, components: [], stepStates: {} });
+      const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`, journalTracker);
       try {
         return await this.#runPlanned(components, tracker, journal);
       } finally {
