@@ -55,6 +55,16 @@ export function spoolDirFor(spoolDir: string, nodeName: string): string {
   return spoolDir.replace(/%([nh%])/g, (_, c: string) => (c === "n" ? nodeName : c === "h" ? (hostname().split(".")[0] ?? "localhost") : "%"));
 }
 
+/**
+ * The node's name, decided here for every command: SLURMD_NODENAME when slurmd set it (for a
+ * task's `jobrt exec` and for the Epilog's `jobrt gc --job` alike), else jobrt.conf NodeName,
+ * else the short host name. `jobrt exec` and `jobrt gc` must agree on it: it expands SpoolDir's
+ * %n, and a gc that expands it otherwise looks in another SpoolDir (docs/slurm.md).
+ */
+export function nodeNameFor(site: Pick<SiteConfig, "nodeName">, env: NodeJS.ProcessEnv = process.env): string {
+  return env.SLURMD_NODENAME || site.nodeName;
+}
+
 /** SpoolDir when jobrt.conf does not set one: a system dir for root, a private one otherwise. */
 export function defaultSpoolDir(uid = process.getuid?.() ?? 0): string {
   return uid === 0 ? "/var/spool/jobrt" : join(tmpdir(), `jobrt-${uid}`);
