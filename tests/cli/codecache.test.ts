@@ -2,7 +2,8 @@
  * `jobrt run` and `jobrt exec` run from dist/steps.cjs with V8's code cache (src/codecache.ts):
  * the cache is bytecode, so only a regular file of root's or the user's own, writable by nobody
  * else, in a directory of the same kind, is ever read; anything else is replaced or ignored, a
- * corrupt cache is rebuilt, and an install the user may not write runs without one.
+ * corrupt cache (its CRC-32 is checked before V8 sees it) is rebuilt, each Node build has its
+ * own, and an install the user may not write runs without one.
  */
 import { chmodSync, chownSync, copyFileSync, cpSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -36,12 +37,16 @@ function exec(site: { dir: string; conf: string }, options: { uid?: number; env?
 
 const caches = (dist: string) => readdirSync(dist).filter((f) => f.endsWith(".cache"));
 
+/** The Node and V8 build that made a cache are in its name: V8 rejects another build's. */
+const BUILD = `node${process.versions.node}-v8.${process.versions.v8.replace(/[^0-9A-Za-z.-]/g, "_")}`;
+const escaped = BUILD.replace(/[.]/g, "\\.");
+
 /** The cache: its path, inode and bytes (a rewrite is a rename: a new inode). */
 function execCache(dist: string): { path: string; ino: number; uid: number; mode: number; bytes: Buffer } {
   const names = caches(dist);
   expect(names).toHaveLength(1);
   const [name] = names;
-  expect(name).toMatch(/^steps-[0-9a-f]{16}\.cache$/);
+  expect(name).toMatch(new RegExp(`^steps-[0-9a-f]{16}-${escaped}\\.cache$`));
   const path = join(dist, name!);
   const st = lstatSync(path);
   return { path, ino: st.ino, uid: st.uid, mode: st.mode & 0o7777, bytes: readFileSync(path) };
@@ -92,7 +97,7 @@ describe("the code cache of jobrt run and jobrt exec", () => {
     const names = caches(site.dist).sort();
     expect(names).toHaveLength(2);
     const other = join(site.dist, names.find((n) => n !== plain.path.split("/").pop())!);
-    expect(other).toMatch(/steps-[0-9a-f]{16}-[0-9a-f]{8}\.cache$/);
+    expect(other).toMatch(new RegExp(`/steps-[0-9a-f]{16}-${escaped}-[0-9a-f]{8}\\.cache$`));
     const otherIno = lstatSync(other).ino;
     await expectRan(site);
     await exec(site, flagged);
@@ -112,6 +117,34 @@ describe("the code cache of jobrt run and jobrt exec", () => {
     await expectRan(site);
     expect(execCache(site.dist).bytes.length).toBeGreaterThan(10_000);
   }, 60_000);
+
+  it("a cache damaged inside V8's payload (bytes flipped) or cut short is never handed to V8: every user's run works, root's rebuilds it", async () => {
+    // V8 checks its header, not its payload: such a cache crashed every jobrt (SIGSEGV, SIGTRAP)
+    // until someone deleted it (issue 23, item 8).
+    const site = install();
+    await expectRan(site);
+    const good = execCache(site.dist);
+    const flipped = (offset: number) => {
+      const bytes = Buffer.from(good.bytes);
+      for (let i = offset; i < offset + 8; i++) bytes[i] = 0xff;
+      return bytes;
+    };
+    const spoilt = [...[1000, 5000, 100_000, 200_000].map(flipped), good.bytes.subarray(0, good.bytes.length >> 1)];
+    for (const bytes of spoilt) {
+      writeFileSync(good.path, bytes);
+      // A user who may not write dist/ runs without it, and leaves it for root.
+      await expectRan(site, { uid: NOBODY });
+      expect(readFileSync(good.path).equals(bytes)).toBe(true);
+      await expectRan(site);
+      const rebuilt = execCache(site.dist);
+      expect(rebuilt.bytes.equals(bytes)).toBe(false);
+      expect(rebuilt.bytes.length).toBeGreaterThan(10_000);
+      // The rebuilt one is taken as it is.
+      await expectRan(site, { uid: NOBODY });
+      await expectRan(site);
+      expect(execCache(site.dist).ino).toBe(rebuilt.ino);
+    }
+  }, 120_000);
 
   it.each([
     ["belongs to another user", (path: string) => chownSync(path, NOBODY, NOBODY)],

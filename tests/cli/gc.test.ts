@@ -271,6 +271,47 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     expect(steps(s.spool)).toEqual([]);
   });
 
+  it("SpoolDir=…/%n: the Epilog's gc --job (SLURMD_NODENAME set, as slurmd does) finds what jobrt exec journaled, whatever NodeName says", async () => {
+    // exec expanded %n to SLURMD_NODENAME and gc to NodeName (or the host name): gc found nothing
+    // (issue 23, item 9). One function decides the node name for both now.
+    const s = site();
+    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${s.spool}/%n\nNodeName=confname\nKillWait=1\n`);
+    const node = { ...s, spool: join(s.spool, "slurmnode"), env: { ...s.env, SLURMD_NODENAME: "slurmnode" } };
+    const task = await startExecTask(node, 5858);
+    await sigkill(task.child);
+    const gc = await jobrt(["gc", "--job", "5858"], { env: node.env });
+    expect(gc.stderr).toBe("");
+    expect(gc.stdout).toBe("gc: step 5858.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(task.pid), "the orphaned task to die");
+    expect(steps(node.spool)).toEqual([]);
+    expect(existsSync(join(s.spool, "confname"))).toBe(false);
+  });
+
+  it("a job user's jobrt exec under a root SpoolDir that is not shared says so (once per node): it writes no crash record", async () => {
+    // It ran silently without one (nothing even under -v), so nothing could clean up after it.
+    const s = site();
+    chmodSync(s.dir, 0o755);
+    mkdirSync(s.spool, { mode: 0o755 });
+    const run = (task: string, verbose: string[] = []) =>
+      jobrt(["exec", ...verbose, "--runtime", "none", "true"], {
+        env: { ...s.env, SLURM_JOB_ID: "5959", SLURM_STEP_ID: "1", SLURM_PROCID: task, SLURM_LOCALID: task, SLURM_NTASKS: "2", HOME: "/" },
+        cwd: "/",
+        uid: 65534,
+        gid: 65534,
+      });
+    const first = await run("0");
+    expect(first.stderr).toBe(
+      `jobrt: warning: no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): SpoolDir ${s.spool} belongs to root and has no place for uid 65534's records: make it mode 1777 like /tmp, or leave SpoolDir unset for one of the user's own (docs/slurm.md)\n`,
+    );
+    expect(first.code).toBe(0);
+    const second = await run("1");
+    expect(second.stderr).toBe("");
+    expect(second.code).toBe(0);
+    // -v shows it for every task.
+    expect((await run("1", ["-v"])).stderr).toContain(`no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): SpoolDir ${s.spool} belongs to root`);
+    expect(readdirSync(s.spool)).toEqual([]);
+  });
+
   it("root's gc --job collects a SIGKILLed jobrt exec that ran as the job user (nobody)", async () => {
     const s = sharedSite();
     const task = await startExecTask(s, 5454, { uid: 65534, gid: 65534 });

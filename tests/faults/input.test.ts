@@ -235,6 +235,23 @@ describe("faults: values at and past their limits (one line, exit 2, nothing sta
     await expectNoLeaks(s);
   });
 
+  it("a NodeName past 64 characters (HOST_NAME_MAX): one line with file:line, not spawn E2BIG and the value", async () => {
+    const s = faultSite();
+    writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nNodeName=${"a".repeat(1_000_000)}\n`);
+    const r = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
+    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:2:10: NodeName: a name of 1000000 characters is longer than the 64-character limit of a host name\n`);
+    expect(r.code).toBe(2);
+    writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nNodeName=${"b".repeat(65)}\n`);
+    const over = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
+    expect(over.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:2:10: NodeName: a name of 65 characters is longer than the 64-character limit of a host name\n`);
+    expect(started(s)).toBe(false);
+    writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nSpoolDir=${s.spool}\nNodeName=${"c".repeat(64)}\n`);
+    const at = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
+    expect(at.stderr).toBe("");
+    expect(at.code).toBe(0);
+    await expectNoLeaks(s);
+  });
+
   it("--runtime '': a usage error, not the default runtime", async () => {
     const s = faultSite();
     const r = await jobrt(["run", "--runtime", "", ...touch(s)], { env: s.env });

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, waitFor } from "../helpers/leaks.js";
+import { faultPluginDir } from "./fault-plugin.js";
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -101,6 +102,26 @@ for (const mode of ["cgroup2", "cgroup1"] as const) {
       expect(gc.code).toBe(0);
       expect(gc.stdout).toMatch(/^gc: step \d+\.0: killed \d+ task process group\(s\); cleaned up none\n$/);
       await waitFor(() => !pids.some(exists) && markedProcesses(s).length === 0, "the daemons and the task to be gone", 10_000);
+      expect(existsSync(cgroup)).toBe(false);
+      await expectNoLeaks(s);
+    });
+
+    it("jobrt gc after jobrt was SIGKILLed while its runtime loads removes the step's cgroup", async () => {
+      // The cgroup is made before the runtimes load; it must be journaled before it exists, or a
+      // jobrt killed during a slow plugin init leaves it for good (issue 23, item 7).
+      const plugins = faultPluginDir();
+      const s = faultSite(`ProcTrack=${mode}\nPluginDir=${plugins}\nRuntimePlugins=none,fault\nPluginInitTimeout=30\n`);
+      const log = join(s.dir, "calls.log");
+      Object.assign(s.env, { JOBRT_FAULT: "init-hang", JOBRT_FAULT_LOG: log });
+      const { child, done } = startJobrt(s, ["--json", "--runtime", "fault", "true"]);
+      await waitFor(() => existsSync(log) && readFileSync(log, "utf8").includes("init"), "the runtime's init to start");
+      child.kill("SIGKILL");
+      const { stdout } = await done;
+      const cgroup = (JSON.parse(stdout.split("\n")[0]!) as { cgroup: string }).cgroup;
+      expect(existsSync(cgroup)).toBe(true);
+      const gc = await jobrt(["gc"], { env: s.env });
+      expect(gc.code).toBe(0);
+      expect(gc.stdout).toMatch(/^gc: step \d+\.0: killed 0 task process group\(s\); cleaned up no runtime\n$/);
       expect(existsSync(cgroup)).toBe(false);
       await expectNoLeaks(s);
     });

@@ -4,7 +4,7 @@
  * with skopeo. Each test has its own conf dir (cache, spool) and job ids.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -48,6 +48,21 @@ function cacheContents(cache: string): string[] {
 /** The complete images in the cache: `<store>/<hex>`. */
 function images(cache: string): string[] {
   return cacheContents(cache).filter((p) => /(^|\/)[0-9a-f]{64}$/.test(p));
+}
+
+/** The `<hex>.lock` files in the cache: each goes with its image (issue 23: 7 were left for one image). */
+function locks(cache: string): string[] {
+  return cacheContents(cache).filter((p) => p.endsWith(".lock"));
+}
+
+/** Whether process `pid` is a flock(1) waiting on `lock` (its command line names it). */
+function pidWaitsOn(pid: string, lock: string): boolean {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return argv[0] === "flock" && argv.includes(lock);
+  } catch {
+    return false;
+  }
 }
 
 /** Nothing but empty stores, lock files and an empty .tmp: what a failed first pull may leave. */
@@ -232,10 +247,11 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(gc.code).toBe(0);
     expect(spawnSync("runc", ["--root", "/run/runc", "list", "-q"], { encoding: "utf8" }).stdout.split("\n").filter((c) => c.includes(`.${job}.`))).toEqual([]);
     expect(readdirSync(spool).filter((n) => n.startsWith("oci-image-") || n.startsWith("oci-job"))).toEqual([]);
-    // The mark of the dead jobrt is stale (its pid is gone): prune takes the image.
+    // The mark of the dead jobrt is stale (its pid is gone): prune takes the image, and its lock.
     const prune = await jobrt(["images", "prune", "--all", "--conf-dir", dir]);
     expect(prune.stdout).toContain(`removed docker://${reg.host}/busybox:1`);
     expect(images(cache)).toEqual([]);
+    expect(locks(cache)).toEqual([]);
   });
 
   test("8 concurrent first pulls of one image: one pull, one unpack, 8 successful steps", async () => {
@@ -367,6 +383,7 @@ describe("jobrt run --container-image against a real registry", () => {
       for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       expect((await run("c", "true")).code).toBe(0);
       expect(images(cache).sort()).toEqual([`public/${b.slice(7)}`, `public/${c.slice(7)}`].sort());
+      expect(locks(cache)).not.toContain(`public/${a.slice(7)}.lock`);
       // Squeeze the limit below one image: b is still in use and must survive a prune.
       writeFileSync(join(dir, "images.conf"), `CacheDir=${cache}\nInsecureRegistries=${own.host}\nCacheSize=1K\n`);
       const prune = await jobrt(["images", "prune", "--conf-dir", dir]);
@@ -377,6 +394,63 @@ describe("jobrt run --container-image against a real registry", () => {
       const all = await jobrt(["images", "prune", "--all", "--conf-dir", dir]);
       expect(all.stdout).toContain(`removed docker://${own.host}/busybox:b`);
       expect(images(cache)).toEqual([]);
+      expect(locks(cache)).toEqual([]);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("a puller that waited on a lock file its holder unlinked locks again: it never runs beside the holder of the new one", async () => {
+    // A remover (here: a stand-in holding the lock) unlinks `<hex>.lock` while a pull waits on it;
+    // a newcomer then locks a new file at that path. The waiting pull gets the unlinked one: it
+    // must see that and lock again, so it runs only after the newcomer is done (lock.ts).
+    const own = await startRegistry();
+    try {
+      const d = pushBusybox(own, "busybox:stale", "stale");
+      const { dir, cache } = site(own);
+      const store = join(cache, "public");
+      mkdirSync(store, { recursive: true, mode: 0o755 });
+      const lock = join(store, `${d.slice(7)}.lock`);
+      const t = tempDir("jobrt-img-stale-");
+      const newcomer = `flock -x ${lock} sh -c 'touch ${t}/c-in; sleep 4; touch ${t}/c-out'`;
+      const remover = spawn("flock", ["-o", "-x", lock, "sh", "-c", `touch ${t}/held; while [ ! -e ${t}/go ]; do sleep 0.05; done; rm -f ${lock}; (${newcomer}) & while [ ! -e ${t}/c-in ]; do sleep 0.05; done`], { stdio: "ignore" });
+      const waiting = () => readdirSync("/proc").some((p) => /^\d+$/.test(p) && pidWaitsOn(p, lock) && Number(p) !== remover.pid);
+      for (let i = 0; !existsSync(join(t, "held")) && i < 200; i++) await new Promise((r) => setTimeout(r, 50));
+      const step = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${own.host}/busybox:stale`, "cat", "/etc/jobrt-image"], { timeoutMs: 110_000 });
+      for (let i = 0; !waiting() && i < 400; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(waiting()).toBe(true);
+      writeFileSync(join(t, "go"), "");
+      const r = await step;
+      expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "stale\n", stderr: "" });
+      // Had it used the unlinked lock, it would have pulled while the newcomer held the new one.
+      expect(existsSync(join(t, "c-out"))).toBe(true);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("lock files go with their image, without racing a concurrent puller: steps and prune --all at once all succeed, nothing is left", async () => {
+    // A prune unlinks `<hex>.lock` while it holds it; a puller that was waiting on that file then
+    // holds a lock nobody else sees, and must take the new one instead (lock.ts).
+    const own = await startRegistry();
+    try {
+      pushBusybox(own, "busybox:race", "race");
+      const { dir, cache } = site(own);
+      const step = (i: number) =>
+        jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...(i % 2 ? NOBODY : []), "--container-image", `docker://${own.host}/busybox:race`, "cat", "/etc/jobrt-image"], { timeoutMs: 110_000 });
+      const prunes = async () => {
+        for (let i = 0; i < 6; i++) {
+          const p = await jobrt(["images", "prune", "--all", "--conf-dir", dir]);
+          expect({ code: p.code, stderr: p.stderr }).toEqual({ code: 0, stderr: "" });
+        }
+      };
+      const [runs] = await Promise.all([Promise.all(Array.from({ length: 6 }, (_, i) => step(i))), prunes()]);
+      for (const r of runs) expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "race\n", stderr: "" });
+      expect((await step(0)).stdout).toBe("race\n");
+      expect(locks(cache)).toHaveLength(1);
+      expect((await jobrt(["images", "prune", "--all", "--conf-dir", dir])).code).toBe(0);
+      expect(images(cache)).toEqual([]);
+      expect(locks(cache)).toEqual([]);
     } finally {
       await own.stop();
     }

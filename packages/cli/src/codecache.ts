@@ -20,13 +20,22 @@ export interface StepCommands {
 /** The build appends the sha256 of the script; a cache is named after it, so an upgrade never reuses one. */
 const HASH_LINE = /\n\/\/ jobrt-steps-hash ([0-9a-f]{64})\n/;
 const MAX_CACHE_BYTES = 16 * 1024 * 1024;
+/**
+ * The file is this header, then V8's cached data: magic, payload length and CRC-32 (little
+ * endian). V8 checks its own header but not its payload (release builds skip the checksum), and
+ * a damaged payload crashes Node (SIGSEGV, SIGTRAP) in every run that reads it; so the bytes are
+ * checked before V8 sees them and a damaged cache counts as none (docs/decisions.md, "The step
+ * commands run from a code cache"). Trust is ownership; the CRC only catches damage.
+ */
+const MAGIC = Buffer.from("jrtcc01\n", "latin1");
+const HEADER_BYTES = MAGIC.length + 8;
 
 export function loadStepCommands(): StepCommands {
   const file = join(dirname(fileURLToPath(import.meta.url)), "steps.cjs");
   const source = readFileSync(file, "utf8");
   const hash = HASH_LINE.exec(source.slice(-256))?.[1];
-  const cacheFile = hash === undefined ? undefined : join(dirname(file), `steps-${hash.slice(0, 16)}${flagsKey()}.cache`);
-  const cached = cacheFile === undefined ? undefined : readTrusted(cacheFile);
+  const cacheFile = hash === undefined ? undefined : join(dirname(file), cacheName(hash));
+  const cached = cacheFile === undefined ? undefined : checkedPayload(readTrusted(cacheFile));
   const code = `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
   const script = new Script(code, { filename: file, ...(cached ? { cachedData: cached } : {}) });
   // A missing or rejected cache is written when the command is done, off its critical path.
@@ -34,6 +43,37 @@ export function loadStepCommands(): StepCommands {
   const module = { exports: {} as StepCommands };
   (script.runInThisContext() as (...args: unknown[]) => void)(module.exports, requireFor, module, file, dirname(file));
   return module.exports;
+}
+
+/**
+ * `steps-<script hash>-node<version>-v8.<version><options>.cache`: V8 rejects cached data of
+ * another Node or V8 build, so login and compute nodes that run different Node builds over one
+ * shared install each keep their own instead of rewriting one at every switch.
+ */
+function cacheName(hash: string): string {
+  const v8 = process.versions.v8.replace(/[^0-9A-Za-z.-]/g, "_");
+  return `steps-${hash.slice(0, 16)}-node${process.versions.node}-v8.${v8}${flagsKey()}.cache`;
+}
+
+/** V8's bytes from a cache file, or undefined when its header or CRC-32 does not match (damaged, truncated, old format). */
+function checkedPayload(file: Buffer | undefined): Buffer | undefined {
+  if (file === undefined || file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
+  const payload = file.subarray(HEADER_BYTES);
+  const ok = file.readUInt32LE(MAGIC.length) === payload.length && file.readUInt32LE(MAGIC.length + 4) === crc32(payload);
+  return ok ? payload : undefined;
+}
+
+function withHeader(payload: Buffer): Buffer {
+  const header = Buffer.alloc(HEADER_BYTES);
+  MAGIC.copy(header);
+  header.writeUInt32LE(payload.length, MAGIC.length);
+  header.writeUInt32LE(crc32(payload), MAGIC.length + 4);
+  return Buffer.concat([header, payload]);
+}
+
+/** zlib's CRC-32 (native): node:crypto's sha256 would cost more to load than the check is worth. */
+function crc32(bytes: Buffer): number {
+  return process.getBuiltinModule("node:zlib").crc32(bytes) >>> 0;
 }
 
 /**
@@ -100,7 +140,7 @@ function writeCache(file: string, code: string, filename: string): void {
     // a root-owned install) stops at once instead of compiling everything at each exit for nothing.
     const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
     try {
-      writeSync(fd, eagerCachedData(code, filename));
+      writeSync(fd, withHeader(eagerCachedData(code, filename)));
     } finally {
       closeSync(fd);
     }

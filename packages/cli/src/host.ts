@@ -1,7 +1,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LogLevel, type NodeConf, RuntimeRegistry, createPackageResolver } from "@jobrt/core";
-import { type SiteConfig, confDirFrom, loadSiteConfig, spoolDirFor } from "@jobrt/launcher";
+import { type SiteConfig, confDirFrom, loadSiteConfig, nodeNameFor, spoolDirFor } from "@jobrt/launcher";
 
 /** The site install root: runtime packages are resolved from beside @jobrt/cli (docs/decisions.md, "Runtimes resolve from the site install root"). */
 export const cliPackageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -19,11 +19,8 @@ export function say(message: string): void {
   process.stderr.write(`jobrt: ${message}\n`);
 }
 
-/**
- * The site's configuration, registry and node. `nodeName` overrides jobrt.conf's (under Slurm, the
- * node the task runs on: SLURMD_NODENAME).
- */
-export function createHost(confDirOption: string | undefined, verbose: number, nodeName?: string): Host {
+/** The site's configuration, registry and node (its name from `nodeNameFor`: SLURMD_NODENAME under Slurm). */
+export function createHost(confDirOption: string | undefined, verbose: number): Host {
   const site = loadSiteConfig(confDirFrom(confDirOption));
   const log = (level: LogLevel, message: string) => {
     const shown = level === "error" || level === "warn" || (level === "info" && verbose >= 1) || (level === "verbose" && verbose >= 1) || verbose >= 2;
@@ -36,7 +33,7 @@ export function createHost(confDirOption: string | undefined, verbose: number, n
     defaultRuntime: site.defRuntimePlugin,
     initTimeoutMs: site.pluginInitTimeout * 1000,
   });
-  const name = nodeName || site.nodeName;
+  const name = nodeNameFor(site);
   const node: NodeConf = {
     nodeName: name,
     confDir: site.confDir,

@@ -1,7 +1,7 @@
 export { StepCancel } from "./cancel.js";
 export { exportEnvironment } from "./env.js";
 export { expandFilePattern } from "./filepattern.js";
-export { confDirFrom, loadSiteConfig, type SiteConfig, spoolDirFor } from "./siteconf.js";
+export { confDirFrom, loadSiteConfig, nodeNameFor, type SiteConfig, spoolDirFor } from "./siteconf.js";
 export { parseTimeLimit } from "./time.js";
 export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
 export type {

@@ -55,10 +55,23 @@ export function spoolDirFor(spoolDir: string, nodeName: string): string {
   return spoolDir.replace(/%([nh%])/g, (_, c: string) => (c === "n" ? nodeName : c === "h" ? (hostname().split(".")[0] ?? "localhost") : "%"));
 }
 
+/**
+ * The node's name, decided here for every command: SLURMD_NODENAME when slurmd set it (for a
+ * task's `jobrt exec` and for the Epilog's `jobrt gc --job` alike), else jobrt.conf NodeName,
+ * else the short host name. `jobrt exec` and `jobrt gc` must agree on it: it expands SpoolDir's
+ * %n, and a gc that expands it otherwise looks in another SpoolDir (docs/slurm.md).
+ */
+export function nodeNameFor(site: Pick<SiteConfig, "nodeName">, env: NodeJS.ProcessEnv = process.env): string {
+  return env.SLURMD_NODENAME || site.nodeName;
+}
+
 /** SpoolDir when jobrt.conf does not set one: a system dir for root, a private one otherwise. */
 export function defaultSpoolDir(uid = process.getuid?.() ?? 0): string {
   return uid === 0 ? "/var/spool/jobrt" : join(tmpdir(), `jobrt-${uid}`);
 }
+
+/** Linux's HOST_NAME_MAX: a node name is a host name (SLURMD_NODENAME, `%n` in paths and container ids). */
+const MAX_NODE_NAME = 64;
 
 /** Linux's PATH_MAX counts the terminating NUL; a longer path fails every system call later, far from its line. */
 const MAX_PATH_BYTES = 4095;
@@ -113,6 +126,8 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   config.spoolDir = absolutePath(parsed, "SpoolDir") ?? config.spoolDir;
   if (v.NodeName !== undefined) {
     const name = v.NodeName as string;
+    // Checked first: a name of a million characters went into every task's environment (E2BIG).
+    if (name.length > MAX_NODE_NAME) throw confError(parsed.where.NodeName!, "NodeName", `a name of ${name.length} characters is longer than the ${MAX_NODE_NAME}-character limit of a host name`);
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
     config.nodeName = name;
   }

@@ -20,6 +20,24 @@ describe("image references", () => {
     expect(pinned).not.toHaveProperty("tag");
     expect(sourceName(parseImageReference("docker://h.org/a:1"), D)).toBe(`docker://h.org/a@${D}`);
   });
+  test.each(["docker://alice:s3cret@h.org/a:1", "docker://alice:s3cret@h.org/a", "docker://tok3n@127.0.0.1:5000/a@" + D])(
+    "%s: credentials do not go in a reference; where they go is said, and they are not echoed",
+    (text) => {
+      // Was: "… is not a sha256:<64 hex digits> digest" (or a tag error), quoting the password.
+      let error: { code?: string; message?: string } = {};
+      try {
+        parseImageReference(text);
+      } catch (e) {
+        error = e as typeof error;
+      }
+      expect(error.code).toBe("ERR_CONTAINER_IMAGE");
+      expect(error.message).toMatch(/credentials do not go in an image reference/);
+      expect(error.message).toContain("skopeo login HOST");
+      expect(error.message).toContain("~/.config/containers/auth.json");
+      expect(error.message).toContain('"docker://<credentials>@');
+      expect(error.message).not.toMatch(/s3cret|tok3n|alice/);
+    },
+  );
   test("local layouts need absolute paths", () => {
     expect(parseImageReference("oci:/srv/layout:v1")).toMatchObject({ transport: "oci", path: "/srv/layout", ref: "v1" });
     expect(parseImageReference("oci-archive:/srv/i.tar")).toMatchObject({ transport: "oci-archive", path: "/srv/i.tar" });

@@ -20,7 +20,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   timings?.mark("command");
   const verbose = parsed.step.get("verbose")?.length ?? 0;
   const c = parsed.components[0]!;
-  const host = createHost(one(parsed.step, "conf-dir"), verbose, process.env.SLURMD_NODENAME);
+  const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
   const record = planFromSlurm(process.env, c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
   const cancel = new StepCancel();

@@ -229,10 +229,13 @@ export function trackerFromRecord(record: TrackerRecord): ProcessTracker | undef
 }
 
 /** Tries one cgroup version: the step's cgroup is made below jobrt's own cgroup. */
-function tryCgroup(version: 1 | 2, name: string): CgroupTracker | string {
+function tryCgroup(version: 1 | 2, name: string, beforeCreate?: (record: TrackerRecord) => void): CgroupTracker | string {
   const h = findHierarchy(version);
   if (!h) return version === 2 ? "no cgroup2 mount" : "no cgroup v1 freezer mount";
   const dir = join(ownDir(h), name);
+  // Journaled before it exists, so a jobrt killed at any later moment leaves a cgroup gc finds
+  // (docs/reliability.md, "Process tracking"); a path that was never made costs gc nothing.
+  beforeCreate?.({ kind: version === 2 ? "cgroup2" : "cgroup1", path: dir });
   try {
     mkdirSync(dir);
   } catch (error) {
@@ -251,14 +254,15 @@ function tryCgroup(version: 1 | 2, name: string): CgroupTracker | string {
 /**
  * The tracker for a new step named `name` (unique on this node while the step lives): `auto`
  * takes cgroup2, else the v1 freezer, else process groups, saying why in `record.fallback`;
- * an explicit mode fails with one line when it cannot be had.
+ * an explicit mode fails with one line when it cannot be had. `beforeCreate` gets each cgroup's
+ * record before the cgroup is made (the step journals it).
  */
-export function createTracker(mode: ProcTrackMode, name: string): ProcessTracker {
+export function createTracker(mode: ProcTrackMode, name: string, beforeCreate?: (record: TrackerRecord) => void): ProcessTracker {
   if (mode === "pgid") return new GroupTracker();
   const versions: (1 | 2)[] = mode === "cgroup2" ? [2] : mode === "cgroup1" ? [1] : [2, 1];
   const why: string[] = [];
   for (const version of versions) {
-    const result = tryCgroup(version, `jobrt-${name}`);
+    const result = tryCgroup(version, `jobrt-${name}`, beforeCreate);
     if (typeof result !== "string") return result;
     why.push(`cgroup${version}: ${result}`);
   }

@@ -16,7 +16,7 @@ import { checkDescriptorBudget } from "./budget.js";
 import { collectOrphans } from "./collect.js";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
 import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
-import { type ProcTrackMode, type ProcessTracker, createTracker } from "./proctrack.js";
+import { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
 import type { TaskProcess } from "./forker.js";
 import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
 import { type Spool, openSpool } from "./spool.js";
@@ -121,7 +121,7 @@ export class StepSession {
   async #claimAndRun(plan: StepPlan): Promise<StepResult> {
     closeInheritedDescriptors();
     const { node } = this.#o;
-    const spool = plan.mode === "run" ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true }) : this.#tryOpenSpool();
+    const spool = plan.mode === "run" ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true }) : this.#tryOpenSpool(plan.record);
     if (spool) await collectOrphans(spool, this.#o.registry, node, { log: node.log });
     const journal = plan.mode === "run" ? claimRunStep(spool as Spool, plan.jobId) : this.#tryClaimExec(spool, plan.record);
     try {
@@ -130,7 +130,10 @@ export class StepSession {
           ? planStep({ jobId: journal!.jobId, stepId: journal!.stepId, user: plan.user, components: plan.components }, node.nodeName, plan.cpusOnNode)
           : [{ record: plan.record, io: {} }];
       const first = components[0]!.record;
-      const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`);
+      // No runtime has run a hook yet: a record without components lets gc remove the cgroup and
+      // nothing else if jobrt dies before the full record (after the runtimes load) is written.
+      const journalTracker = (proctrack: TrackerRecord) => journal?.write({ nodeName: node.nodeName, proctrack, components: [], stepStates: {} });
+      const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`, journalTracker);
       try {
         return await this.#runPlanned(components, tracker, journal);
       } finally {
@@ -141,13 +144,22 @@ export class StepSession {
     }
   }
 
-  /** `jobrt exec` runs as the job user: a SpoolDir it cannot use means no crash record, not failure. */
-  #tryOpenSpool(): Spool | undefined {
+  /**
+   * `jobrt exec` runs as the job user: a SpoolDir it cannot use means no crash record, not failure.
+   * But nothing can clean up after a task without one, so it says so (docs/slurm.md, SpoolDir).
+   */
+  #tryOpenSpool(record: StepRecord): Spool | undefined {
+    const { node } = this.#o;
     try {
-      return openSpool(this.#o.node.spoolDir, this.#o.node.nodeName);
+      const spool = openSpool(node.spoolDir, node.nodeName);
+      if (!spool) {
+        const uid = process.getuid?.() ?? 0;
+        this.#noRecord(record, `SpoolDir ${node.spoolDir} belongs to root and has no place for uid ${uid}'s records: make it mode 1777 like /tmp, or leave SpoolDir unset for one of the user's own (docs/slurm.md)`);
+      }
+      return spool;
     } catch (error) {
       if (isJobrtError(error, "ERR_SPOOL") && /is in use by host/.test(error.message)) throw error;
-      this.#o.node.log("verbose", `no crash record for this task: ${messageOf(error)}`);
+      this.#noRecord(record, messageOf(error));
       return undefined;
     }
   }
@@ -157,9 +169,15 @@ export class StepSession {
     try {
       return claimExecTask(spool, record.jobId, record.stepId, record.tasks[0]!.globalId);
     } catch (error) {
-      this.#o.node.log("verbose", `no crash record for this task: ${messageOf(error)}`);
+      this.#noRecord(record, messageOf(error));
       return undefined;
     }
+  }
+
+  /** A warning from the node's first task (one line per node, not one per task); -v shows every task's. */
+  #noRecord(record: StepRecord, why: string): void {
+    const first = record.tasks[0]?.localId === 0;
+    this.#o.node.log(first ? "warn" : "verbose", `no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): ${why}`);
   }
 
   async #runPlanned(components: PlannedComponent[], tracker: ProcessTracker, journal: StepJournal | undefined): Promise<StepResult> {

@@ -45,8 +45,18 @@ export function resolveForStep(step: StepRecord, settings: ImageSettings, ref: I
   return resolveImage(ref, settings, { env: userToolEnv(step), ...asUser });
 }
 
+/** Lock files are removed with their image: a helper that got an unlinked one locks again (lock.ts). */
+const STALE_LOCK_TRIES = 5;
+
 /** Runs the image helper as `as` (else as the host) under the image's lock. */
 async function helper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number): Promise<HelperResponse | "busy"> {
+  for (let tries = 1; ; tries++) {
+    const r = await lockedHelper(request, store, hex, as, lock, timeoutMs);
+    if (r === "busy" || r.ok || !r.staleLock || tries === STALE_LOCK_TRIES) return r;
+  }
+}
+
+async function lockedHelper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number): Promise<HelperResponse | "busy"> {
   const lockArgs = lock === "wait" ? ["-x", "-w", String(Math.ceil(timeoutMs / 1000))] : ["-x", "-n", "-E", "75"];
   const r = await runTool(["flock", ...lockArgs, lockFile(store, hex), process.execPath, IMAGE_HELPER], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },

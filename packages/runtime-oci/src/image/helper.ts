@@ -12,7 +12,7 @@ export type HelperRequest =
 
 export type HelperResponse =
   | { ok: true; cached?: boolean; size?: number; removed?: boolean; inUse?: string[] }
-  | { ok: false; error: string };
+  | { ok: false; error: string; staleLock?: true };
 
 /** The helper program (dist/image/helper-main.js), from either src/ (tests) or dist/. */
 export const IMAGE_HELPER = fileURLToPath(new URL("../../dist/image/helper-main.js", import.meta.url));

@@ -40,7 +40,24 @@ export function parseImageReference(text: string): ImageReference {
   throw bad(text, "expected docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/PATH[:REF] or oci-archive:/PATH[:REF]");
 }
 
+/**
+ * `docker://user:pw@host/...`: credentials would show in ps, logs and the step's record. Refused
+ * without echoing them, saying where they go: the pull runs skopeo as the job user, which reads
+ * their registry auth file (docs/runtime-oci.md, "Security model of the image cache").
+ */
+function refuseCredentials(rest: string): void {
+  const host = rest.split("/", 1)[0]!;
+  const at = host.lastIndexOf("@");
+  if (at < 0) return;
+  const shown = `docker://<credentials>@${rest.slice(at + 1)}`;
+  throw bad(
+    shown,
+    "credentials do not go in an image reference (ps, logs and records would show them): log in as the job user (`skopeo login HOST`, or podman or docker login), and the pull reads their registry auth file ($REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, ~/.config/containers/auth.json or ~/.docker/config.json)",
+  );
+}
+
 function parseDocker(text: string, rest: string): ImageReference {
+  refuseCredentials(rest);
   let digest: string | undefined;
   const at = rest.indexOf("@");
   if (at >= 0) {

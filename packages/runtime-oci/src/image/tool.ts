@@ -62,6 +62,9 @@ export function runTool(argv: string[], o: ToolOptions): Promise<ToolResult> {
       clearTimeout(timer);
       resolve({ code, signal, stdout: Buffer.concat(out), stderr, timedOut });
     });
+    // A tool may exit without reading its input (`flock -n` on a busy lock): EPIPE is no error of
+    // ours, its exit status says what happened (it crashed `jobrt images prune` next to a pull).
+    child.stdin?.on("error", () => {});
     if (o.input !== undefined) child.stdin?.end(o.input);
   });
 }
