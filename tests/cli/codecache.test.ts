@@ -14,7 +14,7 @@ const NOBODY = 65534;
 const SLURM_TASK = { SLURM_JOB_ID: "4711", SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0" };
 
 /** A copy of the built CLI in a directory of its own (its caches are its own), with its dependencies. */
-function install(): { dir: string; dist: string; conf: string } {
+function install(): { dir: string; dist: string; conf: string; tmp: string } {
   const dir = tempDir("jobrt-codecache-");
   chmodSync(dir, 0o755);
   const cli = join(repoRoot, "packages/cli");
@@ -24,13 +24,18 @@ function install(): { dir: string; dist: string; conf: string } {
   symlinkSync(join(cli, "node_modules"), join(dir, "node_modules"));
   const conf = join(dir, "conf");
   mkdirSync(conf, { mode: 0o755 });
-  return { dir, dist: join(dir, "dist"), conf };
+  // TMPDIR (where the default SpoolDir goes) is sticky and world-writable like /tmp, so a job
+  // user's exec keeps its crash record and says nothing on stderr.
+  const tmp = join(dir, "tmp");
+  mkdirSync(tmp);
+  chmodSync(tmp, 0o1777);
+  return { dir, dist: join(dir, "dist"), conf, tmp };
 }
 
-function exec(site: { dir: string; conf: string }, options: { uid?: number; env?: Record<string, string>; args?: string[] } = {}) {
+function exec(site: { dir: string; conf: string; tmp: string }, options: { uid?: number; env?: Record<string, string>; args?: string[] } = {}) {
   const { uid, env = {}, args = ["exec", "--runtime", "none", "echo", "ran"] } = options;
   return runProgram([process.execPath, "--", join(site.dir, "dist/bin.js"), ...args], {
-    env: { ...process.env, JOBRT_CONF_DIR: site.conf, TMPDIR: site.dir, ...SLURM_TASK, ...env },
+    env: { ...process.env, JOBRT_CONF_DIR: site.conf, TMPDIR: site.tmp, ...SLURM_TASK, ...env },
     ...(uid === undefined ? {} : { uid, gid: uid }),
   });
 }
@@ -52,7 +57,7 @@ function execCache(dist: string): { path: string; ino: number; uid: number; mode
   return { path, ino: st.ino, uid: st.uid, mode: st.mode & 0o7777, bytes: readFileSync(path) };
 }
 
-async function expectRan(site: { dir: string; conf: string }, options: { uid?: number } = {}) {
+async function expectRan(site: { dir: string; conf: string; tmp: string }, options: { uid?: number } = {}) {
   const r = await exec(site, options);
   expect(r.stderr).toBe("");
   expect(r.stdout).toBe("ran\n");
