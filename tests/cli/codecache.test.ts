@@ -202,7 +202,8 @@ describe("the code cache of jobrt run and jobrt exec", () => {
 
   it("the package never ships a cache (bytecode made on a maintainer's machine)", async () => {
     const cli = join(repoRoot, "packages/cli");
-    await expectRan({ dir: cli, conf: install().conf });
+    const site = install();
+    await expectRan({ dir: cli, conf: site.conf, tmp: site.tmp });
     expect(caches(join(cli, "dist")).length).toBeGreaterThan(0);
     const pack = await runProgram(["npm", "pack", "--dry-run", "--json"], { cwd: cli });
     expect(pack.code).toBe(0);
