@@ -30,9 +30,11 @@ export interface RuntimeMeta {
   /**
    * The container request fields this runtime takes (`value` is `--container`, `options.KEY` one
    * `--container-opt KEY=...`). The host refuses a request setting any other field before a hook
-   * sees it. Missing means none.
+   * sees it. Required, `[]` for none: a container runtime that left it out would type-check and
+   * then have every step's `--container` refused (a plugin object built without definePlugin and
+   * without it is still loaded, as taking none).
    */
-  accepts?: readonly AcceptedField[];
+  accepts: readonly AcceptedField[];
 }
 
 /**

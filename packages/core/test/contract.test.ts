@@ -36,7 +36,7 @@ describe("plugin contract API 2", () => {
   it("each hook gets one context object: node, step, log, client for setup, task and state where they apply", async () => {
     const seen: Record<string, Record<string, unknown>> = {};
     const plugin = definePlugin(
-      { name: "t", type: "runtime/t", version: "1" },
+      { name: "t", type: "runtime/t", version: "1", accepts: [] },
       {
         init: (ctx) => {
           seen.init = { ...ctx };
@@ -82,7 +82,7 @@ describe("plugin contract API 2", () => {
     const made = { image: "sha256:abc", tasks: [1, 2], nested: { ok: true, none: null } };
     const got: unknown[] = [];
     const plugin = definePlugin<typeof made>(
-      { name: "t", type: "runtime/t", version: "1" },
+      { name: "t", type: "runtime/t", version: "1", accepts: [] },
       {
         setup: () => made,
         taskInit: ({ state }) => void got.push(state),
@@ -108,7 +108,7 @@ describe("plugin contract API 2", () => {
   });
 
   it("a setup without state gives undefined to every hook", async () => {
-    const plugin = definePlugin({ name: "t", type: "runtime/t", version: "1" }, { setup: () => {} });
+    const plugin = definePlugin({ name: "t", type: "runtime/t", version: "1", accepts: [] }, { setup: () => {} });
     const { registry, index } = await registryFor(plugin);
     expect(await registry.setup(index, { node, step: stepWith() })).toBeUndefined();
   });
@@ -124,7 +124,7 @@ describe("plugin contract API 2", () => {
     }, "state.self is a cycle"],
     ["a class instance", () => ({ when: new Date(0) }), "state.when is a Date"],
   ])("a state holding %s is ERR_RUNTIME_CONTRACT naming where", async (_, make, where) => {
-    const plugin = definePlugin({ name: "t", type: "runtime/t", version: "1" }, { setup: make as never });
+    const plugin = definePlugin({ name: "t", type: "runtime/t", version: "1", accepts: [] }, { setup: make as never });
     const { registry, index } = await registryFor(plugin);
     const error = await registry.setup(index, { node, step: stepWith() }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_CONTRACT" });
@@ -133,10 +133,18 @@ describe("plugin contract API 2", () => {
   });
 
   describe("meta.accepts", () => {
+    it("is required by the types, and a plain-JS plugin without it is loaded as taking nothing", () => {
+      // The typecheck (scripts/test.sh) fails if this line ever compiles: a container runtime that
+      // left accepts out type-checked and then had every step's --container refused at run time.
+      // @ts-expect-error accepts is required
+      const plugin = definePlugin({ name: "t", type: "runtime/t", version: "1" }, {});
+      expect(plugin.meta.accepts).toEqual([]);
+    });
+
     const calls: string[] = [];
     const accepting = (accepts: string[] | undefined) =>
       definePlugin(
-        { name: "t", type: "runtime/t", version: "1", ...(accepts ? { accepts: accepts as never } : {}) },
+        { name: "t", type: "runtime/t", version: "1", accepts: accepts as never },
         { setup: () => void calls.push("setup"), validate: () => void calls.push("validate") },
       );
 

@@ -185,7 +185,7 @@ describe("RuntimeRegistry", () => {
 
   it("(f) a valid ExecSpec passes through", async () => {
     const spec = { argv: ["/bin/echo", "hi"], env: { A: "1" }, cwd: "/" };
-    const plugin = definePlugin({ name: "e", type: "runtime/e", version: "1" }, { run: () => spec });
+    const plugin = definePlugin({ name: "e", type: "runtime/e", version: "1", accepts: [] }, { run: () => spec });
     const registry = new RuntimeRegistry({ resolve: async () => plugin });
     expect(await registry.run(await registry.load("e"), { node, step, task, state: undefined })).toBe(spec);
   });
@@ -256,7 +256,7 @@ describe("RuntimeRegistry", () => {
   });
 
   it("refuses a plugin built for another API major, naming package, path and version", async () => {
-    const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 3 }, {});
+    const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 3, accepts: [] }, {});
     const registry = new RuntimeRegistry({
       resolve: async () => resolvedRuntime(plugin, { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" }),
     });
