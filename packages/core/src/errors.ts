@@ -20,6 +20,13 @@ export interface JobrtErrorDetails {
   [extra: string]: unknown;
 }
 
+/**
+ * Marks every JobrtError, so that one thrown by a plugin with its own copy of @jobrt/core (under
+ * PluginDir, or another version) is still known as one here: `instanceof` sees only this copy's
+ * class, and its code (`details.causeCode`, `--json`'s `causeCode`) would be lost.
+ */
+const BRAND = Symbol.for("@jobrt/core:JobrtError");
+
 export class JobrtError extends Error {
   readonly code: ErrorCode;
   readonly details: JobrtErrorDetails;
@@ -30,6 +37,7 @@ export class JobrtError extends Error {
     this.name = "JobrtError";
     this.code = code;
     this.details = options.details ?? {};
+    Object.defineProperty(this, BRAND, { value: true });
   }
 
   get runtime(): string | undefined {
@@ -60,7 +68,14 @@ export function exitStatusOf(code: string): number {
 }
 
 export function isJobrtError(value: unknown, code?: ErrorCode): value is JobrtError {
-  return value instanceof JobrtError && (code === undefined || value.code === code);
+  return isBranded(value) && (code === undefined || value.code === code);
+}
+
+function isBranded(value: unknown): value is JobrtError {
+  if (value instanceof JobrtError) return true;
+  if (!(value instanceof Error) || (value as unknown as Record<symbol, unknown>)[BRAND] !== true) return false;
+  const { code, details } = value as unknown as Record<string, unknown>;
+  return typeof code === "string" && typeof details === "object" && details !== null;
 }
 
 /** The message of anything thrown, for one-line reports. */

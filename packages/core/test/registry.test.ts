@@ -1,4 +1,8 @@
+import { copyFileSync, cpSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it, vi } from "vitest";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 import {
   JobrtError,
   NOT_SUPPORTED,
@@ -7,6 +11,7 @@ import {
   RuntimeRegistry,
   type StepRecord,
   definePlugin,
+  isJobrtError,
 } from "../src/index.js";
 import { resolvedRuntime } from "../src/resolved.js";
 import { type Calls, deferred, recordingPlugin } from "./helpers.js";
@@ -263,5 +268,30 @@ describe("RuntimeRegistry", () => {
     const error = await registry.load("old").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });
     expect((error as Error).message).toMatch(/jobrt-runtime-old@0\.9\.0 \(\/srv\/node_modules\/jobrt-runtime-old\).*API 3.*API 2/);
+  });
+});
+
+describe("a plugin with its own copy of @jobrt/core", () => {
+  it("keeps its error's code as causeCode: the copy's JobrtError is known as one here", async () => {
+    // A real second module instance of core's build, as a plugin under PluginDir resolves its own.
+    const dir = tempDir("jobrt-core-copy-");
+    cpSync(fileURLToPath(new URL("../dist", import.meta.url)), join(dir, "dist"), { recursive: true });
+    copyFileSync(fileURLToPath(new URL("../package.json", import.meta.url)), join(dir, "package.json"));
+    const copy = (await import(pathToFileURL(join(dir, "dist/index.js")).href)) as typeof import("../src/index.js");
+    expect(copy.JobrtError).not.toBe(JobrtError);
+    const plugin = copy.definePlugin(
+      { name: "own", type: "runtime/own", version: "1", accepts: [] },
+      {
+        setup: () => {
+          throw copy.jobrtError("ERR_CONTAINER_REQUEST", { problem: "--container: no image" });
+        },
+      },
+    );
+    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    const error = await registry.setup(await registry.load("own"), { node, step }).catch((e: unknown) => e);
+    expect(isJobrtError(error, "ERR_RUNTIME_HOOK")).toBe(true);
+    expect((error as JobrtError).details.causeCode).toBe("ERR_CONTAINER_REQUEST");
+    expect(isJobrtError(new Error("plain"))).toBe(false);
+    expect(isJobrtError(Object.assign(new Error("forged"), { code: "ERR_X" }))).toBe(false);
   });
 });
