@@ -71,7 +71,7 @@ export const ERROR_CATALOG = {
   },
   ERR_RUNTIME_INIT: {
     template: "runtime {runtime} {problem}",
-    when: "a plugin's `init` threw or did not finish within 30 s",
+    when: "a plugin's `init` threw or did not finish within `PluginInitTimeout` (jobrt.conf, 30 s by default)",
     hint: "read the cause in the message; `jobrt -v` shows its stack",
     exit: 1,
   },
