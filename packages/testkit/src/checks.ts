@@ -171,7 +171,7 @@ export const CHECKS = {
   "launch.cwd": {
     level: "MUST",
     title: "the task runs in the step's cwd (or the container's --container-workdir)",
-    fix: "set the ExecSpec's cwd to ctx.step.cwd, or make the container start the task there",
+    fix: "a runtime that starts the task itself: set the ExecSpec's cwd to ctx.step.cwd; a wrapper (the ExecSpec runs a sandbox tool that starts the task) gets no help from the ExecSpec's cwd: pass ctx.step.cwd, or the request's workdir, to the wrapper's own option (bwrap --chdir DIR, ch-run --cd=DIR, runc's process.cwd)",
   },
 } as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
