@@ -66,8 +66,10 @@ export function runSession(plan: StepPlan, options: SessionOptions): Promise<Ste
 }
 
 /**
- * One step, end to end (docs/architecture.md, "The step session"): claim ids → journal → collect
- * orphans → load runtimes → setup → spawn → wait → kill what is left → cleanup → release → fini.
+ * One step, end to end, in the order of docs/architecture.md's "The step session": open the spool →
+ * collect orphans → claim ids (journal) → plan → step cgroup (journaled before it is made) → load
+ * runtimes → journal the records → setup → open stdio → spawn → wait → kill what is left →
+ * cleanup → release → fini.
  * Never throws once the step is claimed: failures become the status and `error`.
  */
 export class StepSession {
