@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 
 /** A conf dir whose jobrt.conf puts the spool in a temp dir, so each test can check for leftovers. */
 function site(extra = "") {
@@ -449,13 +449,15 @@ describe("jobrt run --json", () => {
   });
 });
 
+const runtimeNoneVersion = (JSON.parse(readFileSync(join(repoRoot, "packages/runtime-none/package.json"), "utf8")) as { version: string }).version;
+
 describe("jobrt runtimes and check", () => {
   it("lists each allowed runtime with package, version and API status", async () => {
     const s = site("RuntimePlugins=none,shifter\n");
     const r = await jobrt(["runtimes", "--json"], { env: s.env });
     const list = JSON.parse(r.stdout) as { runtimes: { name: string; package: string; compatible: boolean; version: string }[] };
     expect(list.runtimes.map((x) => x.name)).toEqual(["none", "shifter"]);
-    expect(list.runtimes[0]).toMatchObject({ package: "@jobrt/runtime-none", compatible: true, version: "1.0.0" });
+    expect(list.runtimes[0]).toMatchObject({ package: "@jobrt/runtime-none", compatible: true, version: runtimeNoneVersion });
     const text = await jobrt(["run", "--runtime", "list"], { env: s.env });
     expect(text.stdout).toMatch(/^RUNTIME\s+PACKAGE\s+VERSION\s+API/);
     expect(text.stdout).toContain("@jobrt/runtime-none");
