@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../helpers/jobrt.js";
 
+const rootEngines = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+
 // Packaging gate (docs/decisions.md, "Every package states how it is consumed"): every
 // publishable workspace package states how it is consumed (ESM, exports types-first, files, engines, sideEffects), who may use it (license, repository),
 // how it is found (keywords; `jobrt-runtime` for runtimes) and which core it needs (an explicit
@@ -66,7 +68,8 @@ describe("package manifests", () => {
     it("ships only dist (no tsbuildinfo), states engines, sideEffects and public access", () => {
       expect(m.files?.[0]).toBe("dist");
       expect(m.files).toContain("!dist/**/*.tsbuildinfo");
-      expect(m.engines?.node).toMatch(/^>=20\.\d+/);
+      // The lines CI tests (scripts/test.sh on 20, scripts/node-lines.sh on 22 and 24), as the root says.
+      expect(m.engines?.node).toBe(rootEngines);
       // Only a package with a command may have side effects on import (its bin runs on load).
       expect(m.sideEffects === false || (m.bin !== undefined && m.sideEffects === true), `sideEffects is ${JSON.stringify(m.sideEffects)}`).toBe(true);
       expect(m.publishConfig?.access).toBe("public");
@@ -108,5 +111,14 @@ describe("package manifests", () => {
       expect([...own, ...e2e], `no test calls describeRuntimeConformance for ${dir}`).not.toEqual([]);
       if (own.length > 0) expect(m.devDependencies?.["@jobrt/testkit"]).toMatch(EXPLICIT_RANGE);
     });
+  });
+});
+
+describe("the Node lines", () => {
+  it("engines names exactly the LTS lines the suite runs on: 20 (the main run), 22 and 24 (scripts/node-lines.sh)", () => {
+    expect(rootEngines).toBe("^20.19.0 || ^22.12.0 || ^24.0.0");
+    const script = readFileSync(join(repoRoot, "scripts/node-lines.sh"), "utf8");
+    expect(script).toMatch(/^lines=\$\{JOBRT_NODE_LINES:-22 24\}$/m);
+    expect(readFileSync(join(repoRoot, "scripts/test.sh"), "utf8")).toMatch(/^sh scripts\/node-lines\.sh /m);
   });
 });
