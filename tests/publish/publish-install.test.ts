@@ -59,6 +59,14 @@ function workspacePackages(dir: string): Map<string, Manifest> {
   return out;
 }
 
+/** What a patch changeset makes of a version: the versions below follow the committed tree's. */
+function nextPatch(version: string): string {
+  const [major, minor, patch] = version.split(".").map(Number);
+  return `${major}.${minor}.${patch! + 1}`;
+}
+
+const committedVersion = (name: string): string => workspacePackages(repoRoot).get(name)!.version;
+
 async function git(cwd: string, ...args: string[]): Promise<RunResult> {
   return ok(["git", "-c", "user.name=jobrt release test", "-c", "user.email=release@example.invalid", ...args], cwd);
 }
@@ -161,7 +169,7 @@ describe("release flow", () => {
   });
 
   it("a patch to one runtime bumps only that runtime", () => {
-    expect(plans["charliecloud-patch"]?.releases.map((r) => [r.name, r.type, r.newVersion])).toEqual([["jobrt-runtime-charliecloud", "patch", "1.0.1"]]);
+    expect(plans["charliecloud-patch"]?.releases.map((r) => [r.name, r.type, r.newVersion])).toEqual([["jobrt-runtime-charliecloud", "patch", nextPatch(committedVersion("jobrt-runtime-charliecloud"))]]);
     expect(changed.version?.sort()).toEqual([
       ".changeset/e2e-charliecloud.md",
       "examples/jobrt-runtime-charliecloud/CHANGELOG.md",
@@ -171,7 +179,7 @@ describe("release flow", () => {
 
   it("a minor of core forces no major on any plugin", () => {
     const releases = plans["core-minor"]?.releases ?? [];
-    expect(releases.find((r) => r.name === "@jobrt/core")).toMatchObject({ type: "minor", newVersion: "1.1.0" });
+    expect(releases.find((r) => r.name === "@jobrt/core")).toMatchObject({ type: "minor", newVersion: `${committedVersion("@jobrt/core").split(".")[0]}.1.0` });
     expect(releases.filter((r) => r.type === "major")).toEqual([]);
   });
 
@@ -183,8 +191,8 @@ describe("release flow", () => {
       expect(r.stdout, `${name} was published with a workspace: range`).not.toContain("workspace:");
     }
     const cc = JSON.parse((await ok(["npm", "view", "jobrt-runtime-charliecloud", "--json"], root)).stdout) as Manifest;
-    expect(cc.version).toBe("1.0.1");
-    expect(cc.peerDependencies).toEqual({ "@jobrt/core": "^1.0.0" });
+    expect(cc.version).toBe(nextPatch(committedVersion("jobrt-runtime-charliecloud")));
+    expect(cc.peerDependencies).toEqual({ "@jobrt/core": `^${committedVersion("@jobrt/core").split(".")[0]}.0.0` });
     expect(cc.keywords).toContain("jobrt-runtime");
   });
 

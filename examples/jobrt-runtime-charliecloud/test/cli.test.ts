@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +10,7 @@ import { tempDir } from "../../../tests/helpers/tmp.js";
 // PluginDir, loads it, and starts real ch-run. The CLI is a dev dependency, as it would be for any
 // third-party runtime's own end-to-end tests.
 const here = dirname(fileURLToPath(import.meta.url));
+const ownVersion = (JSON.parse(readFileSync(join(here, "../package.json"), "utf8")) as { version: string }).version;
 const jobrtBin = join(dirname(fileURLToPath(import.meta.resolve("@jobrt/cli/package.json"))), "dist/bin.js");
 let tmp: string;
 let image: string;
@@ -65,7 +66,7 @@ describe("jobrt with --runtime charliecloud", () => {
     const cc = (JSON.parse(r.stdout) as { runtimes: { name: string; package: string; version: string; compatible: boolean; capabilities: string[] }[] }).runtimes.find(
       (x) => x.name === "charliecloud",
     );
-    expect(cc).toMatchObject({ package: "jobrt-runtime-charliecloud", version: "1.0.0", compatible: true, capabilities: ["container", "unprivileged"] });
+    expect(cc).toMatchObject({ package: "jobrt-runtime-charliecloud", version: ownVersion, compatible: true, capabilities: ["container", "unprivileged"] });
   });
 
   it("runs several tasks in the image with binds, workdir and --container-env", async () => {
