@@ -41,6 +41,7 @@ export {
   type StepCall,
   type StepStateText,
 } from "./registry.js";
+export { carriesRawBytes, decodeBytes, encodeBytes } from "./rawbytes.js";
 export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
 export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
 export type {
