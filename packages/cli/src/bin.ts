@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --
 // The "--" stops Node 20 from reading options such as --env-file= out of the job's own argv.
 import { main } from "./main.js";
+import { rawArgs } from "./rawinput.js";
 import { Timings } from "./timings.js";
 
 // Made first of all, so its "modules" phase ends when the entry's imports are done.
@@ -18,7 +19,7 @@ function drained(stream: NodeJS.WriteStream): Promise<void> {
   });
 }
 
-process.exitCode = await main(process.argv.slice(2), timings);
+process.exitCode = await main(rawArgs(), timings);
 timings?.mark("release");
 await Promise.all([drained(process.stdout), drained(process.stderr)]);
 if (timings) {

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { type ComponentSpec, type UserIdentity, currentUser, expandFilePattern, exportEnvironment, lookupGroup, lookupUser } from "@jobrt/launcher";
 import { type ParsedCommandLine, containerRequest, flag, one, positiveInt, usage } from "./args.js";
+import { rawEnvironment } from "./rawinput.js";
 
 /** The options of `jobrt run` and `jobrt check` (which checks a run request). */
 export const RUN_OPTIONS = new Set([
@@ -48,7 +49,7 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
       ...(runtime !== undefined ? { runtime } : {}),
       ...(container ? { container } : {}),
       cwd,
-      env: exportEnvironment(one(o, "export") ?? "ALL", process.env),
+      env: exportEnvironment(one(o, "export") ?? "ALL", rawEnvironment()),
       io: {
         label: labelAll,
         ...(one(o, "output") !== undefined ? { output: one(o, "output") as string } : {}),

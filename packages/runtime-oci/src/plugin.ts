@@ -42,6 +42,7 @@ import {
 import { type CutShortTask, cutShortCgroups } from "./leftovers.js";
 import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
 import { GUARD_PROGRAM } from "./missingguard.js";
+import { refuseBytesNotUtf8 } from "./notutf8.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
@@ -326,6 +327,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
   if (!st) return NOT_SUPPORTED;
   const taskDir = taskDirOf(st, task);
   const { conf, request } = st;
+  refuseBytesNotUtf8(task, !request.clearEnv);
 
   // The job env as the container sees it: task env (or nothing with --container-clearenv), the
   // bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.

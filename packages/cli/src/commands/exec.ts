@@ -1,6 +1,7 @@
 import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
+import { rawEnvironment } from "../rawinput.js";
 import { createHost, say } from "../host.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
@@ -22,7 +23,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(process.env, c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
+  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
   const cancel = new StepCancel();
   trapSignals(cancel);
   timings?.mark("config");

@@ -1,4 +1,4 @@
-import type { ExecSpec } from "@jobrt/core";
+import { type ExecSpec, encodeBytes } from "@jobrt/core";
 
 /** Where a task starts: as this user, inside this cgroup (its cgroup.procs file). */
 export interface ForkOptions {
@@ -8,6 +8,18 @@ export interface ForkOptions {
 
 function checkNul(field: string): void {
   if (field.includes("\0")) throw new TypeError(`argument or environment value must be a string without null bytes: ${JSON.stringify(field.slice(0, 100))}`);
+}
+
+/** A code unit of the range that carries a byte that is not UTF-8 (core's rawbytes.ts). */
+const MAYBE_RAW = /[\udc80-\udcff]/;
+
+/** A field's length in bytes: the task gets the bytes a string carries, not their UTF-8 look-alikes. */
+function fieldBytes(field: string): number {
+  return MAYBE_RAW.test(field) ? encodeBytes(field).length : Buffer.byteLength(field);
+}
+
+function writeField(out: Buffer, field: string, at: number): number {
+  return MAYBE_RAW.test(field) ? encodeBytes(field).copy(out, at) : out.write(field, at);
 }
 
 /**
@@ -27,28 +39,28 @@ export function forkRequest(id: number, fds: readonly number[], spec: ExecSpec, 
   for (let i = 0; i < head.length + argv.length; i++) {
     const field = i < head.length ? head[i]! : argv[i - head.length]!;
     checkNul(field);
-    bytes += 1 + Buffer.byteLength(field);
+    bytes += 1 + fieldBytes(field);
   }
   for (const name in env) {
     const value = env[name];
     if (value === undefined || !Object.hasOwn(env, name)) continue;
     if (name.includes("\0") || value.includes("\0")) checkNul(`${name}=${value}`);
-    bytes += 2 + Buffer.byteLength(name) + Buffer.byteLength(value);
+    bytes += 2 + fieldBytes(name) + fieldBytes(value);
   }
   const prefix = `${bytes}\n`;
   const out = Buffer.allocUnsafe(prefix.length + bytes);
   let at = out.write(prefix, 0, "latin1");
   for (let i = 0; i < head.length + argv.length; i++) {
     if (i > 0) out[at++] = 0;
-    at += out.write(i < head.length ? head[i]! : argv[i - head.length]!, at);
+    at += writeField(out, i < head.length ? head[i]! : argv[i - head.length]!, at);
   }
   for (const name in env) {
     const value = env[name];
     if (value === undefined || !Object.hasOwn(env, name)) continue;
     out[at++] = 0;
-    at += out.write(name, at);
+    at += writeField(out, name, at);
     out[at++] = 0x3d;
-    at += out.write(value, at);
+    at += writeField(out, value, at);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, readFileSync, readdirSync } from "node:fs";
-import { type ExecSpec, messageOf } from "@jobrt/core";
+import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
 import { type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
 
@@ -94,6 +94,9 @@ function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line
 
 function nodeSpawn(spec: ExecSpec, stdio: StdioItem[], user: TaskStartOptions["user"]): ChildProcess {
   const [file, ...args] = spec.argv;
+  // Node's spawn writes strings as UTF-8: a byte that is not would reach the task altered.
+  const raw = [...spec.argv, ...Object.entries(spec.env).flat()].find(carriesRawBytes);
+  if (raw !== undefined) throw new Error(`${JSON.stringify(raw.slice(0, 60))} holds bytes that are not UTF-8, which only the task forker (perl) passes unchanged`);
   return spawn(file!, args, { cwd: spec.cwd, env: spec.env, stdio, detached: true, ...(user ? { uid: user.uid, gid: user.gid } : {}) });
 }
 
