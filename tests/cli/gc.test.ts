@@ -253,6 +253,34 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     expect(steps(s.spool)).toEqual([]);
   });
 
+  it("--pid P collects only the step whose jobrt had pid P, and only once that jobrt is gone; a bad value is a usage error", async () => {
+    const s = site();
+    const a = await startExecTask(s, 5656);
+    const b = await startExecTask(s, 5656);
+    const live = await startExecTask(s, 5656);
+    await sigkill(a.child);
+    await sigkill(b.child);
+    for (const value of ["x", "0", "-3", "4194305"]) {
+      const bad = await jobrt(["gc", "--pid", value], { env: s.env });
+      expect(bad.code, value).toBe(2);
+      expect(bad.stderr, value).toMatch(/^jobrt: --pid: .* is not a whole number from 1 to 4194304\n$/);
+    }
+    const none = await jobrt(["gc", "--job", "5656", "--pid", String(live.child.pid)], { env: s.env });
+    expect(none.stdout).toBe("");
+    expect(none.code).toBe(0);
+    const gc = await jobrt(["gc", "--job", "5656", "--pid", String(a.child.pid)], { env: s.env });
+    expect(gc.stderr).toBe("");
+    expect(gc.stdout).toBe("gc: step 5656.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(a.pid), "a's task to die");
+    expect(alive(b.pid) && alive(live.pid)).toBe(true);
+    expect(steps(s.spool).sort()).toEqual([`5656/exec-1.0.${b.child.pid}`, `5656/exec-1.0.${live.child.pid}`].sort());
+    await sigkill(live.child);
+    const rest = await jobrt(["gc"], { env: s.env });
+    expect(rest.code).toBe(0);
+    await waitFor(() => !alive(b.pid) && !alive(live.pid), "the other tasks to die");
+    expect(steps(s.spool)).toEqual([]);
+  });
+
   it("--job with a bad value is a usage error: one line, exit 2, nothing collected", async () => {
     const s = site();
     const a = await startExecTask(s, 5353);
