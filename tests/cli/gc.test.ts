@@ -2,7 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, killExecWithForker, tempDir } from "../helpers/jobrt.js";
 
 function site() {
   const dir = tempDir("jobrt-gc-");
@@ -154,7 +154,7 @@ describe("crash recovery: jobrt gc", () => {
     });
     const [pid] = (await markedPids(marker, 1)) as [number];
     expect(steps(s.spool)).toEqual([`4242/exec-1.3.${child.pid}`]);
-    child.kill("SIGKILL");
+    killExecWithForker(child.pid!);
     await new Promise((r) => child.once("exit", r));
     expect(alive(pid)).toBe(true);
     const gc = await jobrt(["gc"], { env: s.env });
@@ -210,7 +210,7 @@ async function startExecTask(s: ReturnType<typeof site>, jobId: number, user?: {
 }
 
 async function sigkill(child: ReturnType<typeof spawn>): Promise<void> {
-  child.kill("SIGKILL");
+  killExecWithForker(child.pid!);
   if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once("exit", r));
 }
 
@@ -251,6 +251,24 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     expect(rest.stdout).toBe("gc: step 5252.1: killed 1 task process group(s); cleaned up none\n");
     await waitFor(() => !alive(b.pid), "job 5252's task to die");
     expect(steps(s.spool)).toEqual([]);
+  });
+
+  it("a jobrt exec SIGKILLed alone (its task forker lives on): the forker's own gc --pid kills the task and removes the record at once", async () => {
+    // Slurm's SIGKILL left the task (and a container) running until slurmstepd gave up on its
+    // stdio and the Epilog ran (issue 23, item 10; tests/slurm/killed-exec.test.ts under Slurm).
+    // PERL5OPT would make the forker fail at its start: no PERL* variable reaches it.
+    const plain = site();
+    const s = { ...plain, env: { ...plain.env, PERL5OPT: "-Mjobrt::NoSuchModule" } };
+    const task = await startExecTask(s, 5454);
+    const other = await startExecTask(s, 5455);
+    task.child.kill("SIGKILL");
+    // KillWait (1 s) + 5 s, no other gc run meanwhile.
+    await waitFor(() => !alive(task.pid) && steps(s.spool).length === 1, "the forker's gc to collect the killed exec", 6_000);
+    expect(steps(s.spool)).toEqual([`5455/exec-1.0.${other.child.pid}`]);
+    expect(alive(other.pid)).toBe(true);
+    await sigkill(other.child);
+    const rest = await jobrt(["gc"], { env: s.env });
+    expect(rest.stdout).toBe("gc: step 5455.1: killed 1 task process group(s); cleaned up none\n");
   });
 
   it("--pid P collects only the step whose jobrt had pid P, and only once that jobrt is gone; a bad value is a usage error", async () => {

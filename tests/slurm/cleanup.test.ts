@@ -2,7 +2,7 @@ import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { tempDir } from "../helpers/jobrt.js";
+import { killExecWithForker, tempDir } from "../helpers/jobrt.js";
 import {
   type JobrtSite,
   clusterLogs,
@@ -56,15 +56,16 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
     }
   });
 
-  it("every jobrt exec of a running oci step SIGKILLed on both nodes: the Epilog's jobrt gc --job leaves no container, record or task", async () => {
+  it("every jobrt exec of a running oci step SIGKILLed on both nodes with its task forker: the Epilog's jobrt gc --job leaves no container, record or task", async () => {
     const step = await startSleepStep(site, [], ["--runtime", "oci", "--container", bundle]);
     try {
       expect(runcContainers(roots())).toHaveLength(2);
       expect(execRecords(site, step.jobId)).toHaveLength(2);
       const hosts = jobrtExecProcesses(step.marker);
       expect(hosts.map((h) => h.node)).toEqual(["nodea", "nodeb"]);
-      // What Slurm does when its KillWait expires: SIGKILL, no chance to clean up.
-      for (const h of hosts) process.kill(h.pid, "SIGKILL");
+      // What Slurm does when its KillWait expires: SIGKILL of jobrt and its task forker alike, no
+      // chance to clean up (jobrt alone: killed-exec.test.ts).
+      for (const h of hosts) killExecWithForker(h.pid);
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);
       const clean = async () =>
@@ -103,7 +104,7 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       const hosts = jobrtExecProcesses(step.marker);
       expect(hosts.map((h) => h.node)).toEqual(["nodea", "nodeb"]);
       for (const h of hosts) expect(readFileSync(`/proc/${h.pid}/status`, "utf8")).toMatch(/^Uid:\s+65534\s/m);
-      for (const h of hosts) process.kill(h.pid, "SIGKILL");
+      for (const h of hosts) killExecWithForker(h.pid);
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);
       await waitFor(async () => (await sleepers(step.marker)).length === 0 && spoolLeftovers(userSite, step.jobId).length === 0, 20_000, 200);

@@ -81,3 +81,40 @@ export function spoolLeftovers(s: JobrtSite, jobId: string): string[] {
 export const execRecords = (s: JobrtSite, jobId: string) =>
   listTree(s.spoolRoot).filter((p) => new RegExp(`^node[ab]/jobs(\\.\\d+)?/${jobId}/exec-\\d+\\.\\d+\\.\\d+/$`).test(p));
 
+/** A process as /proc/PID/stat shows it: its parent, its start time (clock ticks after boot), its state. */
+function procStat(pid: number): { ppid: number; start: string; state: string } | undefined {
+  try {
+    const rest = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ").pop()!.split(" ");
+    return { state: rest[0]!, ppid: Number(rest[1]), start: rest[19]! };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every live descendant of `roots` (not the roots), by pid and start time. */
+export function descendants(roots: number[]): { pid: number; start: string }[] {
+  const children = new Map<number, { pid: number; start: string }[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const s = procStat(Number(entry));
+    if (!s || s.state === "Z") continue;
+    children.set(s.ppid, [...(children.get(s.ppid) ?? []), { pid: Number(entry), start: s.start }]);
+  }
+  const out: { pid: number; start: string }[] = [];
+  const walk = (pid: number): void => {
+    for (const c of children.get(pid) ?? []) {
+      out.push(c);
+      walk(c.pid);
+    }
+  };
+  for (const r of roots) walk(r);
+  return out;
+}
+
+/** Those of `procs` that are still that very process and not a zombie. */
+export function stillRunning(procs: { pid: number; start: string }[]): number[] {
+  return procs.filter((p) => {
+    const s = procStat(p.pid);
+    return s !== undefined && s.start === p.start && s.state !== "Z";
+  }).map((p) => p.pid);
+}
