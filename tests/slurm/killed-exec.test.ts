@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -21,12 +21,20 @@ import { type RunningStep, descendants, execRecords, jobrtExecProcesses, markers
 /** jobrt.conf KillWait of the sites here: everything of a killed exec must be gone KillWait + 5 s after its SIGKILL. */
 const KILL_WAIT = 2;
 
-/** The containers of a rootless runc root (`--root`, in the step's spool dir): none once that dir is gone. */
+/** The containers `runc --root <root> list` shows, for each rootless runc root (in a step's spool dir). */
 function rootlessContainers(runcRoots: string[]): string[] {
-  return runcRoots.filter((r) => existsSync(r)).flatMap((r) => {
+  return runcRoots.flatMap((r) => {
     const text = execFileSync("runc", ["--root", r, "list", "-q"], { encoding: "utf8" }).trim();
     return text === "" ? [] : text.split("\n").map((id) => `${id} (${r})`);
   });
+}
+
+/**
+ * The container state dirs left in those roots, read without runc: any runc command (`list`
+ * too) makes its root dir again, which would put a dir of root's into the cleaned-up step dir.
+ */
+function rootlessStates(runcRoots: string[]): string[] {
+  return runcRoots.filter((r) => existsSync(r)).flatMap((r) => readdirSync(r).map((id) => `${id} (${r})`));
 }
 
 /**
@@ -83,7 +91,7 @@ describe("SIGKILL of every jobrt exec of a running oci step (proctrack/linuxproc
     for (const h of hosts) process.kill(h.pid, "SIGKILL");
     const leftovers = async () => [
       ...runcContainers([site.root]),
-      ...rootlessContainers(runcRoots),
+      ...rootlessStates(runcRoots),
       ...(await sleepers(step.marker)).map((pid) => `task process ${pid}`),
       ...stillRunning(below).map((pid) => `process ${pid} of the step`),
       ...spoolLeftovers(site, step.jobId),
