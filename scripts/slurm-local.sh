@@ -1,7 +1,8 @@
 #!/bin/sh
 # A local Slurm cluster on this one machine, for jobrt's tests and for trying jobrt under Slurm.
 #
-#   scripts/slurm-local.sh start [--nodes N] [--dir DIR] [--jobrt CMD]   (default: 2 nodes, /tmp/jobrt-slurm)
+#   scripts/slurm-local.sh start [--nodes N] [--dir DIR] [--jobrt CMD] [--proctrack linuxproc|cgroup]
+#                                                      (default: 2 nodes, /tmp/jobrt-slurm, linuxproc)
 #   scripts/slurm-local.sh stop  [--dir DIR] [--keep-logs]
 #   scripts/slurm-local.sh status [--dir DIR]
 #   scripts/slurm-local.sh env   [--dir DIR]                (prints the export line)
@@ -26,6 +27,7 @@ DIR=${JOBRT_SLURM_DIR:-/tmp/jobrt-slurm}
 NODES=2
 KEEP_LOGS=0
 JOBRT=jobrt
+PROCTRACK=linuxproc
 NET=${JOBRT_SLURM_NET:-10.250.2}
 CTLD_PORT=${JOBRT_SLURM_CTLD_PORT:-16817}
 SLURMD_PORT=${JOBRT_SLURM_SLURMD_PORT:-16818}
@@ -40,7 +42,7 @@ LOCK_FILE=/run/jobrt-slurm-local.lock
 die() { echo "$PROG: $*" >&2; exit 1; }
 bad_usage() { echo "$PROG: $*" >&2; exit 2; }
 usage() {
-  sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -56,6 +58,8 @@ while [ $# -gt 0 ]; do
     --keep-logs) KEEP_LOGS=1; shift ;;
     --jobrt) [ $# -ge 2 ] || bad_usage "--jobrt needs a command"; JOBRT=$2; shift 2 ;;
     --jobrt=*) JOBRT=${1#--jobrt=}; shift ;;
+    --proctrack) [ $# -ge 2 ] || bad_usage "--proctrack needs linuxproc or cgroup"; PROCTRACK=$2; shift 2 ;;
+    --proctrack=*) PROCTRACK=${1#--proctrack=}; shift ;;
     -h|--help) usage ;;
     *) bad_usage "unknown option $1 (see $0 --help)" ;;
   esac
@@ -64,6 +68,10 @@ case $NODES in
   ''|*[!0-9]*) bad_usage "--nodes $NODES: must be a whole number from 1 to 26" ;;
 esac
 [ "$NODES" -ge 1 ] && [ "$NODES" -le 26 ] || bad_usage "--nodes $NODES: must be a whole number from 1 to 26"
+case $PROCTRACK in
+  linuxproc|cgroup) ;;
+  *) bad_usage "--proctrack $PROCTRACK: must be linuxproc or cgroup" ;;
+esac
 # The Epilog quotes CMD in single quotes; a bare name is looked up on the Epilog's PATH.
 case $JOBRT in
   ''|*[!-A-Za-z0-9_./+@=:,]*) bad_usage "--jobrt $JOBRT: give an absolute path or a command name (letters, digits and _./+@=:,- only)" ;;
@@ -230,7 +238,7 @@ do_stop() {
   for d in $(daemons); do stop_pid "$d"; done
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rm -f "$CREATED"
   rmdir "$DIR" 2>/dev/null || true
@@ -333,7 +341,7 @@ SlurmctldLogFile=$LOGS/slurmctld.log
 SlurmdLogFile=$LOGS/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/$PROCTRACK
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -371,6 +379,7 @@ EOF
   if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then cg=cgroup/v2; else cg=cgroup/v1; fi
   printf 'CgroupPlugin=%s\nCgroupAutomount=no\n' "$cg" >"$DIR/cgroup.conf"
   echo "$NODES" >"$DIR/nodes"
+  echo "$PROCTRACK" >"$DIR/proctrack"
   write_epilog
 }
 
@@ -498,7 +507,7 @@ wait_idle() {
 
 do_start() {
   [ "$(id -u)" = 0 ] || die "start needs root (it creates network namespaces and runs slurmd as root)"
-  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ]; then
+  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ]; then
     write_epilog
     echo "$PROG: already running in $DIR"
     echo "export SLURM_CONF=$CONF"

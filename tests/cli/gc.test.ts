@@ -2,7 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, killExecWithForker, tempDir } from "../helpers/jobrt.js";
 
 function site() {
   const dir = tempDir("jobrt-gc-");
@@ -154,7 +154,7 @@ describe("crash recovery: jobrt gc", () => {
     });
     const [pid] = (await markedPids(marker, 1)) as [number];
     expect(steps(s.spool)).toEqual([`4242/exec-1.3.${child.pid}`]);
-    child.kill("SIGKILL");
+    killExecWithForker(child.pid!);
     await new Promise((r) => child.once("exit", r));
     expect(alive(pid)).toBe(true);
     const gc = await jobrt(["gc"], { env: s.env });
@@ -210,7 +210,7 @@ async function startExecTask(s: ReturnType<typeof site>, jobId: number, user?: {
 }
 
 async function sigkill(child: ReturnType<typeof spawn>): Promise<void> {
-  child.kill("SIGKILL");
+  killExecWithForker(child.pid!);
   if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once("exit", r));
 }
 
@@ -250,6 +250,52 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     const rest = await jobrt(["gc", "--job", "5252"], { env: s.env });
     expect(rest.stdout).toBe("gc: step 5252.1: killed 1 task process group(s); cleaned up none\n");
     await waitFor(() => !alive(b.pid), "job 5252's task to die");
+    expect(steps(s.spool)).toEqual([]);
+  });
+
+  it("a jobrt exec SIGKILLed alone (its task forker lives on): the forker's own gc --pid kills the task and removes the record at once", async () => {
+    // Slurm's SIGKILL left the task (and a container) running until slurmstepd gave up on its
+    // stdio and the Epilog ran (issue 23, item 10; tests/slurm/killed-exec.test.ts under Slurm).
+    // PERL5OPT would make the forker fail at its start: no PERL* variable reaches it.
+    const plain = site();
+    const s = { ...plain, env: { ...plain.env, PERL5OPT: "-Mjobrt::NoSuchModule" } };
+    const task = await startExecTask(s, 5454);
+    const other = await startExecTask(s, 5455);
+    task.child.kill("SIGKILL");
+    // KillWait (1 s) + 5 s, no other gc run meanwhile.
+    await waitFor(() => !alive(task.pid) && steps(s.spool).length === 1, "the forker's gc to collect the killed exec", 6_000);
+    expect(steps(s.spool)).toEqual([`5455/exec-1.0.${other.child.pid}`]);
+    expect(alive(other.pid)).toBe(true);
+    await sigkill(other.child);
+    const rest = await jobrt(["gc"], { env: s.env });
+    expect(rest.stdout).toBe("gc: step 5455.1: killed 1 task process group(s); cleaned up none\n");
+  });
+
+  it("--pid P collects only the step whose jobrt had pid P, and only once that jobrt is gone; a bad value is a usage error", async () => {
+    const s = site();
+    const a = await startExecTask(s, 5656);
+    const b = await startExecTask(s, 5656);
+    const live = await startExecTask(s, 5656);
+    await sigkill(a.child);
+    await sigkill(b.child);
+    for (const value of ["x", "0", "-3", "4194305"]) {
+      const bad = await jobrt(["gc", "--pid", value], { env: s.env });
+      expect(bad.code, value).toBe(2);
+      expect(bad.stderr, value).toMatch(/^jobrt: --pid: .* is not a whole number from 1 to 4194304\n$/);
+    }
+    const none = await jobrt(["gc", "--job", "5656", "--pid", String(live.child.pid)], { env: s.env });
+    expect(none.stdout).toBe("");
+    expect(none.code).toBe(0);
+    const gc = await jobrt(["gc", "--job", "5656", "--pid", String(a.child.pid)], { env: s.env });
+    expect(gc.stderr).toBe("");
+    expect(gc.stdout).toBe("gc: step 5656.1: killed 1 task process group(s); cleaned up none\n");
+    await waitFor(() => !alive(a.pid), "a's task to die");
+    expect(alive(b.pid) && alive(live.pid)).toBe(true);
+    expect(steps(s.spool).sort()).toEqual([`5656/exec-1.0.${b.child.pid}`, `5656/exec-1.0.${live.child.pid}`].sort());
+    await sigkill(live.child);
+    const rest = await jobrt(["gc"], { env: s.env });
+    expect(rest.code).toBe(0);
+    await waitFor(() => !alive(b.pid) && !alive(live.pid), "the other tasks to die");
     expect(steps(s.spool)).toEqual([]);
   });
 

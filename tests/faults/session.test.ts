@@ -9,7 +9,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync,
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, killExecWithForker, runProgram, tempDir } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, runcContainers, spoolLeftovers, waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;
@@ -306,7 +306,7 @@ describe("gc under the node name the step ran with", () => {
     const id = `jobrt.slurmnode-x.0.${job}.2.0`;
     // runtime/oci's per-task bundles live in the site's SpoolDir.
     await waitFor(() => runcContainers(s.dir).includes(id), "the container to run");
-    child.kill("SIGKILL");
+    killExecWithForker(child.pid!);
     await new Promise((r) => child.once("exit", r));
     expect(runcContainers(s.dir)).toEqual([id]);
     const gc = await jobrt(["gc"], { env: s.env });

@@ -7,7 +7,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { jobrt, jobrtBin } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, killExecWithForker } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, waitFor } from "../helpers/leaks.js";
 import { statePluginDir } from "./state-plugin.js";
 
@@ -78,8 +78,9 @@ describe("step state (API 2)", () => {
     const ownSetupOfB = entries(s).find((e) => e.hook === "setup" && e.pid !== a.child.pid)?.returned;
     expect(ownSetupOfB?.nonce).not.toBe(published?.nonce);
 
-    // Task 0's jobrt dies without cleaning up: jobrt gc runs cleanup with the journaled state.
-    a.child.kill("SIGKILL");
+    // Task 0's jobrt dies without cleaning up, its task forker too: jobrt gc runs cleanup with the
+    // journaled state.
+    killExecWithForker(a.child.pid!);
     await a.exit;
     expect(entries(s).some((e) => e.hook === "cleanup" && e.pid === a.child.pid)).toBe(false);
     const gc = await jobrt(["gc"], { env: s.env });

@@ -1,5 +1,5 @@
 import { type SpawnOptions, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -80,4 +80,23 @@ export function requires(what: Record<string, boolean>): void {
     const missing = Object.entries(what).filter(([, ok]) => !ok).map(([name]) => name);
     if (missing.length > 0) throw new Error(`missing prerequisite: ${missing.join(", ")} (scripts/system-deps.sh and a build provide them; tests never skip)`);
   });
+}
+
+/**
+ * SIGKILLs `jobrt exec` process `pid` after its own children (its task forker), as when Slurm kills
+ * jobrt and its forker alike: what the step left then waits for `jobrt gc`. (A `jobrt exec` killed
+ * alone has its forker run that gc at once: docs/slurm.md, section 2.1.)
+ */
+export function killExecWithForker(pid: number): void {
+  // Stopped first: a jobrt that saw its forker die would stop its tasks itself.
+  process.kill(pid, "SIGSTOP");
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]) === pid) process.kill(Number(entry), "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
+  }
+  process.kill(pid, "SIGKILL");
 }

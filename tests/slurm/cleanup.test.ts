@@ -1,91 +1,28 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { killExecWithForker, tempDir } from "../helpers/jobrt.js";
 import {
   type JobrtSite,
   clusterLogs,
   jobrtSite,
-  listTree,
   removeRuncContainers,
   runcContainers,
   slurm,
   slurmDir,
-  slurmEnv,
   sortedLines,
   startCluster,
   stopCluster,
   waitFor,
 } from "./cluster.js";
-
-/** The `jobrt exec` processes (not srun, not the task) whose command line holds `marker`, with their node. */
-function jobrtExecProcesses(marker: string): { pid: number; node: string }[] {
-  const found: { pid: number; node: string }[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (argv[0] !== process.execPath || argv[2] !== jobrtBin || argv[3] !== "exec" || !argv.includes(marker)) continue;
-      const env = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
-      const node = env.find((e) => e.startsWith("SLURMD_NODENAME="))?.slice("SLURMD_NODENAME=".length) ?? "?";
-      found.push({ pid: Number(entry), node });
-    } catch {
-      // gone while we looked
-    }
-  }
-  return found.sort((a, b) => a.node.localeCompare(b.node));
-}
-
-/** Processes whose command line is exactly `sleep <marker>` (the tasks, inside their containers). */
-const sleepers = (marker: string) => runProgram(["pgrep", "-f", `^(/bin/)?sleep ${marker}$`]).then((p) => sortedLines(p.stdout));
+import { execRecords, jobGone, jobrtExecProcesses, markers, sleepers, spoolLeftovers, startSleepStep } from "./sleepstep.js";
 
 /** The epilog's log lines on `node` (the Epilog appends gc's output there). */
 function epilogLog(node: string): string {
   const file = join(slurmDir, "log", `epilog-${node}.log`);
   return existsSync(file) ? readFileSync(file, "utf8") : "";
 }
-
-interface RunningStep {
-  job: ChildProcess;
-  jobId: string;
-  marker: string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Every marker a test used: a failed test's tasks (a rootless container's) are killed by them at the end. */
-const markers: string[] = [];
-
-/** Starts `srun -N 2 -n 2 jobrt exec ... -- sleep <marker>` and waits until both containers' tasks run. */
-async function startSleepStep(site: JobrtSite, srunArgs: string[], jobrtArgs: string[]): Promise<RunningStep> {
-  // A duration no other process on the machine sleeps, to find the tasks from outside.
-  const marker = String(100000 + Math.floor(Math.random() * 800000));
-  markers.push(marker);
-  const name = `jobrt-cleanup-${marker}`;
-  const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", name, ...srunArgs, "jobrt", "exec", ...jobrtArgs, "--", "sleep", marker], {
-    env: slurmEnv(site.env),
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  job.stderr?.setEncoding("utf8").on("data", (d: string) => {
-    stderr += d;
-  });
-  const exited = new Promise<number | null>((res) => job.on("close", (code) => res(code)));
-  try {
-    await waitFor(async () => job.exitCode !== null || (await sleepers(marker)).length === 2, 60_000, 200);
-    expect(job.exitCode, `srun ended before its tasks ran: ${stderr}`).toBeNull();
-    const jobId = (await slurm(["squeue", "-h", "-n", name, "-o", "%i"])).stdout.trim();
-    expect(jobId).toMatch(/^\d+$/);
-    return { job, jobId, marker, stderr: () => stderr, exited };
-  } catch (error) {
-    job.kill("SIGKILL");
-    throw error;
-  }
-}
-
-const jobGone = (jobId: string) => waitFor(async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
 
 // What jobrt leaves when Slurm ends a step the hard way, on the two-node local Slurm.
 describe("cleanup under Slurm when jobrt exec is killed", () => {
@@ -119,27 +56,16 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
     }
   });
 
-  /**
-   * What a finished job left in any node's SpoolDir of `s`: any file, or anything named after the
-   * job. A journal's `node` marker (which host uses the SpoolDir) stays by design.
-   */
-  const spoolLeftovers = (s: JobrtSite, jobId: string) => {
-    const mentions = new RegExp(`(^|\\D)${jobId}(\\D|$)`);
-    return listTree(s.spoolRoot).filter((p) => !/^node[ab]\/jobs(\.\d+)?\/node$/.test(p) && (!p.endsWith("/") || mentions.test(p)));
-  };
-  /** The journal entries of the job's `jobrt exec` tasks (`jobs`, or `jobs.<uid>` for a job user). */
-  const execRecords = (s: JobrtSite, jobId: string) =>
-    listTree(s.spoolRoot).filter((p) => new RegExp(`^node[ab]/jobs(\\.\\d+)?/${jobId}/exec-\\d+\\.\\d+\\.\\d+/$`).test(p));
-
-  it("every jobrt exec of a running oci step SIGKILLed on both nodes: the Epilog's jobrt gc --job leaves no container, record or task", async () => {
+  it("every jobrt exec of a running oci step SIGKILLed on both nodes with its task forker: the Epilog's jobrt gc --job leaves no container, record or task", async () => {
     const step = await startSleepStep(site, [], ["--runtime", "oci", "--container", bundle]);
     try {
       expect(runcContainers(roots())).toHaveLength(2);
       expect(execRecords(site, step.jobId)).toHaveLength(2);
       const hosts = jobrtExecProcesses(step.marker);
       expect(hosts.map((h) => h.node)).toEqual(["nodea", "nodeb"]);
-      // What Slurm does when its KillWait expires: SIGKILL, no chance to clean up.
-      for (const h of hosts) process.kill(h.pid, "SIGKILL");
+      // What Slurm does when its KillWait expires: SIGKILL of jobrt and its task forker alike, no
+      // chance to clean up (jobrt alone: killed-exec.test.ts).
+      for (const h of hosts) killExecWithForker(h.pid);
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);
       const clean = async () =>
@@ -178,7 +104,7 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       const hosts = jobrtExecProcesses(step.marker);
       expect(hosts.map((h) => h.node)).toEqual(["nodea", "nodeb"]);
       for (const h of hosts) expect(readFileSync(`/proc/${h.pid}/status`, "utf8")).toMatch(/^Uid:\s+65534\s/m);
-      for (const h of hosts) process.kill(h.pid, "SIGKILL");
+      for (const h of hosts) killExecWithForker(h.pid);
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);
       await waitFor(async () => (await sleepers(step.marker)).length === 0 && spoolLeftovers(userSite, step.jobId).length === 0, 20_000, 200);

@@ -37,11 +37,15 @@ export function unlockCluster(): void {
   lockHolder = undefined;
 }
 
-/** `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's wrapper). */
-export async function startCluster(nodes = 2, jobrt?: string): Promise<void> {
+/**
+ * `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's
+ * wrapper); `proctrack`: Slurm's ProctrackType (a running cluster with another is restarted).
+ */
+export async function startCluster(nodes = 2, jobrt?: string, proctrack: "linuxproc" | "cgroup" = "linuxproc"): Promise<void> {
   await lockCluster();
   const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
-  const r = await runProgram(["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, ...epilog], { timeoutMs: 280_000 });
+  const argv = ["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, "--proctrack", proctrack, ...epilog];
+  const r = await runProgram(argv, { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
 }
 

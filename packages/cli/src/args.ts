@@ -35,6 +35,7 @@ const OPTIONS: OptionDef[] = [
   { long: "time", short: "t", value: true, scope: "step" },
   { long: "jobid", value: true, scope: "step" },
   { long: "job", value: true, scope: "step" },
+  { long: "pid", value: true, scope: "step" },
   { long: "uid", value: true, scope: "step" },
   { long: "gid", value: true, scope: "step" },
   { long: "verbose", short: "v", value: false, scope: "step", repeat: true },

@@ -89,7 +89,7 @@ context and calls the runtime's validate hook (e.g. shifter looks the image up),
 Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
 `;
 
-export const GC_HELP = `Usage: jobrt gc [--job N] [-v] [--conf-dir DIR]
+export const GC_HELP = `Usage: jobrt gc [--job N] [--pid P] [-v] [--conf-dir DIR]
 
 Finds the steps in SpoolDir whose jobrt process is gone (killed with SIGKILL, out of memory, a
 reboot) and cleans up after them: kills the task process groups it had started, runs each
@@ -101,6 +101,8 @@ Exits 1 when a step could not be cleaned up (its record is kept for another try,
 Options:
   --job N   only the steps of job N (under Slurm: the Slurm job id); for a Slurm Epilog line
             'jobrt gc --job $SLURM_JOB_ID' (see docs/slurm.md)
+  --pid P   only the step whose jobrt had pid P, once that jobrt is gone (what the task forker
+            of a killed 'jobrt exec' runs at once, see docs/slurm.md)
 
 gc acts on the records of its own user; root also on a job user's record whose every component
 runs as that user (the runtime cleanup then acts as that user; root works on the user's journal

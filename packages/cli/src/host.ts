@@ -14,6 +14,22 @@ export interface Host {
   log: (level: LogLevel, message: string) => void;
 }
 
+/**
+ * What `jobrt gc` reads from its environment, besides the conf dir it is given: the node name, the
+ * default SpoolDir and image cache, where runc is found, runtime oci's time-outs.
+ */
+const GC_ENVIRONMENT = ["PATH", "HOME", "TMPDIR", "SLURMD_NODENAME", "XDG_CACHE_HOME", "JOBRT_OCI_TIMEOUTS"];
+
+/**
+ * This jobrt's `jobrt gc` with this host's configuration, for the task forker to run if jobrt dies
+ * while its tasks run (the session adds `--job` and `--pid`).
+ */
+export function gcAfterDeath(host: Host): { argv: string[]; env: Record<string, string> } {
+  const env: Record<string, string> = {};
+  for (const name of GC_ENVIRONMENT) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return { argv: [process.execPath, "--", fileURLToPath(new URL("./bin.js", import.meta.url)), "gc", "--conf-dir", host.site.confDir], env };
+}
+
 /** One line to stderr, prefixed like every jobrt message. */
 export function say(message: string): void {
   process.stderr.write(`jobrt: ${message}\n`);

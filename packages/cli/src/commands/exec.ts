@@ -1,8 +1,8 @@
 import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
+import { createHost, gcAfterDeath, say } from "../host.js";
 import { rawEnvironment } from "../rawinput.js";
-import { createHost, say } from "../host.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
 
@@ -34,6 +34,9 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       node: host.node,
       cancel,
       procTrack: host.site.procTrack,
+      // Slurm's SIGKILL of jobrt exec (or the OOM killer's) otherwise leaves its container until
+      // the Epilog, after slurmstepd gave up on the task's stdio (docs/slurm.md, section 2.1).
+      gcAfterDeath: gcAfterDeath(host),
       client: { verbose },
       report: say,
       describeError: (e) => describeError(e, verbose),

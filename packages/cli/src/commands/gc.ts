@@ -9,7 +9,7 @@ import { createHost, say } from "../host.js";
  * cleaned (it is kept for another try, or set aside when trying again cannot help).
  */
 export async function gcCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job"]), components: false, needCommand: false, command: "gc" });
+  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job", "pid"]), components: false, needCommand: false, command: "gc" });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).GC_HELP);
     return 0;
@@ -17,6 +17,9 @@ export async function gcCommand(args: string[]): Promise<number> {
   if (parsed.components[0]!.argv.length > 0) throw jobrtError("ERR_USAGE", { problem: `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
   const jobText = one(parsed.step, "job");
   const jobId = jobText === undefined ? undefined : positiveInt(jobText, "job", 4_294_967_295);
+  const pidText = one(parsed.step, "pid");
+  // Linux's largest pid (PID_MAX_LIMIT, 2^22).
+  const hostPid = pidText === undefined ? undefined : positiveInt(pidText, "pid", 4_194_304);
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
     const spool = openSpool(host.node.spoolDir, host.node.nodeName, { create: false });
@@ -24,7 +27,7 @@ export async function gcCommand(args: string[]): Promise<number> {
     // openSpool has checked the path to SpoolDir, also when root has no journal of its own there.
     const spools = [...(spool ? [spool] : []), ...userSpools(host.node.spoolDir)];
     const results = [];
-    for (const s of spools) results.push(...(await collectOrphans(s, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), log: () => {} })));
+    for (const s of spools) results.push(...(await collectOrphans(s, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), ...(hostPid !== undefined ? { hostPid } : {}), log: () => {} })));
     for (const r of results) {
       if (r.report !== undefined) say(r.report);
       else process.stdout.write(`gc: step ${r.jobId}.${r.stepId}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);

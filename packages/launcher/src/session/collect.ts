@@ -9,6 +9,8 @@ import { collectsFor, isForeign, mayKill } from "./userjournals.js";
 export interface CollectOptions {
   /** Only steps of this job (`jobrt gc --job`, a Slurm Epilog). */
   jobId?: number;
+  /** Only the step whose jobrt had this pid (`jobrt gc --pid`, run by the task forker of a jobrt that died). */
+  hostPid?: number;
   log: Logger;
 }
 
@@ -198,7 +200,9 @@ async function collectForeign(entries: JournalEntry[], registry: RuntimeRegistry
  * whatever it is, is reported in its result and never stops the others.
  */
 export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
-  const entries = listEntries(spool, options.jobId).filter((entry) => !hostAlive(entry) && collectsFor(spool, entry.record));
+  const entries = listEntries(spool, options.jobId).filter(
+    (entry) => (options.hostPid === undefined || entry.host?.pid === options.hostPid) && !hostAlive(entry) && collectsFor(spool, entry.record),
+  );
   const results: (Collected | undefined)[] = [];
   if (isForeign(spool)) results.push(...(await collectForeign(entries, registry, node, spool, options.log)));
   else for (const entry of entries) results.push(await collectContained(entry, registry, node, spool));

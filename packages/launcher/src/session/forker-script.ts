@@ -10,6 +10,8 @@
  * cgroup.procs ("" for none), cwd, argc, argv..., env "K=V"... Reports: "S id pid" started,
  * "F id errno stage" not started, "X pid status" reaped with its raw wait status.
  * When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
+ * After the syscall numbers may come "--", jobrt's pid and a command (with this program's
+ * environment): if jobrt dies while tasks run, the forker runs it (see orphaned) and exits.
  */
 export const FORKER_SCRIPT = String.raw`
 my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE, $OPENAT, $WRITE, $PIPE2, $READ, $O_CLOEXEC) = map { 0 + $_ } @ARGV;
@@ -20,6 +22,8 @@ my $DEVNULL = "/dev/null";
 my $PIPE = pack("ii", -1, -1);
 my $WHY = "\0" x 256;
 my $PIDFD_OPEN = 434;
+my ($PARENT, @ORPHAN);
+for my $i (0 .. $#ARGV) { if ($ARGV[$i] eq "--") { ($PARENT, @ORPHAN) = @ARGV[$i + 1 .. $#ARGV]; last } }
 # Slurm signals every process of a step (scancel, the time limit, srun's Ctrl-C): the forker must
 # live until jobrt closes fd 3. Caught, not ignored: a caught signal is reset to its default at
 # exec, an ignored one would be inherited by every task.
@@ -101,6 +105,23 @@ sub child {
   fail($ew, "exec");
 }
 
+# jobrt died while its tasks ran (SIGKILL: Slurm's, the OOM killer's): nothing else stops them or
+# removes their containers (a root container is outside Slurm's reach, in a cgroup of runc's) until
+# the Epilog, once slurmstepd gives up on the tasks' stdio. jobrt's own crash cleanup of its step
+# runs now, as this forker's user; the forker reaps the tasks meanwhile and exits when it is done.
+# Nobody reads fd 3 any more: nothing is reported.
+sub orphaned {
+  my $pid = fork();
+  if (defined $pid && $pid == 0) {
+    open(STDIN, "<", $DEVNULL);
+    open(STDOUT, ">", $DEVNULL);
+    { exec { $ORPHAN[0] } @ORPHAN }
+    exit 127;
+  }
+  while (defined $pid) { my $w = waitpid(-1, 0); last if $w == $pid || $w < 0 }
+  exit 0;
+}
+
 sub start {
   my ($id, $i0, $i1, $i2, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
   my @argv = splice(@rest, 0, $argc);
@@ -133,14 +154,20 @@ sub start {
   report("S $id $pid\n");
 }
 
+# jobrt's end is seen by a pidfd of it (readable once it has exited), else by polling getppid.
+my $jobrt = @ORPHAN ? syscall($PIDFD_OPEN, 0 + $PARENT, 0) : -1;
+$poll = 1 if @ORPHAN && $jobrt < 0;
 for (;;) {
   reap();
+  orphaned() if @ORPHAN && getppid() != $PARENT;
   exit 0 if $eof && !%pidfd;
   my $rin = "";
   vec($rin, 3, 1) = 1 unless $eof;
   vec($rin, $_, 1) = 1 for keys %pidOf;
+  vec($rin, $jobrt, 1) = 1 if $jobrt >= 0;
   # Without pidfds (Linux before 5.3) a task's end is polled for.
   my $n = select(my $rout = $rin, undef, undef, $poll ? 0.02 : undef);
+  orphaned() if $n > 0 && $jobrt >= 0 && vec($rout, $jobrt, 1);
   next unless $n > 0 && vec($rout, 3, 1);
   my $r = sysread($ctl, $in, 65536, length $in);
   if (!$r) { $eof = 1 unless !defined $r && ($! == 4 || $! == 11); next }

@@ -12,6 +12,24 @@ import { signalName } from "./status.js";
 /** One descriptor of a task's stdio, as Node's spawn takes it. */
 export type StdioItem = "pipe" | "ignore" | "inherit" | number;
 
+/**
+ * What a step's forker runs when jobrt dies while the step's tasks run: jobrt's own crash cleanup
+ * of that step (`jobrt gc --pid`), as the forker's user (forker-script.ts, orphaned).
+ */
+export interface AfterDeath {
+  /** The command, its program an absolute path. */
+  argv: string[];
+  /** Its environment, which is the forker's own too: a name perl reads (PERL*) is left out. */
+  env: Record<string, string>;
+}
+
+/** The forker's arguments after the syscall numbers, and its environment. */
+function afterDeathOptions(afterDeath: AfterDeath | undefined): { args: string[]; env: Record<string, string> } {
+  if (!afterDeath) return { args: [], env: {} };
+  const env = Object.fromEntries(Object.entries(afterDeath.env).filter(([name]) => !name.startsWith("PERL")));
+  return { args: ["--", String(process.pid), ...afterDeath.argv], env };
+}
+
 /** A started task process: what the host needs of Node's ChildProcess. */
 export interface TaskProcess extends EventEmitter {
   readonly pid: number | undefined;
@@ -129,11 +147,15 @@ export class TaskForker {
   /** Resolves once the forker has exited and been reaped. */
   readonly exited: Promise<void>;
 
-  /** `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running. */
+  /**
+   * `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running;
+   * `afterDeath`: what the forker runs if jobrt dies first.
+   */
   constructor(
     perl: string,
     stdios: Map<number, StdioItem[]>,
     readonly onLost: (why: string) => void,
+    afterDeath?: AfterDeath,
   ) {
     const stdio: StdioItem[] = ["inherit", "inherit", "inherit", "pipe"];
     for (const [id, items] of stdios) {
@@ -149,8 +171,9 @@ export class TaskForker {
       }
       this.#slots.set(id, slot);
     }
-    // An empty environment: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
-    this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String)], { stdio, detached: true, env: {}, argv0: "jobrt-task-forker" });
+    // No PERL* variable: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
+    const orphan = afterDeathOptions(afterDeath);
+    this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String), ...orphan.args], { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" });
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
     // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.

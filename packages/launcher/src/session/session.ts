@@ -17,7 +17,7 @@ import { collectOrphans } from "./collect.js";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
 import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
 import { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
-import type { TaskProcess } from "./forker.js";
+import type { AfterDeath, TaskProcess } from "./forker.js";
 import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
 import { type Spool, openSpool } from "./spool.js";
 import { signalNumber } from "./status.js";
@@ -51,6 +51,11 @@ export interface SessionOptions {
   stdout?: Writable;
   stderr?: Writable;
   stdin?: Readable;
+  /**
+   * The command that runs `jobrt gc` (`--job` and `--pid` are added) and its environment: the
+   * task forker runs it if jobrt dies while a journaled step's tasks run (docs/reliability.md).
+   */
+  gcAfterDeath?: { argv: string[]; env: Record<string, string> };
 }
 
 export interface StepResult {
@@ -279,7 +284,7 @@ export class StepSession {
       stderr: this.#o.stderr ?? process.stderr,
     });
     stdio.open(components);
-    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line));
+    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line), this.#afterDeath(journal));
     const ctx: TaskContext = {
       registry: this.#o.registry,
       node,
@@ -318,6 +323,13 @@ export class StepSession {
     const statuses = await all.finally(() => spawner.close());
     await stdio.end();
     return statuses;
+  }
+
+  /** jobrt's own gc of this step's journal entry, for the forker to run if jobrt dies. */
+  #afterDeath(journal: StepJournal | undefined): AfterDeath | undefined {
+    const gc = this.#o.gcAfterDeath;
+    if (!gc || !journal) return undefined;
+    return { argv: [...gc.argv, "--job", String(journal.jobId), "--pid", String(process.pid)], env: gc.env };
   }
 
   /** A task could not be launched: the others are stopped (once) as on SIGTERM. */

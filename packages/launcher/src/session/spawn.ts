@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, readFileSync, readdirSync } from "node:fs";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
-import { type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
+import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
 
 const O_CLOEXEC = 0o2000000;
@@ -52,11 +52,14 @@ export class TaskSpawner {
   readonly #forker: TaskForker | undefined;
   readonly #stdios: Map<number, StdioItem[]>;
 
-  /** `stdios`: every task's stdio by task id, known before the first task starts. */
-  constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void) {
+  /**
+   * `stdios`: every task's stdio by task id, known before the first task starts; `afterDeath`:
+   * what the forker runs if jobrt dies while tasks run.
+   */
+  constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath) {
     this.#stdios = stdios;
     const found = forkerPerl();
-    if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn);
+    if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn, afterDeath);
     else if (!saidNoForker) {
       saidNoForker = true;
       warn(`tasks are started by Node (${found.missing}): a task killed by a real-time signal (34-64) is reported as exit 0`);
@@ -83,9 +86,9 @@ export class TaskSpawner {
   }
 }
 
-function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void): TaskForker | undefined {
+function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath): TaskForker | undefined {
   try {
-    return new TaskForker(perl, stdios, warn);
+    return new TaskForker(perl, stdios, warn, afterDeath);
   } catch (error) {
     warn(`tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`);
     return undefined;

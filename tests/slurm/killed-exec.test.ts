@@ -1,0 +1,140 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { busyboxBundle } from "../helpers/fixtures.js";
+import { tempDir } from "../helpers/jobrt.js";
+import {
+  type JobrtSite,
+  clusterLogs,
+  jobrtSite,
+  listTree,
+  removeRuncContainers,
+  runcContainers,
+  slurm,
+  startCluster,
+  stopCluster,
+  waitFor,
+} from "./cluster.js";
+import { type RunningStep, descendants, execRecords, jobrtExecProcesses, markers, sleepers, spoolLeftovers, startSleepStep, stillRunning } from "./sleepstep.js";
+
+/** jobrt.conf KillWait of the sites here: everything of a killed exec must be gone KillWait + 5 s after its SIGKILL. */
+const KILL_WAIT = 2;
+
+/** The containers `runc --root <root> list` shows, for each rootless runc root (in a step's spool dir). */
+function rootlessContainers(runcRoots: string[]): string[] {
+  return runcRoots.flatMap((r) => {
+    const text = execFileSync("runc", ["--root", r, "list", "-q"], { encoding: "utf8" }).trim();
+    return text === "" ? [] : text.split("\n").map((id) => `${id} (${r})`);
+  });
+}
+
+/**
+ * The container state dirs left in those roots, read without runc: any runc command (`list`
+ * too) makes its root dir again, which would put a dir of root's into the cleaned-up step dir.
+ */
+function rootlessStates(runcRoots: string[]): string[] {
+  return runcRoots.filter((r) => existsSync(r)).flatMap((r) => readdirSync(r).map((id) => `${id} (${r})`));
+}
+
+/**
+ * issue 23, item 10: Slurm's SIGKILL of `jobrt exec` (its KillWait ran out, the OOM killer) used to
+ * leave the task's container running until slurmstepd gave up on its stdio (60 s) and the Epilog's
+ * gc removed it. Here the cluster's Epilog runs a jobrt of another site, which cannot see these
+ * steps' records: only what survives jobrt's SIGKILL on the node (its task forker) can end them,
+ * within jobrt's KillWait + 5 s. Slurm's proctrack as scripts/slurm-local.sh sets it (linuxproc);
+ * under proctrack/cgroup Slurm SIGKILLs the forker together with jobrt (docs/reliability.md,
+ * "Known gaps").
+ */
+describe("SIGKILL of every jobrt exec of a running oci step (proctrack/linuxproc)", () => {
+  let rootSite: JobrtSite;
+  let userSite: JobrtSite;
+  let bundle: string;
+  let rootless: string;
+  let failed = false;
+  const temps: string[] = [];
+
+  beforeAll(async () => {
+    rootSite = jobrtSite(["nodea", "nodeb"], KILL_WAIT);
+    userSite = jobrtSite(["nodea", "nodeb"], KILL_WAIT);
+    const epilogSite = jobrtSite();
+    const dir = tempDir("jobrt-slurm-killed-");
+    temps.push(rootSite.root, userSite.root, epilogSite.root, dir);
+    chmodSync(dir, 0o755);
+    bundle = busyboxBundle(join(dir, "bundle"));
+    rootless = busyboxBundle(join(dir, "rootless"), true);
+    await startCluster(2, join(epilogSite.binDir, "jobrt"), "linuxproc");
+  });
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === "fail") failed = true;
+  });
+  afterAll(async () => {
+    if (failed) console.error(clusterLogs());
+    try {
+      await stopCluster();
+    } finally {
+      if (rootSite) removeRuncContainers([rootSite.root]);
+      for (const marker of markers) for (const pid of await sleepers(marker)) process.kill(Number(pid), "SIGKILL");
+      for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  /** SIGKILLs both `jobrt exec` of `step`; then waits at most KillWait + 5 s for nothing of the step to be left. */
+  async function killAndExpectNothingLeft(site: JobrtSite, step: RunningStep, runcRoots: string[]): Promise<void> {
+    const hosts = jobrtExecProcesses(step.marker);
+    expect(hosts.map((h) => h.node)).toEqual(["nodea", "nodeb"]);
+    expect(execRecords(site, step.jobId)).toHaveLength(2);
+    // The task forkers, runc and whatever else the step runs outside the containers' pid namespaces.
+    const below = descendants(hosts.map((h) => h.pid));
+    expect(below.length).toBeGreaterThanOrEqual(4);
+    const killed = Date.now();
+    for (const h of hosts) process.kill(h.pid, "SIGKILL");
+    const leftovers = async () => [
+      ...runcContainers([site.root]),
+      ...rootlessStates(runcRoots),
+      ...(await sleepers(step.marker)).map((pid) => `task process ${pid}`),
+      ...stillRunning(below).map((pid) => `process ${pid} of the step`),
+      ...spoolLeftovers(site, step.jobId),
+    ];
+    await waitFor(async () => (await leftovers()).length === 0, (KILL_WAIT + 5) * 1000, 100);
+    const took = Date.now() - killed;
+    const left = await leftovers();
+    // For the failure's message: late, or left for good?
+    const later = left.length === 0 ? "" : (await waitFor(async () => (await leftovers()).length === 0, 10_000, 100)) ? `, gone ${Date.now() - killed} ms after it` : ", still there 10 s later";
+    expect(left, `left ${took} ms after the SIGKILL${later}; srun's stderr: ${step.stderr()}`).toEqual([]);
+    expect(took).toBeLessThanOrEqual((KILL_WAIT + 5) * 1000);
+  }
+
+  /** A failed test's step: its containers and tasks go now, so the next test starts on idle nodes. */
+  async function endStep(step: RunningStep): Promise<void> {
+    removeRuncContainers([rootSite.root]);
+    for (const pid of await sleepers(step.marker)) process.kill(Number(pid), "SIGKILL");
+    if (step.job.exitCode !== null) return;
+    await slurm(["scancel", step.jobId]);
+    step.job.kill("SIGKILL");
+  }
+
+  it("as root: the containers, their runc state, the step's processes and spool files are gone within KillWait + 5 s", async () => {
+    const step = await startSleepStep(rootSite, [], ["--runtime", "oci", "--container", bundle]);
+    try {
+      // A root container's bundle is its task dir in the step's spool dir.
+      expect(runcContainers([rootSite.root])).toHaveLength(2);
+      await killAndExpectNothingLeft(rootSite, step, []);
+    } finally {
+      await endStep(step);
+    }
+  });
+
+  it("as a job user (srun --uid nobody, rootless runc): the same, with the user's own rights", async () => {
+    // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
+    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+    const step = await startSleepStep(userSite, ["--uid=65534", "--gid=65534", "--chdir", "/"], ["--runtime", "oci", "--container", rootless]);
+    try {
+      const runcRoots = listTree(userSite.spoolRoot).filter((p) => p.endsWith("/runc/")).map((p) => join(userSite.spoolRoot, p));
+      expect(rootlessContainers(runcRoots)).toHaveLength(2);
+      await killAndExpectNothingLeft(userSite, step, runcRoots);
+    } finally {
+      await endStep(step);
+    }
+  });
+});
