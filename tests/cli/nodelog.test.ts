@@ -195,6 +195,24 @@ describe("the node log, to a datagram socket", () => {
     expect(deaf.child.exitCode).toBe(null);
   });
 
+  it("root sends nothing to a socket in a directory a job user owns: one warning, the line goes to /dev/log", async () => {
+    const s = site("");
+    const theirs = join(s.dir, "nobody");
+    mkdirSync(theirs);
+    chownSync(theirs, 65534, 65534);
+    const rx = await startReceiver(join(theirs, "log"));
+    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\n`);
+    const r = await jobrt(["run", "--jobid", "7030", "--runtime", "none", "true"], { env: s.env });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(`jobrt: warning: node log: not sent to ${rx.socket} (${theirs} belongs to uid 65534, not root); sent to /dev/log instead\n`);
+    // A control step to a socket of root's own: its lines come, the refused ones never did.
+    const ok = await startReceiver(join(s.dir, "log"));
+    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${ok.socket}\n`);
+    await jobrt(["run", "--jobid", "7031", "--runtime", "none", "true"], { env: s.env });
+    await stepLines(ok, "7031");
+    expect(rx.lines).toEqual([]);
+  });
+
   it("NodeLog=off sends nothing", async () => {
     const s = site("");
     const rx = await startReceiver(join(s.dir, "log"));

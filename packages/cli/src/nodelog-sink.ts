@@ -39,9 +39,10 @@ function sendDatagram(socket: string, datagram: string): void {
 }
 
 /**
- * Why root must not open `path` (undefined: it may): a directory on the way that is a symlink, or
+ * Why root must not use `path` (undefined: it may): a directory on the way that is a symlink, or
  * that anyone but root can write to without the sticky bit, would let a job user point root's
- * O_APPEND at a file of their choosing (docs/reliability.md, "Threat model").
+ * O_APPEND at a file of their choosing, or put their own socket there (docs/reliability.md,
+ * "Threat model").
  */
 function unsafeDirectory(path: string): string | undefined {
   for (let dir = dirname(path); ; dir = dirname(dir)) {
@@ -87,7 +88,8 @@ function appendToFile(path: string, line: string): string | undefined {
 /**
  * Writes one node log line where jobrt.conf NodeLog says. `file:` is root's: any other user (a
  * job user's `jobrt exec`) sends its lines to syslog's /dev/log instead, where the log daemon
- * stamps them with the sender's uid. Returns a warning when the line could not go where configured.
+ * stamps them with the sender's uid. Root uses a file or socket only where no job user can have
+ * put it, else /dev/log. Returns a warning when the line could not go where configured.
  */
 export function writeNodeLog(target: NodeLogTarget, facility: string, severity: number, message: string): string | undefined {
   if (target.kind === "off") return undefined;
@@ -98,6 +100,10 @@ export function writeNodeLog(target: NodeLogTarget, facility: string, severity: 
     sendDatagram("/dev/log", syslogDatagram(facility, severity, message, now));
     return `node log: not written to ${target.path} (${why}); sent to syslog instead`;
   }
-  sendDatagram(target.kind === "syslog" ? target.socket : "/dev/log", syslogDatagram(facility, severity, message));
-  return undefined;
+  const socket = target.kind === "syslog" ? target.socket : "/dev/log";
+  // Root's lines are not for a job user: one who could put a socket at the path would read
+  // them, or drop them unseen.
+  const bad = socket !== "/dev/log" && (process.getuid?.() ?? 0) === 0 ? unsafeDirectory(socket) : undefined;
+  sendDatagram(bad ? "/dev/log" : socket, syslogDatagram(facility, severity, message));
+  return bad && `node log: not sent to ${socket} (${bad}); sent to /dev/log instead`;
 }
