@@ -157,7 +157,8 @@ describe("the node log, to a datagram socket", () => {
     const r = await jobrt(["run", "--jobid", "7003", "--container", "/nonexistent-bundle", "true"], { env: s.env });
     expect(r.code).toBe(1);
     const { start, end } = await stepLines(rx, "7003");
-    expect(start.fields).toMatchObject({ runtime: "oci", container: "/nonexistent-bundle" });
+    // No task started: the start line comes just before the end line, with what was known.
+    expect(start.fields).toEqual({ job: "7003", step: "0", node: nodeName, uid: "0", user: "root", runtime: "oci", tasks: "1", container: "/nonexistent-bundle" });
     expect(end.fields).toMatchObject({ runtime: "oci", container: "/nonexistent-bundle", status: "1", code: "ERR_RUNTIME_HOOK", cause: "ERR_CONTAINER_REQUEST" });
     // daemon (3) when jobrt.conf names no facility.
     expect(end).toMatchObject({ facility: 3, severity: 3 });
@@ -193,6 +194,26 @@ describe("the node log, to a datagram socket", () => {
       await waitFor(() => sendersFor(socket).length === 0, `the senders for ${socket} to exit (left: ${sendersFor(socket).join(" ")})`, 10_000);
     }
     expect(deaf.child.exitCode).toBe(null);
+  });
+
+  it("a jobrt killed mid-step (SIGKILL) leaves no sender: it exits when its stdin closes", async () => {
+    const s = site("");
+    const rx = await startReceiver(join(s.dir, "log"));
+    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\n`);
+    const pidFile = join(s.dir, "task.pid");
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", "7040", "--runtime", "none", "sh", "-c", `echo $$ > ${pidFile}; exec sleep 120`], { env: s.env, stdio: "ignore" });
+    try {
+      await waitFor(() => rx.lines.some((l) => parse(l).fields.job === "7040") && existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), "the step to start");
+      expect(sendersFor(rx.socket)).toHaveLength(1);
+      const exited = new Promise((r) => child.once("exit", r));
+      process.kill(child.pid!, "SIGKILL");
+      await exited;
+      await waitFor(() => sendersFor(rx.socket).length === 0, "the sender to exit");
+      expect(rx.lines.map((l) => parse(l).kind)).toEqual(["step-start"]);
+    } finally {
+      const task = Number(readFileSync(pidFile, "utf8"));
+      if (Number.isInteger(task) && task > 1) process.kill(task, "SIGKILL");
+    }
   });
 
   it("root sends nothing to a socket in a directory a job user owns: one warning, the line goes to /dev/log", async () => {
@@ -406,7 +427,7 @@ describe("the node log of an image step", () => {
     expect(b.stderr).toBe("");
     expect(b.code).toBe(0);
     const bundle = await stepLines(rx, "7201");
-    expect(bundle.start.fields).toMatchObject({ runtime: "oci", container: "bundle" });
+    expect(bundle.start.fields).toMatchObject({ runtime: "oci", container: "bundle", bundle: join(base, "bundle") });
     expect(bundle.end.fields).toMatchObject({ runtime: "oci", container: "bundle", bundle: join(base, "bundle"), status: "0" });
     expect(bundle.end.fields.digest).toBe(undefined);
 
@@ -415,7 +436,7 @@ describe("the node log of an image step", () => {
     expect(i.stderr).toBe("");
     expect(i.stdout).toBe("nodelog-image\n");
     const image = await stepLines(rx, "7202");
-    expect(image.start.fields).toMatchObject({ runtime: "oci", image: ref });
+    expect(image.start.fields).toMatchObject({ runtime: "oci", image: ref, digest });
     expect(image.end.fields).toMatchObject({ runtime: "oci", image: ref, digest, status: "0" });
     expect(image.end.fields.bundle).toBe(undefined);
   });

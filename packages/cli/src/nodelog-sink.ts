@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, constants, fstatSync, lstatSync, openSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
+import type { Writable } from "node:stream";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type NodeLogTarget, SYSLOG_FACILITIES, findPerl } from "@jobrt/launcher";
@@ -19,22 +20,51 @@ export function syslogDatagram(facility: string, severity: number, message: stri
 }
 
 /**
- * One datagram to a unix datagram socket through nodelog-send.pl, started and left: jobrt does not
- * wait for it, and it never waits itself (docs/decisions.md, "The node log is sent by a perl
- * datagram sender"). No perl, no socket, no receiver: the line is lost, the step goes on.
+ * The datagrams of one step to a unix datagram socket, through one nodelog-send.pl started with
+ * the first and handed the rest on its stdin; jobrt never waits for it, and it never waits itself
+ * (docs/decisions.md, "The node log is sent by a perl datagram sender"). No perl, no socket, no
+ * receiver: the lines are lost, the step goes on.
  */
-function sendDatagram(socket: string, datagram: string): void {
-  const found = findPerl();
-  if (!("perl" in found)) return;
-  // The bundled command lives in dist/ beside this file's chunk (dist/bin-*.js or dist/steps.cjs).
-  const script = join(dirname(fileURLToPath(import.meta.url)), "nodelog-send.pl");
-  try {
-    // The line goes in the environment, which only its own user can read, not in argv (ps).
-    const child = spawn(found.perl, ["--", script, socket], { stdio: "ignore", detached: true, env: { JOBRT_NODELOG: datagram } });
-    child.on("error", () => {});
-    child.unref();
-  } catch {
-    // EAGAIN, ENOMEM: a log line never fails a step.
+class DatagramSender {
+  readonly #socket: string;
+  #stdin: Writable | null | undefined;
+  #started = false;
+
+  constructor(socket: string) {
+    this.#socket = socket;
+  }
+
+  send(datagram: string): void {
+    // One datagram per line: nothing in a line may end it early.
+    const line = datagram.replace(/\n/g, " ");
+    if (this.#started) {
+      // A small write to a pipe with room is done before it returns: nothing is lost at exit.
+      this.#stdin?.write(`${line}\n`);
+      return;
+    }
+    this.#started = true;
+    const found = findPerl();
+    if (!("perl" in found)) return;
+    // The bundled command lives in dist/ beside this file's chunk (dist/bin-*.js or dist/steps.cjs).
+    const script = join(dirname(fileURLToPath(import.meta.url)), "nodelog-send.pl");
+    try {
+      // The first line goes in the environment, which only its own user can read, not in argv (ps).
+      const child = spawn(found.perl, ["--", script, this.#socket], { stdio: ["pipe", "ignore", "ignore"], detached: true, env: { JOBRT_NODELOG: line } });
+      child.on("error", () => {});
+      // A sender that is gone (EPIPE) loses the line, nothing else.
+      child.stdin?.on("error", () => {});
+      (child.stdin as { unref?: () => void } | null)?.unref?.();
+      child.unref();
+      this.#stdin = child.stdin;
+    } catch {
+      // EAGAIN, ENOMEM: a log line never fails a step.
+    }
+  }
+
+  /** No more lines: the sender sends what it has and exits. */
+  end(): void {
+    this.#stdin?.end();
+    this.#stdin = undefined;
   }
 }
 
@@ -86,24 +116,52 @@ function appendToFile(path: string, line: string): string | undefined {
 }
 
 /**
- * Writes one node log line where jobrt.conf NodeLog says. `file:` is root's: any other user (a
- * job user's `jobrt exec`) sends its lines to syslog's /dev/log instead, where the log daemon
- * stamps them with the sender's uid. Root uses a file or socket only where no job user can have
- * put it, else /dev/log. Returns a warning when the line could not go where configured.
+ * Where one step's node log lines go, as jobrt.conf NodeLog says. `file:` is root's: any other
+ * user (a job user's `jobrt exec`) sends its lines to syslog's /dev/log instead, where the log
+ * daemon stamps them with the sender's uid. Root uses a file or socket only where no job user can
+ * have put it, else /dev/log.
  */
-export function writeNodeLog(target: NodeLogTarget, facility: string, severity: number, message: string): string | undefined {
-  if (target.kind === "off") return undefined;
-  if (target.kind === "file" && (process.getuid?.() ?? 0) === 0) {
-    const now = new Date();
-    const why = appendToFile(target.path, `${now.toISOString()} ${hostname().split(".")[0]} jobrt[${process.pid}]: ${message}\n`);
-    if (why === undefined) return undefined;
-    sendDatagram("/dev/log", syslogDatagram(facility, severity, message, now));
-    return `node log: not written to ${target.path} (${why}); sent to syslog instead`;
+export class NodeLogWriter {
+  readonly #target: NodeLogTarget;
+  readonly #facility: string;
+  readonly #senders = new Map<string, DatagramSender>();
+
+  constructor(target: NodeLogTarget, facility: string) {
+    this.#target = target;
+    this.#facility = facility;
   }
-  const socket = target.kind === "syslog" ? target.socket : "/dev/log";
-  // Root's lines are not for a job user: one who could put a socket at the path would read
-  // them, or drop them unseen.
-  const bad = socket !== "/dev/log" && (process.getuid?.() ?? 0) === 0 ? unsafeDirectory(socket) : undefined;
-  sendDatagram(bad ? "/dev/log" : socket, syslogDatagram(facility, severity, message));
-  return bad && `node log: not sent to ${socket} (${bad}); sent to /dev/log instead`;
+
+  #send(socket: string, severity: number, message: string, now?: Date): void {
+    let sender = this.#senders.get(socket);
+    if (!sender) {
+      sender = new DatagramSender(socket);
+      this.#senders.set(socket, sender);
+    }
+    sender.send(syslogDatagram(this.#facility, severity, message, now));
+  }
+
+  /** Writes one line; returns a warning when it could not go where NodeLog says. */
+  write(severity: number, message: string): string | undefined {
+    const target = this.#target;
+    if (target.kind === "off") return undefined;
+    const root = (process.getuid?.() ?? 0) === 0;
+    if (target.kind === "file" && root) {
+      const now = new Date();
+      const why = appendToFile(target.path, `${now.toISOString()} ${hostname().split(".")[0]} jobrt[${process.pid}]: ${message}\n`);
+      if (why === undefined) return undefined;
+      this.#send("/dev/log", severity, message, now);
+      return `node log: not written to ${target.path} (${why}); sent to syslog instead`;
+    }
+    const socket = target.kind === "syslog" ? target.socket : "/dev/log";
+    // Root's lines are not for a job user: one who could put a socket at the path would read
+    // them, or drop them unseen.
+    const bad = socket !== "/dev/log" && root ? unsafeDirectory(socket) : undefined;
+    this.#send(bad ? "/dev/log" : socket, severity, message);
+    return bad && `node log: not sent to ${socket} (${bad}); sent to /dev/log instead`;
+  }
+
+  /** The step has ended: its senders get no more lines. */
+  close(): void {
+    for (const sender of this.#senders.values()) sender.end();
+  }
 }

@@ -1,6 +1,6 @@
 import type { ContainerRequest } from "@jobrt/core";
 import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
-import { SEVERITY, writeNodeLog } from "./nodelog-sink.js";
+import { NodeLogWriter, SEVERITY } from "./nodelog-sink.js";
 
 /** What the CLI knows of a step that its events do not say. */
 export interface NodeLogStep {
@@ -41,18 +41,21 @@ function field(key: string, values: (string | number | undefined)[]): string[] {
 }
 
 /**
- * The node log (docs/cli.md, "The node log"): one line when a step starts (what it asked for) and
- * one when it ends (what ran, how it ended, how long it took), from the step session's events.
+ * The node log (docs/cli.md, "The node log"): one line when a step's tasks start (what runs) and
+ * one when it ends (how it ended, how long it took), from the step session's events.
  */
 export class NodeLog {
   readonly #step: NodeLogStep;
+  readonly #writer: NodeLogWriter;
   #ids = "";
   #components: Component[] = [];
   #startedAt = 0;
+  #startWritten = false;
   #warned = false;
 
   constructor(step: NodeLogStep) {
     this.#step = step;
+    this.#writer = new NodeLogWriter(step.target, step.facility);
   }
 
   readonly onEvent = (e: StepEvent): void => {
@@ -60,11 +63,14 @@ export class NodeLog {
     if (e.event === "step-start") this.#start(e);
     else if (e.event === "runtime") this.#update(e.component, { runtime: e.type.replace(/^runtime\//, "") });
     else if (e.event === "setup") this.#update(e.component, { ...(e.bundle ? { bundle: e.bundle } : {}), ...(e.digest ? { digest: e.digest } : {}) });
+    else if (e.event === "task-start") this.#writeStart();
     else if (e.event === "step-end") {
+      this.#writeStart();
       const seconds = ((performance.now() - this.#startedAt) / 1000).toFixed(3);
       const failure = e.code ? [`code=${e.code}`, ...(e.causeCode ? [`cause=${quote(e.causeCode)}`] : [])] : [];
       const severity = e.code ? SEVERITY.err : e.status !== 0 ? SEVERITY.notice : SEVERITY.info;
       this.#write(severity, `step-end ${this.#describe()} status=${e.status} duration=${seconds}s${failure.map((f) => ` ${f}`).join("")}`);
+      this.#writer.close();
     }
   };
 
@@ -83,6 +89,15 @@ export class NodeLog {
         ...(image !== undefined ? { image } : {}),
       };
     });
+  }
+
+  /**
+   * Once the first task has started (or the step ends without one): by then setup has said what
+   * runs, and sending the line delays no task's start.
+   */
+  #writeStart(): void {
+    if (this.#startWritten || this.#ids === "") return;
+    this.#startWritten = true;
     this.#write(SEVERITY.info, `step-start ${this.#describe()}`);
   }
 
@@ -105,7 +120,7 @@ export class NodeLog {
   }
 
   #write(severity: number, message: string): void {
-    const warning = writeNodeLog(this.#step.target, this.#step.facility, severity, message);
+    const warning = this.#writer.write(severity, message);
     if (warning && !this.#warned) {
       this.#warned = true;
       this.#step.warn(warning);
