@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compare, fmt, instructions, jobrtBin, median, table, timeOnce, verdict } from "./lib.mjs";
@@ -45,6 +45,12 @@ export async function run({ quick, env }) {
     const warmup = quick ? 1 : 3;
     const exec = await compare(() => timeOnce(jobrtExec, { env: execEnv }), () => timeOnce(node0, { env: base }), { runs, warmup });
     const runR = await compare(() => timeOnce(jobrtRun, { env: base }), () => timeOnce(node0, { env: base }), { runs, warmup });
+    // The node log's two lines (NodeLog=syslog by default; the sender starts whether or not a log
+    // daemon listens) against none at all.
+    const offDir = join(dir, "nodelog-off");
+    mkdirSync(offDir);
+    writeFileSync(join(offDir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\nNodeLog=off\n`);
+    const nodeLog = await compare(() => timeOnce(jobrtExec, { env: execEnv }), () => timeOnce(jobrtExec, { env: { ...execEnv, JOBRT_CONF_DIR: offDir } }), { runs, warmup });
     const floorR = await compare(() => timeOnce(floor, { env: base }), () => timeOnce(node0, { env: base }), { runs, warmup });
     const ir = {
       exec: await instructions(jobrtExec, { env: execEnv }),
@@ -64,6 +70,8 @@ export async function run({ quick, env }) {
         row("node -e 0 (rounds of exec)", exec.b, ir.node),
         row("jobrt run --runtime none /bin/true", runR.a, ir.run),
         row("node -e 0 (rounds of run)", runR.b, ir.node),
+        row("jobrt exec, NodeLog=off (rounds of the node log)", nodeLog.b),
+        row("jobrt exec, NodeLog=syslog (rounds of the node log)", nodeLog.a),
         row("floor: baseline-spawn.mjs 1 /bin/true", floorR.a, ir.floor),
         row("node -e 0 (rounds of the floor)", floorR.b, ir.node),
       ]),
@@ -74,6 +82,7 @@ export async function run({ quick, env }) {
       "",
       `jobrt exec adds ${fmt(extra(exec))} ms wall (target ≤ +15 ms: ${verdict(extra(exec) <= 15)}), ${cpuExtra(exec)} CPU, ${irExtra(ir.exec)} over node -e 0.`,
       `jobrt run adds ${fmt(extra(runR))} ms wall (target ≤ +15 ms: ${verdict(extra(runR) <= 15)}), ${cpuExtra(runR)} CPU, ${irExtra(ir.run)} over node -e 0.`,
+      `The node log (two lines, one perl sender started and not waited for) adds ${fmt(extra(nodeLog))} ms wall, ${cpuExtra(nodeLog)} CPU to jobrt exec.`,
       `The floor adds ${fmt(extra(floorR))} ms wall, ${cpuExtra(floorR)} CPU, ${irExtra(ir.floor)} over node -e 0: jobrt exec's work beyond it is ${fmt(extra(exec) - extra(floorR))} ms wall.`,
     ].join("\n");
   } finally {

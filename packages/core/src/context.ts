@@ -41,3 +41,8 @@ export interface CleanupContext<S> extends StatefulContext<S> {
 }
 
 export type ValidateContext = StepHookContext;
+
+/** describe's input: the step state alone (it runs in the host, after setup, for the node log). */
+export interface DescribeContext<S> {
+  state: S | undefined;
+}

@@ -13,7 +13,7 @@ export { readConfText } from "./conffile.js";
 export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
-export type { CleanupContext, InitContext, SetupContext, StatefulContext, StepHookContext, TaskHookContext, ValidateContext } from "./context.js";
+export type { CleanupContext, DescribeContext, InitContext, SetupContext, StatefulContext, StepHookContext, TaskHookContext, ValidateContext } from "./context.js";
 export { type ErrorCode, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
 export { type RuntimeName, normalizeRuntimeName } from "./names.js";
 export {
@@ -28,6 +28,7 @@ export {
   type RuntimeHooks,
   type RuntimeMeta,
   type RuntimePlugin,
+  type StepDescription,
   assertRuntimePlugin,
   definePlugin,
   isExecSpec,

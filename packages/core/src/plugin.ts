@@ -1,5 +1,5 @@
 import { type AcceptedField, isAcceptsList } from "./accepts.js";
-import type { CleanupContext, InitContext, SetupContext, TaskHookContext, ValidateContext } from "./context.js";
+import type { CleanupContext, DescribeContext, InitContext, SetupContext, TaskHookContext, ValidateContext } from "./context.js";
 import { jobrtError } from "./errors.js";
 import type { ExecSpec } from "./types.js";
 
@@ -51,10 +51,24 @@ export interface RuntimeHooks<S = unknown> {
   run(ctx: TaskHookContext<S>): MaybePromise<ExecSpec | NotSupported>;
   /** Submit-time checks of a request (`jobrt check`), without starting anything. */
   validate?(ctx: ValidateContext): MaybePromise<void>;
+  /**
+   * What the step runs, for the node log (docs/cli.md, "The node log"): the bundle, the image
+   * digest its reference was pinned to. Synchronous and from the state alone: it must not fail or
+   * wait, and the host ignores a throw or anything but strings.
+   */
+  describe?(ctx: DescribeContext<S>): StepDescription;
 }
 
 export interface RuntimePlugin<S = unknown> extends RuntimeHooks<S> {
   readonly meta: RuntimeMeta;
+}
+
+/** What a runtime says a step runs (RuntimeHooks.describe); every field optional. */
+export interface StepDescription {
+  /** The bundle directory the container runs, as an absolute path. */
+  bundle?: string;
+  /** The digest the step's image (`--container-image`) was pinned to (`sha256:<hex>`). */
+  digest?: string;
 }
 
 export const HOOK_NAMES = ["init", "fini", "setup", "cleanup", "taskInit", "run"] as const;
@@ -77,6 +91,7 @@ export function definePlugin<S = unknown>(
     taskInit: hooks.taskInit ?? (() => {}),
     run: hooks.run ?? (() => NOT_SUPPORTED),
     ...(hooks.validate ? { validate: hooks.validate } : {}),
+    ...(hooks.describe ? { describe: hooks.describe } : {}),
   });
 }
 
@@ -135,6 +150,7 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
     if (typeof plugin[hook] !== "function") fail(`hook ${hook} is missing (use definePlugin() to get defaults)`);
   }
   if (plugin.validate !== undefined && typeof plugin.validate !== "function") fail("validate must be a function when present");
+  if (plugin.describe !== undefined && typeof plugin.describe !== "function") fail("describe must be a function when present");
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {

@@ -8,6 +8,7 @@ import {
   type PluginOrigin,
   RUNTIME_IDX_INVALID,
   type RuntimePlugin,
+  type StepDescription,
   assertRuntimePlugin,
   isExecSpec,
 } from "./plugin.js";
@@ -259,6 +260,27 @@ export class RuntimeRegistry {
       { problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd, shell?, signals?} or NOT_SUPPORTED` },
       { details: { runtime: type, hook: "run" } },
     );
+  }
+
+  /**
+   * What the runtime says the step runs (its optional `describe`), for the node log: only its
+   * string fields, each cut to 4096 characters. Never throws: a log line must not fail a step.
+   */
+  describe(index: number, state: StepStateText): StepDescription {
+    const { plugin } = this.#entry(index);
+    let said: unknown;
+    try {
+      said = plugin.describe?.({ state: parseState(state) });
+    } catch {
+      return {};
+    }
+    const out: StepDescription = {};
+    if (typeof said !== "object" || said === null) return out;
+    for (const key of ["bundle", "digest"] as const) {
+      const v = (said as Record<string, unknown>)[key];
+      if (typeof v === "string" && v !== "") out[key] = v.slice(0, 4096);
+    }
+    return out;
   }
 
   /** Every loaded plugin, in index order. */

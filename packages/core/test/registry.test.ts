@@ -295,3 +295,38 @@ describe("a plugin with its own copy of @jobrt/core", () => {
     expect(isJobrtError(Object.assign(new Error("forged"), { code: "ERR_X" }))).toBe(false);
   });
 });
+
+describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
+  const load = async (describe: (ctx: { state: unknown }) => unknown) => {
+    // biome-ignore lint/suspicious/noExplicitAny: a plugin that breaks describe's contract on purpose
+    const plugin = definePlugin({ name: "d", type: "runtime/d", version: "1", accepts: [] }, { describe: describe as any });
+    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    return { registry, index: await registry.load("d") };
+  };
+
+  it("hands describe the parsed state and keeps only its string bundle and digest", async () => {
+    const seen: unknown[] = [];
+    const { registry, index } = await load(({ state }) => {
+      seen.push(state);
+      return { bundle: "/b", digest: "sha256:ab", other: "x", extra: 1 };
+    });
+    expect(registry.describe(index, JSON.stringify({ image: "i" }))).toEqual({ bundle: "/b", digest: "sha256:ab" });
+    expect(seen).toEqual([{ image: "i" }]);
+  });
+
+  it("a describe that throws, answers junk or is missing says nothing, and never throws", async () => {
+    for (const bad of [
+      () => {
+        throw new Error("boom");
+      },
+      () => "a string",
+      () => ({ bundle: 7, digest: null }),
+      () => Promise.resolve({ bundle: "/b" }),
+    ]) {
+      const { registry, index } = await load(bad);
+      expect(registry.describe(index, undefined)).toEqual({});
+    }
+    const plain = new RuntimeRegistry({ resolve: async () => definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}) });
+    expect(plain.describe(await plain.load("p"), "{}")).toEqual({});
+  });
+});

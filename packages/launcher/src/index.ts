@@ -1,7 +1,8 @@
 export { StepCancel } from "./cancel.js";
 export { exportEnvironment } from "./env.js";
 export { expandFilePattern } from "./filepattern.js";
-export { confDirFrom, loadSiteConfig, nodeNameFor, type SiteConfig, spoolDirFor } from "./siteconf.js";
+export { confDirFrom, loadSiteConfig, type NodeLogTarget, nodeNameFor, SYSLOG_FACILITIES, type SiteConfig, spoolDirFor } from "./siteconf.js";
+export { findPerl } from "./perl.js";
 export { parseTimeLimit } from "./time.js";
 export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
 export type {

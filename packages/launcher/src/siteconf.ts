@@ -27,8 +27,21 @@ export interface SiteConfig {
   pluginInitTimeout: number;
   /** How a step's processes are tracked and killed (docs/reliability.md). */
   procTrack: ProcTrackMode;
+  /** Where each step's start and end lines go (docs/cli.md, "The node log"). */
+  nodeLog: NodeLogTarget;
+  /** The syslog facility of those lines, by name (`daemon`, `local0`...). */
+  nodeLogFacility: string;
   warnings: string[];
 }
+
+/** jobrt.conf NodeLog: `off`, `syslog[:SOCKET]` (a datagram socket, /dev/log by default) or `file:PATH`. */
+export type NodeLogTarget = { kind: "off" } | { kind: "syslog"; socket: string } | { kind: "file"; path: string };
+
+/** syslog(3)'s facilities a program may log under, and their codes (RFC 5424, section 6.2.1). */
+export const SYSLOG_FACILITIES: Readonly<Record<string, number>> = {
+  user: 1, mail: 2, daemon: 3, auth: 4, syslog: 5, lpr: 6, news: 7, uucp: 8, cron: 9, authpriv: 10, ftp: 11,
+  local0: 16, local1: 17, local2: 18, local3: 19, local4: 20, local5: 21, local6: 22, local7: 23,
+};
 
 const SCHEMA: ConfSchema = {
   DefRuntimePlugin: { type: "string" },
@@ -39,6 +52,8 @@ const SCHEMA: ConfSchema = {
   KillWait: { type: "int", min: 0, max: 65535 },
   PluginInitTimeout: { type: "int", min: 1, max: 3600 },
   ProcTrack: { type: "string" },
+  NodeLog: { type: "string" },
+  NodeLogFacility: { type: "string" },
 };
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
@@ -76,13 +91,42 @@ const MAX_NODE_NAME = 64;
 /** Linux's PATH_MAX counts the terminating NUL; a longer path fails every system call later, far from its line. */
 const MAX_PATH_BYTES = 4095;
 
-function absolutePath(parsed: ParsedConf, key: string): string | undefined {
-  const value = parsed.values[key] as string | undefined;
-  if (value === undefined) return undefined;
+/** sockaddr_un's sun_path holds 108 bytes with the terminating NUL (unix(7)). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+function checkedPath(parsed: ParsedConf, key: string, value: string, limit = MAX_PATH_BYTES): string {
   if (!isAbsolute(value)) throw confError(parsed.where[key]!, key, `${JSON.stringify(value)} must be an absolute path`);
   const bytes = Buffer.byteLength(value);
-  if (bytes > MAX_PATH_BYTES) throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${MAX_PATH_BYTES}-byte limit`);
+  if (bytes > limit) throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${limit}-byte limit`);
   return value;
+}
+
+/** NodeLog's value: a bad one is refused at its line, like every key. */
+function nodeLogFrom(parsed: ParsedConf): NodeLogTarget {
+  const value = parsed.values.NodeLog as string | undefined;
+  if (value === undefined || value.toLowerCase() === "syslog") return { kind: "syslog", socket: "/dev/log" };
+  if (value.toLowerCase() === "off") return { kind: "off" };
+  const colon = value.indexOf(":");
+  const kind = value.slice(0, colon).toLowerCase();
+  const path = value.slice(colon + 1);
+  if (colon > 0 && kind === "syslog") return { kind, socket: checkedPath(parsed, "NodeLog", path, MAX_SOCKET_PATH_BYTES) };
+  if (colon > 0 && kind === "file") return { kind, path: checkedPath(parsed, "NodeLog", path) };
+  throw confError(parsed.where.NodeLog!, "NodeLog", `${JSON.stringify(value)} is not one of syslog, syslog:/SOCKET, file:/PATH, off`);
+}
+
+function facilityFrom(parsed: ParsedConf): string {
+  const value = parsed.values.NodeLogFacility as string | undefined;
+  if (value === undefined) return "daemon";
+  const name = value.toLowerCase();
+  if (!Object.hasOwn(SYSLOG_FACILITIES, name)) {
+    throw confError(parsed.where.NodeLogFacility!, "NodeLogFacility", `${JSON.stringify(value)} is not one of ${Object.keys(SYSLOG_FACILITIES).join(", ")}`);
+  }
+  return name;
+}
+
+function absolutePath(parsed: ParsedConf, key: string): string | undefined {
+  const value = parsed.values[key] as string | undefined;
+  return value === undefined ? undefined : checkedPath(parsed, key, value);
 }
 
 function runtimeName(parsed: ParsedConf, key: string, value: string): string {
@@ -109,6 +153,8 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     killWait: 10,
     pluginInitTimeout: 30,
     procTrack: "auto",
+    nodeLog: { kind: "syslog", socket: "/dev/log" },
+    nodeLogFacility: "daemon",
     warnings: [],
   };
   if (!parsed) return config;
@@ -131,6 +177,8 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
     config.nodeName = name;
   }
+  config.nodeLog = nodeLogFrom(parsed);
+  config.nodeLogFacility = facilityFrom(parsed);
   if (v.KillWait !== undefined) config.killWait = v.KillWait as number;
   if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout as number;
   if (v.ProcTrack !== undefined) {

@@ -819,6 +819,8 @@ export const ociPlugin = definePlugin<OciStepState>(
     taskInit,
     run,
     cleanup,
+    // An image step's bundle is a cache dir: its digest says what ran.
+    describe: ({ state }) => (state?.image ? { digest: state.image.digest } : state ? { bundle: state.bundle } : {}),
     validate,
   },
 );

@@ -2,6 +2,7 @@ import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launc
 import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath, say } from "../host.js";
+import { NodeLog } from "../nodelog.js";
 import { rawEnvironment } from "../rawinput.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
@@ -26,6 +27,17 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
   const cancel = new StepCancel();
   trapSignals(cancel);
+  const nodeLog = new NodeLog({
+    target: host.site.nodeLog,
+    facility: host.site.nodeLogFacility,
+    nodeName: host.node.nodeName,
+    uid: record.uid,
+    user: record.user,
+    defaultRuntime: host.registry.defaultRuntime,
+    containers: [record.container],
+    task: { id: record.tasks[0]?.globalId ?? 0, stepTasks: record.totalTasks },
+    warn: (m) => host.log("warn", m),
+  });
   timings?.mark("config");
   const result = await runSession(
     { mode: "exec", record },
@@ -40,7 +52,10 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       client: { verbose },
       report: say,
       describeError: (e) => describeError(e, verbose),
-      ...(timings ? { onEvent: timings.onEvent } : {}),
+      onEvent: (e) => {
+        timings?.onEvent(e);
+        nodeLog.onEvent(e);
+      },
     },
   );
   return result.status;

@@ -6,6 +6,7 @@ import { type TaskEnd, failureLines } from "../failures.js";
 import { jsonEventLine } from "../jsonevent.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
+import { NodeLog } from "../nodelog.js";
 import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
@@ -32,6 +33,16 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
   trapSignals(cancel);
   timings?.mark("config");
   const ends: TaskEnd[] = [];
+  const nodeLog = new NodeLog({
+    target: host.site.nodeLog,
+    facility: host.site.nodeLogFacility,
+    nodeName: host.node.nodeName,
+    uid: user.uid,
+    user: user.user,
+    defaultRuntime: host.registry.defaultRuntime,
+    containers: components.map((c) => c.container),
+    warn: (m) => host.log("warn", m),
+  });
   // srun numbers a heterogeneous step's tasks within each component in its failure lines.
   const firstTask = components.map((_, i) => components.slice(0, i).reduce((n, c) => n + c.ntasks, 0));
   const result = await runSession(
@@ -47,6 +58,7 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
       describeError: (e) => describeError(e, verbose),
       onEvent: (e: StepEvent) => {
         timings?.onEvent(e);
+        nodeLog.onEvent(e);
         if (e.event === "task-exit") {
           const task = e.task - (firstTask[e.component] ?? 0);
           ends.push({ component: e.component, task, code: e.code, signal: e.signal, interrupted: cancel.signal === "SIGINT" });

@@ -33,11 +33,15 @@ export interface RuntimeEvent {
   path?: string;
 }
 
-/** A component's `setup` hook succeeded. */
+/** A component's `setup` hook succeeded; what the runtime's `describe` said the step runs. */
 export interface SetupEvent {
   event: "setup";
   component: number;
   runtime: string;
+  /** The bundle directory the container runs. */
+  bundle?: string;
+  /** The digest the step's image (`--container-image`) was pinned to. */
+  digest?: string;
 }
 
 /** A task's process started. */

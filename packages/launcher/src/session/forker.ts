@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { statSync } from "node:fs";
 import type { Socket } from "node:net";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import type { ExecSpec } from "@jobrt/core";
 import { type ForkOptions, forkRequest } from "./forker-request.js";
+import { findPerl } from "../perl.js";
 import { FORKER_SCRIPT } from "./forker-script.js";
 import { signalName } from "./status.js";
 
@@ -55,20 +55,10 @@ const SYSCALLS: Partial<Record<string, number[]>> = {
   loong64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
 };
 
-const PERLS = ["/usr/bin/perl", "/bin/perl", "/usr/local/bin/perl"];
-
 /** Why no forker can be had here, or the perl to run it with. */
 export function forkerPerl(): { perl: string } | { missing: string } {
   if (!SYSCALLS[process.arch]) return { missing: `no syscall table for ${process.arch}` };
-  for (const perl of PERLS) {
-    try {
-      const st = statSync(perl);
-      if (st.isFile() && (st.mode & 0o111) !== 0) return { perl };
-    } catch {
-      // not there
-    }
-  }
-  return { missing: `no perl in ${PERLS.join(", ")}` };
+  return findPerl();
 }
 
 const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));

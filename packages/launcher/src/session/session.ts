@@ -263,7 +263,7 @@ export class StepSession {
       states[i] = own;
       if (journal) states[i] = journal.shareState(c.record, own);
       record();
-      this.#emit({ event: "setup", component: i, runtime: c.record.runtime });
+      this.#emit({ event: "setup", component: i, runtime: c.record.runtime, ...this.#o.registry.describe(indexes[i]!, states[i]) });
     }
     return !this.#o.cancel.requested;
   }

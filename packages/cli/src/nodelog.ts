@@ -1,0 +1,129 @@
+import type { ContainerRequest } from "@jobrt/core";
+import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
+import { NodeLogWriter, SEVERITY } from "./nodelog-sink.js";
+
+/** What the CLI knows of a step that its events do not say. */
+export interface NodeLogStep {
+  target: NodeLogTarget;
+  facility: string;
+  nodeName: string;
+  uid: number;
+  user: string;
+  /** jobrt.conf DefRuntimePlugin: the runtime of a component that names none. */
+  defaultRuntime: string;
+  /** Each component's container request, in order. */
+  containers: (ContainerRequest | undefined)[];
+  /** `jobrt exec`: the task this process runs (SLURM_PROCID), and the tasks of the whole step. */
+  task?: { id: number; stepTasks: number };
+  /** Said once, when a line could not go where NodeLog says. */
+  warn: (message: string) => void;
+}
+
+interface Component {
+  runtime: string;
+  ntasks: number;
+  container?: string;
+  image?: string;
+  bundle?: string;
+  digest?: string;
+}
+
+/** A value as it is logged: bare when it is plain, else JSON-quoted (no newline or control byte gets into a line). */
+function quote(value: string): string {
+  const v = value.length > 1024 ? `${value.slice(0, 1024)}...` : value;
+  return /^[\w.:/@%+=-]+$/.test(v) ? v : JSON.stringify(v);
+}
+
+/** `key=a,b` over the components ("-" where one has none); nothing when none has it. */
+function field(key: string, values: (string | number | undefined)[]): string[] {
+  if (values.every((v) => v === undefined)) return [];
+  return [`${key}=${values.map((v) => (v === undefined ? "-" : quote(String(v)))).join(",")}`];
+}
+
+/**
+ * The node log (docs/cli.md, "The node log"): one line when a step's tasks start (what runs) and
+ * one when it ends (how it ended, how long it took), from the step session's events.
+ */
+export class NodeLog {
+  readonly #step: NodeLogStep;
+  readonly #writer: NodeLogWriter;
+  #ids = "";
+  #components: Component[] = [];
+  #startedAt = 0;
+  #startWritten = false;
+  #warned = false;
+
+  constructor(step: NodeLogStep) {
+    this.#step = step;
+    this.#writer = new NodeLogWriter(step.target, step.facility);
+  }
+
+  readonly onEvent = (e: StepEvent): void => {
+    if (this.#step.target.kind === "off") return;
+    if (e.event === "step-start") this.#start(e);
+    else if (e.event === "runtime") this.#update(e.component, { runtime: e.type.replace(/^runtime\//, "") });
+    else if (e.event === "setup") this.#update(e.component, { ...(e.bundle ? { bundle: e.bundle } : {}), ...(e.digest ? { digest: e.digest } : {}) });
+    else if (e.event === "task-start") this.#writeStart();
+    else if (e.event === "step-end") {
+      this.#writeStart();
+      const seconds = ((performance.now() - this.#startedAt) / 1000).toFixed(3);
+      const failure = e.code ? [`code=${e.code}`, ...(e.causeCode ? [`cause=${quote(e.causeCode)}`] : [])] : [];
+      const severity = e.code ? SEVERITY.err : e.status !== 0 ? SEVERITY.notice : SEVERITY.info;
+      this.#write(severity, `step-end ${this.#describe()} status=${e.status} duration=${seconds}s${failure.map((f) => ` ${f}`).join("")}`);
+      this.#writer.close();
+    }
+  };
+
+  #start(e: StepStartEvent): void {
+    const s = this.#step;
+    this.#startedAt = performance.now();
+    const task = s.task ? ` task=${s.task.id}` : "";
+    this.#ids = `job=${e.jobId} step=${e.stepId}${task} node=${quote(s.nodeName)} uid=${s.uid} user=${quote(s.user)}`;
+    this.#components = e.components.map((c, i) => {
+      const request = s.containers[i];
+      const image = request?.options.image?.[0];
+      return {
+        runtime: c.runtime || s.defaultRuntime,
+        ntasks: s.task ? s.task.stepTasks : c.ntasks,
+        ...(request?.value !== undefined ? { container: request.value } : {}),
+        ...(image !== undefined ? { image } : {}),
+      };
+    });
+  }
+
+  /**
+   * Once the first task has started (or the step ends without one): by then setup has said what
+   * runs, and sending the line delays no task's start.
+   */
+  #writeStart(): void {
+    if (this.#startWritten || this.#ids === "") return;
+    this.#startWritten = true;
+    this.#write(SEVERITY.info, `step-start ${this.#describe()}`);
+  }
+
+  #update(component: number, facts: Partial<Component>): void {
+    const c = this.#components[component];
+    if (c) Object.assign(c, facts);
+  }
+
+  #describe(): string {
+    const cs = this.#components;
+    return [
+      this.#ids,
+      ...field("runtime", cs.map((c) => c.runtime)),
+      ...field("tasks", cs.map((c) => c.ntasks)),
+      ...field("container", cs.map((c) => c.container)),
+      ...field("image", cs.map((c) => c.image)),
+      ...field("bundle", cs.map((c) => c.bundle)),
+      ...field("digest", cs.map((c) => c.digest)),
+    ].join(" ");
+  }
+
+  #write(severity: number, message: string): void {
+    const warning = this.#writer.write(severity, message);
+    if (warning && !this.#warned) {
+      this.#warned = true;
+      this.#step.warn(warning);
+    }
+  }
+}
