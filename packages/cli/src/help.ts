@@ -84,9 +84,15 @@ Exits 1 when an allowed runtime cannot be loaded.
 
 export const CHECK_HELP = `Usage: jobrt check [run options] command [args...] [: ...]
 
-Validates a run request as at submit time: loads each component's runtime in the "submit"
-context and calls the runtime's validate hook (e.g. shifter looks the image up), starting nothing.
-Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
+Checks a run request on this node, starting nothing: loads each component's runtime in the
+"submit" context, calls its validate hook (the request as at submit time; shifter looks the image
+up), then its check hook: what this node can see of the request. Runtime oci: the tools its
+RunTime* commands run (path and version), the bundle directory, its config.json (parsed) and the
+rootfs it names, or for --container-image whether the image is pulled here; shifter: shifter and
+shifterimg, and the image. What cannot be seen from here (an image not pulled yet) is said as
+'not checked'. Files are looked at as the job user.
+Exits 0 when every component is usable, 1 when a runtime rejects the request or something it
+needs is missing on this node, 2 for usage errors.
 `;
 
 export const GC_HELP = `Usage: jobrt gc [--job N] [-v] [--conf-dir DIR]

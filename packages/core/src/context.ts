@@ -41,3 +41,12 @@ export interface CleanupContext<S> extends StatefulContext<S> {
 }
 
 export type ValidateContext = StepHookContext;
+
+/** What `tools` is given: the node (its conf dir names the runtime's own configuration). */
+export interface ToolsContext {
+  node: NodeConf;
+  log: Logger;
+}
+
+/** `check` sees the step as `validate` does, on the node it runs on. */
+export type CheckContext = StepHookContext;
