@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
 
 const NOBODY = 65534;
+const SECRET = "ROOTSECRET";
 /** A host that is surely gone: another boot's. */
 const DEAD_HOST = { pid: 4_000_000, start: "1", boot: "not-this-boot" };
 
@@ -80,6 +81,17 @@ async function userStep(s: Site): Promise<{ child: ChildProcess; task: number; j
   return { child, task, job: Number(job()) };
 }
 
+/** A root-owned dir (0700) holding a record that names root's secret. */
+function rootRecordDir(): string {
+  const dir = tempDir("jobrt-rootdir-");
+  chmodSync(dir, 0o700);
+  mkdirSync(join(dir, "step-0"));
+  writeFileSync(join(dir, "step-0", "host.json"), JSON.stringify(DEAD_HOST));
+  writeFileSync(join(dir, "step-0", "step.json"), JSON.stringify({ host: DEAD_HOST, components: [{ runtime: SECRET, uid: 0, gid: 0, tasks: [] }] }));
+  writeFileSync(join(dir, "secret.json"), JSON.stringify({ host: DEAD_HOST, components: [{ runtime: SECRET, uid: 0, gid: 0, tasks: [] }] }));
+  return dir;
+}
+
 /** Writes `text` to journal entry `<job>/step-0/<name>`, as nobody. */
 function plant(s: Site, job: number, files: Record<string, string>): void {
   for (const [name, text] of Object.entries(files)) {
@@ -87,8 +99,66 @@ function plant(s: Site, job: number, files: Record<string, string>): void {
   }
 }
 
-describe("root's jobrt gc on junk records in a job user's journal", () => {
+interface PsStep {
+  jobId: number;
+  state: string;
+  user: string;
+  hostPid?: number;
+  components: { runtime: string; tasks: number; container?: string; image?: string }[];
+  gcAction?: string;
+  problem?: string;
+}
+
+describe("root's jobrt ps --all on a job user's journal", () => {
   requires({ root: process.getuid?.() === 0 });
+
+  it("FIFOs for record files, junk JSON, symlinks to root's dirs and files: ps ends at once, shows what it can, reads nothing of root's", async () => {
+    const s = sharedSite();
+    const live = await userStep(s);
+    const dead = await userStep(s);
+    dead.child.kill("SIGKILL");
+    await new Promise((r) => dead.child.once("exit", r));
+    const root = rootRecordDir();
+    const host = JSON.stringify(DEAD_HOST);
+    // 801: every record file a FIFO (a reader that opened them blocking would hang for ever).
+    asNobody('mkdir -p "$1" && mkfifo "$1/host.json" "$1/step.json" "$1/pids"', join(s.journal, "801", "step-0"));
+    // 802, 803: JSON of the wrong shape.
+    plant(s, 802, { "host.json": host, "step.json": JSON.stringify({ host: DEAD_HOST, components: "ab" }) });
+    plant(s, 803, { "step.json": JSON.stringify({ host: DEAD_HOST, components: [null, 5, { runtime: { x: 1 }, tasks: "many", uid: NOBODY, container: { value: ["a"], options: { image: [7] } } }] }) });
+    // 804: a good record of the user's whose pids is a FIFO: gc would set it aside.
+    plant(s, 804, { "host.json": host, "step.json": JSON.stringify({ host: DEAD_HOST, components: [{ runtime: "none", uid: NOBODY, gid: NOBODY, tasks: [{}] }] }) });
+    asNobody('mkfifo "$1"', join(s.journal, "804", "step-0", "pids"));
+    // 805: a job dir, 806: an entry, 807: a record file, each a symlink to root's.
+    asNobody('ln -s "$2" "$1/805" && mkdir "$1/806" && ln -s "$2/step-0" "$1/806/step-0"', s.journal, root);
+    plant(s, 807, { "host.json": host });
+    asNobody('ln -s "$2" "$1"', join(s.journal, "807", "step-0", "step.json"), join(root, "secret.json"));
+    // 808: a job dir that is a FIFO.
+    asNobody('mkfifo "$1/808"', s.journal);
+
+    const begun = Date.now();
+    const r = await jobrt(["ps", "--all", "--json"], { env: s.env, timeoutMs: 20_000 });
+    expect(Date.now() - begun).toBeLessThan(10_000);
+    expect(r.signal).toBeNull();
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain(SECRET);
+    const steps = (JSON.parse(r.stdout) as { steps: PsStep[] }).steps;
+    const byJob = Object.fromEntries(steps.map((x) => [x.jobId, x]));
+    expect(Object.keys(byJob).map(Number).sort((a, b) => a - b)).toEqual([live.job, dead.job, 801, 802, 803, 804, 807].sort((a, b) => a - b));
+    expect(byJob[live.job]).toMatchObject({ user: "nobody", state: "running", hostPid: live.child.pid, components: [{ runtime: "none", tasks: 1 }] });
+    expect(byJob[dead.job]).toMatchObject({ user: "nobody", state: "dead", gcAction: "collect" });
+    // No host file that can be read: a claim being written, as gc sees it (left alone).
+    expect(byJob[801]).toMatchObject({ state: "starting", components: [] });
+    expect(byJob[802]).toMatchObject({ state: "dead", components: [], problem: "step.json holds no components list", gcAction: "leave" });
+    expect(byJob[803]).toMatchObject({ state: "dead", components: [{ runtime: "?", tasks: 0 }], gcAction: "leave" });
+    expect(byJob[804]?.gcAction).toBe("set-aside");
+    expect(byJob[804]?.problem).toMatch(/^pids: .*804\/step-0\/pids is not a regular file$/);
+    expect(byJob[807]).toMatchObject({ state: "dead", components: [] });
+    const table = await jobrt(["ps", "--all"], { env: s.env, timeoutMs: 20_000 });
+    expect(table.code).toBe(0);
+    expect(table.stdout).not.toContain(SECRET);
+    expect(table.stdout).toContain("  jobrt gc would set it aside as <entry>.bad-<ms>: its pids file can never be read\n");
+  });
 
   it("records whose components are not a list of objects: root's gc does not crash on them and collects the user's other dead step", async () => {
     const s = sharedSite();

@@ -8,6 +8,7 @@ Commands:
   runtimes  list the runtimes this node allows, with package, version and API status
   check     validate a run request (submit context) without starting anything
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
+  ps        list the steps of this node: live ones, and dead ones with what gc would do
   images    list or prune the node's container image cache (--container-image)
 
 Options:
@@ -122,4 +123,18 @@ The node's image cache (runtime oci, --container-image; CacheDir in images.conf)
   prune    removes the images no running step uses, least recently used first, until the cache
            fits CacheSize; with --all, every image no running step uses. As root: every store;
            as a user: their own store.
+`;
+
+export const PS_HELP = `Usage: jobrt ps [--all] [--json] [--conf-dir DIR]
+
+Lists the steps of this node from the journal in SpoolDir: each 'jobrt run' step and each
+'jobrt exec' task of a Slurm step, with its user, state, age, tasks, runtime and container or
+image. A step whose jobrt is gone is shown as dead, with what 'jobrt gc' would do with it.
+A user sees their own steps; root sees its own, and with --all every user's.
+
+Options:
+  --all     every user's steps (root only)
+  --json    one JSON object: {"node": NAME, "steps": [...]} (see docs/cli.md, "jobrt ps")
+
+Exit status: 0, also when there is no step; 2 for usage and configuration errors.
 `;
