@@ -76,6 +76,21 @@ describe("jobrt check: what this node can see", () => {
     expect(r.stderr).toMatch(new RegExp(`^jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json: not valid JSON: .+\\njobrt: component 0: runtime oci: failed \\(1 problem on this node\\)\\n$`));
   });
 
+  it("a config.json that is a FIFO fails at once, in check and in run (a synchronous open of it blocked jobrt for good)", async () => {
+    const s = site(ociConf("runc"));
+    const copy = join(tempDir(), "bundle");
+    mkdirSync(join(copy, "rootfs"), { recursive: true });
+    spawnSync("mkfifo", [join(copy, "config.json")]);
+    const check = await jobrt(["check", "--container", copy, "true"], { env: s.env, timeoutMs: 15_000 });
+    expect(check.signal).toBeNull();
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(`jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json is not a regular file\n`);
+    const run = await jobrt(["run", "--container", copy, "true"], { env: s.env, timeoutMs: 15_000 });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`cannot read ${copy}/config.json: ${copy}/config.json is not a regular file`);
+  });
+
   it("a config.json whose rootfs is missing fails on the rootfs", async () => {
     const s = site(ociConf("runc"));
     const copy = join(tempDir(), "bundle");
