@@ -189,6 +189,28 @@ describe("jobrt ps", () => {
     expect(await ps(s, ["--all"])).toEqual([]);
   });
 
+  it("a jobrt exec task of a Slurm step is listed as exec, with its task id", async () => {
+    const s = site();
+    const marker = join(tempDir(), "pid");
+    const slurm = { SLURM_JOB_ID: "4343", SLURM_STEP_ID: "1", SLURM_PROCID: "3", SLURM_LOCALID: "0", SLURM_NTASKS: "4" };
+    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}.t; mv ${marker}.t ${marker}; exec sleep 120`], {
+      env: { ...s.env, ...slurm },
+      stdio: "ignore",
+    });
+    started.push(child);
+    await waitFor(() => (existsSync(marker) ? true : undefined), "the task to start");
+    const steps = await waitFor(async () => {
+      const list = await ps(s);
+      return list[0]?.state === "running" ? list : undefined;
+    }, "ps to show the task running");
+    expect(steps).toEqual([expect.objectContaining({ jobId: 4343, stepId: 1, kind: "exec", task: 3, user: "root", state: "running", hostPid: child.pid, components: [{ runtime: "none", tasks: 1 }] })]);
+    const table = await jobrt(["ps"], { env: s.env });
+    expect(table.stdout).toMatch(new RegExp(`\\n4343\\.1\\.3 +exec +root +running +\\d+s +${child.pid} +1 +none +-\\n$`));
+    child.kill("SIGTERM");
+    await stopped(child);
+    expect(await ps(s)).toEqual([]);
+  });
+
   it("--help says what it lists; an argument is a usage error", async () => {
     const help = await jobrt(["ps", "--help"]);
     expect(help.code).toBe(0);
