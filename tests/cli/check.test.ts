@@ -118,7 +118,7 @@ describe("jobrt check: what this node can see", () => {
     expect(r.stdout).toContain("component 0: runtime oci: ok (1 not checked)\n");
   });
 
-  it("a missing bundle dir is looked at as the job user (--uid): a dir only root can read is not seen", async () => {
+  it("a bundle dir only root can read is looked at as the job user (--uid) and not seen", async () => {
     const s = site(ociConf("runc"));
     const parent = tempDir();
     chmodSync(parent, 0o700);
