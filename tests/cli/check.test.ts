@@ -7,6 +7,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } 
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
+import { faultPluginDir } from "../faults/fault-plugin.js";
 import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
 
 const runcVersion = /runc version (\S+)/.exec(spawnSync("runc", ["--version"], { encoding: "utf8" }).stdout ?? "")?.[1];
@@ -138,6 +139,23 @@ describe("jobrt check: what this node can see", () => {
     expect(r.stderr).toBe("");
     expect(r.stdout).toContain(`component 0: runtime oci: bundle ${link}: ok: a directory\n`);
     expect(r.stdout).toContain(`component 0: runtime oci: rootfs ${link}/rootfs: ok: a directory\n`);
+  });
+});
+
+describe("a third-party runtime without the tools and check hooks (written before them)", () => {
+  it("still loads: runtimes says its tools are not reported, check that it validated only", async () => {
+    const s = site();
+    writeFileSync(join(s.dir, "jobrt.conf"), `PluginDir=${faultPluginDir()}\nRuntimePlugins=fault\n`);
+    const list = await jobrt(["runtimes"], { env: s.env });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/\nfault +- +- +not reported \(the runtime has no tools hook\)\n/);
+    const json = JSON.parse((await jobrt(["runtimes", "--json"], { env: s.env })).stdout) as { runtimes: Record<string, unknown>[] };
+    expect(json.runtimes[0]).toMatchObject({ name: "fault", compatible: true });
+    expect(json.runtimes[0]).not.toHaveProperty("tools");
+    const r = await jobrt(["check", "--runtime", "fault", "true"], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("component 0: runtime fault: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n");
   });
 });
 
