@@ -134,6 +134,10 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     asNobody('ln -s "$2" "$1"', join(s.journal, "807", "step-0", "step.json"), join(root, "secret.json"));
     // 808: a job dir that is a FIFO.
     asNobody('mkfifo "$1/808"', s.journal);
+    // 809: text made to drive root's terminal (an OSC title, a C1 CSI) and fake a row of root's.
+    const fake = "none\n1.0   run   root   running";
+    const escapes = "\u001b]0;owned\u0007/b\u009b2J";
+    plant(s, 809, { "host.json": host, "step.json": JSON.stringify({ host: DEAD_HOST, components: [{ runtime: fake, uid: NOBODY, gid: NOBODY, tasks: [], container: { value: escapes } }] }) });
 
     const begun = Date.now();
     const r = await jobrt(["ps", "--all", "--json"], { env: s.env, timeoutMs: 20_000 });
@@ -144,7 +148,7 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     expect(r.stdout).not.toContain(SECRET);
     const steps = (JSON.parse(r.stdout) as { steps: PsStep[] }).steps;
     const byJob = Object.fromEntries(steps.map((x) => [x.jobId, x]));
-    expect(Object.keys(byJob).map(Number).sort((a, b) => a - b)).toEqual([live.job, dead.job, 801, 802, 803, 804, 807].sort((a, b) => a - b));
+    expect(Object.keys(byJob).map(Number).sort((a, b) => a - b)).toEqual([live.job, dead.job, 801, 802, 803, 804, 807, 809].sort((a, b) => a - b));
     expect(byJob[live.job]).toMatchObject({ user: "nobody", state: "running", hostPid: live.child.pid, components: [{ runtime: "none", tasks: 1 }] });
     expect(byJob[dead.job]).toMatchObject({ user: "nobody", state: "dead", gcAction: "collect" });
     // No host file that can be read: a claim being written, as gc sees it (left alone).
@@ -154,9 +158,12 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     expect(byJob[804]?.gcAction).toBe("set-aside");
     expect(byJob[804]?.problem).toMatch(/^pids: .*804\/step-0\/pids is not a regular file$/);
     expect(byJob[807]).toMatchObject({ state: "dead", components: [] });
+    expect(byJob[809]?.components).toEqual([{ runtime: "none\\x0a1.0   run   root   running", container: "\\x1b]0;owned\\x07/b\\x9b2J", tasks: 0 }]);
     const table = await jobrt(["ps", "--all"], { env: s.env, timeoutMs: 20_000 });
     expect(table.code).toBe(0);
     expect(table.stdout).not.toContain(SECRET);
+    expect(table.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(table.stdout).not.toContain("\n1.0   run");
     expect(table.stdout).toContain("  jobrt gc would set it aside as <entry>.bad-<ms>: its pids file can never be read\n");
   });
 

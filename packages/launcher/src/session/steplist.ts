@@ -44,7 +44,14 @@ export interface StepView {
   problem?: string;
 }
 
-const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v.slice(0, 4096) : undefined);
+/** C0 and C1 control characters and DEL: a record's text must not drive root's terminal. */
+const CONTROL = new RegExp("[\\u0000-\\u001f\\u007f-\\u009f]", "g");
+
+/** A string of a record, shown: at most 4096 characters, control characters written as \xNN. */
+function text(v: unknown): string | undefined {
+  if (typeof v !== "string" || v === "") return undefined;
+  return v.slice(0, 4096).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
 
 /**
  * A journaled component, read as the untrusted JSON it may be (a job user writes its own journal):
