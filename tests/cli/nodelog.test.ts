@@ -252,7 +252,7 @@ describe("the node log of jobrt exec (a job user's task) and of the default Node
   requires({ root: process.getuid?.() === 0, unshare: have("unshare"), setpriv: have("setpriv"), perl: existsSync(PERL) });
 
   /** `jobrt exec` as nobody, for task 2 of 3 of step 5.1, in a namespace whose /dev/log is `socket`. */
-  async function execAsNobody(s: { env: NodeJS.ProcessEnv }, socket: string, command: string[]) {
+  async function execAsNobody(s: { dir: string; env: NodeJS.ProcessEnv }, socket: string, command: string[]) {
     // A shared SpoolDir (root's, 1777) gives the job user's exec a place for its crash record.
     mkdirSync(join(s.dir, "spool"), { recursive: true });
     chmodSync(join(s.dir, "spool"), 0o1777);

@@ -357,6 +357,15 @@ describe("jobrt run --container-image against a real registry", () => {
       const check = await jobrt(["check", "-v", "--conf-dir", dir, "--runtime", "oci", "--container-image", `docker://${own.host}/busybox:ep`, "true"]);
       expect(check.code).toBe(0);
       expect(check.stderr).toContain(`is ${d}`);
+      // Pulled above: the check hook finds it in this node's cache.
+      expect(check.stdout).toContain(`component 0: runtime oci: image docker://${own.host}/busybox:ep: ok: resolves to ${d}, cached in ${cache}/`);
+      // An image the registry has and this node never pulled: said to be not checked, not ok.
+      const fresh = pushBusybox(own, "busybox:fresh", "fresh");
+      const unpulled = await jobrt(["check", "--conf-dir", dir, "--runtime", "oci", "--container-image", `docker://${own.host}/busybox:fresh`, "true"]);
+      expect(unpulled.code).toBe(0);
+      expect(unpulled.stdout).toContain(
+        `component 0: runtime oci: image docker://${own.host}/busybox:fresh: not checked: resolves to ${fresh}, not pulled on this node yet: its bundle and rootfs are made when a step pulls it\ncomponent 0: runtime oci: ok (1 not checked)\n`,
+      );
       const bad = await jobrt(["check", "--conf-dir", dir, "--runtime", "oci", "--container-image", `docker://${own.host}/nosuch:1`, "true"]);
       expect(bad.code).toBe(1);
     } finally {

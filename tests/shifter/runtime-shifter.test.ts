@@ -161,6 +161,10 @@ describe("jobrt run --runtime shifter", () => {
   it("jobrt check looks the image up (submit context) and rejects a bad request without running anything", async () => {
     const good = await jobrt(["check", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", IMAGE, "true"]);
     expect(good.code).toBe(0);
+    // The check hook: shifter's tools as this node has them, then the image it resolves to.
+    expect(good.stdout).toMatch(/^component 0: runtime shifter: tool shifter \(.*ShifterPath\): ok: \/.*\/shifter, version not reported \(shifter has no --version\)\n/);
+    expect(good.stdout).toMatch(/\ncomponent 0: runtime shifter: tool shifterimg \(.*\): ok: \/.*shifterimg, version not reported/);
+    expect(good.stdout).toMatch(/\ncomponent 0: runtime shifter: image docker:.*: ok: resolves to id:[0-9a-f]{64}\ncomponent 0: runtime shifter: ok\n$/);
     const missing = await jobrt(["check", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", "docker:nothere:1", "true"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/shifterimg pull docker:nothere:1/);

@@ -8,6 +8,7 @@ Commands:
   runtimes  list the runtimes this node allows, with package, version and API status
   check     validate a run request (submit context) without starting anything
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
+  ps        list the steps of this node: live ones, and dead ones with what gc would do
   images    list or prune the node's container image cache (--container-image)
 
 Options:
@@ -84,9 +85,15 @@ Exits 1 when an allowed runtime cannot be loaded.
 
 export const CHECK_HELP = `Usage: jobrt check [run options] command [args...] [: ...]
 
-Validates a run request as at submit time: loads each component's runtime in the "submit"
-context and calls the runtime's validate hook (e.g. shifter looks the image up), starting nothing.
-Exits 0 when the request is valid, 1 when a runtime rejects it, 2 for usage errors.
+Checks a run request on this node, starting nothing: loads each component's runtime in the
+"submit" context, calls its validate hook (the request as at submit time; shifter looks the image
+up), then its check hook: what this node can see of the request. Runtime oci: the tools its
+RunTime* commands run (path and version), the bundle directory, its config.json (parsed) and the
+rootfs it names, or for --container-image whether the image is pulled here; shifter: shifter and
+shifterimg, and the image. What cannot be seen from here (an image not pulled yet) is said as
+'not checked'. Files are looked at as the job user.
+Exits 0 when every component is usable, 1 when a runtime rejects the request or something it
+needs is missing on this node, 2 for usage errors.
 `;
 
 export const GC_HELP = `Usage: jobrt gc [--job N] [--pid P] [-v] [--conf-dir DIR]
@@ -118,4 +125,18 @@ The node's image cache (runtime oci, --container-image; CacheDir in images.conf)
   prune    removes the images no running step uses, least recently used first, until the cache
            fits CacheSize; with --all, every image no running step uses. As root: every store;
            as a user: their own store.
+`;
+
+export const PS_HELP = `Usage: jobrt ps [--all] [--json] [--conf-dir DIR]
+
+Lists the steps of this node from the journal in SpoolDir: each 'jobrt run' step and each
+'jobrt exec' task of a Slurm step, with its user, state, age, tasks, runtime and container or
+image. A step whose jobrt is gone is shown as dead, with what 'jobrt gc' would do with it.
+A user sees their own steps; root sees its own, and with --all every user's.
+
+Options:
+  --all     every user's steps (root only)
+  --json    one JSON object: {"node": NAME, "steps": [...]} (see docs/cli.md, "jobrt ps")
+
+Exit status: 0, also when there is no step; 2 for usage and configuration errors.
 `;

@@ -1,4 +1,4 @@
-import { type JobrtError, RUNTIME_API_VERSION, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
+import { type JobrtError, RUNTIME_API_VERSION, type RuntimeTool, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
 import { probeTracker } from "@jobrt/launcher";
 import { type Host, cliPackageDir } from "./host.js";
 
@@ -15,6 +15,10 @@ export interface RuntimeListing {
   /** Why it cannot be used, when it cannot. */
   problem?: string;
   code?: string;
+  /** The programs it runs on this node (its `tools` hook); absent when it has no such hook. */
+  tools?: RuntimeTool[];
+  /** Why its tools could not be listed (its `tools` hook failed). */
+  toolsProblem?: string;
 }
 
 /** Loads every allowed runtime (context "node") and describes it, problems included. */
@@ -32,6 +36,7 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
       item.compatible = true;
       item.capabilities = info.capabilities;
       item.version = info.version;
+      await describeTools(host, index, item);
     } catch (error) {
       item.problem = messageOf(error);
       if (isJobrtError(error)) {
@@ -42,6 +47,34 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
     out.push(item);
   }
   return out;
+}
+
+async function describeTools(host: Host, index: number, item: RuntimeListing): Promise<void> {
+  try {
+    const tools = await host.registry.tools(index, host.node);
+    if (tools !== undefined) item.tools = tools;
+  } catch (error) {
+    item.toolsProblem = messageOf(error);
+  }
+}
+
+/** Padded columns, the last one left as it is. */
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return `${[header, ...rows].map(fmt).join("\n")}\n`;
+}
+
+/** One row per tool of each runtime: where it is and its version, or why it is missing. */
+function toolRows(list: RuntimeListing[]): string[][] {
+  const rows: string[][] = [];
+  for (const r of list) {
+    if (r.toolsProblem !== undefined) rows.push([r.name, "-", "-", `cannot list: ${r.toolsProblem}`]);
+    else if (r.tools === undefined) rows.push([r.name, "-", "-", r.compatible ? "not reported (the runtime has no tools hook)" : "-"]);
+    else if (r.tools.length === 0) rows.push([r.name, "(none)", "-", "runs no program of its own"]);
+    for (const t of r.tools ?? []) rows.push([r.name, t.name, t.version ?? "-", t.problem !== undefined ? `MISSING: ${t.problem}` : `${t.path ?? "-"} (${t.source})`]);
+  }
+  return rows;
 }
 
 export async function listRuntimes(host: Host, json: boolean): Promise<number> {
@@ -69,6 +102,7 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
     const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
     process.stdout.write(`${[header, ...rows].map(fmt).join("\n")}\n`);
     const how = proctrack.kind === "pgid" ? `process groups only${proctrack.fallback ? ` (${proctrack.fallback})` : ""}` : `${proctrack.kind} (below ${proctrack.path?.replace(/\/jobrt-probe\.\d+$/, "")})`;
+    process.stdout.write(`\n${table(["RUNTIME", "TOOL", "VERSION", "PATH"], toolRows(list))}\n`);
     process.stdout.write(`process tracking (ProcTrack=${host.site.procTrack}): ${how}\n`);
   }
   return list.every((r) => r.compatible) ? 0 : 1;

@@ -18,6 +18,7 @@ const COMMANDS: Record<string, (args: string[], timings?: Timings) => Promise<nu
   runtimes: async (args) => (await import("./commands/runtimes.js")).runtimesCommand(args),
   check: async (args) => (await import("./commands/check.js")).checkCommand(args),
   gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
+  ps: async (args) => (await import("./commands/ps.js")).psCommand(args),
   images: async (args) => (await import("./commands/images.js")).imagesCommand(args),
 };
 

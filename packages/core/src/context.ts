@@ -46,3 +46,11 @@ export type ValidateContext = StepHookContext;
 export interface DescribeContext<S> {
   state: S | undefined;
 }
+/** What `tools` is given: the node (its conf dir names the runtime's own configuration). */
+export interface ToolsContext {
+  node: NodeConf;
+  log: Logger;
+}
+
+/** `check` sees the step as `validate` does, on the node it runs on. */
+export type CheckContext = StepHookContext;

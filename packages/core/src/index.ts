@@ -13,10 +13,22 @@ export { readConfText } from "./conffile.js";
 export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
-export type { CleanupContext, DescribeContext, InitContext, SetupContext, StatefulContext, StepHookContext, TaskHookContext, ValidateContext } from "./context.js";
+export type {
+  CheckContext,
+  CleanupContext,
+  DescribeContext,
+  InitContext,
+  SetupContext,
+  StatefulContext,
+  StepHookContext,
+  TaskHookContext,
+  ToolsContext,
+  ValidateContext,
+} from "./context.js";
 export { type ErrorCode, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
 export { type RuntimeName, normalizeRuntimeName } from "./names.js";
 export {
+  type CheckFinding,
   HOOK_NAMES,
   type HookName,
   type MaybePromise,
@@ -29,9 +41,12 @@ export {
   type RuntimeMeta,
   type RuntimePlugin,
   type StepDescription,
+  type RuntimeTool,
   assertRuntimePlugin,
   definePlugin,
+  isCheckFinding,
   isExecSpec,
+  isRuntimeTool,
 } from "./plugin.js";
 export {
   type LoadedRuntime,

@@ -1,5 +1,5 @@
 import { type AcceptedField, isAcceptsList } from "./accepts.js";
-import type { CleanupContext, DescribeContext, InitContext, SetupContext, TaskHookContext, ValidateContext } from "./context.js";
+import type { CheckContext, CleanupContext, DescribeContext, InitContext, SetupContext, TaskHookContext, ToolsContext, ValidateContext } from "./context.js";
 import { jobrtError } from "./errors.js";
 import type { ExecSpec } from "./types.js";
 
@@ -17,6 +17,32 @@ export const NOT_SUPPORTED: unique symbol = Symbol.for("jobrt.runtime.NOT_SUPPOR
 export type NotSupported = typeof NOT_SUPPORTED;
 
 export type MaybePromise<T> = T | Promise<T>;
+
+/** A program a runtime runs on this node, as the runtime finds it (`jobrt runtimes`, `jobrt check`). */
+export interface RuntimeTool {
+  /** What the runtime calls it, e.g. "runc". */
+  name: string;
+  /** Where the runtime takes it from, e.g. "RunTimeRun in /etc/jobrt/oci.conf", "PATH". */
+  source: string;
+  /** Absolute path, when it was found. */
+  path?: string;
+  /** What the tool says its version is, when that could be read. */
+  version?: string;
+  /** Why the runtime cannot use it (missing, not executable): set only for an unusable tool. */
+  problem?: string;
+}
+
+/** One thing `jobrt check` looked at for a request on this node, and what it found. */
+export interface CheckFinding {
+  /** What was looked at, e.g. "bundle /shared/app", "tool runc". */
+  subject: string;
+  /**
+   * "ok": seen from this node and fine; "failed": seen and unusable (`jobrt check` exits 1);
+   * "unchecked": cannot be seen from here yet (an image not pulled): `detail` says why.
+   */
+  status: "ok" | "failed" | "unchecked";
+  detail?: string;
+}
 
 export interface RuntimeMeta {
   /** Short name, e.g. "oci". */
@@ -57,6 +83,16 @@ export interface RuntimeHooks<S = unknown> {
    * wait, and the host ignores a throw or anything but strings.
    */
   describe?(ctx: DescribeContext<S>): StepDescription;
+  /**
+   * The programs this runtime runs on this node, each with its path and version or why it is
+   * missing (`jobrt runtimes`). Optional: a runtime that runs no program of its own leaves it out.
+   */
+  tools?(ctx: ToolsContext): MaybePromise<RuntimeTool[]>;
+  /**
+   * What this node can see of a request (`jobrt check`, after `validate`): the container's files,
+   * the tools it needs, and what cannot be seen yet. Starts nothing and changes nothing. Optional.
+   */
+  check?(ctx: CheckContext): MaybePromise<CheckFinding[]>;
 }
 
 export interface RuntimePlugin<S = unknown> extends RuntimeHooks<S> {
@@ -72,7 +108,9 @@ export interface StepDescription {
 }
 
 export const HOOK_NAMES = ["init", "fini", "setup", "cleanup", "taskInit", "run"] as const;
-export type HookName = (typeof HOOK_NAMES)[number] | "validate";
+/** The hooks a plugin may leave out altogether (definePlugin gives no default for them). */
+const OPTIONAL_HOOK_NAMES = ["validate", "tools", "check", "describe"] as const;
+export type HookName = (typeof HOOK_NAMES)[number] | (typeof OPTIONAL_HOOK_NAMES)[number];
 
 /**
  * Builds a plugin object. Hooks left out do nothing (and `run` answers NOT_SUPPORTED), so a
@@ -92,6 +130,8 @@ export function definePlugin<S = unknown>(
     run: hooks.run ?? (() => NOT_SUPPORTED),
     ...(hooks.validate ? { validate: hooks.validate } : {}),
     ...(hooks.describe ? { describe: hooks.describe } : {}),
+    ...(hooks.tools ? { tools: hooks.tools } : {}),
+    ...(hooks.check ? { check: hooks.check } : {}),
   });
 }
 
@@ -149,8 +189,9 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
   for (const hook of HOOK_NAMES) {
     if (typeof plugin[hook] !== "function") fail(`hook ${hook} is missing (use definePlugin() to get defaults)`);
   }
-  if (plugin.validate !== undefined && typeof plugin.validate !== "function") fail("validate must be a function when present");
-  if (plugin.describe !== undefined && typeof plugin.describe !== "function") fail("describe must be a function when present");
+  for (const hook of OPTIONAL_HOOK_NAMES) {
+    if (plugin[hook] !== undefined && typeof plugin[hook] !== "function") fail(`${hook} must be a function when present`);
+  }
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {
@@ -173,4 +214,22 @@ export function isExecSpec(value: unknown): value is ExecSpec {
     (spec.shell === undefined || typeof spec.shell === "boolean") &&
     (spec.signals === undefined || spec.signals === "group" || spec.signals === "leader")
   );
+}
+
+const isText = (v: unknown, nonEmpty = false): v is string => typeof v === "string" && (!nonEmpty || v !== "");
+const isOptionalText = (v: unknown): boolean => v === undefined || typeof v === "string";
+
+/** True when `value` is a well-formed RuntimeTool: name and source, optional absolute path, version, problem. */
+export function isRuntimeTool(value: unknown): value is RuntimeTool {
+  if (typeof value !== "object" || value === null) return false;
+  const t = value as Record<string, unknown>;
+  return isText(t.name, true) && isText(t.source, true) && (t.path === undefined || (isText(t.path) && t.path.startsWith("/"))) && isOptionalText(t.version) && isOptionalText(t.problem);
+}
+
+/** True when `value` is a well-formed CheckFinding; an "unchecked" one must say why (`detail`). */
+export function isCheckFinding(value: unknown): value is CheckFinding {
+  if (typeof value !== "object" || value === null) return false;
+  const f = value as Record<string, unknown>;
+  const status = f.status === "ok" || f.status === "failed" || f.status === "unchecked";
+  return isText(f.subject, true) && status && isOptionalText(f.detail) && (f.status !== "unchecked" || isText(f.detail, true));
 }

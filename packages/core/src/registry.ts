@@ -3,14 +3,18 @@ import type { StepHookContext } from "./context.js";
 import { isJobrtError, jobrtError, messageOf } from "./errors.js";
 import { normalizeRuntimeName } from "./names.js";
 import {
+  type CheckFinding,
   NOT_SUPPORTED,
   type NotSupported,
   type PluginOrigin,
   RUNTIME_IDX_INVALID,
   type RuntimePlugin,
+  type RuntimeTool,
   type StepDescription,
   assertRuntimePlugin,
+  isCheckFinding,
   isExecSpec,
+  isRuntimeTool,
 } from "./plugin.js";
 import { isResolvedRuntime } from "./resolved.js";
 import { serializeStepState } from "./stepstate.js";
@@ -249,6 +253,28 @@ export class RuntimeRegistry {
   async validate(index: number, call: StepCall): Promise<void> {
     this.#checkAccepted(index, call.step);
     await this.#call(index, "validate", (p) => p.validate?.(this.#context(call)));
+  }
+
+  /** The runtime's tools on this node; undefined when the plugin has no `tools` hook. */
+  async tools(index: number, node: NodeConf): Promise<RuntimeTool[] | undefined> {
+    const plugin = this.#entry(index).plugin;
+    if (!plugin.tools) return undefined;
+    const tools = await this.#call(index, "tools", (p) => p.tools?.({ node, log: node.log }));
+    return this.#checked(index, "tools", tools, isRuntimeTool, "RuntimeTool objects {name, source, path?, version?, problem?}");
+  }
+
+  /** What this node can see of a request; undefined when the plugin has no `check` hook. */
+  async check(index: number, call: StepCall): Promise<CheckFinding[] | undefined> {
+    this.#checkAccepted(index, call.step);
+    if (!this.#entry(index).plugin.check) return undefined;
+    const findings = await this.#call(index, "check", (p) => p.check?.(this.#context(call)));
+    return this.#checked(index, "check", findings, isCheckFinding, 'CheckFinding objects {subject, status: "ok"|"failed"|"unchecked", detail?}');
+  }
+
+  #checked<T>(index: number, hook: string, value: unknown, is: (v: unknown) => v is T, what: string): T[] {
+    if (Array.isArray(value) && value.every(is)) return value;
+    const type = this.#entry(index).info.type;
+    throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: `runtime ${type} ${hook} returned ${describe(value)}; it must return an array of ${what}` }, { details: { runtime: type, hook } });
   }
 
   async run(index: number, call: StatefulCall & { task: TaskRecord }): Promise<ExecSpec | NotSupported> {

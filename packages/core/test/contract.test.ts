@@ -208,3 +208,49 @@ describe("plugin contract API 2", () => {
     expect(isExecSpec({ ...base, signals: "session" })).toBe(false);
   });
 });
+
+describe("the optional tools and check hooks (jobrt runtimes, jobrt check)", () => {
+  const base = { name: "t", type: "runtime/t", version: "1", accepts: [] };
+
+  it("a plugin without them loads and answers undefined: third-party plugins of before keep working", async () => {
+    const { registry, index } = await registryFor(definePlugin(base, {}));
+    expect(await registry.tools(index, node)).toBeUndefined();
+    expect(await registry.check(index, { node, step: stepWith() })).toBeUndefined();
+  });
+
+  it("hands on well-formed answers, with the context validate gets", async () => {
+    let seen: Record<string, unknown> = {};
+    const tool = { name: "tl", source: "PATH", path: "/usr/bin/tl", version: "1.0" };
+    const finding = { subject: "image x", status: "unchecked" as const, detail: "not pulled here" };
+    const plugin = definePlugin(base, {
+      tools: () => [tool],
+      check: (ctx) => {
+        seen = { ...ctx };
+        return [finding, { subject: "bundle", status: "ok" as const }];
+      },
+    });
+    const { registry, index } = await registryFor(plugin);
+    expect(await registry.tools(index, node)).toEqual([tool]);
+    const step = stepWith();
+    expect(await registry.check(index, { node, step })).toEqual([finding, { subject: "bundle", status: "ok" }]);
+    expect(Object.keys(seen).sort()).toEqual(["log", "node", "step"]);
+  });
+
+  it.each([
+    ["tools", { tools: (): unknown => [{ name: "x", path: "rel/x", source: "s" }] }, /tools returned .*; it must return an array of RuntimeTool objects/],
+    ["tools", { tools: (): unknown => "runc" }, /tools returned string runc; it must return an array/],
+    ["check", { check: (): unknown => [{ subject: "x", status: "unchecked" }] }, /check returned .*; it must return an array of CheckFinding objects/],
+    ["check", { check: (): unknown => [{ subject: "x", status: "maybe", detail: "?" }] }, /check returned .*CheckFinding/],
+  ] as const)("a malformed %s answer is ERR_RUNTIME_CONTRACT", async (hook, hooks, message) => {
+    const { registry, index } = await registryFor(definePlugin(base, hooks as never));
+    const call = hook === "tools" ? registry.tools(index, node) : registry.check(index, { node, step: stepWith() });
+    await expect(call).rejects.toMatchObject({ code: "ERR_RUNTIME_CONTRACT", message });
+  });
+
+  it("a tools or check that is not a function is refused at load", async () => {
+    for (const hook of ["tools", "check"]) {
+      const plugin = { ...definePlugin(base, {}), [hook]: "yes" };
+      await expect(registryFor(plugin)).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: new RegExp(`${hook} must be a function when present`) });
+    }
+  });
+});

@@ -20,6 +20,7 @@ export type {
 export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
 export { type SessionOptions, type StepPlan, type StepResult, runSession } from "./session/session.js";
 export { type Collected, collectOrphans } from "./session/collect.js";
+export { type StepComponentView, type StepView, listSteps } from "./session/steplist.js";
 export { openSpool, type Spool } from "./session/spool.js";
 export { userSpools } from "./session/userjournals.js";
 export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";

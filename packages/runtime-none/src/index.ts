@@ -7,7 +7,8 @@ import { NOT_SUPPORTED, REQUEST_FIELDS, definePlugin, packageVersion } from "@jo
 const none = definePlugin(
   // Every request field is accepted, and ignored, as Slurm's runtime/none ignores --container.
   { name: "none", type: "runtime/none", version: packageVersion(import.meta.url), capabilities: [], accepts: REQUEST_FIELDS },
-  { run: () => NOT_SUPPORTED },
+  // No program of its own and nothing of a request to look at: an empty answer, not "unknown".
+  { run: () => NOT_SUPPORTED, tools: () => [], check: () => [] },
 );
 
 export default none;

@@ -101,7 +101,9 @@ export function writeAtomic(dir: string, name: string, content: string, mode: nu
 
 /** Reads a regular file without following a symlink in the last component. */
 export function readNoFollow(path: string): string {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO for a file (a bundle's config.json is the job user's) opens at once and is
+  // refused below, instead of blocking this process for good in a synchronous open.
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
     return readFileSync(fd, "utf8");

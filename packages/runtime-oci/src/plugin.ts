@@ -1,6 +1,8 @@
 import { existsSync, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import {
+  type CheckContext,
+  type CheckFinding,
   type CleanupContext,
   type ClientInfo,
   type ContainerRequest,
@@ -9,10 +11,12 @@ import {
   NOT_SUPPORTED,
   type NodeConf,
   type NotSupported,
+  type RuntimeTool,
   type SetupContext,
   type StepRecord,
   type TaskHookContext,
   type TaskRecord,
+  type ToolsContext,
   type ValidateContext,
   definePlugin,
   isJobrtError,
@@ -39,6 +43,8 @@ import {
   setupImage,
   validateImage,
 } from "./image/request.js";
+import { bundleFindings, imageFindings, toolFinding, unnamedFinding } from "./check.js";
+import { defaultRuncTool, ociTools } from "./tools.js";
 import { type CutShortTask, cutShortCgroups } from "./leftovers.js";
 import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
 import { GUARD_PROGRAM } from "./missingguard.js";
@@ -796,6 +802,36 @@ function report(results: FsResult[], warn: (m: string) => void): void {
   }
 }
 
+/** The programs oci.conf's RunTime* commands run (runc, when there is no oci.conf), as the host finds them. */
+async function tools({ node }: ToolsContext): Promise<RuntimeTool[]> {
+  const conf = loadOciConf(node.confDir);
+  if (!conf) return [await defaultRuncTool([process.env.PATH])];
+  return (await ociTools(conf, [process.env.PATH])).tools;
+}
+
+/** What this node can see of a request: the tools its commands run, the bundle or the image. */
+async function check({ node, step }: CheckContext): Promise<CheckFinding[]> {
+  const c = step.container;
+  if (!c) return [];
+  let conf: OciConf;
+  try {
+    conf = resolveConf(node, step);
+  } catch (error) {
+    return [{ subject: "oci.conf", status: "failed", detail: messageOf(error) }];
+  }
+  // The step's PATH first, as resolveConf looks for the embedded default's runc.
+  const found = await ociTools(conf, [step.env.PATH, process.env.PATH]);
+  const findings = [...found.tools.map(toolFinding), ...found.unnamed.map(unnamedFinding)];
+  const ref = imageOption(c);
+  if (ref !== undefined) findings.push(...(await imageFindings(node, step, ref)));
+  else {
+    // The embedded default runs rootless runc for a job user: setup fits config.json to it (fitRootless).
+    const rootless = conf.embedded && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : undefined;
+    findings.push(...(await bundleFindings(resolve(step.cwd, c.value ?? ""), conf, identityFor(step), rootless)));
+  }
+  return findings;
+}
+
 async function validate({ node, step }: ValidateContext): Promise<void> {
   const c = step.container;
   if (!c) return;
@@ -822,5 +858,7 @@ export const ociPlugin = definePlugin<OciStepState>(
     // An image step's bundle is a cache dir: its digest says what ran.
     describe: ({ state }) => (state?.image ? { digest: state.image.digest } : state ? { bundle: state.bundle } : {}),
     validate,
+    tools,
+    check,
   },
 );

@@ -7,6 +7,7 @@ import { show } from "./reject.js";
 import { type ShifterRequest, validateRequest, wantsContainer } from "./request.js";
 import { joinPinDir, leavePinDir, readPin, writePin } from "./pin.js";
 import { lookupImage, pullImage } from "./resolve.js";
+import { shifterTools, toolFinding } from "./tools.js";
 import { type UdiRootConf, loadUdiRootConf } from "./udiroot.js";
 
 interface StepState {
@@ -133,6 +134,24 @@ const shifter = definePlugin<StepState>(
       // shifter itself keeps nothing on the node for a step (each instance's mounts die with its
       // namespace); only the shared image pin is ours to remove.
       leavePinDir(node, step);
+    },
+    tools({ node }) {
+      const conf = loadShifterConf(node.confDir, node.hostUid);
+      const udi = loadUdiRootConf(conf.udiRootConf, conf.udiRootConfExplicit, node.hostUid);
+      return shifterTools(conf, udi, shifterimgPath(conf, udi));
+    },
+    async check({ node, step }) {
+      const p = prepare(node, step);
+      if (!p) return [];
+      const findings = shifterTools(p.conf, p.udi, shifterimgPath(p.conf, p.udi)).map(toolFinding);
+      if (findings.some((f) => f.status === "failed")) return findings;
+      const subject = `image ${p.request.image.canonical}`;
+      const pinned = await pin(p, node, step, "validate");
+      if (!pinned) findings.push({ subject, status: "unchecked", detail: "not on the image gateway yet: it is pulled at launch (PullPolicy=if-missing)" });
+      else if (pinned.type === "id" && p.udi?.imagePath && missing(join(p.udi.imagePath, `${pinned.value}.meta`))) {
+        findings.push({ subject, status: "failed", detail: `resolves to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): not on this node's image store` });
+      } else findings.push({ subject, status: "ok", detail: `resolves to ${pinned.type}:${pinned.value}` });
+      return findings;
     },
     async validate({ node, step }) {
       const p = prepare(node, step);

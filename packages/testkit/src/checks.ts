@@ -138,6 +138,21 @@ export const CHECKS = {
     title: "validate accepts a valid request and creates nothing in SpoolDir",
     fix: "make validate check the request only: no files, no processes",
   },
+  "tools.shape": {
+    level: "MUST",
+    title: "tools (when the plugin has it) lists well-formed tools and creates nothing in SpoolDir",
+    fix: "return an array of {name, source, path?, version?, problem?} from tools: path absolute, problem only for a tool the runtime cannot use; look, never write",
+  },
+  "check.shape": {
+    level: "MUST",
+    title: "check (when the plugin has it) returns well-formed findings and creates nothing in SpoolDir",
+    fix: 'return an array of {subject, status: "ok"|"failed"|"unchecked", detail?} from check, with a detail for every "unchecked"; look, never write',
+  },
+  "check.fixture": {
+    level: "SHOULD",
+    title: "check finds nothing wrong with the fixture request, which the suite launches",
+    fix: 'a request that runs must not be reported "failed" by check: read the failed finding\'s detail',
+  },
   "launch.tasks": {
     level: "MUST",
     title: "each task's ExecSpec (or own argv) really runs and prints its marker",

@@ -7,6 +7,7 @@ import type { ConformanceOptions, PluginSource } from "./options.js";
 import { registerCleanupOrderChecks, registerStateChecks } from "./statechecks.js";
 import { registerCleanupChecks, registerLaunchChecks, registerRequestCheck } from "./stepchecks.js";
 import { SuiteKit } from "./suitekit.js";
+import { registerToolChecks } from "./toolchecks.js";
 
 /**
  * Registers a vitest suite that checks `plugin` against the jobrt runtime contract. Call it at the
@@ -36,6 +37,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerRequestCheck(kit);
       registerCleanupChecks(kit);
       registerErrorChecks(kit);
+      registerToolChecks(kit);
       registerTaskLaunchChecks(kit);
       registerLaunchChecks(kit);
     });

@@ -1,10 +1,12 @@
 import {
+  type CheckFinding,
   type ClientInfo,
   type ExecSpec,
   type NodeConf,
   type NotSupported,
   type RuntimeContext,
   type RuntimePlugin,
+  type RuntimeTool,
   type StepRecord,
   type StepStateText,
   type TaskRecord,
@@ -22,6 +24,10 @@ export interface PluginHost {
   /** `afterCrash`: as `jobrt gc` calls it after the host died (tasks without pid or exit). */
   cleanup(node: NodeConf, step: StepRecord, options?: { afterCrash?: boolean; state?: StepStateText }): Promise<void>;
   validate(node: NodeConf, step: StepRecord): Promise<void>;
+  /** The plugin's `tools` answer; undefined when it has no such hook. */
+  tools(node: NodeConf): Promise<RuntimeTool[] | undefined>;
+  /** The plugin's `check` answer for a request (refused first outside `meta.accepts`); undefined without the hook. */
+  check(node: NodeConf, step: StepRecord): Promise<CheckFinding[] | undefined>;
   /** The state setup returned for `step` (JSON text), as the host journals it. */
   stateOf(step: StepRecord): StepStateText;
 }
@@ -62,6 +68,13 @@ export function pluginHost(plugin: RuntimePlugin): PluginHost {
     async validate(node, step) {
       checkAccepted(type, plugin.meta.accepts ?? [], step.container);
       await plugin.validate?.(base(node, step));
+    },
+    async tools(node) {
+      return plugin.tools?.({ node, log: node.log });
+    },
+    async check(node, step) {
+      checkAccepted(type, plugin.meta.accepts ?? [], step.container);
+      return plugin.check?.(base(node, step));
     },
     stateOf: (step) => states.get(step),
   };

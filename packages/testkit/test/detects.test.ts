@@ -66,6 +66,9 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["wipes-spool", "cleanup.other-steps", /cleanup removed .*jobrt-testkit-other\.\d+.*which belong to another step/],
   ["module-state", "state.different-requests", /step a's ExecSpec holds .*which is step b's/],
   ["accepts-no-container", "errors.container-required", /a step without --container was accepted/],
+  ["bad-tools", "tools.shape", /tools returned \{"name":"hostenv-helper","path":"relative\/helper"\}, not a/],
+  ["bad-check", "check.shape", /check returned \{"subject":"the request","status":"unchecked"\}, not a .*needs a detail/],
+  ["check-fails-fixture", "check.fixture", /check reported the fixture request as failed: the request: hostenv refuses everything/],
   ...(process.getuid?.() === 0 ? [["root-only-files", "launch.tasks", /exited with 126|EACCES|Permission denied/] as [string, string, RegExp]] : []),
 ];
 

@@ -1,10 +1,42 @@
 import { cpus } from "node:os";
+import type { CheckFinding, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
 import { planStep } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { createHost, say } from "../host.js";
 import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
 
-/** `jobrt check`: the submit-context validation of a run request; nothing is started. */
+const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "failed", unchecked: "not checked" };
+
+/**
+ * One component: the runtime's validate hook (the request as at submit time), then its check hook
+ * (what this node can see of it). Failed findings go to stderr; true when the component is usable.
+ */
+async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: StepRecord, prefix: string): Promise<boolean> {
+  const index = await registry.load(step.runtime || undefined, "submit");
+  step.runtime = registry.info(index).name;
+  const head = `${prefix}: runtime ${step.runtime}`;
+  let findings: CheckFinding[] | undefined;
+  try {
+    await registry.validate(index, { node, step });
+    findings = await registry.check(index, { node, step });
+  } catch (error) {
+    say(`${prefix}: ${(error as Error).message}`);
+    return false;
+  }
+  for (const f of findings ?? []) {
+    const line = `${head}: ${f.subject}: ${SHOWN[f.status]}${f.detail !== undefined ? `: ${f.detail}` : ""}`;
+    if (f.status === "failed") say(line);
+    else process.stdout.write(`${line}\n`);
+  }
+  const failed = (findings ?? []).filter((f) => f.status === "failed").length;
+  const unchecked = (findings ?? []).filter((f) => f.status === "unchecked").length;
+  if (failed > 0) say(`${head}: failed (${failed} problem${failed === 1 ? "" : "s"} on this node)`);
+  else if (findings === undefined) process.stdout.write(`${head}: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n`);
+  else process.stdout.write(`${head}: ok${unchecked > 0 ? ` (${unchecked} not checked)` : ""}\n`);
+  return failed === 0;
+}
+
+/** `jobrt check`: a run request validated as at submit time, then what this node can see of it; nothing is started. */
 export async function checkCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: true, command: "check" });
   if (flag(parsed.step, "help")) {
@@ -17,15 +49,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   let status = 0;
   try {
     for (const [i, c] of planned.entries()) {
-      const index = await host.registry.load(c.record.runtime || undefined, "submit");
-      c.record.runtime = host.registry.info(index).name;
-      try {
-        await host.registry.validate(index, { node: host.node, step: c.record });
-        process.stdout.write(`component ${i}: runtime ${c.record.runtime}: ok\n`);
-      } catch (error) {
-        say(`component ${i}: ${(error as Error).message}`);
-        status = 1;
-      }
+      if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`))) status = 1;
     }
   } finally {
     await host.registry.fini();

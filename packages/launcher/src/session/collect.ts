@@ -30,7 +30,8 @@ export interface Collected {
   report?: string;
 }
 
-function hostAlive(entry: JournalEntry): boolean {
+/** Whether the entry's host (the jobrt that runs the step) still runs: gc leaves such an entry alone. */
+export function hostAlive(entry: JournalEntry): boolean {
   if (entry.staleClaim) return false;
   const host = entry.host;
   // No host file yet: a claim being written right now. Leave it alone.

@@ -287,6 +287,8 @@ export interface JournalEntry {
   record?: JournalRecord;
   /** Set when a `jobrt gc` claimed the entry and died before finishing. */
   staleClaim?: boolean;
+  /** When the entry was claimed (ms since the epoch): host.json is written once, then never. */
+  since?: number;
 }
 
 /*
@@ -315,6 +317,14 @@ function isRealDir(path: string): boolean {
   }
 }
 
+function mtimeOf(path: string): number | undefined {
+  try {
+    return lstatSync(path).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
 function listDir(dir: string): string[] {
   try {
     return readdirSync(dir);
@@ -339,6 +349,8 @@ function readEntry(jobDir: string, jobId: number, name: string): JournalEntry | 
   const host = record?.host ?? readJson<HostInfo>(join(dir, HOST_FILE));
   if (host) entry.host = host;
   if (record) entry.record = record;
+  const since = mtimeOf(join(dir, HOST_FILE));
+  if (since !== undefined) entry.since = since;
   return entry;
 }
 

@@ -63,9 +63,10 @@ export function journalOwner(spool: Spool): FileUser | undefined {
  */
 export function collectsFor(spool: Spool, record: JournalRecord | undefined): boolean {
   if (!isForeign(spool)) return true;
-  const components = record?.components ?? [];
-  const groupOk = (gid: number) => gid === spool.gid || userHasGroup(spool.uid, gid);
-  return components.length > 0 && components.every((c) => c.uid === spool.uid && groupOk(c.gid));
+  // The record is the user's JSON: any shape at all (junk is collected by nobody but its user).
+  const components: unknown = record?.components;
+  const groupOk = (gid: unknown) => typeof gid === "number" && (gid === spool.gid || userHasGroup(spool.uid, gid));
+  return Array.isArray(components) && components.length > 0 && components.every((c) => c?.uid === spool.uid && groupOk(c.gid));
 }
 
 function realUid(pid: number): number | undefined {

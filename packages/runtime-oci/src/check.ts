@@ -1,0 +1,96 @@
+import { join } from "node:path";
+import { type CheckFinding, type NodeConf, type RuntimeTool, type StepRecord, messageOf } from "@jobrt/core";
+import { fitRootless, parseBundleConfig } from "./bundle.js";
+import type { OciConf } from "./conf.js";
+import { type FsResult, type Identity, runFsOps } from "./fsops.js";
+import { parseImageReference } from "./image/reference.js";
+import { listImages, resolveForStep } from "./image/cache.js";
+import { loadImageSettings } from "./image/settings.js";
+import type { UnnamedProgram } from "./tools.js";
+
+/**
+ * `jobrt check` of runtime oci (docs/cli.md, "jobrt check"): what this node can see of a
+ * request. Every file is looked at as setup would read it: as the job user (runFsOps), never
+ * following a symlink in the last component.
+ */
+
+/** A tool as a finding: usable (with its path and version) or not. */
+export function toolFinding(tool: RuntimeTool): CheckFinding {
+  const subject = `tool ${tool.name} (${tool.source})`;
+  if (tool.problem !== undefined) return { subject, status: "failed", detail: tool.problem };
+  return { subject, status: "ok", detail: `${tool.path ?? tool.name}, version ${tool.version ?? "unknown (it printed none for --version)"}` };
+}
+
+export function unnamedFinding(u: UnnamedProgram): CheckFinding {
+  return { subject: `${u.key} program`, status: "unchecked", detail: `the first word of ${JSON.stringify(u.command)} is a pattern or shell syntax: the program is known only when the command runs` };
+}
+
+/** Looks at `path` as a directory: reading `path/.` opens it (following `path` itself, as runc does) and fails as no regular file. */
+function dirState(r: FsResult): "dir" | "missing" | "not a directory" | string {
+  if (r.ok) return "not a directory";
+  if (r.code === "ENOENT") return "missing";
+  if (r.code === "ENOTDIR") return "not a directory";
+  return /is not a regular file$/.test(r.error) ? "dir" : r.error;
+}
+
+function dirFinding(subject: string, r: FsResult, missingHint: string, as: Identity | undefined): CheckFinding {
+  const state = dirState(r);
+  if (state === "dir") return { subject, status: "ok", detail: "a directory" };
+  if (state === "missing") return { subject, status: "failed", detail: `no such directory on this node${missingHint}` };
+  return { subject, status: "failed", detail: `${state}${as ? ` (looked at as uid ${as.uid})` : ""}` };
+}
+
+/** `dir/.`: opening it follows `dir` itself (a symlinked bundle is fine, as for runc); path.join would drop the dot. */
+const inside = (dir: string) => `${dir.replace(/\/+$/, "")}/.`;
+
+/**
+ * The bundle dir, its config.json (parsed as setup parses it) and the rootfs it names. `rootless`:
+ * the job user's ids when the embedded default will run rootless runc, which needs a user namespace.
+ */
+export async function bundleFindings(bundle: string, conf: OciConf, as: Identity | undefined, rootless?: Identity): Promise<CheckFinding[]> {
+  const file = join(bundle, "config.json");
+  const [dir, config] = await runFsOps([{ op: "read", path: inside(bundle) }, { op: "read", path: file }], as);
+  const findings = [dirFinding(`bundle ${bundle}`, dir as FsResult, " (--container names an OCI bundle directory)", as)];
+  if (findings[0]?.status === "failed") return findings;
+  if (conf.ignoreFileConfigJson) {
+    findings.push({ subject: file, status: "unchecked", detail: `${conf.file} sets IgnoreFileConfigJson=true: the runtime command alone knows the rootfs` });
+    return findings;
+  }
+  const r = config as FsResult;
+  if (!r.ok) {
+    findings.push({ subject: file, status: "failed", detail: r.code === "ENOENT" ? "no such file (an OCI bundle has a config.json)" : r.error });
+    return findings;
+  }
+  let rootfs: string;
+  try {
+    const parsed = parseBundleConfig(r.value as string, file, bundle);
+    rootfs = parsed.rootfs;
+    const problem = rootless ? fitRootless(parsed.config, rootless.uid, rootless.gid) : undefined;
+    if (problem) throw new Error(`${file}: ${problem}`);
+  } catch (error) {
+    findings.push({ subject: file, status: "failed", detail: messageOf(error) });
+    return findings;
+  }
+  findings.push({ subject: file, status: "ok", detail: "parses, names root.path" });
+  const [root] = await runFsOps([{ op: "read", path: inside(rootfs) }], as);
+  findings.push(dirFinding(`rootfs ${rootfs}`, root as FsResult, ` (root.path in ${file})`, as));
+  return findings;
+}
+
+/**
+ * An image request: its reference resolved (as setup would, as the job user), and whether this
+ * node's cache holds it already; one that is not pulled yet cannot be looked at before a step pulls it.
+ */
+export async function imageFindings(node: NodeConf, step: StepRecord, text: string): Promise<CheckFinding[]> {
+  const subject = `image ${text}`;
+  const settings = loadImageSettings(node.confDir);
+  let digest: string;
+  try {
+    digest = (await resolveForStep(step, settings, parseImageReference(text))).digest;
+  } catch (error) {
+    return [{ subject, status: "failed", detail: messageOf(error) }];
+  }
+  const cached = listImages(settings).find((e) => e.meta.digest === digest);
+  if (!cached) return [{ subject, status: "unchecked", detail: `resolves to ${digest}, not pulled on this node yet: its bundle and rootfs are made when a step pulls it` }];
+  return [{ subject, status: "ok", detail: `resolves to ${digest}, cached in ${cached.dir}` }];
+}

@@ -1,0 +1,183 @@
+/**
+ * `jobrt check` looks at what this node can see of a request (issue 26, item 5), and `jobrt
+ * runtimes` lists each runtime's tools: the built CLI, real runc, a real busybox bundle.
+ */
+import { spawnSync } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { busyboxBundle } from "../helpers/fixtures.js";
+import { faultPluginDir } from "../faults/fault-plugin.js";
+import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
+
+const runcVersion = /runc version (\S+)/.exec(spawnSync("runc", ["--version"], { encoding: "utf8" }).stdout ?? "")?.[1];
+const runcPath = spawnSync("sh", ["-c", "command -v runc"], { encoding: "utf8" }).stdout.trim();
+
+const ID = "%n.%u.%j.%s.%t";
+function ociConf(runc: string): string {
+  const g = `${runc} --root /run/runc`;
+  return `RunTimeQuery="${g} state ${ID}"\nRunTimeRun="${g} run ${ID} -b %b"\nRunTimeKill="${g} kill -a ${ID}"\nRunTimeDelete="${g} delete --force ${ID}"\n`;
+}
+
+/** A conf dir with a private SpoolDir and, optionally, oci.conf. */
+function site(oci?: string): { dir: string; env: NodeJS.ProcessEnv } {
+  const dir = tempDir("jobrt-check-conf-");
+  const spool = tempDir("jobrt-check-spool-");
+  chmodSync(spool, 0o755);
+  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${spool}\n`);
+  if (oci !== undefined) writeFileSync(join(dir, "oci.conf"), oci);
+  return { dir, env: { ...process.env, JOBRT_CONF_DIR: dir } };
+}
+
+describe("jobrt check: what this node can see", () => {
+  requires({ runc: runcVersion !== undefined, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
+  let bundle: string;
+  beforeAll(() => {
+    bundle = busyboxBundle(join(tempDir("jobrt-check-bundle-"), "bundle"));
+  });
+
+  it("a real bundle: runc with its path and version, the bundle, config.json and rootfs, all ok", async () => {
+    const s = site(ociConf("runc"));
+    const r = await jobrt(["check", "--container", bundle, "true"], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const oci = join(s.dir, "oci.conf");
+    expect(r.stdout).toBe(
+      [
+        `component 0: runtime oci: tool runc (RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${oci}): ok: ${runcPath}, version ${runcVersion}`,
+        `component 0: runtime oci: bundle ${bundle}: ok: a directory`,
+        `component 0: runtime oci: ${bundle}/config.json: ok: parses, names root.path`,
+        `component 0: runtime oci: rootfs ${bundle}/rootfs: ok: a directory`,
+        "component 0: runtime oci: ok",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("a bundle that does not exist on this node fails, naming it", async () => {
+    const s = site(ociConf("runc"));
+    const missing = join(tempDir(), "no-such-bundle");
+    const marker = join(tempDir(), "started");
+    const r = await jobrt(["check", "--container", missing, "sh", "-c", `touch ${marker}`], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `jobrt: component 0: runtime oci: bundle ${missing}: failed: no such directory on this node (--container names an OCI bundle directory)\njobrt: component 0: runtime oci: failed (1 problem on this node)\n`,
+    );
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("a config.json that does not parse fails with the file and JSON's complaint", async () => {
+    const s = site(ociConf("runc"));
+    const copy = join(tempDir(), "bundle");
+    mkdirSync(join(copy, "rootfs"), { recursive: true });
+    writeFileSync(join(copy, "config.json"), '{"ociVersion": "1.0.2", "root": {"path": "rootfs"');
+    const r = await jobrt(["check", "--container", copy, "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`component 0: runtime oci: bundle ${copy}: ok: a directory\n`);
+    expect(r.stderr).toMatch(new RegExp(`^jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json: not valid JSON: .+\\njobrt: component 0: runtime oci: failed \\(1 problem on this node\\)\\n$`));
+  });
+
+  it("a config.json that is a FIFO fails at once, in check and in run (a synchronous open of it blocked jobrt for good)", async () => {
+    const s = site(ociConf("runc"));
+    const copy = join(tempDir(), "bundle");
+    mkdirSync(join(copy, "rootfs"), { recursive: true });
+    spawnSync("mkfifo", [join(copy, "config.json")]);
+    const check = await jobrt(["check", "--container", copy, "true"], { env: s.env, timeoutMs: 15_000 });
+    expect(check.signal).toBeNull();
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(`jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json is not a regular file\n`);
+    const run = await jobrt(["run", "--container", copy, "true"], { env: s.env, timeoutMs: 15_000 });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`cannot read ${copy}/config.json: ${copy}/config.json is not a regular file`);
+  });
+
+  it("a config.json whose rootfs is missing fails on the rootfs", async () => {
+    const s = site(ociConf("runc"));
+    const copy = join(tempDir(), "bundle");
+    mkdirSync(copy);
+    cpSync(join(bundle, "config.json"), join(copy, "config.json"));
+    const r = await jobrt(["check", "--container", copy, "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`jobrt: component 0: runtime oci: rootfs ${copy}/rootfs: failed: no such directory on this node (root.path in ${copy}/config.json)\n`);
+  });
+
+  it("a runc that oci.conf names but this node lacks fails as a missing tool", async () => {
+    const gone = join(tempDir(), "bin/runc");
+    const s = site(ociConf(gone));
+    const r = await jobrt(["check", "--container", bundle, "true"], { env: s.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`jobrt: component 0: runtime oci: tool runc (RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${join(s.dir, "oci.conf")}): failed: ${gone} does not exist\n`);
+    expect(r.stdout).toContain(`bundle ${bundle}: ok`);
+  });
+
+  it("a command whose program is a pattern is said to be not checked", async () => {
+    const s = site(ociConf("runc").replace(/RunTimeKill="runc/, 'RunTimeKill="%m/runc'));
+    const r = await jobrt(["check", "--container", bundle, "true"], { env: s.env });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("component 0: runtime oci: RunTimeKill program: not checked: the first word of");
+    expect(r.stdout).toContain("component 0: runtime oci: ok (1 not checked)\n");
+  });
+
+  it("a bundle dir only root can read is looked at as the job user (--uid) and not seen", async () => {
+    const s = site(ociConf("runc"));
+    const parent = tempDir();
+    chmodSync(parent, 0o700);
+    const hidden = join(parent, "bundle");
+    cpSync(bundle, hidden, { recursive: true });
+    chmodSync(s.dir, 0o755);
+    const r = await jobrt(["check", "--uid", "65534", "--gid", "65534", "--container", hidden, "true"], { env: s.env, cwd: "/" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`jobrt: component 0: runtime oci: bundle ${hidden}: failed: EACCES: permission denied, open '${hidden}/.' (looked at as uid 65534)\n`);
+  });
+
+  it("a bundle reached through a symlink is followed, as runc follows it", async () => {
+    const s = site(ociConf("runc"));
+    const link = join(tempDir(), "link");
+    symlinkSync(bundle, link);
+    const r = await jobrt(["check", "--container", link, "true"], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain(`component 0: runtime oci: bundle ${link}: ok: a directory\n`);
+    expect(r.stdout).toContain(`component 0: runtime oci: rootfs ${link}/rootfs: ok: a directory\n`);
+  });
+});
+
+describe("a third-party runtime without the tools and check hooks (written before them)", () => {
+  it("still loads: runtimes says its tools are not reported, check that it validated only", async () => {
+    const s = site();
+    writeFileSync(join(s.dir, "jobrt.conf"), `PluginDir=${faultPluginDir()}\nRuntimePlugins=fault\n`);
+    const list = await jobrt(["runtimes"], { env: s.env });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/\nfault +- +- +not reported \(the runtime has no tools hook\)\n/);
+    const json = JSON.parse((await jobrt(["runtimes", "--json"], { env: s.env })).stdout) as { runtimes: Record<string, unknown>[] };
+    expect(json.runtimes[0]).toMatchObject({ name: "fault", compatible: true });
+    expect(json.runtimes[0]).not.toHaveProperty("tools");
+    const r = await jobrt(["check", "--runtime", "fault", "true"], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("component 0: runtime fault: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n");
+  });
+});
+
+describe("jobrt runtimes: each runtime's tools", () => {
+  requires({ runc: runcVersion !== undefined, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
+
+  it("runc from oci.conf with path and version, shifter's tools missing, none with no tool", async () => {
+    const s = site(ociConf("runc"));
+    writeFileSync(join(s.dir, "shifter.conf"), `ShifterPath=${join(s.dir, "no-shifter")}\nShifterimgPath=${join(s.dir, "no-shifterimg")}\n`);
+    const r = await jobrt(["runtimes", "--json"], { env: s.env });
+    const list = JSON.parse(r.stdout) as { runtimes: { name: string; tools?: unknown[] }[] };
+    const tools = Object.fromEntries(list.runtimes.map((x) => [x.name, x.tools]));
+    const oci = join(s.dir, "oci.conf");
+    expect(tools.oci).toEqual([{ name: "runc", source: `RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${oci}`, path: runcPath, version: runcVersion }]);
+    expect(tools.none).toEqual([]);
+    expect(tools.shifter).toEqual([
+      { name: "shifter", source: `${join(s.dir, "shifter.conf")}:1 ShifterPath`, path: join(s.dir, "no-shifter"), problem: `${join(s.dir, "no-shifter")} does not exist: install Shifter or set ShifterPath in shifter.conf` },
+      { name: "shifterimg", source: `${join(s.dir, "shifter.conf")}:2 ShifterimgPath`, path: join(s.dir, "no-shifterimg"), problem: `${join(s.dir, "no-shifterimg")} does not exist: install Shifter or set ShifterimgPath in shifter.conf` },
+    ]);
+    const text = await jobrt(["runtimes"], { env: s.env });
+    expect(text.stdout).toMatch(new RegExp(`\\noci +runc +${runcVersion!.replace(/[.+]/g, "\\$&")} +${runcPath} \\(RunTimeQuery`));
+    expect(text.stdout).toMatch(/\nshifter +shifter +- +MISSING: .*no-shifter does not exist/);
+    expect(text.stdout).toMatch(/\nnone +\(none\) +- +runs no program of its own\n/);
+  });
+});
