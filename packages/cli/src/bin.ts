@@ -1,7 +1,6 @@
 #!/usr/bin/env -S node --
 // The "--" stops Node 20 from reading options such as --env-file= out of the job's own argv.
 import { main } from "./main.js";
-import { rawArgs } from "./rawinput.js";
 import { Timings } from "./timings.js";
 
 // Made first of all, so its "modules" phase ends when the entry's imports are done.
@@ -19,7 +18,13 @@ function drained(stream: NodeJS.WriteStream): Promise<void> {
   });
 }
 
-process.exitCode = await main(rawArgs(), timings);
+/** Node's argv holds U+FFFD for bytes that are not UTF-8; only then are the originals read back. */
+async function args(): Promise<string[]> {
+  const argv = process.argv.slice(2);
+  return argv.some((a) => a.includes("\ufffd")) ? (await import("./rawinput.js")).rawArgs() : argv;
+}
+
+process.exitCode = await main(await args(), timings);
 timings?.mark("release");
 await Promise.all([drained(process.stdout), drained(process.stderr)]);
 if (timings) {
