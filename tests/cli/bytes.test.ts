@@ -75,6 +75,13 @@ describe("runtime oci: what config.json cannot carry is refused, not altered", (
     expect(readdirSync(s.spool).filter((f) => f.startsWith("oci-"))).toEqual([]);
   });
 
+  it("a --container-env value 0xfe is refused the same way, naming the option and the variable", async () => {
+    const s = site(oci);
+    const r = await jobrtBytes(s.dir, "", `run --runtime oci --container '${bundle}' --container-env Y=$'\\xfe' true`);
+    expect(r.code).toBe(1);
+    expect(r.stderr.toString("utf8")).toMatch(/^jobrt: runtime runtime\/oci run failed: task 0: --container-env "Y" holds bytes that are not UTF-8/);
+  });
+
   it("a variable name with a space and UTF-8 arguments pass into the container", async () => {
     const s = site(oci);
     const r = await jobrtBytes(s.dir, "env 'A B=1'", `run --runtime oci --container '${bundle}' cat /proc/self/environ`);

@@ -333,7 +333,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
   if (!st) return NOT_SUPPORTED;
   const taskDir = taskDirOf(st, task);
   const { conf, request } = st;
-  refuseBytesNotUtf8(task, !request.clearEnv);
+  refuseBytesNotUtf8(task, !request.clearEnv, request.env);
 
   // The job env as the container sees it: task env (or nothing with --container-clearenv), the
   // bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
