@@ -10,13 +10,15 @@ Commands:
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
   ps        list the steps of this node: live ones, and dead ones with what gc would do
   images    list or prune the node's container image cache (--container-image)
+  help      show a command's help (jobrt help CMD is jobrt CMD --help)
 
 Options:
   -h, --help     show help (also: jobrt <command> --help)
   --version      print jobrt's version
 
 Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
-shifter.conf, images.conf); with no files, embedded defaults apply. See docs/cli.md.
+shifter.conf, images.conf); with no files, embedded defaults apply. See jobrt(1) and
+jobrt.conf(5) (man jobrt, man jobrt.conf).
 JOBRT_TIMINGS=1: run and exec end with one stderr line of where their time went, by phase.
 `;
 
@@ -107,9 +109,9 @@ Exits 1 when a step could not be cleaned up (its record is kept for another try,
 
 Options:
   --job N   only the steps of job N (under Slurm: the Slurm job id); for a Slurm Epilog line
-            'jobrt gc --job $SLURM_JOB_ID' (see docs/slurm.md)
+            'jobrt gc --job $SLURM_JOB_ID'
   --pid P   only the step whose jobrt had pid P, once that jobrt is gone (what the task forker
-            of a killed 'jobrt exec' runs at once, see docs/slurm.md)
+            of a killed 'jobrt exec' runs at once)
 
 gc acts on the records of its own user; root also on a job user's record whose every component
 runs as that user (the runtime cleanup then acts as that user; root works on the user's journal
@@ -136,7 +138,13 @@ A user sees their own steps; root sees its own, and with --all every user's.
 
 Options:
   --all     every user's steps (root only)
-  --json    one JSON object: {"node": NAME, "steps": [...]} (see docs/cli.md, "jobrt ps")
+  --json    one JSON object: {"node": NAME, "steps": [...]}, a step an object
 
 Exit status: 0, also when there is no step; 2 for usage and configuration errors.
+`;
+
+export const HELP_HELP = `Usage: jobrt help [COMMAND]
+
+Prints the help of COMMAND, as 'jobrt COMMAND --help' does; without COMMAND, jobrt's own help.
+Exit status: 0; 2 for an unknown command.
 `;
