@@ -10,6 +10,7 @@ Commands:
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
   ps        list the steps of this node: live ones, and dead ones with what gc would do
   images    list or prune the node's container image cache (--container-image)
+  completion  print a bash or zsh completion script (jobrt completion bash|zsh)
   help      show a command's help (jobrt help CMD is jobrt CMD --help)
 
 Options:
@@ -148,3 +149,40 @@ export const HELP_HELP = `Usage: jobrt help [COMMAND]
 Prints the help of COMMAND, as 'jobrt COMMAND --help' does; without COMMAND, jobrt's own help.
 Exit status: 0; 2 for an unknown command.
 `;
+
+export const COMPLETION_HELP = `Usage: jobrt completion bash|zsh
+
+Prints a completion script for the shell: the commands, each command's options, and the runtime
+names (from 'jobrt runtimes --json', asked when completing --runtime). For example:
+  bash:  jobrt completion bash > /etc/bash_completion.d/jobrt
+         or in ~/.bashrc: source <(jobrt completion bash)
+  zsh:   in ~/.zshrc, after compinit: source <(jobrt completion zsh)
+Exit status: 0; 2 for a shell other than bash or zsh.
+`;
+
+/**
+ * Every command with its help text: what --help and `jobrt help CMD` print, and what the completion
+ * script and the man page (scripts/man.mjs) are made from: a command or option added to a help text
+ * shows up in both.
+ */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  run: RUN_HELP,
+  exec: EXEC_HELP,
+  runtimes: RUNTIMES_HELP,
+  check: CHECK_HELP,
+  gc: GC_HELP,
+  ps: PS_HELP,
+  images: IMAGES_HELP,
+  completion: COMPLETION_HELP,
+  help: HELP_HELP,
+};
+
+/** A command whose help says "[run options]" takes the options of that other command. */
+export const OPTIONS_AS: Readonly<Record<string, string>> = { check: "run" };
+
+/** The words a command takes after it that are not options (its subcommands or topics). */
+export const COMMAND_WORDS: Readonly<Record<string, readonly string[]>> = {
+  images: ["list", "prune"],
+  completion: ["bash", "zsh"],
+  help: Object.keys(COMMAND_HELP),
+};

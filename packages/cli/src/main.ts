@@ -20,6 +20,7 @@ const COMMANDS: Record<string, (args: string[], timings?: Timings) => Promise<nu
   gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
   ps: async (args) => (await import("./commands/ps.js")).psCommand(args),
   images: async (args) => (await import("./commands/images.js")).imagesCommand(args),
+  completion: async (args) => (await import("./completion.js")).completionCommand(args),
   help: (args) => helpCommand(args),
 };
 
