@@ -17,8 +17,9 @@ Options:
   -h, --help     show help (also: jobrt <command> --help)
   --version      print jobrt's version
 
-Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
-shifter.conf, images.conf); with no files, embedded defaults apply. See jobrt(1) and
+Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else the directory named in the file
+jobrt.confdir beside the install's node_modules (when root's alone), else /etc/jobrt (jobrt.conf,
+oci.conf, shifter.conf, images.conf); with no files, embedded defaults apply. See jobrt(1) and
 jobrt.conf(5) (man jobrt, man jobrt.conf).
 JOBRT_TIMINGS=1: run and exec end with one stderr line of where their time went, by phase.
 `;
