@@ -45,7 +45,7 @@ Each command's help, as \\fBjobrt help\\fR \\fICOMMAND\\fR and \\fBjobrt\\fR \\f
 ${commands.join("")}.SH FILES
 .TP
 /etc/jobrt/jobrt.conf, oci.conf, shifter.conf, images.conf
-the configuration (see \\fBjobrt.conf\\fR(5)); another directory with \\fB\\-\\-conf\\-dir\\fR or \\fBJOBRT_CONF_DIR\\fR
+the configuration (see \\fBjobrt.conf\\fR(5)); another directory with \\fB\\-\\-conf\\-dir\\fR, \\fBJOBRT_CONF_DIR\\fR or jobrt.confdir
 .SH SEE ALSO
 \\fBjobrt.conf\\fR(5), \\fBsrun\\fR(1), \\fBoci.conf\\fR(5)
 `;
@@ -87,7 +87,9 @@ function manual5() {
 .SH NAME
 jobrt.conf, oci.conf, images.conf \\- jobrt's configuration files
 .SH DESCRIPTION
-jobrt reads its configuration from one directory: \\fB\\-\\-conf\\-dir\\fR, else \\fBJOBRT_CONF_DIR\\fR, else /etc/jobrt.
+jobrt reads its configuration from one directory: \\fB\\-\\-conf\\-dir\\fR, else \\fBJOBRT_CONF_DIR\\fR, else the directory
+named in the file jobrt.confdir beside the install's node_modules (only when it and its directory are root's and
+nobody else may write them), else /etc/jobrt.
 Every file is in Slurm's syntax: one \\fIKey\\fR=\\fIValue\\fR a line, keys in any case, # comments, double quotes and
 backslash escapes; an error names file:line:column and jobrt exits 2. A missing file means the embedded defaults.
 ${keySection("JOBRT.CONF", "The node's jobrt settings.", keyTable("cli.md", "## jobrt.conf"))}${keySection("OCI.CONF", "Runtime oci: how containers are run (Slurm's oci.conf keys).", keyTable("runtime-oci.md", "## Configuration reference (oci.conf)"))}${keySection("IMAGES.CONF", "Runtime oci: the node's image cache (\\fB\\-\\-container\\-image\\fR).", keyTable("runtime-oci.md", "### images.conf"))}.SH SEE ALSO
