@@ -45,6 +45,11 @@ const OPTIONS: OptionDef[] = [
   { long: "help", short: "h", value: false, scope: "step" },
 ];
 
+/** The option table, for what is generated from it (completion scripts, the man page). */
+export function optionTable(): readonly Readonly<Pick<OptionDef, "long" | "short" | "value">>[] {
+  return OPTIONS;
+}
+
 export type OptionValues = Map<string, string[]>;
 
 export interface ParsedComponent {

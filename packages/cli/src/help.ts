@@ -10,13 +10,17 @@ Commands:
   gc        clean up after steps whose jobrt died (containers, spool dirs, processes)
   ps        list the steps of this node: live ones, and dead ones with what gc would do
   images    list or prune the node's container image cache (--container-image)
+  completion  print a bash or zsh completion script (jobrt completion bash|zsh)
+  help      show a command's help (jobrt help CMD is jobrt CMD --help)
 
 Options:
   -h, --help     show help (also: jobrt <command> --help)
   --version      print jobrt's version
 
-Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else /etc/jobrt (jobrt.conf, oci.conf,
-shifter.conf, images.conf); with no files, embedded defaults apply. See docs/cli.md.
+Configuration: --conf-dir DIR, else $JOBRT_CONF_DIR, else the directory named in the file
+jobrt.confdir beside the install's node_modules (when root's alone), else /etc/jobrt (jobrt.conf,
+oci.conf, shifter.conf, images.conf); with no files, embedded defaults apply. See jobrt(1) and
+jobrt.conf(5) (man jobrt, man jobrt.conf).
 JOBRT_TIMINGS=1: run and exec end with one stderr line of where their time went, by phase.
 `;
 
@@ -107,9 +111,9 @@ Exits 1 when a step could not be cleaned up (its record is kept for another try,
 
 Options:
   --job N   only the steps of job N (under Slurm: the Slurm job id); for a Slurm Epilog line
-            'jobrt gc --job $SLURM_JOB_ID' (see docs/slurm.md)
+            'jobrt gc --job $SLURM_JOB_ID'
   --pid P   only the step whose jobrt had pid P, once that jobrt is gone (what the task forker
-            of a killed 'jobrt exec' runs at once, see docs/slurm.md)
+            of a killed 'jobrt exec' runs at once)
 
 gc acts on the records of its own user; root also on a job user's record whose every component
 runs as that user (the runtime cleanup then acts as that user; root works on the user's journal
@@ -136,7 +140,50 @@ A user sees their own steps; root sees its own, and with --all every user's.
 
 Options:
   --all     every user's steps (root only)
-  --json    one JSON object: {"node": NAME, "steps": [...]} (see docs/cli.md, "jobrt ps")
+  --json    one JSON object: {"node": NAME, "steps": [...]}, a step an object
 
 Exit status: 0, also when there is no step; 2 for usage and configuration errors.
 `;
+
+export const HELP_HELP = `Usage: jobrt help [COMMAND]
+
+Prints the help of COMMAND, as 'jobrt COMMAND --help' does; without COMMAND, jobrt's own help.
+Exit status: 0; 2 for an unknown command.
+`;
+
+export const COMPLETION_HELP = `Usage: jobrt completion bash|zsh
+
+Prints a completion script for the shell: the commands, each command's options, and the runtime
+names (from 'jobrt runtimes --json', asked when completing --runtime). For example:
+  bash:  jobrt completion bash > /etc/bash_completion.d/jobrt
+         or in ~/.bashrc: source <(jobrt completion bash)
+  zsh:   in ~/.zshrc, after compinit: source <(jobrt completion zsh)
+Exit status: 0; 2 for a shell other than bash or zsh.
+`;
+
+/**
+ * Every command with its help text: what --help and `jobrt help CMD` print, and what the completion
+ * script and the man page (scripts/man.mjs) are made from: a command or option added to a help text
+ * shows up in both.
+ */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  run: RUN_HELP,
+  exec: EXEC_HELP,
+  runtimes: RUNTIMES_HELP,
+  check: CHECK_HELP,
+  gc: GC_HELP,
+  ps: PS_HELP,
+  images: IMAGES_HELP,
+  completion: COMPLETION_HELP,
+  help: HELP_HELP,
+};
+
+/** A command whose help says "[run options]" takes the options of that other command. */
+export const OPTIONS_AS: Readonly<Record<string, string>> = { check: "run" };
+
+/** The words a command takes after it that are not options (its subcommands or topics). */
+export const COMMAND_WORDS: Readonly<Record<string, readonly string[]>> = {
+  images: ["list", "prune"],
+  completion: ["bash", "zsh"],
+  help: Object.keys(COMMAND_HELP),
+};

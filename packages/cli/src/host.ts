@@ -1,7 +1,8 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LogLevel, type NodeConf, RuntimeRegistry, createPackageResolver } from "@jobrt/core";
-import { type SiteConfig, confDirFrom, loadSiteConfig, nodeNameFor, spoolDirFor } from "@jobrt/launcher";
+import { type SiteConfig, loadSiteConfig, nodeNameFor, spoolDirFor } from "@jobrt/launcher";
+import { siteConfDir } from "./confdir.js";
 
 /** The site install root: runtime packages are resolved from beside @jobrt/cli (docs/decisions.md, "Runtimes resolve from the site install root"). */
 export const cliPackageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -37,7 +38,7 @@ export function say(message: string): void {
 
 /** The site's configuration, registry and node (its name from `nodeNameFor`: SLURMD_NODENAME under Slurm). */
 export function createHost(confDirOption: string | undefined, verbose: number): Host {
-  const site = loadSiteConfig(confDirFrom(confDirOption));
+  const site = loadSiteConfig(siteConfDir(confDirOption));
   const log = (level: LogLevel, message: string) => {
     const shown = level === "error" || level === "warn" || (level === "info" && verbose >= 1) || (level === "verbose" && verbose >= 1) || verbose >= 2;
     if (shown) say(level === "warn" ? `warning: ${message}` : message);

@@ -20,14 +20,35 @@ const COMMANDS: Record<string, (args: string[], timings?: Timings) => Promise<nu
   gc: async (args) => (await import("./commands/gc.js")).gcCommand(args),
   ps: async (args) => (await import("./commands/ps.js")).psCommand(args),
   images: async (args) => (await import("./commands/images.js")).imagesCommand(args),
+  completion: async (args) => (await import("./completion.js")).completionCommand(args),
+  help: (args) => helpCommand(args),
 };
+
+/** `jobrt help CMD` is `jobrt CMD --help`: the same text from the same place. */
+async function helpCommand(args: string[]): Promise<number> {
+  const [topic, ...more] = args;
+  if (topic === "-h" || topic === "--help") {
+    process.stdout.write((await import("./help.js")).HELP_HELP);
+    return 0;
+  }
+  if (topic === undefined) {
+    process.stdout.write((await import("./help.js")).MAIN_HELP);
+    return 0;
+  }
+  const handler = COMMANDS[topic];
+  if (!handler || more.length > 0) {
+    say(more.length > 0 ? `help: one command at a time (see jobrt help --help)` : `help: unknown command ${JSON.stringify(topic)} (commands: ${Object.keys(COMMANDS).join(", ")})`);
+    return 2;
+  }
+  return await handler(["--help"]);
+}
 
 /** Runs the jobrt command line and returns the exit status; never throws. `timings`: JOBRT_TIMINGS=1. */
 export async function main(argv: string[], timings?: Timings): Promise<number> {
   const [command, ...rest] = argv;
   const verbose = rest.filter((a) => a === "-v" || a === "--verbose" || /^-v+$/.test(a)).length;
   try {
-    if (command === undefined || command === "-h" || command === "--help" || command === "help") {
+    if (command === undefined || command === "-h" || command === "--help") {
       process[command === undefined ? "stderr" : "stdout"].write((await import("./help.js")).MAIN_HELP);
       return command === undefined ? 2 : 0;
     }

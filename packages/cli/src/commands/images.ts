@@ -1,6 +1,6 @@
-import { confDirFrom } from "@jobrt/launcher";
 import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } from "@jobrt/runtime-oci";
 import { usage } from "../args.js";
+import { siteConfDir } from "../confdir.js";
 import { say } from "../host.js";
 
 interface ImagesArgs {
@@ -41,7 +41,7 @@ export async function imagesCommand(args: string[]): Promise<number> {
     process.stdout.write((await import("../help.js")).IMAGES_HELP);
     return 0;
   }
-  const settings = loadImageSettings(confDirFrom(parsed.confDir));
+  const settings = loadImageSettings(siteConfDir(parsed.confDir));
   if (parsed.action === "list") {
     const entries = listImages(settings);
     if (parsed.json) {
