@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, readdirSync, rmSync, rmdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { tempDir } from "../helpers/jobrt.js";
@@ -144,6 +144,14 @@ describe.each(["linuxproc", "cgroup"] as const)("SIGKILL of every jobrt exec of 
     // Empty (its forker has exited: no process of the step is left), and ours to remove.
     for (const dir of forkers) expect(readFileSync(join(dir, "cgroup.procs"), "utf8")).toBe("");
     for (const dir of forkers) rmdirSync(dir);
+    // Slurm's step and job cgroups, which Slurm could not remove while the forker's was below them.
+    for (const dir of forkers.flatMap((f) => [dirname(f), dirname(dirname(f))])) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // another step's, still in use
+      }
+    }
   }
 
   /** A failed test's step: its containers and tasks go now, so the next test starts on idle nodes. */
@@ -154,6 +162,28 @@ describe.each(["linuxproc", "cgroup"] as const)("SIGKILL of every jobrt exec of 
     await slurm(["scancel", step.jobId]);
     step.job.kill("SIGKILL");
   }
+
+  it("a step whose tasks end leaves no cgroup of jobrt's, its forker's included, as root and as a job user", async () => {
+    for (const [site, srunArgs, container] of [
+      [rootSite, [], bundle],
+      [userSite, ["--uid=65534", "--gid=65534", "--chdir", "/"], rootless],
+    ] as const) {
+      expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+      const step = await startSleepStep(site, [...srunArgs], ["--runtime", "oci", "--container", container]);
+      try {
+        const pids = jobrtExecProcesses(step.marker).map((h) => h.pid);
+        expect(pids).toHaveLength(2);
+        // Under proctrack/cgroup each node's forker is in its own cgroup; under linuxproc (jobrt in the freezer's root) there is none.
+        expect(jobrtCgroups(step.jobId, pids).filter((dir) => dir.endsWith(".forker"))).toHaveLength(proctrack === "cgroup" ? 2 : 0);
+        for (const pid of await sleepers(step.marker)) process.kill(Number(pid), "SIGKILL");
+        expect(await Promise.race([step.exited.then(() => true), new Promise((r) => setTimeout(() => r(false), 30_000))]), step.stderr()).toBe(true);
+        expect(jobrtCgroups(step.jobId, pids), step.stderr()).toEqual([]);
+        expect(spoolLeftovers(site, step.jobId), step.stderr()).toEqual([]);
+      } finally {
+        await endStep(step);
+      }
+    }
+  });
 
   it("as root: the containers, their runc state, the step's processes and spool files are gone within KillWait + 5 s", async () => {
     const step = await startSleepStep(rootSite, [], ["--runtime", "oci", "--container", bundle]);
