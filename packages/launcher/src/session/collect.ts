@@ -1,6 +1,7 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../proc.js";
 import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
+import { removeForkerCgroup } from "./forker-cgroup.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";
@@ -106,6 +107,10 @@ async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRe
       result.errors.push(messageOf(error));
     }
   }
+  // Last: the forker's own gc leaves the forker's cgroup to remove it. A user's journal could name any cgroup: root does not use it.
+  const forker = entry.record?.proctrack?.forker;
+  const forkerLeft = forker && !isForeign(spool) ? removeForkerCgroup(forker) : undefined;
+  if (forkerLeft) result.errors.push(forkerLeft);
   return unreadable;
 }
 

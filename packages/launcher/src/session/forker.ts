@@ -137,6 +137,10 @@ export class TaskForker {
   /** Resolves once the forker has exited and been reaped. */
   readonly exited: Promise<void>;
 
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
   /**
    * `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running;
    * `afterDeath`: what the forker runs if jobrt dies first.

@@ -25,6 +25,8 @@ export interface TrackerRecord {
   path?: string;
   /** Why a cgroup could not be used (pgid under ProcTrack=auto). */
   fallback?: string;
+  /** The task forker's own v1 freezer cgroup (forker-cgroup.ts), whatever `kind` is. */
+  forker?: string;
 }
 
 /**

@@ -16,6 +16,7 @@ import { checkDescriptorBudget } from "./budget.js";
 import { collectOrphans } from "./collect.js";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
 import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
+import { forkerCgroupPath, removeForkerCgroup } from "./forker-cgroup.js";
 import { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
 import type { AfterDeath, TaskProcess } from "./forker.js";
 import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
@@ -141,10 +142,14 @@ export class StepSession {
       // nothing else if jobrt dies before the full record (after the runtimes load) is written.
       const journalTracker = (proctrack: TrackerRecord) => journal?.write({ nodeName: node.nodeName, proctrack, components: [], stepStates: {} });
       const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`, journalTracker);
+      // Only a forker that runs jobrt's gc after jobrt's death needs to outlive it.
+      const forkerCgroup = journal && this.#o.gcAfterDeath ? forkerCgroupPath(journal.name) : undefined;
       try {
-        return await this.#runPlanned(components, tracker, journal);
+        return await this.#runPlanned(components, tracker, journal, forkerCgroup);
       } finally {
         for (const left of tracker.release()) node.log("warn", `cannot remove cgroup ${left}`);
+        const forkerLeft = forkerCgroup ? removeForkerCgroup(forkerCgroup) : undefined;
+        if (forkerLeft) node.log("warn", forkerLeft);
       }
     } finally {
       journal?.release();
@@ -187,7 +192,7 @@ export class StepSession {
     this.#o.node.log(first ? "warn" : "verbose", `no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): ${why}`);
   }
 
-  async #runPlanned(components: PlannedComponent[], tracker: ProcessTracker, journal: StepJournal | undefined): Promise<StepResult> {
+  async #runPlanned(components: PlannedComponent[], tracker: ProcessTracker, journal: StepJournal | undefined, forkerCgroup: string | undefined): Promise<StepResult> {
     const { node, cancel } = this.#o;
     const first = components[0]!.record;
     if (tracker.record.fallback) node.log("verbose", `process tracking by process group: ${tracker.record.fallback}`);
@@ -214,13 +219,14 @@ export class StepSession {
     const record = () => {
       const stepStates: Record<string, string> = {};
       for (const [i, s] of states.entries()) if (s !== undefined) stepStates[i] = s;
-      journal?.write({ nodeName: node.nodeName, proctrack: tracker.record, components: components.map((c) => c.record), stepStates });
+      const proctrack = forkerCgroup ? { ...tracker.record, forker: forkerCgroup } : tracker.record;
+      journal?.write({ nodeName: node.nodeName, proctrack, components: components.map((c) => c.record), stepStates });
     };
     try {
       if (await this.#loadRuntimes(components, indexes, stop)) {
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
-        if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal);
+        if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal, forkerCgroup);
       }
     } catch (error) {
       this.#fail(error, "launch failed");
@@ -269,7 +275,7 @@ export class StepSession {
   }
 
   /** Opens every task's files, then starts every task; resolves with their statuses. */
-  async #launch(components: PlannedComponent[], indexes: number[], states: StepStateText[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined): Promise<number[]> {
+  async #launch(components: PlannedComponent[], indexes: number[], states: StepStateText[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined, forkerCgroup: string | undefined): Promise<number[]> {
     const { node, cancel } = this.#o;
     const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
     const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
@@ -284,7 +290,7 @@ export class StepSession {
       stderr: this.#o.stderr ?? process.stderr,
     });
     stdio.open(components);
-    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line), this.#afterDeath(journal));
+    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line), this.#afterDeath(journal), forkerCgroup);
     const ctx: TaskContext = {
       registry: this.#o.registry,
       node,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, readFileSync, readdirSync } from "node:fs";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
+import { moveToForkerCgroup } from "./forker-cgroup.js";
 import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
 
@@ -54,12 +55,13 @@ export class TaskSpawner {
 
   /**
    * `stdios`: every task's stdio by task id, known before the first task starts; `afterDeath`:
-   * what the forker runs if jobrt dies while tasks run.
+   * what the forker runs if jobrt dies while tasks run; `forkerCgroup`: the cgroup (made now) the
+   * forker is born in (forker-cgroup.ts).
    */
-  constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath) {
+  constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath, forkerCgroup?: string) {
     this.#stdios = stdios;
     const found = forkerPerl();
-    if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn, afterDeath);
+    if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn, afterDeath, forkerCgroup);
     else if (!saidNoForker) {
       saidNoForker = true;
       warn(`tasks are started by Node (${found.missing}): a task killed by a real-time signal (34-64) is reported as exit 0`);
@@ -86,9 +88,11 @@ export class TaskSpawner {
   }
 }
 
-function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath): TaskForker | undefined {
+function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath, cgroup?: string): TaskForker | undefined {
   try {
-    return new TaskForker(perl, stdios, warn, afterDeath);
+    const forker = new TaskForker(perl, stdios, warn, afterDeath);
+    if (cgroup && forker.pid !== undefined) moveToForkerCgroup(cgroup, forker.pid, warn);
+    return forker;
   } catch (error) {
     warn(`tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`);
     return undefined;
