@@ -85,12 +85,13 @@ sub child {
     if ($s != $t) { syscall($DUP3, $s, $t, 0) >= 0 or fail($ew, "dup3") }
     elsif ($fds->[$t] < 0) { syscall($FCNTL, $s, 2, 0) }
   }
-  chdir($cwd) or fail($ew, "chdir");
   if ($uid ne "") {
     syscall($SETGROUPS, 0, 0) == 0 or fail($ew, "setgroups");
     syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or fail($ew, "setgid");
     syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or fail($ew, "setuid");
   }
+  # As the job user, after the drop (Slurm's order): root must not enter a directory for it.
+  chdir($cwd) or fail($ew, "chdir");
   # A path is exec'd by execve(2) with the task's environment as it came: filling %ENV costs a
   # setenv per variable in the child, most of its time before the exec. A bare name (searched in
   # the task's PATH) and a file the kernel cannot run (ENOEXEC: execvp runs it with /bin/sh) go
