@@ -3,9 +3,10 @@
  * model"): a directory the user may not enter, a task that stops its forker. Real root `jobrt run`s
  * of the built CLI, tasks as nobody where it matters.
  */
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 
 const NOBODY = 65534;
@@ -74,5 +75,89 @@ describe("--chdir is entered as the job user, after the uid drop", () => {
     const missing = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", join(open, "nothing"), "true"], { env: s.env });
     expect(missing.stderr).toBe(`jobrt: task 0: cannot change to directory ${join(open, "nothing")}: no such directory\n`);
     expect(missing.code).toBe(1);
+  });
+});
+
+/** What a test started that may outlive it on failure: killed by pid after each test. */
+const started: number[] = [];
+afterEach(() => {
+  for (const pid of started.splice(0)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+});
+
+async function waitFor(check: () => boolean, what: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The state letter of /proc/<pid>/stat, undefined once the process is gone (reaped). */
+function stateOf(pid: number): string | undefined {
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`not a pid: ${pid}`);
+  try {
+    return /^\d+ \(.*\) (\S) /s.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+const gone = (pid: number) => ["Z", "X", undefined].includes(stateOf(pid));
+
+/**
+ * A root `jobrt run` whose task stops its own forker (`kill -STOP $PPID`, same uid) and then
+ * sleeps: resolves once the forker is stopped, with jobrt's process and the forker's and task's pids.
+ */
+async function stoppedForker(s: ReturnType<typeof site>) {
+  const marker = tempDir("jobrt-forker-pids-");
+  const task = `echo $PPID > ${marker}/forker; kill -STOP $PPID; echo $$ > ${marker}/task; exec sleep 600`;
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", "sh", "-c", task], { env: s.env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => (output += d));
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => (output += d));
+  const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })));
+  const file = (name: string) => join(marker, name);
+  await waitFor(() => existsSync(file("task")) && readFileSync(file("task"), "utf8").endsWith("\n"), "the task to stop its forker").catch((error: Error) => {
+    throw new Error(`${error.message}; jobrt said: ${output}`);
+  });
+  const forker = Number(readFileSync(file("forker"), "utf8"));
+  const task0 = Number(readFileSync(file("task"), "utf8"));
+  started.push(child.pid!, forker, task0);
+  await waitFor(() => stateOf(forker) === "T", "the forker to be stopped");
+  return { child, forker, task: task0, exited, output: () => output };
+}
+
+describe("a task that stops its forker", () => {
+  it("jobrt still stops on SIGTERM: KillWait, SIGKILL of the tasks, the forker killed a bounded time later, exit", async () => {
+    const s = site(2);
+    const run = await stoppedForker(s);
+    const sent = Date.now();
+    run.child.kill("SIGTERM");
+    // KillWait 2 s + the forker's 2 s bound; generous: a loaded machine is not a timing benchmark.
+    const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 20_000));
+    const end = await Promise.race([run.exited, timeout]);
+    expect(end, `jobrt still ran 20 s after SIGTERM: ${run.output()}`).toBeDefined();
+    expect(end!.at - sent).toBeLessThan(20_000);
+    expect(end!.code).toBe(137);
+    expect(run.output()).toMatch(/task forker had not reported its tasks' ends 2 s after the step's SIGKILL \(stopped\?\): killed while 1 task\(s\) ran/);
+    await waitFor(() => gone(run.forker) && gone(run.task), "the forker and its task to be gone");
+  });
+
+  it("jobrt SIGKILLed: the forker is recorded in the step's journal entry, and jobrt gc kills it", async () => {
+    const s = site(1);
+    const run = await stoppedForker(s);
+    run.child.kill("SIGKILL");
+    await run.exited;
+    expect(stateOf(run.forker)).toBe("T");
+    const gc = await jobrt(["gc"], { env: s.env, timeoutMs: 60_000 });
+    expect(gc.stderr).toBe("");
+    expect(gc.code).toBe(0);
+    await waitFor(() => gone(run.forker) && gone(run.task), "the forker and its task to be gone");
   });
 });

@@ -1,10 +1,10 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../proc.js";
-import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
+import { type JournalEntry, claimEntry, listEntries, recordedForkers, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";
-import { collectsFor, isForeign, mayKill } from "./userjournals.js";
+import { collectsFor, isForeign, mayKill, realUid } from "./userjournals.js";
 
 export interface CollectOptions {
   /** Only steps of this job (`jobrt gc --job`, a Slurm Epilog). */
@@ -39,6 +39,22 @@ export function hostAlive(entry: JournalEntry): boolean {
   return isSameProcess(host.pid, host.start, host.boot);
 }
 
+/**
+ * A forker that outlived its jobrt (stopped by a task, so it neither saw jobrt die nor reaped its
+ * tasks) is SIGKILLed: only the very process recorded (pid, start time) with the recorded uid, a
+ * foreign journal's user's own. Not the forker that runs this gc after its jobrt died.
+ */
+function killForkers(claimed: string, spool: Spool, boot: string): void {
+  for (const { pid, start, uid } of recordedForkers(spool, claimed)) {
+    if (pid === process.ppid || !isSameProcess(pid, start, boot) || realUid(pid) !== uid || !mayKill(spool, pid)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
 /** Kills what a dead step left running: its cgroup (killed, waited for, removed), its task groups. */
 async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
   let killed = 0;
@@ -52,6 +68,7 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
       // the group is already gone
     }
   }
+  killForkers(claimed, spool, boot);
   // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
   // user's journal could name any cgroup: root does not use it (userjournals.ts).
   // A record of a jobrt before process tracking has no `proctrack`: its tasks' groups are all there is.

@@ -188,6 +188,25 @@ export class TaskForker {
     this.#ctl.on("close", () => this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`));
   }
 
+  /** The forker's pid, once started. */
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /**
+   * SIGKILLs a forker that has not exited (stopped by a task, say): its unreported tasks end as
+   * killed (the step's SIGKILL reached them), `why` says so once.
+   */
+  kill(why: string): void {
+    if (this.#gone !== undefined || this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    this.#lose(why, "SIGKILL");
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+
   /** Starts task `id` (whose stdio was given at construction); resolves once it runs. */
   start(id: number, spec: ExecSpec, options: ForkOptions = {}): Promise<TaskProcess> {
     const slot = this.#slots.get(id);
@@ -249,14 +268,15 @@ export class TaskForker {
     setImmediate(() => task.ended(signo === 0 ? (status >> 8) & 0xff : null, signo === 0 ? null : signalName(signo)));
   }
 
-  #lose(why: string): void {
+  /** `signal`: how the tasks it did not report ended, when jobrt knows (it SIGKILLed them). */
+  #lose(why: string, signal: string | null = null): void {
     if (this.#gone !== undefined) return;
     this.#gone = why;
     for (const wait of this.#pending.values()) wait.reject(new Error(`the task forker ${why}`));
     this.#pending.clear();
     if (this.#running.size === 0) return;
-    this.onLost(`the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost`);
-    for (const task of this.#running.values()) task.ended(null, null);
+    this.onLost(`the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost${signal ? `, reported as ${signal}` : ""}`);
+    for (const task of this.#running.values()) task.ended(null, signal);
     this.#running.clear();
   }
 }

@@ -17,7 +17,8 @@ import { journalOwner } from "./userjournals.js";
  *   <jobsDir>/<J>/exec-<S>.<T>.<pid>/          one `jobrt exec` task of a Slurm step
  *       host.json   the host process (pid, start time, boot id), written at the claim
  *       step.json   the JournalRecord, written once every runtime is resolved, again after setup
- *       pids        one line per started task: pid and start time
+ *       pids        one line per started task: pid and start time; and "forker <pid> <start>
+ *                   <uid>" for the step's task forker
  *   <jobsDir>/<J>/exec-<S>[.h<C>].state         the runtime's step state every `jobrt exec` of
  *                                               step S (het component C) uses: the first
  *                                               published wins; the last entry of S out removes it
@@ -56,6 +57,8 @@ export interface StepJournal {
    */
   shareState(step: StepRecord, state: StepStateText): StepStateText;
   recordTaskPid(pid: number): void;
+  /** The step's task forker (this process's uid): gc kills it if jobrt died and it did not follow. */
+  recordForker(pid: number): void;
   release(): void;
 }
 
@@ -175,6 +178,13 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     },
     shareState(step, state) {
       return entry.startsWith("exec-") ? shareExecState(jobDir, step, state) : state;
+    },
+    recordForker(pid) {
+      // Read now, while the pid surely is the forker: jobrt has not reaped it.
+      const start = processStartTime(pid);
+      if (start === undefined) return;
+      if (pending.length === 0) setImmediate(flush);
+      pending.push(`forker ${pid} ${start} ${process.getuid?.() ?? 0}\n`);
     },
     recordTaskPid(pid) {
       // The start time is read at once, while the pid surely is the task; a burst of starts is
@@ -394,15 +404,26 @@ function baseOf(dir: string): string {
  * most MAX_RECORD_BYTES throws (code ENOTREG, EFBIG or ELOOP): such an entry can never be read.
  */
 export function recordedPids(spool: Spool, dir: string): { pid: number; start: string | undefined }[] {
-  const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, PIDS_FILE), MAX_RECORD_BYTES)) ?? "";
-  return text
-    .split("\n")
-    .filter(Boolean)
+  return pidLines(spool, dir)
     .map((line) => {
       const [pid, start] = line.split(" ");
       return { pid: Number(pid), start: start === "-" ? undefined : start };
     })
     .filter((p) => Number.isInteger(p.pid) && p.pid > 1);
+}
+
+/** The step's task forkers a claimed entry recorded (`forker` lines of `pids`), with their uid. */
+export function recordedForkers(spool: Spool, dir: string): { pid: number; start: string; uid: number }[] {
+  return pidLines(spool, dir)
+    .map((line) => /^forker (\d+) (\d+) (\d+)$/.exec(line))
+    .filter((m) => m !== null)
+    .map((m) => ({ pid: Number(m[1]), start: m[2]!, uid: Number(m[3]) }))
+    .filter((p) => p.pid > 1);
+}
+
+function pidLines(spool: Spool, dir: string): string[] {
+  const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, PIDS_FILE), MAX_RECORD_BYTES)) ?? "";
+  return text.split("\n").filter(Boolean);
 }
 
 /** Gives a claimed entry back (cleanup failed; a later gc tries again). */

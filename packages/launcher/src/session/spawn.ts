@@ -93,6 +93,16 @@ export class TaskSpawner {
     }
   }
 
+  /** The task forker's pid, if tasks are started by one. */
+  get forkerPid(): number | undefined {
+    return this.#forker?.pid;
+  }
+
+  /** The step's SIGKILL was `seconds` ago and the forker is still there: it is SIGKILLed too. */
+  killForker(seconds: number): void {
+    this.#forker?.kill(`had not reported its tasks' ends ${seconds} s after the step's SIGKILL (stopped?): killed`);
+  }
+
   /** Every task has been started (or never will be); resolves once the forker, if any, is reaped. */
   close(): Promise<void> {
     return this.#forker?.close() ?? Promise.resolve();
