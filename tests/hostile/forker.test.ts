@@ -161,3 +161,20 @@ describe("a task that stops its forker", () => {
     await waitFor(() => gone(run.forker) && gone(run.task), "the forker and its task to be gone");
   });
 });
+
+describe("the forker in ps", () => {
+  it("its command line is a short name, not its program (6 KB of perl were its argv)", async () => {
+    const s = site();
+    // The task reads its parent's, the forker's, while the forker runs.
+    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", 'od -An -v -tx1 /proc/$PPID/cmdline; echo "comm $(cat /proc/$PPID/comm)"'], { env: s.env });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const [hex = "", comm] = r.stdout.split("comm ");
+    const bytes = Buffer.from(hex.replace(/\s+/g, ""), "hex");
+    expect(bytes.length).toBeGreaterThan(0);
+    expect(bytes.length).toBeLessThan(512);
+    expect(bytes.toString("latin1").split("\0")[0]).toBe("jobrt-task-forker");
+    expect(bytes.toString("latin1")).not.toContain("syscall");
+    expect(comm).toBe("jobrt-task-fork\n");
+  });
+});
