@@ -1,6 +1,6 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../proc.js";
-import { type JournalEntry, claimEntry, listEntries, recordedForkers, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
+import { type JournalEntry, claimEntry, listEntries, recordedForker, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";
@@ -44,14 +44,15 @@ export function hostAlive(entry: JournalEntry): boolean {
  * tasks) is SIGKILLed: only the very process recorded (pid, start time) with the recorded uid, a
  * foreign journal's user's own. Not the forker that runs this gc after its jobrt died.
  */
-function killForkers(claimed: string, spool: Spool, boot: string): void {
-  for (const { pid, start, uid } of recordedForkers(spool, claimed)) {
-    if (pid === process.ppid || !isSameProcess(pid, start, boot) || realUid(pid) !== uid || !mayKill(spool, pid)) continue;
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
+function killForker(claimed: string, spool: Spool, boot: string): void {
+  const forker = recordedForker(spool, claimed);
+  if (!forker) return;
+  const { pid, start, uid } = forker;
+  if (pid === process.ppid || !isSameProcess(pid, start, boot) || realUid(pid) !== uid || !mayKill(spool, pid)) return;
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
   }
 }
 
@@ -68,7 +69,7 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
       // the group is already gone
     }
   }
-  killForkers(claimed, spool, boot);
+  killForker(claimed, spool, boot);
   // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
   // user's journal could name any cgroup: root does not use it (userjournals.ts).
   // A record of a jobrt before process tracking has no `proctrack`: its tasks' groups are all there is.
