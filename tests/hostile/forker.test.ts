@@ -114,10 +114,10 @@ const gone = (pid: number) => ["Z", "X", undefined].includes(stateOf(pid));
  * A root `jobrt run` whose task stops its own forker (`kill -STOP $PPID`, same uid) and then
  * sleeps: resolves once the forker is stopped, with jobrt's process and the forker's and task's pids.
  */
-async function stoppedForker(s: ReturnType<typeof site>) {
+async function stoppedForker(s: ReturnType<typeof site>, options: string[] = []) {
   const marker = tempDir("jobrt-forker-pids-");
   const task = `echo $PPID > ${marker}/forker; kill -STOP $PPID; echo $$ > ${marker}/task; exec sleep 600`;
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", "sh", "-c", task], { env: s.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", ...options, "sh", "-c", task], { env: s.env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => (output += d));
   child.stderr?.setEncoding("utf8").on("data", (d: string) => (output += d));
@@ -146,6 +146,23 @@ describe("a task that stops its forker", () => {
     expect(end!.at - sent).toBeLessThan(20_000);
     expect(end!.code).toBe(137);
     expect(run.output()).toMatch(/task forker had not reported its tasks' ends 2 s after the step's SIGKILL \(stopped\?\): killed while 1 task\(s\) ran/);
+    await waitFor(() => gone(run.forker) && gone(run.task), "the forker and its task to be gone");
+  });
+
+  it.each([
+    ["SIGINT", []],
+    ["the time limit (-t 0:3)", ["-t", "0:3"]],
+  ])("and on %s", async (what, options) => {
+    const s = site(2);
+    const run = await stoppedForker(s, options);
+    const sent = Date.now();
+    if (what === "SIGINT") run.child.kill("SIGINT");
+    const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 25_000));
+    const end = await Promise.race([run.exited, timeout]);
+    expect(end, `jobrt still ran 25 s later: ${run.output()}`).toBeDefined();
+    expect(end!.at - sent).toBeLessThan(25_000);
+    expect(end!.code).toBe(137);
+    expect(run.output()).toMatch(/task forker had not reported its tasks' ends 2 s after the step's SIGKILL/);
     await waitFor(() => gone(run.forker) && gone(run.task), "the forker and its task to be gone");
   });
 
