@@ -1,11 +1,11 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../proc.js";
-import { type JournalEntry, claimEntry, listEntries, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
+import { type JournalEntry, claimEntry, listEntries, recordedForker, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
 import { removeForkerCgroup } from "./forker-cgroup.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";
-import { collectsFor, isForeign, mayKill } from "./userjournals.js";
+import { collectsFor, isForeign, mayKill, realUid } from "./userjournals.js";
 
 export interface CollectOptions {
   /** Only steps of this job (`jobrt gc --job`, a Slurm Epilog). */
@@ -40,6 +40,23 @@ export function hostAlive(entry: JournalEntry): boolean {
   return isSameProcess(host.pid, host.start, host.boot);
 }
 
+/**
+ * A forker that outlived its jobrt (stopped by a task, so it neither saw jobrt die nor reaped its
+ * tasks) is SIGKILLed: only the very process recorded (pid, start time) with the recorded uid, a
+ * foreign journal's user's own. Not the forker that runs this gc after its jobrt died.
+ */
+function killForker(claimed: string, spool: Spool, boot: string): void {
+  const forker = recordedForker(spool, claimed);
+  if (!forker) return;
+  const { pid, start, uid } = forker;
+  if (pid === process.ppid || !isSameProcess(pid, start, boot) || realUid(pid) !== uid || !mayKill(spool, pid)) return;
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
 /** Kills what a dead step left running: its cgroup (killed, waited for, removed), its task groups. */
 async function killLeftovers(claimed: string, entry: JournalEntry, result: Collected, spool: Spool): Promise<void> {
   let killed = 0;
@@ -53,6 +70,7 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
       // the group is already gone
     }
   }
+  killForker(claimed, spool, boot);
   // The cgroup holds the rest: tasks not yet recorded, daemons that left their task's group. A
   // user's journal could name any cgroup: root does not use it (userjournals.ts).
   // A record of a jobrt before process tracking has no `proctrack`: its tasks' groups are all there is.

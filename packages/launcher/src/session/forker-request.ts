@@ -23,7 +23,7 @@ function writeField(out: Buffer, field: string, at: number): number {
 }
 
 /**
- * One start request for the task forker (the format is in forker-script.ts): "<bytes>\n", then
+ * One start request for the task forker (the format is in forker.pl): "<bytes>\n", then
  * NUL-separated fields: id, the forker fds for the task's 0 1 2, uid, gid, cgroup.procs, cwd, argc,
  * argv..., env "K=V"... Sized first, then encoded straight into one Buffer: a few hundred tasks
  * start at once, and per-variable strings and arrays made while every task's state is live were

@@ -2,19 +2,27 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import type { Socket } from "node:net";
 import { constants as osConstants } from "node:os";
+import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import type { ExecSpec } from "@jobrt/core";
 import { type ForkOptions, forkRequest } from "./forker-request.js";
 import { findPerl } from "../perl.js";
-import { FORKER_SCRIPT } from "./forker-script.js";
 import { signalName } from "./status.js";
+
+/**
+ * The forker's program, beside this module: src/session/ and dist/session/ of this package, and
+ * dist/ of the jobrt CLI, whose bundle holds this module (each package's build copies it there).
+ * A file, not `-e`: its 6 KB were its whole command line in ps.
+ */
+const FORKER_PROGRAM = join(dirname(fileURLToPath(import.meta.url)), "forker.pl");
 
 /** One descriptor of a task's stdio, as Node's spawn takes it. */
 export type StdioItem = "pipe" | "ignore" | "inherit" | number;
 
 /**
  * What a step's forker runs when jobrt dies while the step's tasks run: jobrt's own crash cleanup
- * of that step (`jobrt gc --pid`), as the forker's user (forker-script.ts, orphaned).
+ * of that step (`jobrt gc --pid`), as the forker's user (forker.pl, orphaned).
  */
 export interface AfterDeath {
   /** The command, its program an absolute path. */
@@ -167,7 +175,7 @@ export class TaskForker {
     }
     // No PERL* variable: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     const orphan = afterDeathOptions(afterDeath);
-    this.#child = spawn(perl, ["-f", "-e", FORKER_SCRIPT, ...SYSCALLS[process.arch]!.map(String), ...orphan.args], { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" });
+    this.#child = spawn(perl, ["-f", "--", FORKER_PROGRAM, ...SYSCALLS[process.arch]!.map(String), ...orphan.args], { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" });
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
     // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
@@ -190,6 +198,25 @@ export class TaskForker {
     this.#ctl.on("error", () => {});
     // Not 'exit': its last reports may still be unread then.
     this.#ctl.on("close", () => this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`));
+  }
+
+  /** The forker's pid, once started. */
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /**
+   * SIGKILLs a forker that has not exited (stopped by a task, say): its unreported tasks end as
+   * killed (the step's SIGKILL reached them), `why` says so once.
+   */
+  kill(why: string): void {
+    if (this.#gone !== undefined || this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    this.#lose(why, "SIGKILL");
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
   }
 
   /** Starts task `id` (whose stdio was given at construction); resolves once it runs. */
@@ -253,14 +280,15 @@ export class TaskForker {
     setImmediate(() => task.ended(signo === 0 ? (status >> 8) & 0xff : null, signo === 0 ? null : signalName(signo)));
   }
 
-  #lose(why: string): void {
+  /** `signal`: how the tasks it did not report ended, when jobrt knows (it SIGKILLed them). */
+  #lose(why: string, signal: string | null = null): void {
     if (this.#gone !== undefined) return;
     this.#gone = why;
     for (const wait of this.#pending.values()) wait.reject(new Error(`the task forker ${why}`));
     this.#pending.clear();
     if (this.#running.size === 0) return;
-    this.onLost(`the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost`);
-    for (const task of this.#running.values()) task.ended(null, null);
+    this.onLost(`the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost${signal ? `, reported as ${signal}` : ""}`);
+    for (const task of this.#running.values()) task.ended(null, signal);
     this.#running.clear();
   }
 }

@@ -18,6 +18,7 @@ import { journalOwner } from "./userjournals.js";
  *       host.json   the host process (pid, start time, boot id), written at the claim
  *       step.json   the JournalRecord, written once every runtime is resolved, again after setup
  *       pids        one line per started task: pid and start time
+ *       forker      the step's task forker: pid, start time and uid
  *   <jobsDir>/<J>/exec-<S>[.h<C>].state         the runtime's step state every `jobrt exec` of
  *                                               step S (het component C) uses: the first
  *                                               published wins; the last entry of S out removes it
@@ -56,14 +57,17 @@ export interface StepJournal {
    */
   shareState(step: StepRecord, state: StepStateText): StepStateText;
   recordTaskPid(pid: number): void;
+  /** The step's task forker (this process's uid): gc kills it if jobrt died and it did not follow. */
+  recordForker(pid: number): void;
   release(): void;
 }
 
 const HOST_FILE = "host.json";
 const RECORD_FILE = "step.json";
 const PIDS_FILE = "pids";
+const FORKER_FILE = "forker";
 /** What a step's entry holds when nothing went wrong. */
-const ENTRY_FILES = [HOST_FILE, RECORD_FILE, PIDS_FILE];
+const ENTRY_FILES = [HOST_FILE, RECORD_FILE, PIDS_FILE, FORKER_FILE];
 const STEP_COUNTER = "next-step";
 const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
 const SHARED_STATE = /^exec-(\d+)(?:\.h\d+)?\.state$/;
@@ -175,6 +179,17 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     },
     shareState(step, state) {
       return entry.startsWith("exec-") ? shareExecState(jobDir, step, state) : state;
+    },
+    recordForker(pid) {
+      // Read now, while the pid surely is the forker: jobrt has not reaped it.
+      const start = processStartTime(pid);
+      if (start === undefined) return;
+      try {
+        writeExclusive(join(dir, FORKER_FILE), `${pid} ${start} ${process.getuid?.() ?? 0}\n`);
+      } catch {
+        // Something is at its name already (planted by a task of the step?): not followed, not
+        // recorded; a stop still kills the forker, and gc its tasks.
+      }
     },
     recordTaskPid(pid) {
       // The start time is read at once, while the pid surely is the task; a burst of starts is
@@ -403,6 +418,16 @@ export function recordedPids(spool: Spool, dir: string): { pid: number; start: s
       return { pid: Number(pid), start: start === "-" ? undefined : start };
     })
     .filter((p) => Number.isInteger(p.pid) && p.pid > 1);
+}
+
+/**
+ * The step's task forker a claimed entry recorded, with its uid. A `forker` that is not a regular
+ * file of at most 64 KiB throws, as `pids` does.
+ */
+export function recordedForker(spool: Spool, dir: string): { pid: number; start: string; uid: number } | undefined {
+  const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, FORKER_FILE))) ?? "";
+  const m = /^(\d+) (\d+) (\d+)\n$/.exec(text);
+  return m && Number(m[1]) > 1 ? { pid: Number(m[1]), start: m[2]!, uid: Number(m[3]) } : undefined;
 }
 
 /** Gives a claimed entry back (cleanup failed; a later gc tries again). */

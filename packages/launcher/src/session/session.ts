@@ -291,6 +291,8 @@ export class StepSession {
     });
     stdio.open(components);
     const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line), this.#afterDeath(journal), forkerCgroup);
+    if (spawner.forkerPid !== undefined) journal?.recordForker(spawner.forkerPid);
+    stop.afterKill((seconds) => spawner.killForker(seconds));
     const ctx: TaskContext = {
       registry: this.#o.registry,
       node,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, readFileSync, readdirSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
+import { asUser } from "./asuser.js";
 import { moveToForkerCgroup } from "./forker-cgroup.js";
 import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
@@ -78,8 +79,30 @@ export class TaskSpawner {
       const cgroupProcs = tracker?.taskCgroup(taskId);
       return this.#forker.start(taskId, spec, { ...(user ? { user } : {}), ...(cgroupProcs ? { cgroupProcs } : {}) });
     }
-    const start = () => nodeSpawn(spec, stdio, user);
-    return started(tracker ? tracker.startInside(taskId, start) : start());
+    let dir: number | undefined;
+    try {
+      dir = user ? openDirAs(user, spec.cwd) : undefined;
+    } catch (error) {
+      return Promise.reject(chdirError(spec.cwd, error as NodeJS.ErrnoException));
+    }
+    try {
+      // The child enters the directory the user opened: Node's spawn does chdir(2) before it drops
+      // to the user, so the user's own path must not reach it (docs/reliability.md, "Threat model").
+      const start = () => nodeSpawn(dir === undefined ? spec : { ...spec, cwd: `/proc/self/fd/${dir}` }, stdio, user);
+      return started(tracker ? tracker.startInside(taskId, start) : start());
+    } finally {
+      if (dir !== undefined) closeSync(dir);
+    }
+  }
+
+  /** The task forker's pid, if tasks are started by one. */
+  get forkerPid(): number | undefined {
+    return this.#forker?.pid;
+  }
+
+  /** The step's SIGKILL was `seconds` ago and the forker is still there: it is SIGKILLed too. */
+  killForker(seconds: number): void {
+    this.#forker?.kill(`had not reported its tasks' ends ${seconds} s after the step's SIGKILL (stopped?): killed`);
   }
 
   /** Every task has been started (or never will be); resolves once the forker, if any, is reaped. */
@@ -97,6 +120,27 @@ function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line
     warn(`tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`);
     return undefined;
   }
+}
+
+/** O_PATH | O_DIRECTORY on Linux (generic and x86 tables): a handle to enter, nothing to read. */
+const O_PATH_DIRECTORY = 0o10000000 | 0o200000;
+
+/**
+ * Opens `dir` with the user's rights, as its chdir(2) would resolve it: "<dir>/." needs search
+ * permission on the directory itself, as chdir does. Close-on-exec (Node's own), yet still open
+ * in the forked child until its exec.
+ */
+function openDirAs(user: { uid: number; gid: number }, dir: string): number {
+  return asUser(user, () => openSync(`${dir}/.`, O_PATH_DIRECTORY));
+}
+
+/** The error of a task whose directory cannot be entered, as the forker reports it. */
+function chdirError(dir: string, cause: NodeJS.ErrnoException): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(`chdir: ${cause.code}`);
+  error.code = cause.code ?? "EACCES";
+  error.syscall = "chdir";
+  error.path = dir;
+  return error;
 }
 
 function nodeSpawn(spec: ExecSpec, stdio: StdioItem[], user: TaskStartOptions["user"]): ChildProcess {

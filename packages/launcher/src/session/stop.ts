@@ -4,6 +4,12 @@ import type { ProcessTracker } from "./proctrack.js";
 import { type LongTimer, longTimeout } from "./timer.js";
 
 /**
+ * How long the task forker has, after the step's SIGKILL, to report its tasks' ends: they are
+ * dead, so it takes milliseconds unless it is stopped or wedged (docs/reliability.md).
+ */
+const FORKER_BOUND_MS = 2000;
+
+/**
  * How a step is stopped: the first cancel request signals every task (its process group, or only
  * its leader when the runtime's ExecSpec says the leader forwards signals itself) and arms
  * SIGKILL of the whole step (its cgroup) after KillWait; a second request kills at once; a time
@@ -13,6 +19,8 @@ export class StopControl {
   /** Each running task's leader pid and how a stop signal reaches the task. */
   readonly #leaders = new Map<number, SignalDelivery>();
   #killTimer: LongTimer | undefined;
+  #forkerTimer: NodeJS.Timeout | undefined;
+  #afterKill: ((seconds: number) => void) | undefined;
   #timeTimer: LongTimer | undefined;
   #unsubscribe: () => void;
   #resolveCancelled: () => void = () => {};
@@ -66,9 +74,18 @@ export class StopControl {
     this.#killTimer ??= longTimeout(this.node.killWait * 1000, () => this.killAll());
   }
 
+  /**
+   * `fn` runs FORKER_BOUND_MS after the step's SIGKILL: the task forker, if still there, is killed
+   * then, so no stop waits on its reports (a task may have stopped it).
+   */
+  afterKill(fn: (seconds: number) => void): void {
+    this.#afterKill = fn;
+  }
+
   killAll(): void {
     for (const pid of this.#leaders.keys()) this.#signal(pid, "SIGKILL");
     this.tracker.killAll();
+    this.#forkerTimer ??= setTimeout(() => this.#afterKill?.(FORKER_BOUND_MS / 1000), FORKER_BOUND_MS);
   }
 
   /** Cancels the step like SIGTERM once `seconds` have passed (srun's -t). */
@@ -81,6 +98,7 @@ export class StopControl {
 
   dispose(): void {
     this.#killTimer?.cancel();
+    clearTimeout(this.#forkerTimer);
     this.#timeTimer?.cancel();
     this.#unsubscribe();
   }

@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type StepStateText, type TaskRecord, jobrtError, messageOf } from "@jobrt/core";
+import { type FileUser, asUser } from "./asuser.js";
 import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
 import type { TaskProcess } from "./forker.js";
@@ -39,11 +40,15 @@ async function execSpecFor(ctx: TaskContext, index: number, c: PlannedComponent,
   return result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: c.record.cwd } : result;
 }
 
-function isDirectory(path: string): boolean {
+/**
+ * Whether `path` is missing, as `user` sees it: root must not tell a user what it may not see. One
+ * the user may not look into is left to the task's start, which enters it as the user and says so.
+ */
+function isMissingDirectory(path: string, user: FileUser | undefined): boolean {
   try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
+    return !asUser(user, () => statSync(path).isDirectory());
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== "EACCES";
   }
 }
 
@@ -64,7 +69,8 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
     ctx.stdio.closeTask(task);
     return ctx.stoppedStatus();
   }
-  if (!isDirectory(spec.cwd)) {
+  const user = dropTo(ctx.node.hostUid, c.record.uid, c.record.gid);
+  if (isMissingDirectory(spec.cwd, user)) {
     ctx.stdio.closeTask(task);
     ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory` }), "");
     return 1;
@@ -72,7 +78,6 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
   ctx.node.log("verbose", `task ${task.globalId}: exec ${JSON.stringify(spec.argv)} in ${spec.cwd}`);
   let started: Promise<TaskProcess>;
   try {
-    const user = dropTo(ctx.node.hostUid, c.record.uid, c.record.gid);
     started = ctx.spawner.start(task.globalId, spec, { tracker: ctx.tracker, ...(user ? { user } : {}) });
   } catch (error) {
     ctx.stdio.closeTask(task);
@@ -84,10 +89,18 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
   try {
     child = await started;
   } catch (error) {
+    if ((error as NodeJS.ErrnoException).syscall === "chdir") return cannotEnter(ctx, task, spec, error as NodeJS.ErrnoException);
     return cannotExecute(ctx, componentIndex, task, spec, error as NodeJS.ErrnoException);
   }
   onSpawn(child);
   return waitForTask(ctx, componentIndex, task, spec, child);
+}
+
+/** The task's directory could not be entered as its user (after the uid drop): it is not started. */
+function cannotEnter(ctx: TaskContext, task: TaskRecord, spec: ExecSpec, error: NodeJS.ErrnoException): number {
+  const why = error.code === "EACCES" ? "permission denied" : error.code === "ENOENT" || error.code === "ENOTDIR" ? "no such directory" : messageOf(error);
+  ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: ${why}` }), "");
+  return 1;
 }
 
 /** The task's program could not be executed: 127 when not found, 126 when not executable. */

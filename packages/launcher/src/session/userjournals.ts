@@ -69,7 +69,8 @@ export function collectsFor(spool: Spool, record: JournalRecord | undefined): bo
   return Array.isArray(components) && components.length > 0 && components.every((c) => c?.uid === spool.uid && groupOk(c.gid));
 }
 
-function realUid(pid: number): number | undefined {
+/** The real uid of process `pid`, undefined when it is gone. */
+export function realUid(pid: number): number | undefined {
   try {
     const line = readFileSync(`/proc/${pid}/status`, "utf8")
       .split("\n")

@@ -1,19 +1,19 @@
-/**
- * The task forker's program (see forker.ts): plain perl with no module, so it starts in a few ms
- * from Debian's perl-base (Essential). Descriptor, identity and exec calls go through syscall(2) with
- * the numbers forker.ts passes for this architecture, because POSIX.pm alone costs more start-up
- * time than the rest of the program.
- *
- * fds: 0-2 jobrt's own (a task that inherits them gets them), 3 the control socket, 4.. the tasks'
- * stdio, each passed once. Requests on fd 3: "<bytes>\n" then NUL-separated fields: id, the forker
- * fds for the task's 0 1 2 (-1: /dev/null), uid, gid ("" for no drop), the task cgroup's
- * cgroup.procs ("" for none), cwd, argc, argv..., env "K=V"... Reports: "S id pid" started,
- * "F id errno stage" not started, "X pid status" reaped with its raw wait status.
- * When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
- * After the syscall numbers may come "--", jobrt's pid and a command (with this program's
- * environment): if jobrt dies while tasks run, the forker runs it (see orphaned) and exits.
- */
-export const FORKER_SCRIPT = String.raw`
+# jobrt's task forker (see forker.ts), run as `perl -f forker.pl <syscall numbers> [-- <jobrt pid> <command>]`:
+# plain perl with no module, so it starts in a few ms from Debian's perl-base (Essential).
+# Descriptor, identity and exec calls go through syscall(2) with the numbers forker.ts passes for
+# this architecture, because POSIX.pm alone costs more start-up time than the rest of the program.
+#
+# fds: 0-2 jobrt's own (a task that inherits them gets them), 3 the control socket, 4.. the tasks'
+# stdio, each passed once. Requests on fd 3: "<bytes>\n" then NUL-separated fields: id, the forker
+# fds for the task's 0 1 2 (-1: /dev/null), uid, gid ("" for no drop), the task cgroup's
+# cgroup.procs ("" for none), cwd, argc, argv..., env "K=V"... Reports: "S id pid" started,
+# "F id errno stage" not started, "X pid status" reaped with its raw wait status.
+# When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
+# After the syscall numbers may come "--", jobrt's pid and a command (with this program's
+# environment): if jobrt dies while tasks run, the forker runs it (see orphaned) and exits.
+
+# A short name in ps and /proc/<pid>/cmdline, not the path of this file and its arguments.
+$0 = "jobrt-task-forker";
 my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE, $OPENAT, $WRITE, $PIPE2, $READ, $O_CLOEXEC) = map { 0 + $_ } @ARGV;
 my $SELF = "0\n";
 my $DEVNULL = "/dev/null";
@@ -85,12 +85,13 @@ sub child {
     if ($s != $t) { syscall($DUP3, $s, $t, 0) >= 0 or fail($ew, "dup3") }
     elsif ($fds->[$t] < 0) { syscall($FCNTL, $s, 2, 0) }
   }
-  chdir($cwd) or fail($ew, "chdir");
   if ($uid ne "") {
     syscall($SETGROUPS, 0, 0) == 0 or fail($ew, "setgroups");
     syscall($SETRESGID, 0 + $gid, 0 + $gid, 0 + $gid) == 0 or fail($ew, "setgid");
     syscall($SETRESUID, 0 + $uid, 0 + $uid, 0 + $uid) == 0 or fail($ew, "setuid");
   }
+  # As the job user, after the drop (Slurm's order): root must not enter a directory for it.
+  chdir($cwd) or fail($ew, "chdir");
   # A path is exec'd by execve(2) with the task's environment as it came: filling %ENV costs a
   # setenv per variable in the child, most of its time before the exec. A bare name (searched in
   # the task's PATH) and a file the kernel cannot run (ENOEXEC: execvp runs it with /bin/sh) go
@@ -185,4 +186,3 @@ for (;;) {
   }
   substr($in, 0, $at) = "";
 }
-`;
