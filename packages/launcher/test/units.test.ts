@@ -140,7 +140,7 @@ describe("pipeLines", () => {
 });
 
 describe("forkRequest (the task forker's start request)", () => {
-  /** The fields as forker-script.ts splits them: "<bytes>\n" then the payload split on NUL. */
+  /** The fields as forker.pl splits them: "<bytes>\n" then the payload split on NUL. */
   function decode(request: Buffer): string[] {
     const nl = request.indexOf(0x0a);
     const length = Number(request.subarray(0, nl).toString("latin1"));

@@ -200,11 +200,6 @@ export class TaskForker {
     this.#ctl.on("close", () => this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`));
   }
 
-  /** The forker's pid, once started. */
-  get pid(): number | undefined {
-    return this.#child.pid;
-  }
-
   /**
    * SIGKILLs a forker that has not exited (stopped by a task, say): its unreported tasks end as
    * killed (the step's SIGKILL reached them), `why` says so once.
