@@ -156,6 +156,19 @@ describe("jobrt run --runtime oci with real runc", () => {
     expect(r.stdout.trim().split(/\s+/)).toEqual(["0", "65534", "1"]);
     expect(stepDirs(spool)).toEqual([]);
   });
+
+  test("scrun-only oci.conf keys: one warning line each naming file:line, and the container still runs", async () => {
+    const keys = ["DebugFlags=Steps", "FileDebug=debug", "StdIODebug=debug", "SyslogDebug=info", "SrunPath=/usr/bin/srun", "SrunArgs=--overlap"];
+    const { dir, spool } = confDir(`${RUN_MODE}${keys.join("\n")}\n`);
+    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", bundle, "cat", "/etc/jobrt-image"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("jobrt-busybox-image\n");
+    const first = RUN_MODE.split("\n").length;
+    expect(r.stderr.trim().split("\n")).toEqual(
+      keys.map((k, i) => `jobrt: warning: ${join(dir, "oci.conf")}:${first + i}: ${k.split("=")[0]} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`),
+    );
+    expect(stepDirs(spool)).toEqual([]);
+  });
 });
 
 describe("oci.conf problems stop the step before any task starts", () => {

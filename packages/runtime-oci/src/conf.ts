@@ -129,6 +129,15 @@ export const OCI_CONF_SCHEMA: ConfSchema = {
   DebugFlags: { type: "string" },
 };
 
+/** The keys only scrun reads (runtime-oci.md, Configuration reference): each one set gets a warning, as jobrt has no scrun. */
+const SCRUN_ONLY_KEYS = ["DebugFlags", "FileDebug", "StdIODebug", "SyslogDebug", "SrunPath", "SrunArgs"] as const;
+
+/** One warning per scrun-only key set, at the line that set it, so a site sees that the value has no effect. */
+function ignoredKeyWarnings(where: Record<string, ConfLocation>): string[] {
+  const set = SCRUN_ONLY_KEYS.filter((k) => where[k] !== undefined).sort((a, b) => (where[a]?.line ?? 0) - (where[b]?.line ?? 0));
+  return set.map((key) => `${where[key]?.file}:${where[key]?.line}: ${key} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`);
+}
+
 function matrixError(file: string, where: Record<string, ConfLocation>, keys: string[], what: string): JobrtError {
   const at = keys.map((k) => where[k]).find((l): l is ConfLocation => l !== undefined);
   if (at) return confError(at, keys.find((k) => where[k] === at), what);
@@ -192,7 +201,7 @@ export function parseOciConf(text: string, file: string): OciConf {
     mountSpool: true,
     commands,
     where,
-    warnings: parsed.warnings,
+    warnings: [...parsed.warnings, ...ignoredKeyWarnings(where)],
   };
   const containerPath = str("ContainerPath");
   if (containerPath !== undefined && containerPath !== "") conf.containerPath = containerPath;
