@@ -75,7 +75,7 @@ function patternCheck(key: string): (value: string) => string | undefined {
     const problem = findPatternProblem(value);
     if (problem) {
       const what = problem.char === "" ? "a lone % at the end" : `unknown replacement character %${problem.char}`;
-      return `${what} at offset ${problem.index} of ${JSON.stringify(value)} (known: %% %@ %b %e %j %m %n %p %r %s %t %u %U %Z)`;
+      return `${what} at offset ${problem.index} of ${JSON.stringify(value)} (known: %% %@ %b %e %I %j %m %n %p %r %s %t %u %U %Z)`;
     }
     for (const c of FORBIDDEN[key] ?? []) {
       if (usedPatternChars(value).has(c)) {
@@ -247,8 +247,13 @@ export function userNamespacesAvailable(): boolean {
   return max === undefined || Number(max) > 0;
 }
 
-/** The embedded default's container id: unique per node, user, job, step and task (the numeric uid: runc ids allow only [A-Za-z0-9_+.-], which a user name like a@b breaks). */
-export const DEFAULT_CONTAINER_ID = "jobrt.%n.%U.%j.%s.%t";
+/**
+ * The embedded default's container id: `%I` (the step's container id, containername.ts) and the
+ * task, so each task's container has an id of its own. Without --container-id that is
+ * jobrt.%n.%U.%j.%s.%t: unique per node, user, job, step and task (the numeric uid: runc ids allow
+ * only [A-Za-z0-9_+.-], which a user name like a@b breaks).
+ */
+export const DEFAULT_CONTAINER_ID = "%I.%t";
 
 /**
  * The configuration used when there is no oci.conf and a container is requested: runc in run

@@ -24,7 +24,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
+  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options, process.env.SLURM_CONTAINER_ID));
   const cancel = new StepCancel();
   trapSignals(cancel);
   const nodeLog = new NodeLog({
