@@ -63,6 +63,7 @@ export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
 export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
 export type {
   ClientInfo,
+  PullProgress,
   ContainerRequest,
   ExecSpec,
   HetInfo,

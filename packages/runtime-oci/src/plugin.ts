@@ -230,7 +230,7 @@ async function setup({ node, step, client }: SetupContext): Promise<OciStepState
     const conf = resolveConf(node, step);
     const mounts = checkRequest(c, conf);
     const ref = imageOption(c);
-    if (ref !== undefined) image = await setupImage(node, step, ref);
+    if (ref !== undefined) image = await setupImage(node, step, ref, client.progress);
     st = await stepState(node, step, conf, mounts, client, image);
     if (image) checkImageVolumes(st.rootfs, st.mounts);
   } catch (error) {

@@ -3,6 +3,7 @@ import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath, say } from "../host.js";
 import { NodeLog } from "../nodelog.js";
+import { showPull } from "../pullprogress.js";
 import { rawEnvironment } from "../rawinput.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
@@ -55,6 +56,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       onEvent: (e) => {
         timings?.onEvent(e);
         nodeLog.onEvent(e);
+        if (e.event === "pull") showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
       },
     },
   );
