@@ -117,7 +117,7 @@ export class NodeLog {
       ...field("tasks", cs.map((c) => c.ntasks)),
       ...field("container", cs.map((c) => c.container)),
       ...field("image", cs.map((c) => c.image)),
-      ...field("container-id", cs.map((c) => c.containerId)),
+      ...field("container_id", cs.map((c) => c.containerId)),
       ...field("bundle", cs.map((c) => c.bundle)),
       ...field("digest", cs.map((c) => c.digest)),
     ].join(" ");
