@@ -8,6 +8,7 @@ import { jobrt, repoRoot, tempDir } from "../helpers/jobrt.js";
 const KINDS: Record<JsonEvent["event"], true> = {
   "step-start": true,
   runtime: true,
+  pull: true,
   setup: true,
   "task-start": true,
   output: true,

@@ -430,6 +430,12 @@ describe("the node log of an image step", () => {
     expect(bundle.start.fields).toMatchObject({ runtime: "oci", container: "bundle", bundle: join(base, "bundle") });
     expect(bundle.end.fields).toMatchObject({ runtime: "oci", container: "bundle", bundle: join(base, "bundle"), status: "0" });
     expect(bundle.end.fields.digest).toBe(undefined);
+    expect(bundle.start.fields.container_id).toBe(undefined);
+    const named = await jobrt(["run", "--jobid", "7203", "--container-id", "nl.7203", "--container", "bundle", "--chdir", base, "true"], { env: s.env });
+    expect(named.stderr).toBe("");
+    const id = await stepLines(rx, "7203");
+    expect(id.start.fields).toMatchObject({ container: "bundle", container_id: "nl.7203" });
+    expect(id.end.fields).toMatchObject({ container: "bundle", container_id: "nl.7203", status: "0" });
 
     const ref = `docker://${reg.host}/nodelog:1`;
     const i = await jobrt(["run", "--jobid", "7202", "--container-image", ref, "cat", "/etc/jobrt-image"], { env: s.env });

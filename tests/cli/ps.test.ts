@@ -26,7 +26,7 @@ interface PsStep {
   hostPid?: number;
   since?: number;
   ageSeconds?: number;
-  components: { runtime: string; container?: string; image?: string; tasks: number }[];
+  components: { runtime: string; container?: string; image?: string; containerId?: string; tasks: number }[];
   gcAction?: string;
   gc?: string;
   problem?: string;
@@ -140,6 +140,24 @@ describe("jobrt ps", () => {
     child.kill("SIGTERM");
     await stopped(child);
     expect(await ps(s)).toEqual([]);
+    expect(ours(job)).toEqual([]);
+  });
+
+  it("a step run with --container-id shows the id its containers are named after", async () => {
+    const s = site();
+    const job = 931000 + (process.pid % 1000);
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", String(job), "--container-id", `psid.${job}`, "--container", bundle, "sleep", "120"], { env: s.env, stdio: "ignore" });
+    started.push(child);
+    const [step] = await waitFor(async () => {
+      const steps = await ps(s);
+      return steps.length === 1 && steps[0]?.state === "running" ? steps : undefined;
+    }, "ps to show the step running");
+    await waitFor(() => (ours(job).length === 1 ? true : undefined), "the container to run");
+    expect(step?.components).toEqual([{ runtime: "oci", container: bundle, containerId: `psid.${job}`, tasks: 1 }]);
+    const table = await jobrt(["ps"], { env: s.env });
+    expect(table.stdout).toMatch(new RegExp(`\\n${job}\\.0 +run +root +running +\\d+s +${child.pid} +1 +oci +${bundle} id psid\\.${job}\\n$`));
+    child.kill("SIGTERM");
+    await stopped(child);
     expect(ours(job)).toEqual([]);
   });
 

@@ -142,6 +142,16 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(cacheContents(cache)).toEqual([]);
   });
 
+  test("a plain-HTTP registry not listed in InsecureRegistries: one line naming the key and the file, nothing left", async () => {
+    const { dir, cache } = site(undefined);
+    const ref = `docker://${reg.host}/busybox:1`;
+    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toContain(`--container-image ${ref}: cannot read the image manifest: ${reg.host} answers plain HTTP, not HTTPS; if the site trusts it, add InsecureRegistries=${reg.host} to ${join(dir, "images.conf")}\n`);
+    expect(cacheContents(cache)).toEqual([]);
+  });
+
   test("a registry that accepts connections and never answers: PullTimeout ends the wait with one line, nothing left", async () => {
     const sockets: Socket[] = [];
     const silent = createServer((s) => sockets.push(s));

@@ -156,6 +156,73 @@ describe("jobrt run --runtime oci with real runc", () => {
     expect(r.stdout.trim().split(/\s+/)).toEqual(["0", "65534", "1"]);
     expect(stepDirs(spool)).toEqual([]);
   });
+
+  test("--container-id names each task's container: %I in oci.conf patterns and in the embedded default (ID.TASK)", async () => {
+    const cgroupOf = (out: string) => out.trim().split("\n").map((l) => l.replace(/^(\d+): .*\//, "$1 ")).sort();
+    const task = 'grep "^0::" /proc/self/cgroup';
+    for (const oci of [RUN_MODE.replaceAll(ID, "%I.%t"), undefined]) {
+      const { dir, spool } = confDir(oci);
+      const j = jobId();
+      const name = `site+parity.${j}_x`;
+      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(j), "-n", "2", "-l", "--container-id", name, "--container", bundle, "sh", "-c", task]);
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(cgroupOf(r.stdout), oci ?? "embedded").toEqual([`0 ${name}.0`, `1 ${name}.1`]);
+      expect(stepDirs(spool)).toEqual([]);
+    }
+    const runc = spawnSync("runc", ["--root", "/run/runc", "list", "-q"], { encoding: "utf8" });
+    expect(runc.stdout).not.toContain("site+parity.");
+  });
+
+  test("SLURM_CONTAINER_ID (srun --container-id) names the container under jobrt exec; --container-id wins", async () => {
+    const { dir } = confDir(RUN_MODE.replaceAll(ID, "%I.%t"));
+    const j = jobId();
+    const env = { ...process.env, JOBRT_CONF_DIR: dir, SLURM_JOB_ID: String(j), SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "n1" };
+    const task = ["sh", "-c", 'grep "^0::" /proc/self/cgroup'];
+    const fromEnv = await jobrt(["exec", "--runtime", "oci", "--container", bundle, "--", ...task], { env: { ...env, SLURM_CONTAINER_ID: `env.${j}` } });
+    expect(fromEnv.stderr).toBe("");
+    expect(fromEnv.stdout.trim()).toMatch(new RegExp(`/env\\.${j}\\.0$`));
+    const both = await jobrt(["exec", "--runtime", "oci", "--container-id", `opt.${j}`, "--container", bundle, "--", ...task], { env: { ...env, SLURM_CONTAINER_ID: `env.${j}` } });
+    expect(both.stdout.trim()).toMatch(new RegExp(`/opt\\.${j}\\.0$`));
+    expect(both.code).toBe(0);
+  });
+
+  test("a bad container id is refused in one line naming the option or variable, before anything runs", async () => {
+    const { dir, spool } = confDir(RUN_MODE.replaceAll(ID, "%I.%t"));
+    const marker = join(tempDir("jobrt-oci-marker-"), "ran");
+    const why = "is not a container id (letters, digits, '_', '+', '.', '-', not starting with '-', not . or ..)";
+    for (const [bad, source] of [["--root=/tmp", "--container-id"], ["a b", "--container-id"], ["..", "--container-id"], ["x;touch", "--container-id"], ["é", "--container-id"]] as const) {
+      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container-id", bad, "--container", bundle, "touch", marker]);
+      expect(r.stderr).toBe(`jobrt: ${source}: ${JSON.stringify(bad)} ${why}\n`);
+      expect(r.code).toBe(2);
+    }
+    const long = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container-id", "a".repeat(129), "--container", bundle, "touch", marker]);
+    expect(long.stderr).toBe("jobrt: --container-id: 129 characters, at most 128\n");
+    const env = { ...process.env, JOBRT_CONF_DIR: dir, SLURM_JOB_ID: String(jobId()), SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "n1", SLURM_CONTAINER_ID: "-rf" };
+    const fromEnv = await jobrt(["exec", "--runtime", "oci", "--container", bundle, "--", "touch", marker], { env });
+    expect(fromEnv.stderr).toBe(`jobrt: SLURM_CONTAINER_ID: "-rf" ${why}\n`);
+    expect(fromEnv.code).toBe(2);
+    // --container-opt id= reaches the runtime unchecked by the CLI: the runtime refuses it.
+    const opt = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container-opt", "id=--root=/", "--container", bundle, "touch", marker]);
+    expect(opt.stderr).toContain(`--container-id: "--root=/" ${why}`);
+    expect(opt.stderr.trim().split("\n")).toHaveLength(1);
+    expect(opt.code).toBe(1);
+    expect(existsSync(marker)).toBe(false);
+    expect(stepDirs(spool)).toEqual([]);
+  });
+
+  test("scrun-only oci.conf keys: one warning line each naming file:line, and the container still runs", async () => {
+    const keys = ["DebugFlags=Steps", "FileDebug=debug", "StdIODebug=debug", "SyslogDebug=info", "SrunPath=/usr/bin/srun", "SrunArgs=--overlap"];
+    const { dir, spool } = confDir(`${RUN_MODE}${keys.join("\n")}\n`);
+    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", bundle, "cat", "/etc/jobrt-image"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("jobrt-busybox-image\n");
+    const first = RUN_MODE.split("\n").length;
+    expect(r.stderr.trim().split("\n")).toEqual(
+      keys.map((k, i) => `jobrt: warning: ${join(dir, "oci.conf")}:${first + i}: ${k.split("=")[0]} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`),
+    );
+    expect(stepDirs(spool)).toEqual([]);
+  });
 });
 
 describe("oci.conf problems stop the step before any task starts", () => {

@@ -1,4 +1,4 @@
-import { type ContainerRequest, type JobrtError, jobrtError } from "@jobrt/core";
+import { type ContainerRequest, type JobrtError, containerIdProblem, jobrtError } from "@jobrt/core";
 
 /** What one option is and where it applies. */
 interface OptionDef {
@@ -19,6 +19,7 @@ const OPTIONS: OptionDef[] = [
   { long: "runtime", value: true, scope: "component", nonEmpty: "leave the option out for the default runtime" },
   { long: "container", value: true, scope: "component" },
   { long: "container-image", value: true, scope: "component", alongside: "container" },
+  { long: "container-id", value: true, scope: "component", alongside: "container" },
   { long: "container-volume", value: true, scope: "component", repeat: true },
   { long: "container-module", value: true, scope: "component", repeat: true },
   { long: "container-env", value: true, scope: "component", repeat: true },
@@ -180,9 +181,21 @@ export function positiveInt(text: string, option: string, max = 1_000_000): numb
   return Number(text);
 }
 
+/**
+ * The container's id: --container-id, else SLURM_CONTAINER_ID (what srun --container-id exports,
+ * Slurm 23.02+), checked as runc checks an id.
+ */
+function containerId(option: string | undefined, env: string | undefined): string | undefined {
+  const [id, source] = option !== undefined ? [option, "--container-id"] : [env === "" ? undefined : env, "SLURM_CONTAINER_ID"];
+  if (id === undefined) return undefined;
+  const problem = containerIdProblem(id);
+  if (problem) throw usage(`${source}: ${problem}`);
+  return id;
+}
+
 /** The container request from --container and --container-* options (undefined when none given). */
-export function containerRequest(map: OptionValues): ContainerRequest | undefined {
-  const names = ["container", "container-image", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt"];
+export function containerRequest(map: OptionValues, envContainerId?: string): ContainerRequest | undefined {
+  const names = ["container", "container-image", "container-id", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt"];
   if (!names.some((n) => map.has(n))) return undefined;
   const options: Record<string, string[]> = {};
   for (const item of map.get("container-opt") ?? []) {
@@ -203,6 +216,11 @@ export function containerRequest(map: OptionValues): ContainerRequest | undefine
   if (image !== undefined) {
     if (options.image) throw usage("--container-image and --container-opt image=... both given");
     options.image = [image];
+  }
+  const id = containerId(one(map, "container-id"), envContainerId);
+  if (id !== undefined) {
+    if (options.id) throw usage("--container-id and --container-opt id=... both given");
+    options.id = [id];
   }
   const workdir = one(map, "container-workdir");
   const entrypoint = one(map, "container-entrypoint");

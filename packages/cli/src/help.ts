@@ -36,6 +36,8 @@ Component options:
       --container-image REF runtime oci: run from an image, pulled and unpacked once per node:
                             docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],
                             oci-archive:/FILE[:REF] (same as --container-opt image=REF)
+      --container-id ID     runtime oci: the containers' name (%I in oci.conf); default
+                            for jobrt exec: $SLURM_CONTAINER_ID
       --container-volume V  volume/bind for the runtime (repeatable)
       --container-module M  runtime module (repeatable)
       --container-env N=V   environment variable set inside the container (repeatable)
@@ -70,7 +72,7 @@ The step and task come from Slurm's variables (SLURM_JOB_ID, SLURM_STEP_ID, SLUR
 The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site default.
 
 Options:
-      --runtime NAME, --container VALUE, --container-image REF, --container-volume V, --container-module M,
+      --runtime NAME, --container VALUE, --container-image REF, --container-id ID, --container-volume V, --container-module M,
       --container-env N=V, --container-workdir D, --container-entrypoint P,
       --container-clearenv, --container-opt K=V   as for jobrt run
   -v, --verbose             more detail (repeatable)

@@ -24,6 +24,7 @@ interface Component {
   ntasks: number;
   container?: string;
   image?: string;
+  containerId?: string;
   bundle?: string;
   digest?: string;
 }
@@ -82,11 +83,13 @@ export class NodeLog {
     this.#components = e.components.map((c, i) => {
       const request = s.containers[i];
       const image = request?.options.image?.[0];
+      const containerId = request?.options.id?.[0];
       return {
         runtime: c.runtime || s.defaultRuntime,
         ntasks: s.task ? s.task.stepTasks : c.ntasks,
         ...(request?.value !== undefined ? { container: request.value } : {}),
         ...(image !== undefined ? { image } : {}),
+        ...(containerId !== undefined ? { containerId } : {}),
       };
     });
   }
@@ -114,6 +117,7 @@ export class NodeLog {
       ...field("tasks", cs.map((c) => c.ntasks)),
       ...field("container", cs.map((c) => c.container)),
       ...field("image", cs.map((c) => c.image)),
+      ...field("container_id", cs.map((c) => c.containerId)),
       ...field("bundle", cs.map((c) => c.bundle)),
       ...field("digest", cs.map((c) => c.digest)),
     ].join(" ");

@@ -10,6 +10,7 @@ export {
   parseSlurmBool,
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
+export { containerIdProblem } from "./containerid.js";
 export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
@@ -62,6 +63,7 @@ export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
 export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
 export type {
   ClientInfo,
+  PullProgress,
   ContainerRequest,
   ExecSpec,
   HetInfo,

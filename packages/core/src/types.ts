@@ -109,4 +109,28 @@ export type SignalDelivery = "group" | "leader";
 /** Information about the client that asked for the step (srun's role). */
 export interface ClientInfo {
   verbose: number;
+  /** Where a setup that takes long (an image pull) says how far it got; the host shows it. */
+  progress?: (report: PullProgress) => void;
+}
+
+/**
+ * How far an image pull has got (docs/cli.md, "Pull progress"): `start` once, `progress` now and
+ * then (at most a few times a second), `end` once when the pull succeeded or failed.
+ */
+export interface PullProgress {
+  phase: "start" | "progress" | "end";
+  /** The image reference as the user wrote it. */
+  image: string;
+  /** Bytes of the image's blobs (layers, config, manifest) on this node so far. */
+  bytes: number;
+  /** The layers' and config's size, when the manifest says (not for a multi-platform index). */
+  totalBytes?: number;
+  /** Blobs complete so far. */
+  layers: number;
+  /** The image's layer count, when the manifest says. */
+  totalLayers?: number;
+  /** ms since the pull started. */
+  elapsedMs: number;
+  /** `end`: whether the pull succeeded. */
+  ok?: boolean;
 }

@@ -9,6 +9,7 @@ export type {
   CancelEvent,
   CleanupEvent,
   OutputEvent,
+  PullEvent,
   RuntimeEvent,
   SetupEvent,
   StepEndEvent,

@@ -75,7 +75,7 @@ function patternCheck(key: string): (value: string) => string | undefined {
     const problem = findPatternProblem(value);
     if (problem) {
       const what = problem.char === "" ? "a lone % at the end" : `unknown replacement character %${problem.char}`;
-      return `${what} at offset ${problem.index} of ${JSON.stringify(value)} (known: %% %@ %b %e %j %m %n %p %r %s %t %u %U %Z)`;
+      return `${what} at offset ${problem.index} of ${JSON.stringify(value)} (known: %% %@ %b %e %I %j %m %n %p %r %s %t %u %U %Z)`;
     }
     for (const c of FORBIDDEN[key] ?? []) {
       if (usedPatternChars(value).has(c)) {
@@ -128,6 +128,15 @@ export const OCI_CONF_SCHEMA: ConfSchema = {
   FileDebug: { type: "string" },
   DebugFlags: { type: "string" },
 };
+
+/** The keys only scrun reads (runtime-oci.md, Configuration reference): each one set gets a warning, as jobrt has no scrun. */
+const SCRUN_ONLY_KEYS = ["DebugFlags", "FileDebug", "StdIODebug", "SyslogDebug", "SrunPath", "SrunArgs"] as const;
+
+/** One warning per scrun-only key set, at the line that set it, so a site sees that the value has no effect. */
+function ignoredKeyWarnings(where: Record<string, ConfLocation>): string[] {
+  const set = SCRUN_ONLY_KEYS.filter((k) => where[k] !== undefined).sort((a, b) => (where[a]?.line ?? 0) - (where[b]?.line ?? 0));
+  return set.map((key) => `${where[key]?.file}:${where[key]?.line}: ${key} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`);
+}
 
 function matrixError(file: string, where: Record<string, ConfLocation>, keys: string[], what: string): JobrtError {
   const at = keys.map((k) => where[k]).find((l): l is ConfLocation => l !== undefined);
@@ -192,7 +201,7 @@ export function parseOciConf(text: string, file: string): OciConf {
     mountSpool: true,
     commands,
     where,
-    warnings: parsed.warnings,
+    warnings: [...parsed.warnings, ...ignoredKeyWarnings(where)],
   };
   const containerPath = str("ContainerPath");
   if (containerPath !== undefined && containerPath !== "") conf.containerPath = containerPath;
@@ -238,8 +247,13 @@ export function userNamespacesAvailable(): boolean {
   return max === undefined || Number(max) > 0;
 }
 
-/** The embedded default's container id: unique per node, user, job, step and task (the numeric uid: runc ids allow only [A-Za-z0-9_+.-], which a user name like a@b breaks). */
-export const DEFAULT_CONTAINER_ID = "jobrt.%n.%U.%j.%s.%t";
+/**
+ * The embedded default's container id: `%I` (the step's container id, containername.ts) and the
+ * task, so each task's container has an id of its own. Without --container-id that is
+ * jobrt.%n.%U.%j.%s.%t: unique per node, user, job, step and task (the numeric uid: runc ids allow
+ * only [A-Za-z0-9_+.-], which a user name like a@b breaks).
+ */
+export const DEFAULT_CONTAINER_ID = "%I.%t";
 
 /**
  * The configuration used when there is no oci.conf and a container is requested: runc in run

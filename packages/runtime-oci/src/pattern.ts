@@ -6,15 +6,17 @@
  */
 
 /** Every character that may follow `%`. */
-export const PATTERN_CHARS = "%@bejmnprstuUZ";
+export const PATTERN_CHARS = "%@bIejmnprstuUZ";
 
-export type PatternChar = "@" | "b" | "e" | "j" | "m" | "n" | "p" | "r" | "s" | "t" | "u" | "U" | "Z";
+export type PatternChar = "@" | "b" | "I" | "e" | "j" | "m" | "n" | "p" | "r" | "s" | "t" | "u" | "U" | "Z";
 
 /** Values for one expansion. A value left undefined is unknown: a pattern that needs it fails. */
 export interface PatternValues {
   /** Task argv for `%@` (empty in config.json mode: the args live in config.json). */
   argv?: string[];
   bundle?: string;
+  /** `%I`: the container id (`--container-id`, `SLURM_CONTAINER_ID`), or jobrt's default (containername.ts). */
+  containerId?: string;
   envFile?: string;
   jobId: number;
   /** `%m`: the step spool directory. */
@@ -44,6 +46,7 @@ export class PatternValueError extends Error {
 const NAMES: Record<PatternChar, string> = {
   "@": "task argv",
   b: "bundle path",
+  I: "container id",
   e: "environment file",
   j: "job id",
   m: "step spool directory",
@@ -114,6 +117,8 @@ function valueFor(c: PatternChar, v: PatternValues): string | number | undefined
       return v.argv === undefined ? undefined : quoteArgv(v.argv);
     case "b":
       return v.bundle;
+    case "I":
+      return v.containerId;
     case "e":
       return v.envFile;
     case "j":

@@ -50,6 +50,7 @@ import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcom
 import { GUARD_PROGRAM } from "./missingguard.js";
 import { refuseBytesNotUtf8 } from "./notutf8.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
+import { CONTAINER_ID_OPTION, requestedContainerId, stepContainerId } from "./containername.js";
 import { procStat } from "./proc.js";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
@@ -148,6 +149,7 @@ export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mo
     throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory) or --container-image REF", "--container");
   }
   if (image !== undefined && conf?.ignoreFileConfigJson) throw requestError(`--container-image needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-image");
+  requestedContainerId(c);
   // --container-module, --container-entrypoint and other --container-opt keys: the host refuses them (meta.accepts).
   for (const e of c.env) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
@@ -228,7 +230,7 @@ async function setup({ node, step, client }: SetupContext): Promise<OciStepState
     const conf = resolveConf(node, step);
     const mounts = checkRequest(c, conf);
     const ref = imageOption(c);
-    if (ref !== undefined) image = await setupImage(node, step, ref);
+    if (ref !== undefined) image = await setupImage(node, step, ref, client.progress);
     st = await stepState(node, step, conf, mounts, client, image);
     if (image) checkImageVolumes(st.rootfs, st.mounts);
   } catch (error) {
@@ -284,7 +286,9 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
 
 /** A step's pattern values and its spool dir (in ContainerPath, or SpoolDir), as setup works them out. */
 function stepPlace(node: NodeConf, step: StepRecord, conf: OciConf, bundle: string, rootfs: string): { base: PatternValues; stepDir: string } {
-  const base: PatternValues = { jobId: step.jobId, stepId: printedStepId(step), nodeName: node.nodeName, user: step.user, uid: step.uid, cwd: step.cwd, bundle, rootfs };
+  const stepId = printedStepId(step);
+  const containerId = stepContainerId(step, node.nodeName, stepId);
+  const base: PatternValues = { jobId: step.jobId, stepId, nodeName: node.nodeName, user: step.user, uid: step.uid, cwd: step.cwd, bundle, rootfs, containerId };
   let parent = node.spoolDir;
   if (conf.containerPath !== undefined) {
     parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
@@ -848,7 +852,7 @@ export const ociPlugin = definePlugin<OciStepState>(
     type: "runtime/oci",
     version: packageVersion(import.meta.url),
     capabilities: ["container", "oci.conf", "run", "create-start"],
-    accepts: ["value", "volumes", "env", "workdir", "clearEnv", `options.${IMAGE_OPTION}`],
+    accepts: ["value", "volumes", "env", "workdir", "clearEnv", `options.${IMAGE_OPTION}`, `options.${CONTAINER_ID_OPTION}`],
   },
   {
     setup,

@@ -109,9 +109,20 @@ describe("oci.conf semantics", () => {
   test("DisableHooks is a list of known hook kinds", () => {
     expect(parseOciConf(`${run}DisableHooks=prestart,createRuntime,poststop\n`, "x").disableHooks).toEqual(["prestart", "createRuntime", "poststop"]);
   });
-  test("scrun-only keys are accepted and ignored", () => {
-    const conf = parseOciConf(`${run}SrunPath=/usr/bin/srun\nSrunArgs=--a\nSrunArgs=--b\nStdIODebug=debug\nSyslogDebug=info\nFileDebug=debug5\nDebugFlags=Steps\n`, "x");
+  test("scrun-only keys are accepted and ignored, each with one warning naming file:line", () => {
+    const conf = parseOciConf(`${run}SrunPath=/usr/bin/srun\nSrunArgs=--a\nSrunArgs=--b\nStdIODebug=debug\nSyslogDebug=info\nFileDebug=debug5\nDebugFlags=Steps\n`, "/etc/jobrt/oci.conf");
     expect(conf.mode).toBe("run");
+    const n = run.split("\n").length - 1;
+    const tail = "accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)";
+    expect(conf.warnings).toEqual([
+      `/etc/jobrt/oci.conf:${n + 1}: SrunPath ${tail}`,
+      `/etc/jobrt/oci.conf:${n + 3}: SrunArgs ${tail}`,
+      `/etc/jobrt/oci.conf:${n + 4}: StdIODebug ${tail}`,
+      `/etc/jobrt/oci.conf:${n + 5}: SyslogDebug ${tail}`,
+      `/etc/jobrt/oci.conf:${n + 6}: FileDebug ${tail}`,
+      `/etc/jobrt/oci.conf:${n + 7}: DebugFlags ${tail}`,
+    ]);
+    expect(parseOciConf(run, "x").warnings).toEqual([]);
   });
   test("the schema knows Slurm's 20 keys", () => {
     expect(Object.keys(OCI_CONF_SCHEMA)).toHaveLength(20);

@@ -25,7 +25,13 @@ describe("containerIds: the word a task's runtime commands share that names its 
 
   test("the embedded default's id; a slowed or wrapped create still names it", () => {
     const g = "runc --root /run/runc";
-    expect(containerIds([`sleep 1; ${g} run ${DEFAULT_CONTAINER_ID} -b %b`, `${g} state ${DEFAULT_CONTAINER_ID}`, `${g} delete --force ${DEFAULT_CONTAINER_ID}`], values)).toEqual(["jobrt.n1.1000.5.2.3"]);
+    const withId = { ...values, containerId: "jobrt.n1.1000.5.2" };
+    expect(containerIds([`sleep 1; ${g} run ${DEFAULT_CONTAINER_ID} -b %b`, `${g} state ${DEFAULT_CONTAINER_ID}`, `${g} delete --force ${DEFAULT_CONTAINER_ID}`], withId)).toEqual(["jobrt.n1.1000.5.2.3"]);
+  });
+
+  test("a --container-id (%I) names the container even in a pattern without %t", () => {
+    const withId = { ...values, containerId: "myapp" };
+    expect(containerIds(["runc run %I -b %b", "runc state %I", "runc delete --force %I"], withId)).toEqual(["myapp"]);
   });
 
   test("words that do not change with the job, step and task are never ids (a static name, a constant, the node name)", () => {

@@ -3,6 +3,7 @@ import { containerRequest, flag, one, parseCommandLine } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath, say } from "../host.js";
 import { NodeLog } from "../nodelog.js";
+import { showPull } from "../pullprogress.js";
 import { rawEnvironment } from "../rawinput.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
@@ -24,7 +25,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options));
+  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options, process.env.SLURM_CONTAINER_ID));
   const cancel = new StepCancel();
   trapSignals(cancel);
   const nodeLog = new NodeLog({
@@ -55,6 +56,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       onEvent: (e) => {
         timings?.onEvent(e);
         nodeLog.onEvent(e);
+        if (e.event === "pull") showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
       },
     },
   );

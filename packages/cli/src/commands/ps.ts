@@ -35,7 +35,8 @@ function age(seconds: number | undefined): string {
 
 function row(s: ShownStep): string[] {
   const id = `${s.jobId}.${s.stepId}${s.kind === "exec" ? `.${s.task}` : ""}`;
-  const what = s.components.map((c) => (c.image !== undefined ? `image ${c.image}` : (c.container ?? "-"))).join(", ") || "-";
+  const named = (c: ShownStep["components"][number]) => (c.containerId !== undefined ? ` id ${c.containerId}` : "");
+  const what = s.components.map((c) => (c.image !== undefined ? `image ${c.image}` : (c.container ?? "-")) + named(c)).join(", ") || "-";
   const tasks = s.components.reduce((n, c) => n + c.tasks, 0);
   return [
     id,

@@ -4,6 +4,7 @@ import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { describeError, exitCodeFor } from "../errors.js";
 import { type TaskEnd, failureLines } from "../failures.js";
 import { jsonEventLine } from "../jsonevent.js";
+import { showPull } from "../pullprogress.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
 import { NodeLog } from "../nodelog.js";
@@ -64,6 +65,7 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
           ends.push({ component: e.component, task, code: e.code, signal: e.signal, interrupted: cancel.signal === "SIGINT" });
         }
         if (json) process.stdout.write(jsonEventLine(e));
+        else if (e.event === "pull") showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
       },
       ...(timeLimit !== undefined ? { timeLimit } : {}),
     },

@@ -1,4 +1,4 @@
-import type { ErrorCode, ExecSpec } from "@jobrt/core";
+import type { ErrorCode, ExecSpec, PullProgress } from "@jobrt/core";
 import type { ProcTrackKind } from "./proctrack.js";
 
 /**
@@ -6,7 +6,7 @@ import type { ProcTrackKind } from "./proctrack.js";
  * (with `time` added). docs/cli.md lists every event and its fields; adding a field is compatible,
  * removing or retyping one is a breaking change.
  */
-export type StepEvent = StepStartEvent | RuntimeEvent | SetupEvent | TaskStartEvent | OutputEvent | TaskExitEvent | CancelEvent | CleanupEvent | StepEndEvent;
+export type StepEvent = StepStartEvent | RuntimeEvent | PullEvent | SetupEvent | TaskStartEvent | OutputEvent | TaskExitEvent | CancelEvent | CleanupEvent | StepEndEvent;
 
 /** The step begins: its ids, how its processes are tracked, and its components. */
 export interface StepStartEvent {
@@ -32,6 +32,9 @@ export interface RuntimeEvent {
   version: string;
   path?: string;
 }
+
+/** A component's setup pulls an image (runtime oci, `--container-image`): how far it got. */
+export type PullEvent = { event: "pull"; component: number } & PullProgress;
 
 /** A component's `setup` hook succeeded; what the runtime's `describe` said the step runs. */
 export interface SetupEvent {

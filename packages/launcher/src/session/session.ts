@@ -3,6 +3,7 @@ import {
   type ClientInfo,
   type JobrtError,
   type NodeConf,
+  type PullProgress,
   type RuntimeRegistry,
   type StepRecord,
   type StepStateText,
@@ -264,7 +265,8 @@ export class StepSession {
     for (const [i, c] of components.entries()) {
       if (this.#o.cancel.requested) return false;
       setupTried.push(i);
-      const own = await this.#o.registry.setup(indexes[i]!, { node: this.#o.node, step: c.record, ...(this.#o.client ? { client: this.#o.client } : {}) });
+      const client = { ...(this.#o.client ?? { verbose: 0 }), progress: (p: PullProgress) => this.#emit({ event: "pull", component: i, ...p }) };
+      const own = await this.#o.registry.setup(indexes[i]!, { node: this.#o.node, step: c.record, client });
       // Our own state first: if publishing fails, cleanup still gets what our setup made.
       states[i] = own;
       if (journal) states[i] = journal.shareState(c.record, own);

@@ -13,6 +13,8 @@ export interface StepComponentView {
   container?: string;
   /** `--container-image`. */
   image?: string;
+  /** `--container-id` (or `SLURM_CONTAINER_ID`): what the step's containers are named after. */
+  containerId?: string;
   /** Tasks of the component on this node. */
   tasks: number;
 }
@@ -63,8 +65,9 @@ function componentView(c: unknown): StepComponentView | undefined {
   const container = typeof r.container === "object" && r.container !== null ? (r.container as Record<string, unknown>) : {};
   const options = typeof container.options === "object" && container.options !== null ? (container.options as Record<string, unknown>) : {};
   const image = Array.isArray(options.image) ? text(options.image[0]) : undefined;
+  const containerId = Array.isArray(options.id) ? text(options.id[0]) : undefined;
   const value = text(container.value);
-  return { runtime: text(r.runtime) ?? "?", ...(value ? { container: value } : {}), ...(image ? { image } : {}), tasks: Array.isArray(r.tasks) ? r.tasks.length : 0 };
+  return { runtime: text(r.runtime) ?? "?", ...(value ? { container: value } : {}), ...(image ? { image } : {}), ...(containerId ? { containerId } : {}), tasks: Array.isArray(r.tasks) ? r.tasks.length : 0 };
 }
 
 /** What `jobrt gc` would do with a dead entry (collect.ts, collectOrphans). */

@@ -1,9 +1,10 @@
 import { lstatSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
+import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
 import { makeDir } from "../fsops.js";
 import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
 import { type ImageReference, sourceName } from "./reference.js";
+import { progressReader } from "./progress.js";
 import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
 import { type StoreEntry, addMark, dropMark, listEntries, listStores, lockFile, markName, publicStore, useIfPresent, userStore } from "./store.js";
@@ -49,26 +50,27 @@ export function resolveForStep(step: StepRecord, settings: ImageSettings, ref: I
 const STALE_LOCK_TRIES = 5;
 
 /** Runs the image helper as `as` (else as the host) under the image's lock. */
-async function helper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number): Promise<HelperResponse | "busy"> {
+async function helper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number, onStderr?: (chunk: string) => void): Promise<HelperResponse | "busy"> {
   for (let tries = 1; ; tries++) {
-    const r = await lockedHelper(request, store, hex, as, lock, timeoutMs);
+    const r = await lockedHelper(request, store, hex, as, lock, timeoutMs, onStderr);
     if (r === "busy" || r.ok || !r.staleLock || tries === STALE_LOCK_TRIES) return r;
   }
 }
 
-async function lockedHelper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number): Promise<HelperResponse | "busy"> {
+async function lockedHelper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number, onStderr?: (chunk: string) => void): Promise<HelperResponse | "busy"> {
   const lockArgs = lock === "wait" ? ["-x", "-w", String(Math.ceil(timeoutMs / 1000))] : ["-x", "-n", "-E", "75"];
   const r = await runTool(["flock", ...lockArgs, lockFile(store, hex), process.execPath, IMAGE_HELPER], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
     ...(as ?? {}),
     timeoutMs: timeoutMs + 10_000,
     input: JSON.stringify(request),
+    ...(onStderr ? { onStderr } : {}),
   });
   if (lock === "try" && r.code === 75) return "busy";
   try {
     return JSON.parse(r.stdout.toString("utf8")) as HelperResponse;
   } catch {
-    const why = r.timedOut ? "timed out" : r.code === 1 && r.stdout.length === 0 && lock === "wait" ? "could not take the image lock in time" : `exited with ${r.code ?? r.signal}: ${r.stderr.trim().split("\n").pop() ?? ""}`;
+    const why = r.timedOut ? "timed out" : r.code === 1 && r.stdout.length === 0 && lock === "wait" ? "could not take the image lock in time" : `exited with ${r.code ?? r.signal}: ${r.stderr.trim().split("\n").filter((l) => !l.startsWith("progress ")).pop() ?? ""}`;
     return { ok: false, error: `image helper ${why}` };
   }
 }
@@ -97,7 +99,7 @@ function storeFor(settings: ImageSettings, step: StepRecord, isPublic: boolean):
  * use for this step. Private images are pulled as the job user with their own credentials into
  * their own store; public ones, on a root host, anonymously into the shared store.
  */
-export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage): Promise<CachedImage> {
+export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, progress?: (p: PullProgress) => void): Promise<CachedImage> {
   const root = hostIsRoot();
   const userEnv = userToolEnv(step);
   const { store, owner } = storeFor(settings, step, resolved.public);
@@ -126,9 +128,31 @@ export async function ensureImage(node: NodeConf, step: StepRecord, settings: Im
     addMark(store, hex, mark, request.spec.public);
     if (useIfPresent(store, hex)) return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, cached: true };
   }
-  const r = await helper(request, store, hex, owner, "wait", settings.pullTimeoutMs);
+  const r = await reportedPull(ref.text, progress, (onStderr) => helper(request, store, hex, owner, "wait", settings.pullTimeoutMs, onStderr));
   if (r === "busy" || !r.ok) throw imageError(ref, r === "busy" ? "busy" : r.error);
   return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, ...(owner ? { owner } : {}), cached: r.cached === true };
+}
+
+/**
+ * Runs the helper, turning its progress lines into PullProgress reports: `start` with the first
+ * line (a helper that finds the image cached, or waits on another step's pull, writes none), then
+ * `progress`, and `end` when a pull was reported.
+ */
+async function reportedPull(image: string, progress: ((p: PullProgress) => void) | undefined, run: (onStderr?: (chunk: string) => void) => Promise<HelperResponse | "busy">): Promise<HelperResponse | "busy"> {
+  if (!progress) return run();
+  const started = performance.now();
+  let last: { bytes: number; blobs: number } | undefined;
+  const report = (phase: PullProgress["phase"], p: { bytes: number; blobs: number }, ok?: boolean) =>
+    progress({ phase, image, bytes: p.bytes, layers: p.blobs, elapsedMs: Math.round(performance.now() - started), ...(ok !== undefined ? { ok } : {}) });
+  const r = await run(
+    progressReader((p) => {
+      if (!last) report("start", { bytes: 0, blobs: 0 });
+      last = p;
+      report("progress", p);
+    }),
+  );
+  if (last) report("end", last, r !== "busy" && r.ok);
+  return r;
 }
 
 /** Gives back a step's use of an image (its mark); never throws. */

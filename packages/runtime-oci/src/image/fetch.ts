@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { removeTree } from "../fsops.js";
 import { prepareImageConfig } from "./image-config.js";
 import { type ImageMeta, addMark, dropMark, useIfPresent } from "./store.js";
+import { layoutProgress, progressLine } from "./progress.js";
 import { runTool, toolMessage } from "./tool.js";
 
 /** What the image helper is asked to make sure of, as the store's owner and under `<hex>.lock`. */
@@ -32,24 +33,26 @@ export interface FetchResult {
 
 class FetchError extends Error {}
 
+const PROGRESS_EVERY_MS = 250;
+
 /**
  * Marks the image in use, then pulls and unpacks it unless it is already there. A pull is made in
  * `.tmp/` and renamed into place only once complete, so an image dir is never half there; every
  * failure removes what it made (and the mark), leaving the cache as it was.
  */
-export async function fetchImage(spec: FetchSpec): Promise<FetchResult> {
+export async function fetchImage(spec: FetchSpec, report?: (line: string) => void): Promise<FetchResult> {
   addMark(spec.store, spec.hex, spec.mark, spec.public);
   try {
     const meta = useIfPresent(spec.store, spec.hex);
     if (meta) return { cached: true, size: meta.size };
-    return { cached: false, size: await pullAndUnpack(spec, join(spec.store, spec.hex)) };
+    return { cached: false, size: await pullAndUnpack(spec, join(spec.store, spec.hex), report) };
   } catch (error) {
     dropMark(spec.store, spec.hex, spec.mark);
     throw error;
   }
 }
 
-async function pullAndUnpack(spec: FetchSpec, entry: string): Promise<number> {
+async function pullAndUnpack(spec: FetchSpec, entry: string, report?: (line: string) => void): Promise<number> {
   const tmpRoot = join(spec.store, ".tmp");
   mkdirSync(tmpRoot, { recursive: true, mode: 0o700 });
   // What a killed pull of this image left (no other pull of it runs: we hold its lock).
@@ -59,7 +62,11 @@ async function pullAndUnpack(spec: FetchSpec, entry: string): Promise<number> {
   try {
     const layout = join(tmp, "layout");
     const env = { ...spec.env, TMPDIR: tmp };
-    const copy = await runTool(["skopeo", "copy", "--quiet", ...spec.copyFlags, spec.source, `oci:${layout}:img`], { env, timeoutMs: spec.timeoutMs });
+    // How far the copy got, from what it wrote (the helper's own dir): skopeo --quiet says nothing.
+    const sample = () => report?.(progressLine(layoutProgress(layout)));
+    const timer = report ? setInterval(sample, PROGRESS_EVERY_MS) : undefined;
+    const copy = await runTool(["skopeo", "copy", "--quiet", ...spec.copyFlags, spec.source, `oci:${layout}:img`], { env, timeoutMs: spec.timeoutMs }).finally(() => clearInterval(timer));
+    sample();
     if (copy.code !== 0) throw new FetchError(`skopeo copy failed: ${toolMessage(copy)}`);
     const entrypoint = checkLayout(layout, spec);
     const bundle = join(tmp, "bundle");

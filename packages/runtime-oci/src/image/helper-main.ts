@@ -17,7 +17,7 @@ if (!holdsCurrentLock(store, hex)) {
   // The lock file was unlinked (its image removed) while we waited for it: the caller locks anew.
   done({ ok: false, error: "the image lock was removed while waiting for it", staleLock: true });
 } else {
-  handle(request).then(
+  handle(request, (line) => process.stderr.write(line)).then(
     (response: HelperResponse) => {
       dropLockIfUnused(store, hex);
       done(response);

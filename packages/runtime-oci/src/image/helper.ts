@@ -17,10 +17,10 @@ export type HelperResponse =
 /** The helper program (dist/image/helper-main.js), from either src/ (tests) or dist/. */
 export const IMAGE_HELPER = fileURLToPath(new URL("../../dist/image/helper-main.js", import.meta.url));
 
-export async function handle(r: HelperRequest): Promise<HelperResponse> {
+export async function handle(r: HelperRequest, report?: (line: string) => void): Promise<HelperResponse> {
   switch (r.op) {
     case "fetch":
-      return { ok: true, ...(await fetchImage(r.spec)) };
+      return { ok: true, ...(await fetchImage(r.spec, report)) };
     case "release":
       dropMark(r.store, r.hex, r.mark);
       return { ok: true };

@@ -1,6 +1,6 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { type ContainerRequest, type NodeConf, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
+import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
 import { type CachedImage, ensureImage, evictImages, releaseImage, resolveForStep } from "./cache.js";
 import { fitImageUser } from "./image-config.js";
@@ -22,7 +22,7 @@ export function imageOption(c: ContainerRequest): string | undefined {
 }
 
 /** Setup's image work: the cached bundle this step runs from (pulled and unpacked if needed). */
-export async function setupImage(node: NodeConf, step: StepRecord, text: string): Promise<CachedImage> {
+export async function setupImage(node: NodeConf, step: StepRecord, text: string, progress?: (p: PullProgress) => void): Promise<CachedImage> {
   const ref = parseImageReference(text);
   const settings = loadImageSettings(node.confDir);
   const shared = joinPin(node, step);
@@ -34,7 +34,7 @@ export async function setupImage(node: NodeConf, step: StepRecord, text: string)
       pin = { request: ref.text, ...(await resolveForStep(step, settings, ref)) };
       if (shared) pin = writePin(shared, pin);
     }
-    image = await ensureImage(node, step, settings, ref, pin);
+    image = await ensureImage(node, step, settings, ref, pin, progress);
   } catch (error) {
     leavePin(node, step);
     throw error;

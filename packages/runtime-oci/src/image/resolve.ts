@@ -23,6 +23,16 @@ export function tlsFlags(ref: ImageReference, settings: ImageSettings, flag: str
   return ref.transport === "docker" && settings.insecureRegistries.includes(ref.registry) ? [`${flag}=false`] : [];
 }
 
+/** What skopeo says when it spoke TLS to a registry that answers plain HTTP. */
+const PLAIN_HTTP = /server gave HTTP response to HTTPS client/;
+
+/** The one-line reason a manifest could not be read; a plain-HTTP registry is told how to allow it. */
+function manifestProblem(ref: ImageReference, settings: ImageSettings, stderr: string, message: string): string {
+  if (ref.transport !== "docker" || !PLAIN_HTTP.test(stderr)) return `cannot read the image manifest: ${message}`;
+  const where = settings.file ?? "images.conf in jobrt's conf dir";
+  return `cannot read the image manifest: ${ref.registry} answers plain HTTP, not HTTPS; if the site trusts it, add InsecureRegistries=${ref.registry} to ${where}`;
+}
+
 /**
  * Resolves a reference to the digest of one image manifest, fetching only the manifest (`skopeo
  * inspect --raw`), as the job user. A registry is asked anonymously first: an image it serves to
@@ -36,12 +46,12 @@ export async function resolveImage(ref: ImageReference, settings: ImageSettings,
     runTool(["skopeo", "inspect", "--raw", ...tlsFlags(ref, settings, "--tls-verify"), ...(noCreds ? ["--no-creds"] : []), sourceName(ref)], { ...run, timeoutMs: settings.pullTimeoutMs });
   let isPublic = true;
   let r = await inspect(ref.transport === "docker");
-  if (r.code !== 0 && ref.transport === "docker" && !r.timedOut && !/connection refused|no such host|dial tcp|timeout/i.test(r.stderr)) {
+  if (r.code !== 0 && ref.transport === "docker" && !r.timedOut && !/connection refused|no such host|dial tcp|timeout/i.test(r.stderr) && !PLAIN_HTTP.test(r.stderr)) {
     isPublic = false;
     r = await inspect(false);
   }
   if (r.timedOut) throw imageError(ref, `cannot read the image manifest: the registry did not answer within ${settings.pullTimeoutMs / 1000} s (PullTimeout in images.conf); skopeo inspect timed out and was killed`);
-  if (r.code !== 0) throw imageError(ref, `cannot read the image manifest: ${toolMessage(r)}`);
+  if (r.code !== 0) throw imageError(ref, manifestProblem(ref, settings, r.stderr, toolMessage(r)));
   let digest = `sha256:${createHash("sha256").update(r.stdout).digest("hex")}`;
   if (ref.transport === "docker" && ref.digest && ref.digest !== digest) {
     throw imageError(ref, `the registry returned a manifest whose digest is ${digest}, not ${ref.digest}`);

@@ -9,6 +9,8 @@ export interface ToolOptions {
   cwd?: string;
   /** Written to the tool's stdin (then closed); stdin is /dev/null without it. */
   input?: string;
+  /** Each piece of stderr as it arrives (it is collected too). */
+  onStderr?: (chunk: string) => void;
 }
 
 export interface ToolResult {
@@ -44,6 +46,7 @@ export function runTool(argv: string[], o: ToolOptions): Promise<ToolResult> {
     });
     child.stderr?.setEncoding("utf8").on("data", (d: string) => {
       if (stderr.length < LIMIT) stderr += d;
+      o.onStderr?.(d);
     });
     let timedOut = false;
     const timer = setTimeout(() => {
