@@ -47,7 +47,7 @@ describe("jobrt completion bash", () => {
       expect(offered, command).toEqual(expect.arrayContaining(helpOptions(help).filter((o) => o !== "--version")));
       expect(offered, command).toContain("--help");
     }
-    expect(await bashComplete(["jobrt", "run", "-n", "4", "--container-i"])).toEqual(["--container-image"]);
+    expect(await bashComplete(["jobrt", "run", "-n", "4", "--container-i"])).toEqual(["--container-image", "--container-id"]);
     expect(await bashComplete(["jobrt", "check", "--ch"])).toEqual(["--chdir"]);
   });
 

@@ -4,7 +4,7 @@
  * started here and stopped by pid; a dead one is a `jobrt run` SIGKILLed.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -89,6 +89,12 @@ async function startRun(s: ReturnType<typeof site>, args: string[], uid?: number
   return { child, task };
 }
 
+/** True once a `pids` file of the journal under `spool` names `pid`. */
+function recordedInJournal(spool: string, pid: number): boolean {
+  const files = (readdirSync(spool, { recursive: true }) as string[]).filter((f) => f.endsWith("/pids") || f === "pids");
+  return files.some((f) => readFileSync(join(spool, f), "utf8").split("\n").some((line) => line.startsWith(`${pid} `)));
+}
+
 async function ps(s: ReturnType<typeof site>, args: string[] = [], uid?: number): Promise<PsStep[]> {
   const r = await jobrt(["ps", "--json", ...args], { env: s.env, cwd: "/", ...(uid !== undefined ? { uid, gid: uid } : {}) });
   expect(r.stderr).toBe("");
@@ -165,6 +171,8 @@ describe("jobrt ps", () => {
     const s = site();
     const { child, task } = await startRun(s, ["--runtime", "none"]);
     tasks.push(task);
+    // The task writes its pid before jobrt records it: kill jobrt only once the journal has it.
+    await waitFor(() => recordedInJournal(join(s.dir, "spool"), task) || undefined, "jobrt to record the task");
     child.kill("SIGKILL");
     await stopped(child);
     const [step] = await ps(s);

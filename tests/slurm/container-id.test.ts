@@ -39,12 +39,13 @@ describe("SLURM_CONTAINER_ID names the containers of srun ... jobrt exec", () =>
 
   it("each task's container is ID.TASK on its node (the embedded runc default); nothing is left", async () => {
     const id = `slurm-cid.${process.pid}`;
-    const r = await srun(["-N", "2", "-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", 'echo "$SLURM_PROCID $(grep "^0::" /proc/self/cgroup)"'], { SLURM_CONTAINER_ID: id });
+    // One node: the local cluster's two nodes share /run/runc, where two "ID.0" would collide.
+    const r = await srun(["-N", "1", "-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", 'echo "$SLURM_PROCID $(grep "^0::" /proc/self/cgroup)"'], { SLURM_CONTAINER_ID: id });
     expect(r.code, r.stderr).toBe(0);
     const lines = sortedLines(r.stdout);
     expect(lines).toHaveLength(2);
-    // Each node runs one task, whose node-local id is 0.
-    for (const l of lines) expect(l).toMatch(new RegExp(`^[01] 0::/.*${id.replace(/\./g, "\\.")}\\.0$`));
+    // Task t (node-local id t on the one node) runs in container ID.t.
+    for (const l of lines) expect(l).toMatch(new RegExp(`^([01]) 0::/.*${id.replace(/\./g, "\\.")}\\.\\1$`));
     expect(runcContainers([bundle, site.spoolRoot])).toEqual([]);
   });
 
