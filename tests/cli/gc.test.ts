@@ -3,20 +3,13 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, killExecWithForker, tempDir } from "../helpers/jobrt.js";
+import { waitFor } from "../helpers/leaks.js";
 
 function site() {
   const dir = tempDir("jobrt-gc-");
   const spool = join(dir, "spool");
   writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${spool}\nKillWait=1\n`);
   return { dir, spool, env: { ...process.env, JOBRT_CONF_DIR: dir } };
-}
-
-async function waitFor(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const alive = (pid: number) => {

@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { jobrt, jobrtBin, nodeName, repoRoot, requires, runProgram, tempDir } from "../helpers/jobrt.js";
 import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
+import { waitFor } from "../helpers/leaks.js";
 
 const RECEIVER = join(repoRoot, "tests/helpers/syslog-receiver.pl");
 const DEV_LOG = join(repoRoot, "tests/helpers/dev-log.sh");
@@ -63,14 +64,6 @@ async function startReceiver(socket: string, mode: "read" | "deaf" = "read"): Pr
   };
   receivers.push(r);
   return r;
-}
-
-async function waitFor(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 interface Line {

@@ -8,6 +8,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
+import { waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;
 
@@ -89,14 +90,6 @@ afterEach(() => {
     }
   }
 });
-
-async function waitFor(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** The state letter of /proc/<pid>/stat, undefined once the process is gone (reaped). */
 function stateOf(pid: number): string | undefined {

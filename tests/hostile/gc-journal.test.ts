@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, repoRoot, requires, tempDir } from "../helpers/jobrt.js";
 import { faultPluginDir } from "../faults/fault-plugin.js";
+import { waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;
 /** The bound on one job user's journal (FOREIGN_JOURNAL_BOUND_MS in packages/launcher/src/session/collect.ts). */
@@ -35,14 +36,6 @@ afterEach(() => {
     }
   }
 });
-
-async function waitFor(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function alive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 1) throw new Error(`not a task pid: ${pid}`);

@@ -9,6 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileS
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
+import { waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;
 const SECRET = "ROOTSECRET";
@@ -27,14 +28,6 @@ afterEach(() => {
     }
   }
 });
-
-async function waitFor(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Runs a shell script as nobody: what the job user itself can do. */
 function asNobody(script: string, ...args: string[]): void {
