@@ -65,20 +65,19 @@ export async function ociTools(conf: OciConf, paths: readonly (string | undefine
     if (program === undefined) unnamed.push({ key, command });
     else keysOf.set(program, [...(keysOf.get(program) ?? []), key]);
   }
-  const tools = await Promise.all(
-    [...keysOf].map(async ([program, keys]): Promise<RuntimeTool> => {
-      const where = locate(program, paths);
-      const version = where.path && !where.problem ? await versionOf(where.path) : undefined;
-      const name = program.slice(program.lastIndexOf("/") + 1);
-      return { name, source: `${keys.join(", ")} in ${conf.file}`, ...where, ...(version !== undefined ? { version } : {}) };
-    }),
-  );
+  const tools = await Promise.all([...keysOf].map(([program, keys]) => toolAt(program, `${keys.join(", ")} in ${conf.file}`, paths)));
   return { tools, unnamed };
 }
 
 /** runc, when there is no oci.conf: the embedded default runs it from PATH. */
-export async function defaultRuncTool(paths: readonly (string | undefined)[]): Promise<RuntimeTool> {
-  const where = locate("runc", paths);
+export function defaultRuncTool(paths: readonly (string | undefined)[]): Promise<RuntimeTool> {
+  return toolAt("runc", "PATH; no oci.conf, so the embedded default", paths);
+}
+
+/** `program` as a tool: where it is or why it cannot run, and its version when it runs. */
+async function toolAt(program: string, source: string, paths: readonly (string | undefined)[]): Promise<RuntimeTool> {
+  const where = locate(program, paths);
   const version = where.path && !where.problem ? await versionOf(where.path) : undefined;
-  return { name: "runc", source: "PATH; no oci.conf, so the embedded default", ...where, ...(version !== undefined ? { version } : {}) };
+  const name = program.slice(program.lastIndexOf("/") + 1);
+  return { name, source, ...where, ...(version !== undefined ? { version } : {}) };
 }
