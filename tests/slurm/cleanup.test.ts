@@ -1,21 +1,9 @@
 import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { killExecWithForker, tempDir } from "../helpers/jobrt.js";
-import {
-  type JobrtSite,
-  clusterLogs,
-  jobrtSite,
-  removeRuncContainers,
-  runcContainers,
-  slurm,
-  slurmDir,
-  sortedLines,
-  startCluster,
-  stopCluster,
-  waitFor,
-} from "./cluster.js";
+import { type JobrtSite, jobrtSite, removeRuncContainers, runcContainers, slurm, slurmDir, sortedLines, startCluster, stopClusterAfterAll, waitFor } from "./cluster.js";
 import { execRecords, jobGone, jobrtExecProcesses, markers, sleepers, spoolLeftovers, startSleepStep } from "./sleepstep.js";
 
 /** The epilog's log lines on `node` (the Epilog appends gc's output there). */
@@ -28,7 +16,6 @@ function epilogLog(node: string): string {
 describe("cleanup under Slurm when jobrt exec is killed", () => {
   let site: JobrtSite;
   let bundle: string;
-  let failed = false;
   const temps: string[] = [];
   const roots = () => [bundle, ...temps];
 
@@ -42,18 +29,10 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
     // The cluster's Epilog runs this site's jobrt: `jobrt gc --job $SLURM_JOB_ID` on each node.
     await startCluster(2, join(site.binDir, "jobrt"));
   });
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === "fail") failed = true;
-  });
-  afterAll(async () => {
-    if (failed) console.error(clusterLogs());
-    try {
-      await stopCluster();
-    } finally {
-      if (site && bundle) removeRuncContainers(roots());
-      for (const marker of markers) for (const pid of await sleepers(marker)) process.kill(Number(pid), "SIGKILL");
-      for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-    }
+  stopClusterAfterAll(async () => {
+    if (site && bundle) removeRuncContainers(roots());
+    for (const marker of markers) for (const pid of await sleepers(marker)) process.kill(Number(pid), "SIGKILL");
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   it("every jobrt exec of a running oci step SIGKILLed on both nodes with its task forker: the Epilog's jobrt gc --job leaves no container, record or task", async () => {

@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, afterEach } from "vitest";
 import { type RunOptions, type RunResult, jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 
 /**
@@ -202,4 +203,23 @@ export async function waitFor(check: () => boolean | Promise<boolean>, limitMs: 
     if (Date.now() >= end) return false;
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * A suite's cluster teardown: the cluster's logs when a test of it failed, stopCluster, then
+ * `cleanup` (what the suite made: containers, processes, dirs), also when stopping failed.
+ */
+export function stopClusterAfterAll(cleanup: () => void | Promise<void>): void {
+  let failed = false;
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === "fail") failed = true;
+  });
+  afterAll(async () => {
+    if (failed) console.error(clusterLogs());
+    try {
+      await stopCluster();
+    } finally {
+      await cleanup();
+    }
+  });
 }

@@ -1,9 +1,9 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { tempDir } from "../helpers/jobrt.js";
-import { type JobrtSite, clusterLogs, jobrtSite, removeRuncContainers, runcContainers, slurm, sortedLines, startCluster, stopCluster } from "./cluster.js";
+import { type JobrtSite, jobrtSite, removeRuncContainers, runcContainers, slurm, sortedLines, startCluster, stopClusterAfterAll } from "./cluster.js";
 
 // SLURM_CONTAINER_ID under srun (docs/container-id.md): Slurm 23.02+'s `srun --container-id ID`
 // exports it to the tasks; the local cluster's Slurm (22.05) has no such option, so the variable is
@@ -11,7 +11,6 @@ import { type JobrtSite, clusterLogs, jobrtSite, removeRuncContainers, runcConta
 describe("SLURM_CONTAINER_ID names the containers of srun ... jobrt exec", () => {
   let site: JobrtSite;
   let bundle: string;
-  let failed = false;
   const temps: string[] = [];
 
   beforeAll(async () => {
@@ -22,17 +21,9 @@ describe("SLURM_CONTAINER_ID names the containers of srun ... jobrt exec", () =>
     bundle = busyboxBundle(join(dir, "bundle"));
     await startCluster(2);
   });
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === "fail") failed = true;
-  });
-  afterAll(async () => {
-    if (failed) console.error(clusterLogs());
-    try {
-      await stopCluster();
-    } finally {
-      if (site && bundle) removeRuncContainers([bundle, site.spoolRoot]);
-      for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-    }
+  stopClusterAfterAll(async () => {
+    if (site && bundle) removeRuncContainers([bundle, site.spoolRoot]);
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   const srun = (args: string[], env: Record<string, string>) => slurm(["srun", ...args], { env: { ...site.env, ...env } });

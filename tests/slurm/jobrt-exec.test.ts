@@ -1,23 +1,10 @@
 import { spawn } from "node:child_process";
 import { chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
-import {
-  type JobrtSite,
-  clusterLogs,
-  jobrtSite,
-  listTree,
-  removeRuncContainers,
-  runcContainers,
-  slurm,
-  slurmEnv,
-  sortedLines,
-  startCluster,
-  stopCluster,
-  waitFor,
-} from "./cluster.js";
+import { type JobrtSite, jobrtSite, listTree, removeRuncContainers, runcContainers, slurm, slurmEnv, sortedLines, startCluster, stopClusterAfterAll, waitFor } from "./cluster.js";
 
 // `srun ... jobrt exec ...` on the two-node local Slurm: Slurm distributes the tasks, each task is
 // one `jobrt exec` process running its task through a runtime (none, or oci with real runc).
@@ -30,7 +17,6 @@ function withoutAllocation(text: string): string {
 describe("jobrt exec as the task of a Slurm step", () => {
   let site: JobrtSite;
   let bundle: string;
-  let failed = false;
   const temps: string[] = [];
   const tmp = (prefix: string) => {
     const dir = tempDir(prefix);
@@ -44,18 +30,10 @@ describe("jobrt exec as the task of a Slurm step", () => {
     bundle = busyboxBundle(join(tmp("jobrt-slurm-bundle-"), "bundle"));
     await startCluster(2);
   });
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === "fail") failed = true;
-  });
-  afterAll(async () => {
-    if (failed) console.error(clusterLogs());
-    try {
-      await stopCluster();
-    } finally {
-      // A runtime that failed its cleanup may leave containers no Slurm process tracks any more.
-      if (site && bundle) removeRuncContainers([bundle, site.spoolRoot]);
-      for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-    }
+  stopClusterAfterAll(async () => {
+    // A runtime that failed its cleanup may leave containers no Slurm process tracks any more.
+    if (site && bundle) removeRuncContainers([bundle, site.spoolRoot]);
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   const srun = (args: string[], env: Record<string, string> = {}, timeoutMs = 90_000) =>

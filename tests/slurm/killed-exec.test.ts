@@ -1,21 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, readFileSync, readdirSync, rmSync, rmdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { tempDir } from "../helpers/jobrt.js";
-import {
-  type JobrtSite,
-  clusterLogs,
-  jobrtSite,
-  listTree,
-  removeRuncContainers,
-  runcContainers,
-  slurm,
-  startCluster,
-  stopCluster,
-  waitFor,
-} from "./cluster.js";
+import { type JobrtSite, jobrtSite, listTree, removeRuncContainers, runcContainers, slurm, startCluster, stopClusterAfterAll, waitFor } from "./cluster.js";
 import { type RunningStep, descendants, execRecords, jobrtExecProcesses, markers, sleepers, spoolLeftovers, startSleepStep, stillRunning } from "./sleepstep.js";
 
 /** jobrt.conf KillWait of the sites here: everything of a killed exec must be gone KillWait + 5 s after its SIGKILL. */
@@ -76,7 +65,6 @@ describe.each(["linuxproc", "cgroup"] as const)("SIGKILL of every jobrt exec of 
   let userSite: JobrtSite;
   let bundle: string;
   let rootless: string;
-  let failed = false;
   const temps: string[] = [];
 
   beforeAll(async () => {
@@ -90,18 +78,10 @@ describe.each(["linuxproc", "cgroup"] as const)("SIGKILL of every jobrt exec of 
     rootless = busyboxBundle(join(dir, "rootless"), true);
     await startCluster(2, join(epilogSite.binDir, "jobrt"), proctrack);
   });
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === "fail") failed = true;
-  });
-  afterAll(async () => {
-    if (failed) console.error(clusterLogs());
-    try {
-      await stopCluster();
-    } finally {
-      if (rootSite) removeRuncContainers([rootSite.root]);
-      for (const marker of markers) for (const pid of await sleepers(marker)) process.kill(Number(pid), "SIGKILL");
-      for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-    }
+  stopClusterAfterAll(async () => {
+    if (rootSite) removeRuncContainers([rootSite.root]);
+    for (const marker of markers) for (const pid of await sleepers(marker)) process.kill(Number(pid), "SIGKILL");
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true });
   });
 
   /**
