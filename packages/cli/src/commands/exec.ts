@@ -47,6 +47,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       node: host.node,
       cancel,
       procTrack: host.site.procTrack,
+      devices: host.site.devices,
       // Slurm's SIGKILL of jobrt exec (or the OOM killer's) otherwise leaves its container until
       // the Epilog, after slurmstepd gave up on the task's stdio (docs/slurm.md, section 2.1).
       gcAfterDeath: gcAfterDeath(host),
