@@ -10,7 +10,7 @@ import type { Timings } from "../timings.js";
 
 const EXEC_OPTIONS = new Set([
   "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
-  "container-entrypoint", "container-clearenv", "container-opt", "verbose", "conf-dir", "help",
+  "container-entrypoint", "container-clearenv", "container-opt", "container-device", "verbose", "conf-dir", "help",
 ]);
 
 /** `jobrt exec`: one task of a Slurm step, planned from Slurm's environment, run by the step session. */
