@@ -56,7 +56,10 @@ function bindNodes(config: OciConfig, edits: DeviceEdits): void {
 }
 
 function deviceNodes(config: OciConfig, edits: DeviceEdits): void {
-  if (inUserNamespace(config)) return bindNodes(config, edits);
+  if (inUserNamespace(config)) {
+    bindNodes(config, edits);
+    return;
+  }
   const linux = child(config, "linux");
   const paths = new Set(edits.deviceNodes.map((n) => n.path));
   const others = (Array.isArray(linux.devices) ? linux.devices : []).filter((d) => !(isObj(d) && paths.has(d.path as string)));
