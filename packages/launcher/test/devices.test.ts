@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } fr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadSiteConfig } from "../src/siteconf.js";
 import { loadCdiRegistry } from "../src/devices/cdi-registry.js";
 import { parseCdiSpec } from "../src/devices/cdi-spec.js";
 import { gresAllocation } from "../src/devices/gres.js";
@@ -115,6 +116,9 @@ describe("CDI spec reading", () => {
     const open = write(0, "gpu.json", gpuSpec());
     chmodSync(open, 0o666);
     expect(errorOf(() => loadCdiRegistry(dirs, true)).message).toBe(`CDI spec ${open}: (file): must be owned by root and writable by no one else`);
+    chmodSync(open, 0o644);
+    chmodSync(dirs[0]!, 0o777);
+    expect(errorOf(() => loadCdiRegistry(dirs, true)).message).toBe(`CDI spec ${dirs[0]}: (directory): must be owned by root and writable by no one else`);
   });
 
   it("parses the edits every kind of field", () => {
@@ -181,5 +185,29 @@ describe("device requests", () => {
     expect(gresAllocation({ CUDA_VISIBLE_DEVICES: "GPU-a,GPU-b" }, "nvidia.com/gpu", "uuid")?.names).toEqual(["nvidia.com/gpu=GPU-a", "nvidia.com/gpu=GPU-b"]);
     expect(gresAllocation({ SLURM_STEP_GPUS: "" }, "nvidia.com/gpu", "index")?.names).toEqual([]);
     expect(gresAllocation({}, "nvidia.com/gpu", "index")).toBeUndefined();
+  });
+});
+
+describe("jobrt.conf device keys", () => {
+  const site = (text: string) => {
+    writeFileSync(join(base, "jobrt.conf"), text);
+    return loadSiteConfig(base);
+  };
+  it("defaults, and each key read", () => {
+    expect(site("").devices).toEqual({ specDirs: ["/etc/cdi", "/var/run/cdi"], defaults: [], gresKind: "nvidia.com/gpu", gresMap: "index" });
+    expect(site("CdiSpecDirs=/a,/b\nCdiDefaultDevices=amd.com/gpu=gres\nCdiGresKind=amd.com/gpu\nCdiGresMap=UUID\n").devices).toEqual({
+      specDirs: ["/a", "/b"],
+      defaults: ["amd.com/gpu=gres"],
+      gresKind: "amd.com/gpu",
+      gresMap: "uuid",
+    });
+  });
+  it.each([
+    ["CdiSpecDirs=/a,cdi", 'CdiSpecDirs: "cdi" must be an absolute path'],
+    ["CdiGresKind=gpu", 'CdiGresKind: "gpu" is not a CDI kind (vendor.com/class)'],
+    ["CdiGresMap=minor", 'CdiGresMap: "minor" is not one of index, uuid'],
+  ])("%s is refused at its line", (line, message) => {
+    expect(errorOf(() => site(`${line}\n`)).message).toContain(`jobrt.conf:1:`);
+    expect(errorOf(() => site(`${line}\n`)).message).toContain(message);
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { jobrtError, messageOf } from "@jobrt/core";
+import { isJobrtError, jobrtError, messageOf } from "@jobrt/core";
 import { type CdiSpec, type SpecEdits, parseCdiSpec, specError } from "./cdi-spec.js";
 
 /** The CDI spec dirs, lowest priority first: a later dir's device of one name wins (docs/devices.md). */
@@ -19,12 +19,16 @@ export interface CdiRegistry {
   conflicts: Map<string, string[]>;
 }
 
-function specFiles(dir: string): string[] {
+function specFiles(dir: string, asRoot: boolean): string[] {
   let names: string[];
   try {
+    // Whoever may write the directory may put a spec there: as root, only root may.
+    const st = statSync(dir);
+    if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0)) throw specError(dir, "(directory)", "must be owned by root and writable by no one else");
     names = readdirSync(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    if (isJobrtError(error)) throw error;
     throw jobrtError("ERR_DEVICE", { problem: `CDI spec dir ${dir}: ${messageOf(error)}` }, { details: { path: dir } });
   }
   return names.filter((n) => /\.(json|yaml|yml)$/.test(n)).sort().map((n) => join(dir, n));
@@ -47,7 +51,7 @@ export function loadCdiRegistry(dirs: readonly string[], asRoot = process.getuid
   const priority = new Map<string, number>();
   const conflicts = new Map<string, string[]>();
   dirs.forEach((dir, prio) => {
-    for (const file of specFiles(dir)) {
+    for (const file of specFiles(dir, asRoot)) {
       const spec = parseCdiSpec(readSpecText(file, asRoot), file);
       for (const d of spec.devices) {
         const qualified = `${spec.kind}=${d.name}`;
