@@ -1,7 +1,7 @@
+import type { DeviceEdits } from "./devices.js";
+
 /** Where a runtime is being loaded: `jobrt check` (submit), a node daemon, or a step host. */
 export type RuntimeContext = "submit" | "node" | "step";
-
-import type { DeviceEdits } from "./devices.js";
 
 export type LogLevel = "error" | "warn" | "info" | "verbose" | "debug";
 export type Logger = (level: LogLevel, message: string) => void;
