@@ -27,3 +27,4 @@ export { userSpools } from "./session/userjournals.js";
 export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";
 export { type TaskStartOptions, dropTo, spawnTaskProcess } from "./session/spawn.js";
 export type { StdioItem, TaskProcess } from "./session/forker.js";
+export type { DeviceConf } from "./devices/resolve.js";
