@@ -58,9 +58,11 @@ type RequiredKeys<S extends ConfSchema> = { [K in keyof S]: S[K] extends { requi
  * The values parseConf gives for schema S: each key typed by its kind, present when set (always,
  * for a required key). A schema typed only as ConfSchema gives the untyped record of API 2.0.
  */
-export type ConfValues<S extends ConfSchema> = string extends keyof S
-  ? Record<string, ConfValue>
-  : { -readonly [K in RequiredKeys<S>]: FieldValue<S[K]["type"]> } & { -readonly [K in Exclude<keyof S, RequiredKeys<S>>]?: FieldValue<S[K]["type"]> };
+export type ConfValues<S extends ConfSchema> = string extends keyof S ? Record<string, ConfValue> : TypedValues<S>;
+
+type TypedValues<S extends ConfSchema> = { -readonly [K in RequiredKeys<S>]: FieldValue<S[K]["type"]> } & {
+  -readonly [K in Exclude<keyof S, RequiredKeys<S>>]?: FieldValue<S[K]["type"]>;
+};
 
 export interface ParsedConf<S extends ConfSchema = ConfSchema> {
   file: string;
