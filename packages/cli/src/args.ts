@@ -195,7 +195,7 @@ function containerId(option: string | undefined, env: string | undefined): strin
 }
 
 /** The container request from --container and --container-* options (undefined when none given). */
-export function containerRequest(map: OptionValues, envContainerId?: string): ContainerRequest | undefined {
+export function parseContainerOptions(map: OptionValues, envContainerId?: string): ContainerRequest | undefined {
   const names = ["container", "container-image", "container-id", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt", "container-device"];
   if (!names.some((n) => map.has(n))) return undefined;
   const options: Record<string, string[]> = {};

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { type ComponentSpec, type UserIdentity, currentUser, expandFilePattern, exportEnvironment, lookupGroup, lookupUser } from "@jobrt/launcher";
-import { type ParsedCommandLine, containerRequest, flag, one, positiveInt, usage } from "./args.js";
+import { type ParsedCommandLine, flag, one, parseContainerOptions, positiveInt, usage } from "./args.js";
 import { rawEnvironment } from "./rawinput.js";
 
 /** The options of `jobrt run` and `jobrt check` (which checks a run request). */
@@ -42,7 +42,7 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
     const input = one(o, "input");
     if (input !== undefined && input !== "all" && input !== "none" && !/^\d+$/.test(input)) checkPattern(input, `${where}--input`);
     if (input === "") throw usage(`${where}--input: empty value`);
-    const container = containerRequest(o);
+    const container = parseContainerOptions(o);
     return {
       argv: c.argv,
       ntasks,

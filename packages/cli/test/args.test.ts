@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { containerRequest, parseCommandLine } from "../src/args.js";
+import { parseContainerOptions, parseCommandLine } from "../src/args.js";
 
 const rules = { allowed: new Set(["ntasks", "runtime", "conf-dir"]), components: true, needCommand: true, command: "run" };
 
@@ -24,8 +24,8 @@ describe("--container-device", () => {
   const deviceRules = { allowed: new Set(["container", "container-device"]), components: true, needCommand: true, command: "run" };
   it("is repeatable and travels as the request's devices, each component its own", () => {
     const parsed = parseCommandLine(["--container", "b", "--container-device", "nvidia.com/gpu=0", "--container-device=acme.com/fpga=all", "true", ":", "--container", "c", "true"], deviceRules);
-    expect(containerRequest(parsed.components[0]!.options)?.devices).toEqual(["nvidia.com/gpu=0", "acme.com/fpga=all"]);
-    expect(containerRequest(parsed.components[1]!.options)?.devices).toBeUndefined();
+    expect(parseContainerOptions(parsed.components[0]!.options)?.devices).toEqual(["nvidia.com/gpu=0", "acme.com/fpga=all"]);
+    expect(parseContainerOptions(parsed.components[1]!.options)?.devices).toBeUndefined();
   });
   it("an empty name is a usage error", () => {
     expect(() => parseCommandLine(["--container-device", "", "true"], deviceRules)).toThrow(expect.objectContaining({ code: "ERR_USAGE" }));

@@ -1,6 +1,7 @@
 export {
   type ConfLocation,
   type ConfSchema,
+  type ConfValues,
   type FieldSpec,
   type ParseConfOptions,
   type ParsedConf,

@@ -1,5 +1,5 @@
 import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
-import { containerRequest, flag, one, parseCommandLine } from "../args.js";
+import { flag, one, parseCommandLine, parseContainerOptions } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath, say } from "../host.js";
 import { NodeLog } from "../nodelog.js";
@@ -25,7 +25,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options, process.env.SLURM_CONTAINER_ID));
+  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), parseContainerOptions(c.options, process.env.SLURM_CONTAINER_ID));
   const cancel = new StepCancel();
   trapSignals(cancel);
   const nodeLog = new NodeLog({
