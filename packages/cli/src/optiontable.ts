@@ -34,7 +34,8 @@ const CONTAINER = [...STEP, "exec"] as const;
 /** A row of core's table as an option of the commands that take a container request. */
 function requestOption(r: RequestOption): OptionDef {
   const repeat = r.kind === "list" || r.kind === "map";
-  return { long: r.name, value: r.kind !== "flag", scope: "component", ...(repeat ? { repeat } : {}), commands: CONTAINER, ...(r.arg ? { arg: r.arg } : {}), help: r.help };
+  const def: OptionDef = { long: r.name, value: r.kind !== "flag", scope: "component", commands: CONTAINER, help: r.help };
+  return { ...def, ...(repeat ? { repeat } : {}), ...(r.arg ? { arg: r.arg } : {}) };
 }
 
 /** Every option of every command, in the order --help and completion list them. */

@@ -34,9 +34,18 @@ export const REQUEST_OPTIONS = [
     kind: "text",
     arg: "REF",
     nonEmpty: true,
-    help: "runtime oci: run from an image, pulled and unpacked once per node:\ndocker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],\noci-archive:/FILE[:REF] (same as --container-opt image=REF)",
+    help:
+      "runtime oci: run from an image, pulled and unpacked once per node:\n" +
+      "docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],\n" +
+      "oci-archive:/FILE[:REF] (same as --container-opt image=REF)",
   },
-  { name: "container-id", field: "options.id", kind: "text", arg: "ID", help: "runtime oci: the containers' name (%I in oci.conf); default\nfor jobrt exec: $SLURM_CONTAINER_ID" },
+  {
+    name: "container-id",
+    field: "options.id",
+    kind: "text",
+    arg: "ID",
+    help: "runtime oci: the containers' name (%I in oci.conf); default\nfor jobrt exec: $SLURM_CONTAINER_ID",
+  },
   { name: "container-volume", field: "volumes", kind: "list", arg: "V", filled: true, help: "volume/bind for the runtime" },
   { name: "container-module", field: "modules", kind: "list", arg: "M", filled: true, help: "runtime module" },
   { name: "container-env", field: "env", kind: "list", arg: "N=V", filled: true, help: "environment variable set inside the container" },
