@@ -31,7 +31,7 @@ import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamesp
 import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, removeEmptyDir, runFsOps } from "./fsops.js";
-import type { CachedImage } from "./image/cache.js";
+import type { CachedImage } from "@jobrt/images";
 import {
   IMAGE_OPTION,
   checkImageVolumes,
@@ -57,7 +57,7 @@ import { spoolMountProblem } from "./spoolmount.js";
 import { isStepDirOf, makeStepDir } from "./stepdir.js";
 import { trustedCrashState } from "./crashstate.js";
 import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
-import { markName } from "./image/store.js";
+import { markName } from "@jobrt/images";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
