@@ -82,8 +82,8 @@ export const REQUEST_FIELDS: readonly RequestField[] = FIELD_OPTIONS.map((r) => 
 /** A request with no option given: the filled fields empty, nothing else. */
 export function emptyRequest(): ContainerRequest {
   const request: Record<string, unknown> = {};
-  for (const r of FIELD_OPTIONS) {
-    if (!("filled" in r)) continue;
+  for (const r of FIELD_OPTIONS as readonly RequestOption[]) {
+    if (r.filled !== true) continue;
     request[r.field] = r.kind === "list" ? [] : r.kind === "flag" ? false : {};
   }
   return request as ContainerRequest;
