@@ -12,7 +12,8 @@ export {
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
 export { containerIdProblem } from "./containerid.js";
-export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
+export { type AcceptedField, checkAccepted } from "./accepts.js";
+export { type ContainerRequest, REQUEST_FIELDS, REQUEST_OPTIONS, type RequestField, type RequestOption, emptyRequest } from "./requestoptions.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
 export type {
@@ -66,7 +67,6 @@ export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOpti
 export type {
   ClientInfo,
   PullProgress,
-  ContainerRequest,
   ExecSpec,
   HetInfo,
   LogLevel,

@@ -9,7 +9,7 @@ import { createHost, say } from "../host.js";
  * cleaned (it is kept for another try, or set aside when trying again cannot help).
  */
 export async function gcCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job", "pid"]), components: false, needCommand: false, command: "gc" });
+  const parsed = parseCommandLine(args, { command: "gc", components: false, needCommand: false });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).GC_HELP);
     return 0;

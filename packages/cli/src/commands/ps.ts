@@ -67,7 +67,7 @@ function printTable(steps: ShownStep[]): void {
 
 /** `jobrt ps`: the steps of this node from the journal (docs/cli.md, "jobrt ps"). */
 export async function psCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["json", "all", "verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "ps" });
+  const parsed = parseCommandLine(args, { command: "ps", components: false, needCommand: false });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).PS_HELP);
     return 0;
