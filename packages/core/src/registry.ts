@@ -140,8 +140,9 @@ export class RuntimeRegistry {
         details: { runtime: type },
       });
     }
-    const { plugin } = resolved;
-    const origin: PluginOrigin = resolved.origin ?? {};
+    // A resolver written in JavaScript may return anything: the shape check below says what is wrong.
+    const plugin = resolved?.plugin;
+    const origin: PluginOrigin = resolved?.origin ?? {};
     assertRuntimePlugin(plugin, type, origin);
     await this.#init(plugin, type, origin, context);
     return {

@@ -10,6 +10,7 @@ import {
   RUNTIME_IDX_INVALID,
   type RuntimeName,
   RuntimeRegistry,
+  type RuntimeRegistryOptions,
   type StepRecord,
   definePlugin,
   isJobrtError,
@@ -252,6 +253,11 @@ describe("RuntimeRegistry", () => {
       { index: 1, type: "runtime/none", name: "none", version: "1.2.3", capabilities: ["test"] },
       { index: 2, type: "runtime/oci", name: "oci", version: "1.2.3", capabilities: ["test"], package: "@jobrt/runtime-oci", path: "/opt/x" },
     ]);
+  });
+
+  it("a resolver that returns no { plugin } (one written in JavaScript against the old contract) is ERR_RUNTIME_INVALID", async () => {
+    const registry = new RuntimeRegistry({ resolve: (async () => undefined) as unknown as RuntimeRegistryOptions["resolve"] });
+    await expect(registry.load("oci")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID" });
   });
 
   it("refuses a plugin whose meta.type does not match the name it was loaded under", async () => {
