@@ -2,6 +2,7 @@
 # A local Slurm cluster on this one machine, for jobrt's tests and for trying jobrt under Slurm.
 #
 #   scripts/slurm-local.sh start [--nodes N] [--dir DIR] [--jobrt CMD] [--proctrack linuxproc|cgroup]
+#                                [--gpus N --gpu-files FILES]  (N GPUs per node: GRES gpu, gres.conf File=FILES)
 #                                                      (default: 2 nodes, /tmp/jobrt-slurm, linuxproc)
 #   scripts/slurm-local.sh stop  [--dir DIR] [--keep-logs]
 #   scripts/slurm-local.sh status [--dir DIR]
@@ -28,6 +29,8 @@ NODES=2
 KEEP_LOGS=0
 JOBRT=jobrt
 PROCTRACK=linuxproc
+GPUS=0
+GPU_FILES=
 NET=${JOBRT_SLURM_NET:-10.250.2}
 CTLD_PORT=${JOBRT_SLURM_CTLD_PORT:-16817}
 SLURMD_PORT=${JOBRT_SLURM_SLURMD_PORT:-16818}
@@ -60,6 +63,8 @@ while [ $# -gt 0 ]; do
     --jobrt=*) JOBRT=${1#--jobrt=}; shift ;;
     --proctrack) [ $# -ge 2 ] || bad_usage "--proctrack needs linuxproc or cgroup"; PROCTRACK=$2; shift 2 ;;
     --proctrack=*) PROCTRACK=${1#--proctrack=}; shift ;;
+    --gpus) [ $# -ge 2 ] || bad_usage "--gpus needs a number"; GPUS=$2; shift 2 ;;
+    --gpu-files) [ $# -ge 2 ] || bad_usage "--gpu-files needs device files (gres.conf File= syntax)"; GPU_FILES=$2; shift 2 ;;
     -h|--help) usage ;;
     *) bad_usage "unknown option $1 (see $0 --help)" ;;
   esac
@@ -68,6 +73,14 @@ case $NODES in
   ''|*[!0-9]*) bad_usage "--nodes $NODES: must be a whole number from 1 to 26" ;;
 esac
 [ "$NODES" -ge 1 ] && [ "$NODES" -le 26 ] || bad_usage "--nodes $NODES: must be a whole number from 1 to 26"
+case $GPUS in
+  ''|*[!0-9]*) bad_usage "--gpus $GPUS: must be a whole number" ;;
+esac
+# Fake GPUs for jobrt's device tests: any character device files (docs/devices.md).
+case $GPU_FILES in
+  '') [ "$GPUS" = 0 ] || bad_usage "--gpus $GPUS needs --gpu-files" ;;
+  /*[!-A-Za-z0-9_./,\[\]]*|[!/]*) bad_usage "--gpu-files $GPU_FILES: an absolute path (letters, digits, _./-, and [a-b] ranges)" ;;
+esac
 case $PROCTRACK in
   linuxproc|cgroup) ;;
   *) bad_usage "--proctrack $PROCTRACK: must be linuxproc or cgroup" ;;
@@ -238,7 +251,7 @@ do_stop() {
   for d in $(daemons); do stop_pid "$d"; done
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rm -f "$CREATED"
   rmdir "$DIR" 2>/dev/null || true
@@ -362,14 +375,20 @@ InactiveLimit=0
 SlurmdTimeout=60
 TreeWidth=65533
 EOF
+  gres=
+  if [ "$GPUS" -gt 0 ]; then
+    echo "GresTypes=gpu" >>"$CONF"
+    gres=" Gres=gpu:$GPUS"
+    echo "Name=gpu File=$GPU_FILES" >"$DIR/gres.conf"
+  fi
   k=0
   names=
   while [ $k -lt "$NODES" ]; do
     name=$(node_name $k)
     if [ $k -eq 0 ]; then
-      echo "NodeName=$name NodeAddr=$ctld_addr NodeHostname=$host CPUs=$cpus State=UNKNOWN" >>"$CONF"
+      echo "NodeName=$name NodeAddr=$ctld_addr NodeHostname=$host CPUs=$cpus$gres State=UNKNOWN" >>"$CONF"
     else
-      echo "NodeName=$name NodeAddr=$NET.$((k + 1)) NodeHostname=$name CPUs=$cpus State=UNKNOWN" >>"$CONF"
+      echo "NodeName=$name NodeAddr=$NET.$((k + 1)) NodeHostname=$name CPUs=$cpus$gres State=UNKNOWN" >>"$CONF"
     fi
     names=${names:+$names,}$name
     k=$((k + 1))
@@ -380,6 +399,7 @@ EOF
   printf 'CgroupPlugin=%s\nCgroupAutomount=no\n' "$cg" >"$DIR/cgroup.conf"
   echo "$NODES" >"$DIR/nodes"
   echo "$PROCTRACK" >"$DIR/proctrack"
+  echo "$GPUS $GPU_FILES" >"$DIR/gpus"
   write_epilog
 }
 
@@ -507,7 +527,7 @@ wait_idle() {
 
 do_start() {
   [ "$(id -u)" = 0 ] || die "start needs root (it creates network namespaces and runs slurmd as root)"
-  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ]; then
+  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ] && [ "$(cat "$DIR/gpus" 2>/dev/null)" = "$GPUS $GPU_FILES" ]; then
     write_epilog
     echo "$PROG: already running in $DIR"
     echo "export SLURM_CONF=$CONF"

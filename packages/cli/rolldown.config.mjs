@@ -7,11 +7,12 @@ import { createHash } from "node:crypto";
 // package.json, where host.ts and packageVersion look for it). @jobrt/core stays a package import:
 // runtime plugins import it too and must share its classes (JobrtError, NOT_SUPPORTED) with jobrt.
 // The runtime packages stay package imports too: they are the plugins the registry loads by name,
-// and runtime-oci finds its helper programs (dist/*-main.js) relative to its own files.
+// and runtime-oci finds its helper programs (dist/*-main.js) relative to its own files, as
+// @jobrt/images finds its image helper (dist/helper-main.js): it stays a package import.
 const cli = {
   input: { bin: "src/bin.ts" },
   platform: "node",
-  external: [/^@jobrt\/core$/, /^@jobrt\/runtime-/],
+  external: [/^@jobrt\/core$/, /^@jobrt\/runtime-/, /^@jobrt\/images$/],
   output: {
     dir: "dist",
     format: "esm",

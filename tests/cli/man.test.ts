@@ -59,7 +59,7 @@ describe("the man pages of @jobrt/cli", () => {
     const keys = [
       ...schemaKeys("packages/launcher/src/siteconf.ts", "SCHEMA"),
       ...schemaKeys("packages/runtime-oci/src/conf.ts", "OCI_CONF_SCHEMA"),
-      ...schemaKeys("packages/runtime-oci/src/image/settings.ts", "IMAGES_CONF_SCHEMA"),
+      ...schemaKeys("packages/images/src/settings.ts", "IMAGES_CONF_SCHEMA"),
     ];
     expect(keys).toEqual(expect.arrayContaining(["NodeLog", "NodeLogFacility", "SpoolDir", "RunTimeRun", "InsecureRegistries"]));
     for (const key of keys) expect(page5, key).toMatch(new RegExp(`^ {7}.*\\b${key}\\b`, "m"));

@@ -76,6 +76,14 @@ describe("what a command loads", () => {
     expect(existsSync(jobs) ? readdirSync(jobs).filter((n) => /^\d+$/.test(n)) : []).toEqual([]);
   }, 60_000);
 
+  it("jobrt images loads @jobrt/images and no runtime package (image management is no runtime's)", async () => {
+    const r = await loadedModules(["images", "list", "--json"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.loaded.filter((f) => f.startsWith("packages/images/"))).toContain("packages/images/dist/index.js");
+    expect(r.loaded.filter((f) => /^packages\/runtime-/.test(f))).toEqual([]);
+  }, 60_000);
+
   it("the bundle holds only the CLI's and the launcher's code: runtime packages stay imports", () => {
     // A runtime bundled into the CLI finds its helper programs (runtime-oci's dist/*-main.js,
     // located from its own import.meta.url) beside the CLI instead: `jobrt images prune` broke so.

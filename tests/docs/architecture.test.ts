@@ -35,3 +35,27 @@ describe("docs/architecture.md's package edges", () => {
     expect(Object.fromEntries([...doc].sort())).toEqual(Object.fromEntries([...declared()].sort()));
   });
 });
+
+/** Every file under packages/<dir>/src that imports (or import()s) a runtime package, with the import. */
+function runtimeImports(dir: string): string[] {
+  const src = join(repoRoot, "packages", dir, "src");
+  const found: string[] = [];
+  for (const file of readdirSync(src, { recursive: true, encoding: "utf8" })) {
+    if (!/\.[cm]?ts$/.test(file)) continue;
+    const text = readFileSync(join(src, file), "utf8");
+    for (const m of text.matchAll(/(?:from\s*|import\s*\(\s*)["']((?:@jobrt\/runtime-|jobrt-runtime-)[^"']*)["']/g)) found.push(`${dir}/src/${file}: ${m[1]}`);
+  }
+  return found;
+}
+
+// Runtimes reach the host through the registry, by name: the cli depends on the first-party ones
+// only so that one install has them. Image management is a host package any runtime can use
+// (docs/decisions.md, "Images are a host package, not a runtime's"), so jobrt images needs none.
+describe("runtime packages", () => {
+  it("are imported by no source of the cli or of @jobrt/images", () => {
+    expect([...runtimeImports("cli"), ...runtimeImports("images")]).toEqual([]);
+  });
+  it("are no dependency of @jobrt/images", () => {
+    expect(declared().get("@jobrt/images")?.filter((n) => n.startsWith("@jobrt/runtime-"))).toEqual([]);
+  });
+});

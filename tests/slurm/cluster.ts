@@ -40,12 +40,14 @@ export function unlockCluster(): void {
 
 /**
  * `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's
- * wrapper); `proctrack`: Slurm's ProctrackType (a running cluster with another is restarted).
+ * wrapper); `proctrack`: Slurm's ProctrackType; `gpus`: a GPU GRES of `count` per node on the
+ * device `files` (gres.conf File=). A running cluster started otherwise is restarted.
  */
-export async function startCluster(nodes = 2, jobrt?: string, proctrack: "linuxproc" | "cgroup" = "linuxproc"): Promise<void> {
+export async function startCluster(nodes = 2, jobrt?: string, proctrack: "linuxproc" | "cgroup" = "linuxproc", gpus?: { count: number; files: string }): Promise<void> {
   await lockCluster();
   const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
-  const argv = ["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, "--proctrack", proctrack, ...epilog];
+  const gres = gpus === undefined ? [] : ["--gpus", String(gpus.count), "--gpu-files", gpus.files];
+  const argv = ["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, "--proctrack", proctrack, ...epilog, ...gres];
   const r = await runProgram(argv, { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
 }

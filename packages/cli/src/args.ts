@@ -27,6 +27,7 @@ const OPTIONS: OptionDef[] = [
   { long: "container-entrypoint", value: true, scope: "component" },
   { long: "container-clearenv", value: false, scope: "component" },
   { long: "container-opt", value: true, scope: "component", repeat: true },
+  { long: "container-device", value: true, scope: "component", repeat: true, nonEmpty: "give a CDI name such as nvidia.com/gpu=0" },
   { long: "label", short: "l", value: false, scope: "component" },
   { long: "output", short: "o", value: true, scope: "component" },
   { long: "error", short: "e", value: true, scope: "component" },
@@ -195,7 +196,7 @@ function containerId(option: string | undefined, env: string | undefined): strin
 
 /** The container request from --container and --container-* options (undefined when none given). */
 export function containerRequest(map: OptionValues, envContainerId?: string): ContainerRequest | undefined {
-  const names = ["container", "container-image", "container-id", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt"];
+  const names = ["container", "container-image", "container-id", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt", "container-device"];
   if (!names.some((n) => map.has(n))) return undefined;
   const options: Record<string, string[]> = {};
   for (const item of map.get("container-opt") ?? []) {
@@ -233,5 +234,6 @@ export function containerRequest(map: OptionValues, envContainerId?: string): Co
     ...(entrypoint !== undefined ? { entrypoint } : {}),
     clearEnv: map.has("container-clearenv"),
     options,
+    ...(map.has("container-device") ? { devices: map.get("container-device") as string[] } : {}),
   };
 }

@@ -45,6 +45,8 @@ Component options:
       --container-entrypoint P  entrypoint inside the container
       --container-clearenv  start the container with an empty environment
       --container-opt K=V   runtime-specific option (repeatable)
+      --container-device NAME  a CDI device: vendor.com/class=name, KIND=all, or
+                            KIND=gres for the GPUs Slurm allocated (repeatable; docs/devices.md)
   -l, --label               prefix each output line with 'TASK: '
   -o, --output PATTERN      stdout to a file (%j job, %s step, %t task, %n node id, %N node, %%)
   -e, --error PATTERN       stderr to a file (default: with --output, the same file)
@@ -74,7 +76,7 @@ The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site de
 Options:
       --runtime NAME, --container VALUE, --container-image REF, --container-id ID, --container-volume V, --container-module M,
       --container-env N=V, --container-workdir D, --container-entrypoint P,
-      --container-clearenv, --container-opt K=V   as for jobrt run
+      --container-clearenv, --container-opt K=V, --container-device NAME   as for jobrt run
   -v, --verbose             more detail (repeatable)
       --conf-dir DIR        configuration directory
 

@@ -6,7 +6,7 @@ import { rawEnvironment } from "./rawinput.js";
 /** The options of `jobrt run` and `jobrt check` (which checks a run request). */
 export const RUN_OPTIONS = new Set([
   "ntasks", "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
-  "container-entrypoint", "container-clearenv", "container-opt", "label", "output", "error", "input", "chdir",
+  "container-entrypoint", "container-clearenv", "container-opt", "container-device", "label", "output", "error", "input", "chdir",
   "export", "time", "jobid", "uid", "gid", "verbose", "json", "conf-dir", "help",
 ]);
 

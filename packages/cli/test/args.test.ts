@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseCommandLine } from "../src/args.js";
+import { containerRequest, parseCommandLine } from "../src/args.js";
 
 const rules = { allowed: new Set(["ntasks", "runtime", "conf-dir"]), components: true, needCommand: true, command: "run" };
 
@@ -17,5 +17,17 @@ describe("parseCommandLine: empty values that would quietly mean 'not given'", (
     const parsed = parseCommandLine(["--conf-dir", "/etc/jobrt", "--runtime", "none", "true"], rules);
     expect(parsed.step.get("conf-dir")).toEqual(["/etc/jobrt"]);
     expect(parsed.components[0]?.options.get("runtime")).toEqual(["none"]);
+  });
+});
+
+describe("--container-device", () => {
+  const deviceRules = { allowed: new Set(["container", "container-device"]), components: true, needCommand: true, command: "run" };
+  it("is repeatable and travels as the request's devices, each component its own", () => {
+    const parsed = parseCommandLine(["--container", "b", "--container-device", "nvidia.com/gpu=0", "--container-device=acme.com/fpga=all", "true", ":", "--container", "c", "true"], deviceRules);
+    expect(containerRequest(parsed.components[0]!.options)?.devices).toEqual(["nvidia.com/gpu=0", "acme.com/fpga=all"]);
+    expect(containerRequest(parsed.components[1]!.options)?.devices).toBeUndefined();
+  });
+  it("an empty name is a usage error", () => {
+    expect(() => parseCommandLine(["--container-device", "", "true"], deviceRules)).toThrow(expect.objectContaining({ code: "ERR_USAGE" }));
   });
 });

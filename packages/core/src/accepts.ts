@@ -2,7 +2,7 @@ import { jobrtError } from "./errors.js";
 import type { ContainerRequest } from "./types.js";
 
 /** The fields of a ContainerRequest a job can set, each one a `jobrt run` option. */
-export const REQUEST_FIELDS = ["value", "volumes", "modules", "env", "workdir", "entrypoint", "clearEnv", "options"] as const;
+export const REQUEST_FIELDS = ["value", "volumes", "modules", "env", "workdir", "entrypoint", "clearEnv", "options", "devices"] as const;
 export type RequestField = (typeof REQUEST_FIELDS)[number];
 
 /**
@@ -20,9 +20,10 @@ const OPTION_OF: Record<RequestField, string> = {
   entrypoint: "--container-entrypoint",
   clearEnv: "--container-clearenv",
   options: "--container-opt",
+  devices: "--container-device",
 };
 
-const ACCEPTED_RE = /^(?:value|volumes|modules|env|workdir|entrypoint|clearEnv|options|options\.[A-Za-z0-9][A-Za-z0-9._-]*)$/;
+const ACCEPTED_RE = /^(?:value|volumes|modules|env|workdir|entrypoint|clearEnv|options|devices|options\.[A-Za-z0-9][A-Za-z0-9._-]*)$/;
 
 /** True when `value` is a valid `meta.accepts` list. */
 export function isAcceptsList(value: unknown): value is AcceptedField[] {
@@ -39,6 +40,7 @@ function givenFields(c: ContainerRequest): { field: RequestField; key?: string; 
   if (c.workdir !== undefined) out.push({ field: "workdir", shown: c.workdir });
   if (c.entrypoint !== undefined) out.push({ field: "entrypoint", shown: c.entrypoint });
   if (c.clearEnv) out.push({ field: "clearEnv", shown: "" });
+  if (c.devices !== undefined && c.devices.length > 0) out.push({ field: "devices", shown: c.devices[0] as string });
   for (const [key, values] of Object.entries(c.options)) out.push({ field: "options", key, shown: `${key}=${values[0] ?? ""}` });
   return out;
 }

@@ -111,6 +111,12 @@ export const ERROR_CATALOG = {
     hint: "change the `--container*` option or bundle field the message names",
     exit: 1,
   },
+  ERR_DEVICE: {
+    template: "{problem}",
+    when: "a `--container-device` name or jobrt.conf `CdiDefaultDevices` cannot be resolved: an unknown name, a device this Slurm step was not allocated, or a CDI spec that is malformed (unknown `cdiVersion`, a relative path, a missing device node, two specs of one directory claiming one name). Names the spec file and field; nothing is started ([devices.md](devices.md))",
+    hint: "fix the name or the CDI spec file and field the message names",
+    exit: 1,
+  },
   ERR_CONTAINER_IMAGE: {
     template: "{problem}",
     when: "the image or bundle cannot be used (missing image, unreadable config.json, no root.path); says what to do (e.g. the `shifterimg pull` command)",

@@ -26,6 +26,7 @@ export type {
   ToolsContext,
   ValidateContext,
 } from "./context.js";
+export { DEVICE_HOOK_NAMES, type DeviceEdits, type DeviceHookEdit, type DeviceHookName, type DeviceMountEdit, type DeviceNodeEdit } from "./devices.js";
 export { type ErrorCode, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
 export { type RuntimeName, normalizeRuntimeName } from "./names.js";
 export {

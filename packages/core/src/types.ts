@@ -1,3 +1,5 @@
+import type { DeviceEdits } from "./devices.js";
+
 /** Where a runtime is being loaded: `jobrt check` (submit), a node daemon, or a step host. */
 export type RuntimeContext = "submit" | "node" | "step";
 
@@ -32,6 +34,13 @@ export interface ContainerRequest {
   clearEnv: boolean;
   /** Free-form `--container-opt key=value` options, for third-party runtimes. */
   options: Record<string, string[]>;
+  /** `--container-device` names as the job gave them (CDI names, `KIND=all`, `KIND=gres`). */
+  devices?: string[];
+  /**
+   * Set by the host, never by the job: the CDI edits of the job's devices and the site's default
+   * ones (docs/devices.md). A runtime that applies devices lists `devices` in `meta.accepts`.
+   */
+  deviceEdits?: DeviceEdits;
 }
 
 export type StepKind = "normal" | "batch" | "interactive" | "extern";

@@ -31,6 +31,7 @@ describe("error catalog", () => {
       "ERR_CONTAINER_IMAGE",
       "ERR_CONTAINER_NOT_CONFIGURED",
       "ERR_CONTAINER_REQUEST",
+      "ERR_DEVICE",
       "ERR_LAUNCH",
       "ERR_NOT_IN_SLURM_STEP",
       "ERR_RUNTIME_AMBIGUOUS",

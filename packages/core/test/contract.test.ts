@@ -152,6 +152,8 @@ describe("plugin contract API 2", () => {
       [["value"], request({ value: "img", modules: ["gpu"] }), '--container-module "gpu": runtime t does not accept --container-module (it takes --container)'],
       [["value", "volumes"], request({ value: "img", entrypoint: "/x" }), '--container-entrypoint "/x": runtime t does not accept --container-entrypoint (it takes --container, --container-volume)'],
       [["value", "options.image"], request({ options: { image: ["a"], foo: ["b"] } }), '--container-opt "foo=b": runtime t does not accept --container-opt (it takes --container, --container-opt image=...)'],
+      // A runtime that cannot apply devices must not run the step without them.
+      [["value"], request({ value: "b", devices: ["nvidia.com/gpu=0"] }), '--container-device "nvidia.com/gpu=0": runtime t does not accept --container-device (it takes --container)'],
       [[], request({ clearEnv: true }), "--container-clearenv: runtime t does not accept --container-clearenv (it takes no container options)"],
       [undefined, request({ value: "img" }), '--container "img": runtime t does not accept --container (it takes no container options)'],
     ])("accepts %j refuses the others before setup or validate runs, in one message", async (accepts, c, message) => {

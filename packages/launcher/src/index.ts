@@ -26,3 +26,4 @@ export type { StepComponentView, StepView } from "./session/steplist.js";
 export type { ProcTrackMode, TrackerRecord } from "./session/proctrack.js";
 export { type TaskGroup, type TaskStart, createTaskGroup } from "./session/taskgroup.js";
 export type { StdioItem, TaskProcess } from "./session/forker.js";
+export type { DeviceConf } from "./devices/resolve.js";

@@ -1,5 +1,7 @@
 import { hostname, tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
+import { deviceConfFrom } from "./devices/conf.js";
+import type { DeviceConf } from "./devices/resolve.js";
 import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack.js";
 import {
   type ConfSchema,
@@ -32,6 +34,8 @@ export interface SiteConfig {
   nodeLog: NodeLogTarget;
   /** The syslog facility of those lines, by name (`daemon`, `local0`...). */
   nodeLogFacility: string;
+  /** CDI devices: spec dirs, site defaults, the GRES mapping (docs/devices.md). */
+  devices: DeviceConf;
   warnings: string[];
 }
 
@@ -55,6 +59,10 @@ const SCHEMA: ConfSchema = {
   ProcTrack: { type: "string" },
   NodeLog: { type: "string" },
   NodeLogFacility: { type: "string" },
+  CdiSpecDirs: { type: "list" },
+  CdiDefaultDevices: { type: "list" },
+  CdiGresKind: { type: "string" },
+  CdiGresMap: { type: "string" },
 };
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
@@ -156,9 +164,11 @@ export function loadSiteConfig(confDir: string): SiteConfig {
     procTrack: "auto",
     nodeLog: { kind: "syslog", socket: "/dev/log" },
     nodeLogFacility: "daemon",
+    devices: deviceConfFrom(undefined),
     warnings: [],
   };
   if (!parsed) return config;
+  config.devices = deviceConfFrom(parsed);
   config.file = file;
   config.warnings = parsed.warnings;
   const v = parsed.values;

@@ -1,5 +1,6 @@
 import { isAbsolute, join } from "node:path";
-import { jobrtError } from "@jobrt/core";
+import { type DeviceEdits, jobrtError } from "@jobrt/core";
+import { applyDeviceEdits } from "./devices.js";
 
 export type OciConfig = Record<string, unknown>;
 
@@ -64,6 +65,8 @@ export interface RewriteOptions {
   args: string[];
   /** --container-workdir: process.cwd inside the container. */
   cwd?: string;
+  /** The host's resolved CDI edits (--container-device); applied before DisableHooks. */
+  devices?: DeviceEdits;
 }
 
 /**
@@ -82,6 +85,7 @@ export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig
   const mounts = Array.isArray(config.mounts) ? config.mounts : [];
   config.mounts = mounts;
   mounts.push(...o.extraMounts);
+  if (o.devices) applyDeviceEdits(config, o.devices);
   if (o.spoolMount) mounts.push({ destination: o.spoolMount.destination, type: "none", source: o.spoolMount.source, options: ["bind"] });
   if (isObject(config.hooks)) {
     const hooks = config.hooks;

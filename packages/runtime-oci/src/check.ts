@@ -3,9 +3,7 @@ import { type CheckFinding, type NodeConf, type RuntimeTool, type StepRecord, me
 import { fitRootless, parseBundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import { type FsResult, type Identity, runFsOps } from "./fsops.js";
-import { parseImageReference } from "./image/reference.js";
-import { listImages, resolveForStep } from "./image/cache.js";
-import { loadImageSettings } from "./image/settings.js";
+import { listImages, loadImageSettings, parseImageReference, resolveForStep } from "@jobrt/images";
 import type { UnnamedProgram } from "./tools.js";
 
 /**

@@ -31,7 +31,7 @@ import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamesp
 import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FsOp, type FsResult, type Identity, removeEmptyDir, runFsOps } from "./fsops.js";
-import type { CachedImage } from "./image/cache.js";
+import type { CachedImage } from "@jobrt/images";
 import {
   IMAGE_OPTION,
   checkImageVolumes,
@@ -57,7 +57,7 @@ import { spoolMountProblem } from "./spoolmount.js";
 import { isStepDirOf, makeStepDir } from "./stepdir.js";
 import { trustedCrashState } from "./crashstate.js";
 import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
-import { markName } from "./image/store.js";
+import { markName } from "@jobrt/images";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
@@ -157,6 +157,10 @@ export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mo
   const needsConfig = c.volumes.length > 0 || c.workdir !== undefined || c.clearEnv;
   if (needsConfig && conf?.ignoreFileConfigJson) {
     throw requestError(`--container-volume, --container-workdir and --container-clearenv need config.json, but ${conf.file} sets IgnoreFileConfigJson=true`);
+  }
+  // Devices live in config.json: without it they would silently not be there.
+  if (c.deviceEdits && conf?.ignoreFileConfigJson) {
+    throw requestError(`--container-device ${c.deviceEdits.devices[0]} needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-device");
   }
   if (c.workdir !== undefined && !isAbsolute(c.workdir)) throw requestError(`--container-workdir ${JSON.stringify(c.workdir)}: must be an absolute path`, "--container-workdir");
   return c.volumes.map(parseVolume);
@@ -343,6 +347,8 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
   // bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
   let env = request.clearEnv ? [] : envStrings(task.env);
   if (st.bundleConfig) env = mergeBundleEnv(env, st.bundleConfig.env);
+  // The devices' env (CUDA_VISIBLE_DEVICES renumbered) over the host's; --container-env still wins.
+  if (request.deviceEdits) env = mergeBundleEnv(env, request.deviceEdits.env);
   if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
   env = filterEnvStrings(env, conf.envExclude);
 
@@ -362,6 +368,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
       env,
       args: st.image ? imageArgs(st.bundleConfig.config, task.argv) : task.argv,
       ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
+      ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
     });
     ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
     if (conf.mode === "run") missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
@@ -852,7 +859,7 @@ export const ociPlugin = definePlugin<OciStepState>(
     type: "runtime/oci",
     version: packageVersion(import.meta.url),
     capabilities: ["container", "oci.conf", "run", "create-start"],
-    accepts: ["value", "volumes", "env", "workdir", "clearEnv", `options.${IMAGE_OPTION}`, `options.${CONTAINER_ID_OPTION}`],
+    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "devices", `options.${IMAGE_OPTION}`, `options.${CONTAINER_ID_OPTION}`],
   },
   {
     setup,

@@ -2,7 +2,7 @@ import type { ContainerRequest } from "@jobrt/core";
 import type { BundleConfig, Mount } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import type { Identity } from "./fsops.js";
-import type { CachedImage } from "./image/cache.js";
+import type { CachedImage } from "@jobrt/images";
 import type { PatternValues } from "./pattern.js";
 
 interface RegExpJson {

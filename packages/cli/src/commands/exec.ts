@@ -10,7 +10,7 @@ import type { Timings } from "../timings.js";
 
 const EXEC_OPTIONS = new Set([
   "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
-  "container-entrypoint", "container-clearenv", "container-opt", "verbose", "conf-dir", "help",
+  "container-entrypoint", "container-clearenv", "container-opt", "container-device", "verbose", "conf-dir", "help",
 ]);
 
 /** `jobrt exec`: one task of a Slurm step, planned from Slurm's environment, run by the step session. */
@@ -47,6 +47,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       node: host.node,
       cancel,
       procTrack: host.site.procTrack,
+      devices: host.site.devices,
       // Slurm's SIGKILL of jobrt exec (or the OOM killer's) otherwise leaves its container until
       // the Epilog, after slurmstepd gave up on the task's stdio (docs/slurm.md, section 2.1).
       gcAfterDeath: gcAfterDeath(host),

@@ -1,4 +1,4 @@
-import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } from "@jobrt/runtime-oci";
+import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } from "@jobrt/images";
 import { usage } from "../args.js";
 import { siteConfDir } from "../confdir.js";
 import { say } from "../host.js";

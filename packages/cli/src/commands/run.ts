@@ -53,6 +53,7 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
       node: host.node,
       cancel,
       procTrack: host.site.procTrack,
+      devices: host.site.devices,
       client: { verbose },
       json,
       report: say,

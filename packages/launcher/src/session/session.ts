@@ -12,6 +12,9 @@ import {
   jobrtError,
 } from "@jobrt/core";
 import type { StepCancel } from "../cancel.js";
+import type { DeviceConf } from "../devices/resolve.js";
+import { deviceConfFrom } from "../devices/conf.js";
+import { resolveStepDevices } from "../devices/step.js";
 import type { UserIdentity } from "../users.js";
 import { checkDescriptorBudget } from "./budget.js";
 import { collectOrphans } from "./collect.js";
@@ -40,6 +43,8 @@ export interface SessionOptions {
   cancel: StepCancel;
   /** jobrt.conf ProcTrack. */
   procTrack: ProcTrackMode;
+  /** jobrt.conf's CDI keys (docs/devices.md); the embedded defaults when not given. */
+  devices?: DeviceConf;
   client?: ClientInfo;
   /** Seconds; on expiry the step is cancelled like SIGTERM. */
   timeLimit?: number;
@@ -224,6 +229,7 @@ export class StepSession {
       journal?.write({ nodeName: node.nodeName, proctrack, components: components.map((c) => c.record), stepStates });
     };
     try {
+      for (const c of components) resolveStepDevices(c.record, this.#o.devices ?? deviceConfFrom(undefined));
       if (await this.#loadRuntimes(components, indexes, stop)) {
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);

@@ -1,8 +1,7 @@
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type NodeConf, type StepRecord, messageOf } from "@jobrt/core";
-import type { ResolvedImage } from "./resolve.js";
-import { DIGEST_RE } from "./reference.js";
+import { DIGEST_RE, type ResolvedImage } from "@jobrt/images";
 
 /**
  * The digest a step's image reference was pinned to, shared through SpoolDir by every jobrt

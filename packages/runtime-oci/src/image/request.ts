@@ -2,11 +2,8 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
-import { type CachedImage, ensureImage, evictImages, releaseImage, resolveForStep } from "./cache.js";
-import { fitImageUser } from "./image-config.js";
-import { parseImageReference } from "./reference.js";
+import { type CachedImage, ensureImage, evictImages, fitImageUser, loadImageSettings, parseImageReference, releaseImage, resolveForStep } from "@jobrt/images";
 import { joinPin, leavePin, readPin, writePin } from "./pin.js";
-import { loadImageSettings } from "./settings.js";
 
 /** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
 export const IMAGE_OPTION = "image";

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { removeTree } from "../fsops.js";
+import { removeTree } from "./plumbing.js";
 import { type FetchSpec, fetchImage } from "./fetch.js";
 import { dropMark, inUseDir, liveMarks } from "./store.js";
 
@@ -14,8 +14,8 @@ export type HelperResponse =
   | { ok: true; cached?: boolean; size?: number; removed?: boolean; inUse?: string[] }
   | { ok: false; error: string; staleLock?: true };
 
-/** The helper program (dist/image/helper-main.js), from either src/ (tests) or dist/. */
-export const IMAGE_HELPER = fileURLToPath(new URL("../../dist/image/helper-main.js", import.meta.url));
+/** The helper program (dist/helper-main.js), from either src/ (tests) or dist/. */
+export const IMAGE_HELPER = fileURLToPath(new URL("../dist/helper-main.js", import.meta.url));
 
 export async function handle(r: HelperRequest, report?: (line: string) => void): Promise<HelperResponse> {
   switch (r.op) {

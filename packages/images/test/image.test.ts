@@ -1,12 +1,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { checkAccepted } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
-import { checkRequest, ociPlugin } from "../src/plugin.js";
-import { fitImageUser, prepareImageConfig } from "../src/image/image-config.js";
-import { parseImageReference, sourceName } from "../src/image/reference.js";
-import { loadImageSettings, parseSize } from "../src/image/settings.js";
-import { imageArgs } from "../src/image/request.js";
+import { fitImageUser, prepareImageConfig } from "../src/image-config.js";
+import { parseImageReference, sourceName } from "../src/reference.js";
+import { loadImageSettings, parseSize } from "../src/settings.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const D = `sha256:${"ab".repeat(32)}`;
@@ -102,7 +99,6 @@ describe("the cached image's config.json", () => {
     expect(c.process.args).toEqual(["/entry"]);
     expect(c.process.terminal).toBe(false);
     expect(c.mounts.map((m) => m.destination)).toEqual(["/proc", "/dev/pts", "/tmp"]);
-    expect(imageArgs(c, ["a", "b"])).toEqual(["/entry", "a", "b"]);
   });
   test("a root job runs the image's User without a user namespace; a rootless job runs as container root, with a note", () => {
     const root = umoci();
@@ -114,19 +110,5 @@ describe("the cached image's config.json", () => {
     expect(fitImageUser(user, 65534)).toMatch(/User is 1000:100.*uid 65534/);
     expect(user.process.user).toEqual({ uid: 0, gid: 0 });
     expect(user.linux.namespaces).toContainEqual({ type: "user" });
-  });
-});
-
-describe("the container request", () => {
-  const request = (o: Partial<Parameters<typeof checkRequest>[0]>) => ({ volumes: [], modules: [], env: [], clearEnv: false, options: {}, ...o });
-  test("--container-image (the image option) instead of a bundle; not both; no other option", () => {
-    expect(checkRequest(request({ options: { image: ["docker://h.org/a:1"] } }), undefined)).toEqual([]);
-    expect(() => checkRequest(request({ value: "/b", options: { image: ["docker://h.org/a:1"] } }), undefined)).toThrow(/either --container BUNDLE or --container-image/);
-    expect(() => checkRequest(request({ options: { image: ["a", "b"] } }), undefined)).toThrow(/given twice/);
-    // Any other --container-opt key is refused by the host, from meta.accepts, before checkRequest runs.
-    expect(() => checkAccepted(ociPlugin.meta.type, ociPlugin.meta.accepts ?? [], request({ options: { image: ["x"], other: ["1"] } }))).toThrow(
-      /^--container-opt "other=1": runtime oci does not accept --container-opt \(it takes --container, --container-volume, --container-env, --container-workdir, --container-clearenv, --container-opt image=\.\.\., --container-opt id=\.\.\.\)$/,
-    );
-    expect(() => checkRequest(request({}), undefined)).toThrow(/--container BUNDLE .* or --container-image REF/);
   });
 });

@@ -1,6 +1,8 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import type { OciConfig } from "../bundle.js";
+
+/** An OCI runtime config.json (runtime-spec), as umoci unpack writes it. */
+type OciConfig = Record<string, unknown>;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);

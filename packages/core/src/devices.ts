@@ -1,0 +1,51 @@
+/**
+ * What the host hands a runtime for `--container-device` (docs/devices.md): the CDI specs' edits
+ * for the devices of this step, already resolved and checked on the host. A runtime applies them;
+ * it never reads a CDI spec itself ("the host resolves, runtimes apply").
+ */
+export interface DeviceEdits {
+  /** The CDI fully-qualified names resolved (`vendor.com/class=name`), in request order. */
+  devices: string[];
+  deviceNodes: DeviceNodeEdit[];
+  mounts: DeviceMountEdit[];
+  /** `NAME=VALUE`, applied after the job's environment (CDI: appended to the container's). */
+  env: string[];
+  /** Groups added to the container process (0 is never listed). */
+  additionalGids: number[];
+  hooks: DeviceHookEdit[];
+}
+
+/** One device node; type, major and minor are the host node's, taken with stat on the host. */
+export interface DeviceNodeEdit {
+  /** Path inside the container. */
+  path: string;
+  /** The node on the host the numbers were taken from. */
+  hostPath: string;
+  type: "c" | "b";
+  major: number;
+  minor: number;
+  /** Cgroup access, a non-empty subset of `rwm` in that order. */
+  permissions: string;
+  fileMode?: number;
+  uid?: number;
+  gid?: number;
+}
+
+export interface DeviceMountEdit {
+  hostPath: string;
+  containerPath: string;
+  type?: string;
+  options: string[];
+}
+
+/** An OCI runtime hook (CDI `hooks`): `hookName` is the OCI lifecycle point. */
+export interface DeviceHookEdit {
+  hookName: DeviceHookName;
+  path: string;
+  args?: string[];
+  env?: string[];
+  timeout?: number;
+}
+
+export const DEVICE_HOOK_NAMES = ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"] as const;
+export type DeviceHookName = (typeof DEVICE_HOOK_NAMES)[number];

@@ -1,0 +1,116 @@
+import type { DeviceEdits } from "@jobrt/core";
+import type { OciConfig } from "./bundle.js";
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function child(parent: Obj, key: string): Obj {
+  const v = parent[key];
+  if (isObj(v)) return v;
+  const made: Obj = {};
+  parent[key] = made;
+  return made;
+}
+
+function listIn(parent: Obj, key: string): unknown[] {
+  const v = parent[key];
+  if (Array.isArray(v)) return v;
+  const made: unknown[] = [];
+  parent[key] = made;
+  return made;
+}
+
+/** A bundle's device rule that names one device (type c or b, a major and a minor): kept. */
+function namesOneDevice(rule: unknown): boolean {
+  if (!isObj(rule)) return false;
+  return (rule.type === "c" || rule.type === "b") && typeof rule.major === "number" && rule.major >= 0 && typeof rule.minor === "number" && rule.minor >= 0;
+}
+
+/**
+ * The container's device rules when it is given devices (docs/devices.md, "Exactly the
+ * allocation"): deny everything first, then the bundle's rules that name one device, then one
+ * allow rule per CDI device node. A bundle's wildcard rules (`allow: true` for every device) are
+ * dropped, so an unallocated device node is refused even if it is bind-mounted in.
+ */
+function deviceRules(config: OciConfig, edits: DeviceEdits): void {
+  const resources = child(child(config, "linux"), "resources");
+  const kept = (Array.isArray(resources.devices) ? resources.devices : []).filter(namesOneDevice);
+  const ours = edits.deviceNodes.map((n) => ({ allow: true, type: n.type, major: n.major, minor: n.minor, access: n.permissions }));
+  resources.devices = [{ allow: false, access: "rwm" }, ...kept, ...ours];
+}
+
+/** A rootless bundle (a user namespace): runc cannot mknod there. */
+function inUserNamespace(config: OciConfig): boolean {
+  const namespaces = child(config, "linux").namespaces;
+  return Array.isArray(namespaces) && namespaces.some((n) => isObj(n) && n.type === "user");
+}
+
+/**
+ * In a user namespace runc cannot make device nodes, and it would bind-mount each from the same
+ * path on the host (linux.devices has no host path): the host's node is bind-mounted at the
+ * container path instead, as rootless podman does with CDI devices.
+ */
+function bindNodes(config: OciConfig, edits: DeviceEdits): void {
+  const list = listIn(config, "mounts");
+  for (const n of edits.deviceNodes) list.push({ destination: n.path, type: "none", source: n.hostPath, options: ["bind", "nosuid", "noexec"] });
+}
+
+function deviceNodes(config: OciConfig, edits: DeviceEdits): void {
+  if (inUserNamespace(config)) {
+    bindNodes(config, edits);
+    return;
+  }
+  const linux = child(config, "linux");
+  const paths = new Set(edits.deviceNodes.map((n) => n.path));
+  const others = (Array.isArray(linux.devices) ? linux.devices : []).filter((d) => !(isObj(d) && paths.has(d.path as string)));
+  const ours = edits.deviceNodes.map((n) => ({
+    path: n.path,
+    type: n.type,
+    major: n.major,
+    minor: n.minor,
+    ...(n.fileMode !== undefined ? { fileMode: n.fileMode } : {}),
+    ...(n.uid !== undefined ? { uid: n.uid } : {}),
+    ...(n.gid !== undefined ? { gid: n.gid } : {}),
+  }));
+  linux.devices = [...others, ...ours];
+}
+
+function mounts(config: OciConfig, edits: DeviceEdits): void {
+  const list = listIn(config, "mounts");
+  for (const m of edits.mounts) {
+    // A CDI mount without a type is a bind mount (what vendors' generators write for libraries).
+    const options = m.type === undefined && !m.options.some((o) => o === "bind" || o === "rbind") ? ["rbind", ...m.options] : m.options;
+    list.push({ destination: m.containerPath, type: m.type ?? "none", source: m.hostPath, options });
+  }
+}
+
+function hooks(config: OciConfig, edits: DeviceEdits): void {
+  for (const h of edits.hooks) {
+    listIn(child(config, "hooks"), h.hookName).push({
+      path: h.path,
+      ...(h.args ? { args: h.args } : {}),
+      ...(h.env ? { env: h.env } : {}),
+      ...(h.timeout !== undefined ? { timeout: h.timeout } : {}),
+    });
+  }
+}
+
+function additionalGids(config: OciConfig, edits: DeviceEdits): void {
+  if (edits.additionalGids.length === 0) return;
+  const user = child(child(config, "process"), "user");
+  const gids = listIn(user, "additionalGids");
+  for (const g of edits.additionalGids) if (!gids.includes(g)) gids.push(g);
+}
+
+/**
+ * Applies the host's resolved CDI edits to a task's config.json (in place): device nodes with their
+ * cgroup rules, mounts, hooks, additional gids. The edits' env goes into process.env with the
+ * rest of the task's environment (plugin.ts).
+ */
+export function applyDeviceEdits(config: OciConfig, edits: DeviceEdits): void {
+  deviceNodes(config, edits);
+  deviceRules(config, edits);
+  mounts(config, edits);
+  hooks(config, edits);
+  additionalGids(config, edits);
+}
