@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { type ComponentSpec, type UserIdentity, currentUser, expandFilePattern, exportEnvironment, lookupGroup, lookupUser } from "@jobrt/launcher";
+import { type ComponentSpec, type UserIdentity, expandFilePattern, exportEnvironment, jobUser } from "@jobrt/launcher";
 import { type ParsedCommandLine, flag, one, positiveInt, requestFromOptions, usage } from "./args.js";
 import { rawEnvironment } from "./rawinput.js";
 
@@ -62,14 +62,5 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
 
 /** --uid/--gid: root may run tasks as anyone; others only as themselves. */
 export function stepUser(parsed: ParsedCommandLine): UserIdentity {
-  const me = currentUser();
-  const uidText = one(parsed.step, "uid");
-  const gidText = one(parsed.step, "gid");
-  if (uidText === undefined && gidText === undefined) return me;
-  const user = uidText !== undefined ? lookupUser(uidText) : { ...me };
-  if (gidText !== undefined) user.gid = lookupGroup(gidText);
-  if (me.uid !== 0 && (user.uid !== me.uid || user.gid !== me.gid)) {
-    throw usage("--uid/--gid: only root may run tasks as another user or group");
-  }
-  return user;
+  return jobUser(one(parsed.step, "uid"), one(parsed.step, "gid"));
 }

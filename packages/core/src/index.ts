@@ -56,14 +56,22 @@ export {
   type LoadedRuntime,
   RuntimeRegistry,
   type RuntimeRegistryOptions,
-  type RuntimeResolver,
   type StatefulCall,
   type StepCall,
   type StepStateText,
 } from "./registry.js";
 export { carriesRawBytes, decodeBytes, encodeBytes } from "./rawbytes.js";
 export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
-export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
+export {
+  DEFAULT_ALLOWED_RUNTIMES,
+  DEFAULT_RUNTIME,
+  type LocatedPackage,
+  type PackageResolverOptions,
+  type ResolvedRuntime,
+  type RuntimeResolver,
+  createPackageResolver,
+  locateRuntimePackage,
+} from "./resolver.js";
 export type {
   ClientInfo,
   PullProgress,

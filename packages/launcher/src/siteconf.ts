@@ -6,6 +6,7 @@ import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack.js";
 import {
   type ConfSchema,
   DEFAULT_ALLOWED_RUNTIMES,
+  DEFAULT_RUNTIME,
   type JobrtError,
   type ParsedConf,
   confError,
@@ -153,7 +154,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   const parsed = loadConfFile(file, SCHEMA);
   const config: SiteConfig = {
     confDir,
-    defRuntimePlugin: "oci",
+    defRuntimePlugin: DEFAULT_RUNTIME,
     runtimePlugins: [...DEFAULT_ALLOWED_RUNTIMES],
     spoolDir: defaultSpoolDir(),
     nodeName: hostname().split(".")[0] ?? "localhost",
