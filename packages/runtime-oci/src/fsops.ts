@@ -6,11 +6,9 @@ import {
   fchownSync,
   fstatSync,
   fsyncSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
-  readdirSync,
   renameSync,
   rmdirSync,
   unlinkSync,
@@ -18,6 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { removeTree } from "@jobrt/host-services";
 
 /**
  * File work under the step spool dir. Every operation here refuses to follow a symlink in the
@@ -110,45 +109,6 @@ export function readNoFollow(path: string): string {
   } finally {
     closeSync(fd);
   }
-}
-
-/**
- * Removes a tree without following symlinks: links are unlinked, never descended. Returns what
- * could not be removed (path: reason); never throws.
- */
-export function removeTree(path: string): string[] {
-  const left: string[] = [];
-  const walk = (p: string): void => {
-    let st: ReturnType<typeof lstatSync>;
-    try {
-      st = lstatSync(p);
-    } catch (error) {
-      if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
-      return;
-    }
-    if (st.isDirectory()) {
-      let names: string[] = [];
-      try {
-        names = readdirSync(p);
-      } catch (error) {
-        left.push(`${p}: ${(error as Error).message}`);
-      }
-      for (const n of names) walk(join(p, n));
-      try {
-        rmdirSync(p);
-      } catch (error) {
-        if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
-      }
-      return;
-    }
-    try {
-      unlinkSync(p);
-    } catch (error) {
-      if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
-    }
-  };
-  walk(path);
-  return left;
 }
 
 /** rmdir that treats "already gone" as success; false when the dir is not empty. */
