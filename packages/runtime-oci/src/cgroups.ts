@@ -1,5 +1,6 @@
 import { type Dirent, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { isAbsolute, join, normalize, relative } from "node:path";
+import { readMountInfo } from "@jobrt/host-services";
 import { type FsOp, type Identity, runFsOps } from "./fsops.js";
 
 /**
@@ -23,29 +24,13 @@ interface Hierarchy {
   controllers: string[];
 }
 
-function unescapeMount(path: string): string {
-  return path.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
 /** Every cgroup (v1) and cgroup2 mount under /sys/fs/cgroup in this mount namespace. */
 function hierarchies(): Hierarchy[] {
-  let info = "";
-  try {
-    info = readFileSync("/proc/self/mountinfo", "utf8");
-  } catch {
-    return [];
-  }
   const out: Hierarchy[] = [];
-  for (const line of info.split("\n")) {
-    const [left, right] = line.split(" - ");
-    if (!left || !right) continue;
-    const fields = left.split(" ");
-    const mount = unescapeMount(fields[4] ?? "");
-    const root = unescapeMount(fields[3] ?? "/");
-    const [fstype, , superOptions = ""] = right.split(" ");
+  for (const { mountPoint: mount, root, fstype, superOptions } of readMountInfo()) {
     if (!mount.startsWith(`${CGROUP_FS}/`) && mount !== CGROUP_FS) continue;
     if (fstype === "cgroup2") out.push({ mount, root, controllers: [""] });
-    else if (fstype === "cgroup") out.push({ mount, root, controllers: superOptions.split(",").filter((o) => o !== "rw" && o !== "ro") });
+    else if (fstype === "cgroup") out.push({ mount, root, controllers: superOptions.filter((o) => o !== "rw" && o !== "ro") });
   }
   return out;
 }

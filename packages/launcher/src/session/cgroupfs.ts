@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { readMountInfo } from "@jobrt/host-services";
 import { processRunning } from "../proc.js";
 
 /** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
@@ -11,27 +12,12 @@ export interface CgroupHierarchy {
   own: string;
 }
 
-/** Unescapes the octal escapes (\040 for a space) of /proc/self/mountinfo. */
-function unescapeMount(path: string): string {
-  return path.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
 /** The cgroup2 mount and the v1 freezer mount of this mount namespace, where they exist. */
 function cgroupMounts(): { v2?: string; freezer?: string } {
   const found: { v2?: string; freezer?: string } = {};
-  let info = "";
-  try {
-    info = readFileSync("/proc/self/mountinfo", "utf8");
-  } catch {
-    return found;
-  }
-  for (const line of info.split("\n")) {
-    const [left, right] = line.split(" - ");
-    if (!left || !right) continue;
-    const mountPoint = unescapeMount(left.split(" ")[4] ?? "");
-    const [fstype, , superOptions = ""] = right.split(" ");
-    if (fstype === "cgroup2") found.v2 ??= mountPoint;
-    else if (fstype === "cgroup" && superOptions.split(",").includes("freezer")) found.freezer ??= mountPoint;
+  for (const m of readMountInfo()) {
+    if (m.fstype === "cgroup2") found.v2 ??= m.mountPoint;
+    else if (m.fstype === "cgroup" && m.superOptions.includes("freezer")) found.freezer ??= m.mountPoint;
   }
   return found;
 }
