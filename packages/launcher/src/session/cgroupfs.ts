@@ -1,7 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readMountInfo } from "@jobrt/host-services";
-import { processRunning } from "../proc.js";
+import { processRunning, readMountInfo } from "@jobrt/host-services";
 
 /** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
 export interface CgroupHierarchy {

@@ -1,10 +1,10 @@
 import { appendFileSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
-import { bootId, processRunning, processStartTime } from "../proc.js";
+import { bootId, processStartTime } from "../proc.js";
 import type { TrackerRecord } from "./proctrack.js";
 import { asUser } from "./asuser.js";
-import { removeTree } from "@jobrt/host-services";
+import { processRunning, removeTree } from "@jobrt/host-services";
 import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
 import { journalOwner } from "./userjournals.js";
 
