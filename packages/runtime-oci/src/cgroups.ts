@@ -1,6 +1,6 @@
 import { type Dirent, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { isAbsolute, join, normalize, relative } from "node:path";
-import { readMountInfo } from "@jobrt/host-services";
+import { isCgroup2, procCgroups, readMountInfo } from "@jobrt/host-services";
 import { type FsOp, type Identity, runFsOps } from "./fsops.js";
 
 /**
@@ -37,25 +37,12 @@ function hierarchies(): Hierarchy[] {
 
 /** This process's own cgroup dir in every mounted hierarchy, for the step state. */
 export function hostCgroupDirs(): string[] {
-  let text = "";
-  try {
-    text = readFileSync("/proc/self/cgroup", "utf8");
-  } catch {
-    return [];
-  }
+  const own = procCgroups();
   const out: string[] = [];
   for (const h of hierarchies()) {
-    for (const line of text.split("\n")) {
-      const [id, controllers = "", ...rest] = line.split(":");
-      const path = rest.join(":");
-      const names = controllers.split(",");
-      const match = h.controllers[0] === "" ? id === "0" && controllers === "" : h.controllers.some((c) => names.includes(c));
-      if (!match || !isAbsolute(path)) continue;
-      const inner = relative(h.root, path);
-      if (inner.startsWith("..")) continue;
-      out.push(join(h.mount, inner));
-      break;
-    }
+    const matches = own.filter((m) => (h.controllers[0] === "" ? isCgroup2(m) : h.controllers.some((c) => m.controllers.includes(c))));
+    const inner = matches.filter((m) => isAbsolute(m.path)).map((m) => relative(h.root, m.path)).find((p) => !p.startsWith(".."));
+    if (inner !== undefined) out.push(join(h.mount, inner));
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { processRunning, readMountInfo } from "@jobrt/host-services";
+import { isCgroup2, procCgroups, processRunning, readMountInfo } from "@jobrt/host-services";
 
 /** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
 export interface CgroupHierarchy {
@@ -21,21 +21,10 @@ function cgroupMounts(): { v2?: string; freezer?: string } {
   return found;
 }
 
-/** This process's cgroup path in the v2 hierarchy ("0::") or in the v1 hierarchy of `controller`. */
+/** This process's cgroup path in the v2 hierarchy ("0::") or in the v1 freezer hierarchy. */
 function ownCgroup(version: 1 | 2): string | undefined {
-  let text = "";
-  try {
-    text = readFileSync("/proc/self/cgroup", "utf8");
-  } catch {
-    return undefined;
-  }
-  for (const line of text.split("\n")) {
-    const [id, controllers, ...rest] = line.split(":");
-    const path = rest.join(":");
-    if (version === 2 && id === "0" && controllers === "") return path;
-    if (version === 1 && controllers?.split(",").includes("freezer")) return path;
-  }
-  return undefined;
+  const line = procCgroups().find((m) => (version === 2 ? isCgroup2(m) : m.controllers.includes("freezer")));
+  return line?.path;
 }
 
 export function findHierarchy(version: 1 | 2): CgroupHierarchy | undefined {

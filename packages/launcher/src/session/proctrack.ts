@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jobrtError, messageOf } from "@jobrt/core";
+import { procCgroups } from "@jobrt/host-services";
 import {
   type CgroupHierarchy,
   cgroupExists,
@@ -165,8 +166,10 @@ class CgroupTracker implements ProcessTracker {
 
   /** jobrt must never be inside what it kills. */
   #assertOutside(): void {
-    const own = readFileSync("/proc/self/cgroup", "utf8");
-    if (own.includes(this.dir.slice(this.hierarchy.mount.length))) this.#leave();
+    // Unreadable counts as inside: leaving is harmless, killing itself is not.
+    const own = procCgroups();
+    const inner = this.dir.slice(this.hierarchy.mount.length);
+    if (own.length === 0 || own.some((m) => m.path.includes(inner))) this.#leave();
   }
 
   killTask(taskId: number, leaderPid: number | undefined): void {
