@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { ExecSpec } from "@jobrt/core";
+import { decodeWaitStatus } from "@jobrt/host-services";
 import { type ForkOptions, forkRequest } from "./forker-request.js";
 import { findPerl } from "../perl.js";
 import { signalName } from "./status.js";
@@ -270,9 +271,9 @@ export class TaskForker {
     const task = this.#running.get(pid);
     if (!task) return;
     this.#running.delete(pid);
-    const signo = status & 0x7f;
+    const { code, signal } = decodeWaitStatus(status);
     // A start and an end read in one chunk: the end waits until the start's awaiter listens.
-    setImmediate(() => task.ended(signo === 0 ? (status >> 8) & 0xff : null, signo === 0 ? null : signalName(signo)));
+    setImmediate(() => task.ended(code ?? null, signal === undefined ? null : signalName(signal)));
   }
 
   /** `signal`: how the tasks it did not report ended, when jobrt knows (it SIGKILLed them). */
