@@ -6,3 +6,4 @@ export { type MountInfo, readMountInfo } from "./mountinfo.js";
 export { type ProcStat, procStat, processRunning } from "./procstat.js";
 export { type RemoveTreeOptions, removeTree } from "./removetree.js";
 export { type WaitStatus, decodeWaitStatus } from "./waitstatus.js";
+export { type ToolOptions, type ToolResult, runTool } from "./runtool.js";
