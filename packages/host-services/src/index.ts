@@ -7,3 +7,4 @@ export { type ProcStat, procStat, processRunning } from "./procstat.js";
 export { type RemoveTreeOptions, removeTree } from "./removetree.js";
 export { type WaitStatus, decodeWaitStatus } from "./waitstatus.js";
 export { type ToolOptions, type ToolResult, runTool } from "./runtool.js";
+export { type SyscallName, syscallNumbers } from "./syscalls.js";
