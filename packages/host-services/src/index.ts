@@ -8,3 +8,4 @@ export { type RemoveTreeOptions, removeTree } from "./removetree.js";
 export { type WaitStatus, decodeWaitStatus } from "./waitstatus.js";
 export { type ToolOptions, type ToolResult, runTool } from "./runtool.js";
 export { type SyscallName, syscallNumbers } from "./syscalls.js";
+export { type StepShareOptions, joinStepShare, leaveStepShare, publishStepShare, readStepShare } from "./stepshare.js";
