@@ -99,7 +99,7 @@ function rmdirGone(dir: string): boolean {
  * child, and listing one reads every control file's entry (a step's 256 task cgroups hold ~40
  * each, megabytes of garbage at the end of a large step: docs/performance.md, peak RSS).
  */
-export function removeTree(dir: string): string[] {
+export function removeCgroupTree(dir: string): string[] {
   const left: string[] = [];
   const remove = (d: string): void => {
     if (rmdirGone(d)) return;

@@ -10,7 +10,7 @@ import {
   ownDir,
   populated,
   procsOf,
-  removeTree,
+  removeCgroupTree,
   subtree,
 } from "./cgroupfs.js";
 
@@ -198,7 +198,7 @@ class CgroupTracker implements ProcessTracker {
   }
 
   release(): string[] {
-    return removeTree(this.dir);
+    return removeCgroupTree(this.dir);
   }
 }
 
@@ -250,7 +250,7 @@ function tryCgroup(version: 1 | 2, name: string, beforeCreate?: (record: Tracker
     return `${dir} already exists`;
   }
   if (version === 2 && !existsSync(join(dir, "cgroup.kill"))) {
-    removeTree(dir);
+    removeCgroupTree(dir);
     return "the kernel's cgroup2 has no cgroup.kill (Linux 5.14 or later)";
   }
   return new CgroupTracker(h, dir);
