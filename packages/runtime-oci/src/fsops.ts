@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import {
   closeSync,
   constants,
@@ -16,7 +15,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { removeTree } from "@jobrt/host-services";
+import { removeTree, runTool } from "@jobrt/host-services";
 
 /**
  * File work under the step spool dir. Every operation here refuses to follow a symlink in the
@@ -158,38 +157,13 @@ export interface Identity {
  * Runs the operations in order, in this process or, with `as`, in a helper process running as
  * that user. Operations are independent: each has its own result.
  */
-export function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
-  if (!as) return Promise.resolve(ops.map(applyFsOp));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [FSOP_HELPER], {
-      uid: as.uid,
-      gid: as.gid,
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { PATH: "/usr/bin:/bin" },
-      cwd: "/",
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      try {
-        if (code !== 0) throw new Error(`exit ${code ?? signal}${err ? `: ${err.trim()}` : ""}`);
-        resolve(JSON.parse(out) as FsResult[]);
-      } catch (error) {
-        reject(new Error(`file helper running as uid ${as.uid} failed: ${(error as Error).message}`));
-      }
-    });
-    child.stdin.end(JSON.stringify(ops));
-  });
+export async function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
+  if (!as) return ops.map(applyFsOp);
+  const r = await runTool([process.execPath, FSOP_HELPER], { uid: as.uid, gid: as.gid, env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs, input: JSON.stringify(ops) });
+  try {
+    if (r.code !== 0) throw new Error(`exit ${r.code ?? r.signal}${r.stderr ? `: ${r.stderr.trim()}` : ""}`);
+    return JSON.parse(r.stdout.toString("utf8")) as FsResult[];
+  } catch (error) {
+    throw new Error(`file helper running as uid ${as.uid} failed: ${(error as Error).message}`);
+  }
 }
