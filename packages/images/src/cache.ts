@@ -1,7 +1,7 @@
 import { lstatSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
-import { makeDir } from "./plumbing.js";
+import { makeDir } from "@jobrt/host-services";
 import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
 import { type ImageReference, sourceName } from "./reference.js";
 import { progressReader } from "./progress.js";
