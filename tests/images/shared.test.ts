@@ -196,4 +196,59 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
       expect(readdirSync(userDir)).toEqual([]);
     }
   }, 60_000);
+
+  test("prune while a step uses an image keeps it; LRU eviction past SharedStoreSize; list shows which node has it mounted", async () => {
+    const d1 = pushBusybox(reg, "prune:1", "prune-one");
+    const d2 = pushBusybox(reg, "prune:2", "prune-two");
+    const store = sharedStore();
+    const a = nodeSite(reg, "pnode", store);
+    const ref1 = `docker://${reg.host}/prune:1`;
+    const running = jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref1, "sh", "-c", "cat /etc/jobrt-image; sleep 6"], { timeoutMs: 60_000 });
+    for (let i = 0; mountsUnder(a.cache).length === 0 && i < 400; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(mountsUnder(a.cache)).toEqual([join(a.cache, "mnt", d1.slice(7))]);
+    const list = await jobrt(["images", "--shared", "list", "--conf-dir", a.dir]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain(`shared\t${d1}`);
+    expect(list.stdout).toContain("mounted on pnode");
+    const kept = await jobrt(["images", "--shared", "prune", "--all", "--conf-dir", a.dir]);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toBe(`kept ${ref1} (${d1}): in use on pnode\n`);
+    expect((await running).stdout).toBe("prune-one\n");
+    expect(squashfsFiles(store)).toEqual([`${d1.slice(7)}.sqfs`]);
+    expect(mountsUnder(a.cache)).toEqual([]);
+    // Two images, room for one: the least recently used goes.
+    const two = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", `docker://${reg.host}/prune:2`, "cat", "/etc/jobrt-image"]);
+    expect(two.stdout, two.stderr).toBe("prune-two\n");
+    const size2 = readFileSync(join(store, "images", `${d2.slice(7)}.sqfs`)).length;
+    writeFileSync(join(a.dir, "images.conf"), `${readFileSync(join(a.dir, "images.conf"), "utf8")}SharedStoreSize=${size2 + 1}\n`);
+    const evicted = await jobrt(["images", "--shared", "prune", "--conf-dir", a.dir]);
+    expect(evicted.stdout, evicted.stderr).toBe(`removed ${ref1} (${d1}) from ${store}\n`);
+    expect(squashfsFiles(store)).toEqual([`${d2.slice(7)}.sqfs`]);
+    const all = await jobrt(["images", "--shared", "prune", "--all", "--conf-dir", a.dir]);
+    expect(all.stdout).toContain(`removed docker://${reg.host}/prune:2`);
+    expect(squashfsFiles(store)).toEqual([]);
+  }, 120_000);
+
+  test("a step whose jobrt was SIGKILLed leaves its image mounted until jobrt gc unmounts it and drops the job's pin", async () => {
+    pushBusybox(reg, "gc:1", "gc-me");
+    const store = sharedStore();
+    const a = nodeSite(reg, "gnode", store);
+    const job = jobId();
+    const child: ChildProcess = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", a.dir, "--jobid", job, "--container-image", `docker://${reg.host}/gc:1`, "sleep", "60"], { stdio: "ignore" });
+    for (let i = 0; mountsUnder(a.cache).length === 0 && i < 400; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(mountsUnder(a.cache)).toHaveLength(1);
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await exited;
+    expect(mountsUnder(a.cache)).toHaveLength(1);
+    expect(readdirSync(join(store, "jobs", "cluster"))).toHaveLength(1);
+    const gc = await jobrt(["gc", "--conf-dir", a.dir, "--job", job], { timeoutMs: 60_000 });
+    expect(gc.code, gc.stderr).toBe(0);
+    expect(gc.stdout).toMatch(/gc: unmounted shared image [0-9a-f]{64}\n/);
+    expect(gc.stdout).toContain(`gc: removed 1 image pin(s) of job ${job}`);
+    expect(mountsUnder(a.cache)).toEqual([]);
+    expect(readdirSync(join(store, "jobs", "cluster"))).toEqual([]);
+    expect(existsSync(join(store, "inuse"))).toBe(true);
+    expect(readdirSync(join(store, "inuse"))).toEqual([]);
+  }, 120_000);
 });

@@ -58,7 +58,7 @@ export async function acquireImage(node: NodeConf, step: StepRecord, settings: I
   const mark = markName(step.jobId, step.stepId);
   let bundle: string;
   try {
-    bundle = await mountShared(settings.cacheDir, file, hex, mark);
+    bundle = await mountShared(settings.cacheDir, file, hex, mark, { store: shared.root, node: node.nodeName });
   } catch (error) {
     node.log("verbose", `images: ${ref.text}: cannot mount ${file} (${messageOf(error)}); using the node cache's unpacked tree`);
     return ensureImage(node, step, settings, ref, resolved, progress);

@@ -5,5 +5,6 @@ export { DIGEST_RE, type ImageReference, parseImageReference } from "./reference
 export type { ResolvedImage } from "./resolve.js";
 export { type ImageSettings, loadImageSettings } from "./settings.js";
 export { type StoreEntry, markName } from "./store.js";
-export { type SharedEntry, listShared } from "./shared.js";
-export { collectMounts } from "./squashmount.js";
+export { type SharedEntry, listShared, nodeMarks } from "./shared.js";
+export { type PruneResult, pruneShared } from "./sharedprune.js";
+export { collectImages } from "./sharedgc.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { linkSync, readFileSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StepRecord } from "@jobrt/core";
 import { makeDir } from "./plumbing.js";
@@ -47,4 +47,23 @@ export function writeJobPin(root: string, cluster: string, file: string, referen
       // never written
     }
   }
+}
+
+/** `jobrt gc --job N` (the Slurm Epilog): the job's pins go with it. Returns how many were removed. */
+export function removeJobPins(root: string, cluster: string, jobId: number): number {
+  let n = 0;
+  try {
+    for (const f of readdirSync(join(sharedPaths(root).jobs, cluster))) {
+      if (!f.startsWith(`${jobId}.`)) continue;
+      try {
+        unlinkSync(join(sharedPaths(root).jobs, cluster, f));
+        n++;
+      } catch {
+        // another node's Epilog was first
+      }
+    }
+  } catch {
+    // no pins of this cluster
+  }
+  return n;
 }

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, futimesSync, lstatSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, futimesSync, lstatSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeDir, removeTree } from "./plumbing.js";
 import { type ImageMeta, HEX_RE } from "./store.js";
@@ -136,5 +136,35 @@ export function clearLeftovers(root: string, hex: string): void {
     for (const n of readdirSync(sharedPaths(root).tmp)) if (n.startsWith(`${hex}.`)) removeTree(join(sharedPaths(root).tmp, n));
   } catch {
     // no tmp yet
+  }
+}
+
+/**
+ * Which nodes have the image mounted: `inuse/<hex>/<NodeName>`, made before a node mounts it and
+ * removed after it unmounted (squashmount.ts), so a prune on any node sees an image in use
+ * anywhere. A node that died with it mounted leaves its mark until `jobrt gc` runs there.
+ */
+const nodeMarkDir = (root: string, hex: string) => join(root, "inuse", hex);
+
+export function addNodeMark(root: string, hex: string, nodeName: string): void {
+  makeDir(join(root, "inuse"), 0o755);
+  makeDir(nodeMarkDir(root, hex), 0o755);
+  writeFileSync(join(nodeMarkDir(root, hex), nodeName), "", { mode: 0o644 });
+}
+
+export function dropNodeMark(root: string, hex: string, nodeName: string): void {
+  try {
+    unlinkSync(join(nodeMarkDir(root, hex), nodeName));
+    rmdirSync(nodeMarkDir(root, hex));
+  } catch {
+    // gone, or other nodes' marks
+  }
+}
+
+export function nodeMarks(root: string, hex: string): string[] {
+  try {
+    return readdirSync(nodeMarkDir(root, hex));
+  } catch {
+    return [];
   }
 }

@@ -1,7 +1,8 @@
-import { readFileSync, readdirSync, rmdirSync } from "node:fs";
+import { readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Lease, releaseLease, tryLease } from "./lease.js";
 import { makeDir } from "./plumbing.js";
+import { addNodeMark, dropNodeMark, sharedStoreProblem } from "./shared.js";
 import { HEX_RE, addMark, dropMark, liveMarks } from "./store.js";
 import { runTool, toolMessage } from "./tool.js";
 
@@ -42,7 +43,7 @@ async function withMountLock<T>(cacheDir: string, hex: string, fn: () => Promise
 }
 
 /** Marks the image in use by this step and mounts it unless mounted; returns the mount point (the bundle). */
-export async function mountShared(cacheDir: string, file: string, hex: string, mark: string): Promise<string> {
+export async function mountShared(cacheDir: string, file: string, hex: string, mark: string, from: { store: string; node: string }): Promise<string> {
   makeDir(cacheDir, 0o755);
   makeDir(mountRoot(cacheDir), 0o755);
   const dir = join(mountRoot(cacheDir), hex);
@@ -50,15 +51,32 @@ export async function mountShared(cacheDir: string, file: string, hex: string, m
     addMark(mountRoot(cacheDir), hex, mark, true);
     if (isMounted(dir)) return dir;
     try {
+      // The cluster's mark first: a prune that then finds the image gone makes the mount fail.
+      writeFileSync(fromFile(cacheDir, hex), `${JSON.stringify(from)}\n`, { mode: 0o644 });
+      addNodeMark(from.store, hex, from.node);
       makeDir(dir, 0o755);
       const r = await runTool(["mount", "-t", "squashfs", "-o", "ro,loop,nodev,nosuid", file, dir], { env: env(), timeoutMs: 60_000 });
       if (r.code !== 0) throw new Error(`mount -t squashfs ${file} failed: ${toolMessage(r)}`);
       return dir;
     } catch (error) {
       dropMark(mountRoot(cacheDir), hex, mark);
+      await unmountIfUnused(cacheDir, hex);
       throw error;
     }
   });
+}
+
+/** Where a mount came from (`<hex>.from`): the store and node name whose cluster mark it made. */
+const fromFile = (cacheDir: string, hex: string) => join(mountRoot(cacheDir), `${hex}.from`);
+
+function readFrom(cacheDir: string, hex: string): { store: string; node: string } | undefined {
+  try {
+    const f = JSON.parse(readFileSync(fromFile(cacheDir, hex), "utf8")) as { store?: unknown; node?: unknown };
+    unlinkSync(fromFile(cacheDir, hex));
+    return typeof f.store === "string" && typeof f.node === "string" && sharedStoreProblem(f.store) === undefined ? { store: f.store, node: f.node } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Unmounts when no live step uses the image; the caller holds the mount lock. */
@@ -69,6 +87,8 @@ async function unmountIfUnused(cacheDir: string, hex: string): Promise<"in use" 
     const r = await runTool(["umount", dir], { env: env(), timeoutMs: 60_000 });
     if (r.code !== 0) return `umount ${dir} failed: ${toolMessage(r)}`;
   }
+  const from = readFrom(cacheDir, hex);
+  if (from) dropNodeMark(from.store, hex, from.node);
   for (const d of [join(mountRoot(cacheDir), `${hex}.inuse`), dir]) {
     try {
       for (const n of d.endsWith(".inuse") ? readdirSync(d) : []) dropMark(mountRoot(cacheDir), hex, n);
