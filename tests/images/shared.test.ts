@@ -251,4 +251,25 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(existsSync(join(store, "inuse"))).toBe(true);
     expect(readdirSync(join(store, "inuse"))).toEqual([]);
   }, 120_000);
+
+  test("a private image never goes into the shared store: it is pulled into its user's node cache", async () => {
+    const own = await startRegistry({ alice: "s3cret" });
+    try {
+      const d = pushBusybox(own, "secret:1", "private-image", { creds: "alice:s3cret" });
+      const store = sharedStore();
+      const a = nodeSite(own, "prnode", store);
+      const userDir = tempDir("jobrt-shared-userauth-");
+      chmodSync(userDir, 0o755);
+      const userAuth = join(userDir, "auth.json");
+      writeFileSync(userAuth, JSON.stringify({ auths: { [own.host]: { auth: Buffer.from("alice:s3cret").toString("base64") } } }), { mode: 0o600 });
+      chownSync(userAuth, 65534, 65534);
+      const r = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), ...NOBODY, "-v", "--container-image", `docker://${own.host}/secret:1`, "cat", "/etc/jobrt-image"], { env: { ...process.env, REGISTRY_AUTH_FILE: userAuth } });
+      expect(r.stdout, r.stderr).toBe("private-image\n");
+      expect(r.stderr).toContain("node cache (a private image stays in its user's node cache)");
+      expect(squashfsFiles(store)).toEqual([]);
+      expect(existsSync(join(a.cache, "users/65534", d.slice(7)))).toBe(true);
+    } finally {
+      await own.stop();
+    }
+  }, 120_000);
 });

@@ -43,6 +43,7 @@ const OPTIONS: OptionDef[] = [
   { long: "verbose", short: "v", value: false, scope: "step", repeat: true },
   { long: "json", value: false, scope: "step" },
   { long: "all", value: false, scope: "step" },
+  { long: "shared", value: false, scope: "step" },
   { long: "conf-dir", value: true, scope: "step", nonEmpty: "it would read configuration from the current directory" },
   { long: "help", short: "h", value: false, scope: "step" },
 ];

@@ -34,7 +34,8 @@ export function writeJobPin(root: string, cluster: string, file: string, referen
   makeDir(join(sharedPaths(root).jobs, cluster), 0o755);
   const tmp = `${file}.${process.pid}.tmp`;
   try {
-    writeFileSync(tmp, `${JSON.stringify({ reference, ...resolved })}\n`, { mode: 0o644 });
+    // Root-only: a private image's digest is no business of other users.
+    writeFileSync(tmp, `${JSON.stringify({ reference, ...resolved })}\n`, { mode: 0o600 });
     linkSync(tmp, file);
     return resolved;
   } catch (error) {

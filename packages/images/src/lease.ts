@@ -9,8 +9,8 @@ import { procStat } from "./plumbing.js";
  * private file, which is atomic on NFS: whoever links first holds it. It names its holder (node,
  * pid, process start time, boot id) and an expiry the holder pushes forward while it works. A
  * waiter takes it over when it expired, or at once when the holder ran on this node (same node
- * name and boot) and is dead. Takeover renames the lease aside (only one renamer wins), so two
- * waiters never both remove a new holder's lease.
+ * name) and is dead, or the node rebooted since. Takeover renames the lease aside (only one
+ * renamer wins), so two waiters never both remove a new holder's lease.
  */
 export interface Holder {
   node: string;
@@ -57,7 +57,9 @@ function writePrivate(file: string, holder: Holder): string {
 export function isStale(holder: Holder | undefined, node: string, now = Date.now()): boolean {
   if (!holder) return true;
   if (holder.expires < now) return true;
-  if (holder.node !== node || holder.boot !== bootId()) return false;
+  if (holder.node !== node) return false;
+  // This node rebooted since: its holder is gone.
+  if (holder.boot !== bootId()) return true;
   const st = procStat(holder.pid);
   return st === undefined || st.state === "Z" || st.startTime !== holder.start;
 }
