@@ -8,7 +8,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
 
 const NOBODY = ["--uid", "65534", "--gid", "65534"];
@@ -271,5 +271,17 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     } finally {
       await own.stop();
     }
+  }, 120_000);
+
+  test("a root host with umask 077 still makes a squashfs a job user can run (modes come from the image, not the umask)", async () => {
+    pushBusybox(reg, "umask:1", "umask-077");
+    const store = sharedStore();
+    const a = nodeSite(reg, "mnode", store);
+    const ref = `docker://${reg.host}/umask:1`;
+    // The spool dir as a site makes it (jobrt's own dirs under umask 077 are not the point here).
+    mkdirSync(join(a.dir, "spool"), { mode: 0o755 });
+    chmodSync(join(a.dir, "spool"), 0o755);
+    const r = await runProgram(["sh", "-c", 'umask 077; exec "$0" -- "$@"', process.execPath, jobrtBin, "run", "--conf-dir", a.dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: { ...process.env, JOBRT_CONF_DIR: a.dir } });
+    expect(r.stdout, r.stderr).toBe("umask-077\n");
   }, 120_000);
 });

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type { NodeConf, StepRecord } from "@jobrt/core";
 import { loadImageSettings, parseImageReference, resolveForStep, sharedStoreUse } from "@jobrt/images";
 import { say } from "./host.js";
@@ -20,7 +21,14 @@ export async function checkImagePin(node: NodeConf, step: StepRecord, prefix: st
     const settings = loadImageSettings(node.confDir);
     const resolved = await resolveForStep(step, settings, ref);
     const shared = sharedStoreUse(settings);
-    const where = shared.use ? (resolved.public ? `shared store ${shared.root} (squashfs, loop-mounted read-only)` : "node cache (a private image stays in its user's node cache)") : `node cache (${shared.why})`;
+    const loop = existsSync("/dev/loop-control");
+    const where = !shared.use
+      ? `node cache (${shared.why})`
+      : !resolved.public
+        ? "node cache (a private image stays in its user's node cache)"
+        : loop
+          ? `shared store ${shared.root} (squashfs, loop-mounted read-only)`
+          : `node cache's unpacked tree (this node has no loop devices to mount the shared store's squashfs)`;
     process.stdout.write(`${prefix}: image ${ref.text}: ${resolved.digest}${resolved.public ? " (public)" : " (private)"}; runs from the ${where}\n`);
     const pinned = ref.transport === "docker" ? `docker://${ref.registry}/${ref.repository}${ref.tag !== undefined ? `:${ref.tag}` : ""}@${resolved.digest}` : ref.text;
     process.stdout.write(`export ${IMAGE_PIN_VARIABLE}=${shellQuote(pinned)}\n`);
