@@ -284,4 +284,21 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const r = await runProgram(["sh", "-c", 'umask 077; exec "$0" -- "$@"', process.execPath, jobrtBin, "run", "--conf-dir", a.dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: { ...process.env, JOBRT_CONF_DIR: a.dir } });
     expect(r.stdout, r.stderr).toBe("umask-077\n");
   }, 120_000);
+
+  test("where the squashfs cannot be mounted, the step runs from the node cache's unpacked tree, and -v says why", async () => {
+    pushBusybox(reg, "nomount:1", "fell-back");
+    const store = sharedStore();
+    const a = nodeSite(reg, "fnode", store);
+    // A mount(8) that refuses squashfs, as on a node without loop devices; other mounts go through.
+    const wrap = tempDir("jobrt-mount-");
+    chmodSync(wrap, 0o755);
+    writeFileSync(join(wrap, "mount"), `#!/bin/sh\ncase " $* " in *" squashfs "*) echo "mount: failed to setup loop device" >&2; exit 32;; esac\nexec /usr/bin/mount "$@"\n`, { mode: 0o755 });
+    const r = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "-v", "--container-image", `docker://${reg.host}/nomount:1`, "cat", "/etc/jobrt-image"], { env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } });
+    expect(r.stdout, r.stderr).toBe("fell-back\n");
+    expect(r.stderr).toMatch(/cannot mount .*\.sqfs \(.*failed to setup loop device\); using the node cache's unpacked tree/);
+    expect(readdirSync(join(a.cache, "public")).filter((n) => /^[0-9a-f]{64}$/.test(n))).toHaveLength(1);
+    expect(mountsUnder(a.cache)).toEqual([]);
+    expect(existsSync(join(store, "inuse"))).toBe(true);
+    expect(readdirSync(join(store, "inuse"))).toEqual([]);
+  }, 120_000);
 });
