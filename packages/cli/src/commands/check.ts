@@ -3,6 +3,7 @@ import type { CheckFinding, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt
 import { planStep } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { createHost, say } from "../host.js";
+import { checkImagePin } from "../imagecheck.js";
 import { componentSpecs, stepUser } from "../runspec.js";
 
 const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "failed", unchecked: "not checked" };
@@ -50,6 +51,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   try {
     for (const [i, c] of planned.entries()) {
       if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`))) status = 1;
+      else if (!(await checkImagePin(host.node, c.record, `component ${i}`))) status = 1;
     }
   } finally {
     await host.registry.fini();
