@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Lease, releaseLease, tryLease } from "./lease.js";
-import { makeDir } from "@jobrt/host-services";
+import { makeDir, readMountInfo } from "@jobrt/host-services";
 import { addNodeMark, dropNodeMark, sharedStoreProblem } from "./shared.js";
 import { HEX_RE, addMark, dropMark, liveMarks } from "./store.js";
 import { runTool, toolMessage } from "./tool.js";
@@ -17,14 +17,7 @@ const env = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" 
 
 /** Is `dir` a mount point now (this process's mount namespace)? */
 export function isMounted(dir: string): boolean {
-  let text: string;
-  try {
-    text = readFileSync("/proc/self/mountinfo", "utf8");
-  } catch {
-    return false;
-  }
-  const decode = (s: string) => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-  return text.split("\n").some((l) => decode(l.split(" ")[4] ?? "") === dir);
+  return readMountInfo().some((m) => m.mountPoint === dir);
 }
 
 async function withMountLock<T>(cacheDir: string, hex: string, fn: () => Promise<T>): Promise<T> {
