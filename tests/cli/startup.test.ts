@@ -84,9 +84,12 @@ describe("what a command loads", () => {
     expect(r.loaded.filter((f) => /^packages\/runtime-/.test(f))).toEqual([]);
   }, 60_000);
 
-  it("the bundle holds only the CLI's and the launcher's code: runtime packages stay imports", () => {
+  it("the bundle holds only the CLI's, the launcher's and host-services' code: runtime packages stay imports", () => {
     // A runtime bundled into the CLI finds its helper programs (runtime-oci's dist/*-main.js,
     // located from its own import.meta.url) beside the CLI instead: `jobrt images prune` broke so.
+    // @jobrt/host-services locates nothing beside itself and shares no state, and the steps script
+    // may require nothing but core: it is carried in the bundle like the launcher that imports it.
+    expect(readdirSync(join(repoRoot, "packages/host-services/src")).filter((f) => readFileSync(join(repoRoot, "packages/host-services/src", f), "utf8").includes("import.meta"))).toEqual([]);
     const dist = join(repoRoot, "packages/cli/dist");
     const maps = readdirSync(dist).filter((f) => /^(bin(-.*)?\.js|steps\.cjs)\.map$/.test(f));
     expect(maps).toContain("bin.js.map");
@@ -94,7 +97,7 @@ describe("what a command loads", () => {
     const packages = new Set(
       maps.flatMap((m) => (JSON.parse(readFileSync(join(dist, m), "utf8")) as { sources: string[] }).sources.map((s) => relative(repoRoot, resolve(dirname(join(dist, m)), s)).split("/").slice(0, 2).join("/"))),
     );
-    expect([...packages].sort()).toEqual(["packages/cli", "packages/launcher"]);
+    expect([...packages].sort()).toEqual(["packages/cli", "packages/host-services", "packages/launcher"]);
   });
 
   it("dist/steps.cjs imports nothing and requires only @jobrt/core and Node's builtins: what the code cache loader gives it", () => {

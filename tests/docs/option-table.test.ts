@@ -78,12 +78,14 @@ beforeAll(() => {
   const after = snapshot(copy);
   changed = [...new Set([...before.keys(), ...after.keys()])].filter((f) => before.get(f) !== after.get(f)).sort();
   // The copy sees the repo's dependencies (the root's and each package's own, such as the
-  // launcher's yaml); @jobrt/core and @jobrt/launcher are its own.
+  // launcher's yaml); the workspace packages the loaded modules import are its own.
   linkDependencies(repoRoot, copy);
   for (const dir of readdirSync(join(repoRoot, "packages"))) linkDependencies(join(repoRoot, "packages", dir), join(copy, "packages", dir));
   for (const [name, dir] of [
     ["@jobrt/core", "packages/core"],
     ["@jobrt/launcher", "packages/launcher"],
+    ["@jobrt/host-services", "packages/host-services"],
+    ["@jobrt/images", "packages/images"],
   ] as const) {
     shim(copy, name, dir);
   }
