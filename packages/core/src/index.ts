@@ -12,6 +12,7 @@ export {
 export { readConfText } from "./conffile.js";
 export { containerIdProblem } from "./containerid.js";
 export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
+export { checkDevicesAccepted } from "./deviceaccepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
 export type {
