@@ -35,6 +35,8 @@ export interface ShifterConf {
   allowedModules?: string[];
   /** Globs of variable names removed from the task env, on top of the built-in SHIFTER_* set. */
   stripEnv: string[];
+  /** DeviceModules: CDI kind → the site module that gives a container those devices. */
+  deviceModules: Record<string, string>;
   where: Record<string, ConfLocation>;
 }
 
@@ -97,7 +99,27 @@ export const SHIFTER_CONF_SCHEMA: ConfSchema = {
   },
   AllowedModules: { type: "list", check: moduleNames as (v: never) => string | undefined },
   StripEnv: { type: "list", check: envGlobs as (v: never) => string | undefined },
+  DeviceModules: { type: "list", check: ((v: string[]) => deviceModulesProblem(v)) as (v: never) => string | undefined },
 };
+
+/** shifter.conf `DeviceModules`: `KIND:MODULE` pairs, a CDI kind and the site module that serves it. */
+function parseDeviceModules(entries: readonly string[]): Record<string, string> | string {
+  const map: Record<string, string> = {};
+  for (const e of entries) {
+    const colon = e.lastIndexOf(":");
+    const kind = e.slice(0, colon);
+    if (colon <= 0 || !/^[a-z0-9.-]+\/[a-zA-Z0-9_.-]+$/.test(kind) || !/^[A-Za-z0-9][A-Za-z0-9.-]*$/.test(e.slice(colon + 1))) {
+      return `${JSON.stringify(e)} is not KIND:MODULE (a CDI kind such as nvidia.com/gpu, a Shifter module name)`;
+    }
+    map[kind] = e.slice(colon + 1);
+  }
+  return map;
+}
+
+function deviceModulesProblem(entries: string[]): string | undefined {
+  const parsed = parseDeviceModules(entries);
+  return typeof parsed === "string" ? parsed : undefined;
+}
 
 /** Reads `<confDir>/shifter.conf`; no file means every default. */
 export function loadShifterConf(confDir: string, hostUid: number): ShifterConf {
@@ -123,6 +145,7 @@ export function loadShifterConf(confDir: string, hostUid: number): ShifterConf {
     maxVolumes: int("MaxVolumes") ?? 32,
     allowPerNodeCache: (v.AllowPerNodeCache as boolean | undefined) ?? false,
     stripEnv: list("StripEnv") ?? [],
+    deviceModules: parseDeviceModules(list("DeviceModules") ?? []) as Record<string, string>,
     where: parsed?.where ?? {},
   };
   if (parsed) conf.file = path;
