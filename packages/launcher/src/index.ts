@@ -28,3 +28,4 @@ export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTrac
 export { type TaskStartOptions, dropTo, spawnTaskProcess } from "./session/spawn.js";
 export type { StdioItem, TaskProcess } from "./session/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
+export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";
