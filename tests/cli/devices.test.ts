@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
 
 /** A conf dir whose CdiSpecDirs are two fresh dirs: a good spec in the first, a bad one in the second. */
-function site(extra = ""): { env: NodeJS.ProcessEnv; good: string; bad: string; dirs: string[] } {
+function site(extra = "", withBad = true): { env: NodeJS.ProcessEnv; good: string; bad: string; dirs: string[] } {
   const dir = tempDir("jobrt-cdi-conf-");
   const dirs = [join(dir, "etc-cdi"), join(dir, "run-cdi")];
   for (const d of dirs) mkdirSync(d, { mode: 0o755 });
@@ -26,7 +26,7 @@ function site(extra = ""): { env: NodeJS.ProcessEnv; good: string; bad: string; 
     }),
   );
   const bad = join(dirs[1]!, "fpga.yaml");
-  writeFileSync(bad, 'cdiVersion: "9.0.0"\nkind: acme.com/fpga\ndevices: []\n');
+  if (withBad) writeFileSync(bad, 'cdiVersion: "9.0.0"\nkind: acme.com/fpga\ndevices: []\n');
   writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${tempDir("jobrt-cdi-spool-")}\nCdiSpecDirs=${dirs.join(",")}\n${extra}`);
   return { env: { ...process.env, JOBRT_CONF_DIR: dir }, good, bad, dirs };
 }
@@ -68,6 +68,17 @@ describe("the node's CDI devices", () => {
     const used = await jobrt(["check", "true"], { env: site("CdiDefaultDevices=acme.com/gpu=0\n").env });
     expect(used.stderr).toContain("jobrt: problem: CDI spec ");
     expect(used.code).toBe(1);
+  });
+
+  it("jobrt check resolves the request's device names as a step on this node would: an unknown one or one outside the allocation fails in one line", async () => {
+    const s = site("", false);
+    const unknown = await jobrt(["check", "--container-device", "acme.com/gpu=7", "true"], { env: s.env });
+    expect(unknown.stderr).toContain(`jobrt: component 0: --container-device acme.com/gpu=7: no CDI spec describes it (spec dirs: ${s.dirs.join(", ")})\n`);
+    expect(unknown.code).toBe(1);
+    const env = { ...site("CdiGresKind=acme.com/gpu\n", false).env, SLURM_STEP_GPUS: "1" };
+    const outside = await jobrt(["check", "--container-device", "acme.com/gpu=0", "true"], { env });
+    expect(outside.stderr).toContain("jobrt: component 0: --container-device acme.com/gpu=0: not allocated to this step (SLURM_STEP_GPUS lists 1); use acme.com/gpu=gres\n");
+    expect(outside.code).toBe(1);
   });
 
   it("with no spec and no device asked for, jobrt check says nothing of devices; jobrt runtimes says none", async () => {

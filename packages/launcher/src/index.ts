@@ -29,3 +29,4 @@ export { type TaskStartOptions, dropTo, spawnTaskProcess } from "./session/spawn
 export type { StdioItem, TaskProcess } from "./session/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
 export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";
+export { resolveStepDevices } from "./devices/step.js";

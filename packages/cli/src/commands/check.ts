@@ -1,6 +1,6 @@
 import { cpus } from "node:os";
 import type { CheckFinding, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
-import { type DeviceConf, cdiInventory, planStep } from "@jobrt/launcher";
+import { type DeviceConf, cdiInventory, planStep, resolveStepDevices } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { cdiDeviceLines } from "../cdidevices.js";
 import { createHost, say } from "../host.js";
@@ -12,7 +12,14 @@ const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "faile
  * One component: the runtime's validate hook (the request as at submit time), then its check hook
  * (what this node can see of it). Failed findings go to stderr; true when the component is usable.
  */
-async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: StepRecord, prefix: string): Promise<boolean> {
+async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: StepRecord, prefix: string, devices: DeviceConf): Promise<boolean> {
+  try {
+    // As a step on this node would: its names against the node's specs and this environment's allocation.
+    resolveStepDevices(step, devices);
+  } catch (error) {
+    say(`${prefix}: ${(error as Error).message}`);
+    return false;
+  }
   const index = await registry.load(step.runtime || undefined, "submit");
   step.runtime = registry.info(index).name;
   const head = `${prefix}: runtime ${step.runtime}`;
@@ -65,7 +72,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   let status = showDevices(host.site.devices, planned.some((c) => (c.record.container?.devices ?? []).length > 0)) ? 0 : 1;
   try {
     for (const [i, c] of planned.entries()) {
-      if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`))) status = 1;
+      if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`, host.site.devices))) status = 1;
     }
   } finally {
     await host.registry.fini();
