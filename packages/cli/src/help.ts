@@ -46,7 +46,7 @@ Component options:
       --container-clearenv  start the container with an empty environment
       --container-opt K=V   runtime-specific option (repeatable)
       --container-device NAME  a CDI device: vendor.com/class=name, KIND=all, or
-                            KIND=gres for the GPUs Slurm allocated (repeatable; docs/devices.md)
+                            KIND=gres for the GPUs Slurm allocated (repeatable)
   -l, --label               prefix each output line with 'TASK: '
   -o, --output PATTERN      stdout to a file (%j job, %s step, %t task, %n node id, %N node, %%)
   -e, --error PATTERN       stderr to a file (default: with --output, the same file)
