@@ -51,6 +51,11 @@ describe("jobrt completion bash", () => {
     expect(await bashComplete(["jobrt", "check", "--ch"])).toEqual(["--chdir"]);
   });
 
+  it("offers the options a command takes that its help does not name (jobrt ps -v), from the option table", async () => {
+    expect(await bashComplete(["jobrt", "ps", "-"])).toEqual(expect.arrayContaining(["--verbose", "-v"]));
+    expect((await jobrt(["ps", "-v"], { env })).code).toBe(0);
+  });
+
   it("completes --runtime with the names jobrt runtimes --json lists", async () => {
     const names = (JSON.parse((await jobrt(["runtimes", "--json"], { env })).stdout) as { runtimes: { name: string }[] }).runtimes.map((r) => r.name);
     expect(names).toContain("oci");

@@ -22,6 +22,13 @@ describe("jobrt help CMD", () => {
     }
   });
 
+  it("no help line is wider than 100 columns (exec's list of run's options is wrapped)", async () => {
+    for (const command of ["", ...(await listedCommands())]) {
+      const { stdout } = await jobrt(command === "" ? ["--help"] : [command, "--help"]);
+      for (const line of stdout.split("\n")) expect(line.length, `${command}: ${line}`).toBeLessThanOrEqual(100);
+    }
+  });
+
   it("an unknown command is one line on stderr and the usage-error status 2", async () => {
     const result = await jobrt(["help", "frobnicate"]);
     expect(result.code).toBe(2);

@@ -25,10 +25,10 @@ function helpOptions(help: string): string[] {
   return [...new Set(lines.flatMap((line) => [...line.matchAll(/(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z]\b)/g)].map((m) => m[1] as string)))];
 }
 
-/** The keys of a ConfSchema object literal in a source file (what that file's parser accepts). */
+/** The keys of a schema object literal (`const NAME = { ... } satisfies ConfSchema`) in a source file (what that file's parser accepts). */
 function schemaKeys(file: string, name: string): string[] {
   const text = readFileSync(join(repoRoot, file), "utf8");
-  const body = text.slice(text.indexOf(`${name}: ConfSchema = {`)).split("\n};")[0] ?? "";
+  const body = text.slice(text.indexOf(`const ${name} = {`)).split("\n} satisfies ConfSchema;")[0] ?? "";
   return [...body.matchAll(/^ {2}([A-Z][A-Za-z]+):/gm)].map((m) => m[1] as string);
 }
 

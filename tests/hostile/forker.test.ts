@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { processStartTime } from "../../packages/launcher/src/proc.js";
+import { processStartTime } from "../../packages/launcher/src/processidentity.js";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 import { waitFor } from "../helpers/leaks.js";
 

@@ -13,17 +13,16 @@ export interface CharliecloudConf {
   file?: string;
 }
 
-const absoluteDir = (value: never): string | undefined => {
-  const list = value as unknown as string[];
+const absoluteDir = (list: string[]): string | undefined => {
   const bad = list.find((p) => !isAbsolute(p) || posix.normalize(p) !== p.replace(/(.)\/$/, "$1"));
   return bad === undefined ? undefined : `${JSON.stringify(bad)} is not an absolute path in normal form`;
 };
 
-export const CONF_SCHEMA: ConfSchema = {
-  ChRun: { type: "string", check: (v: never) => ((v as string) === "" ? "must not be empty" : undefined) },
+export const CONF_SCHEMA = {
+  ChRun: { type: "string", check: (v: string) => (v === "" ? "must not be empty" : undefined) },
   ImageDirs: { type: "list", check: absoluteDir },
   AllowBinds: { type: "bool" },
-};
+} satisfies ConfSchema;
 
 export const CONF_FILE = "charliecloud.conf";
 
@@ -31,11 +30,10 @@ export const CONF_FILE = "charliecloud.conf";
 export function loadConf(confDir: string): CharliecloudConf {
   const path = join(confDir, CONF_FILE);
   const parsed = loadConfFile(path, CONF_SCHEMA);
-  const v = parsed?.values ?? {};
   return {
-    chRun: (v.ChRun as string | undefined) ?? "ch-run",
-    imageDirs: (v.ImageDirs as string[] | undefined) ?? [],
-    allowBinds: (v.AllowBinds as boolean | undefined) ?? true,
+    chRun: parsed?.values.ChRun ?? "ch-run",
+    imageDirs: parsed?.values.ImageDirs ?? [],
+    allowBinds: parsed?.values.AllowBinds ?? true,
     ...(parsed ? { file: path } : {}),
   };
 }

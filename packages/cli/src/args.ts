@@ -1,56 +1,5 @@
-import { type ContainerRequest, type JobrtError, containerIdProblem, jobrtError } from "@jobrt/core";
-
-/** What one option is and where it applies. */
-interface OptionDef {
-  long: string;
-  short?: string;
-  value: boolean;
-  /** "step" options apply to the whole step and may only be given before the first ' : '. */
-  scope: "component" | "step";
-  repeat?: boolean;
-  /** Why an empty value is refused: it would otherwise quietly mean "not given". */
-  nonEmpty?: string;
-  /** Accepted by every command that accepts this other option. */
-  alongside?: string;
-}
-
-const OPTIONS: OptionDef[] = [
-  { long: "ntasks", short: "n", value: true, scope: "component" },
-  { long: "runtime", value: true, scope: "component", nonEmpty: "leave the option out for the default runtime" },
-  { long: "container", value: true, scope: "component" },
-  { long: "container-image", value: true, scope: "component", alongside: "container" },
-  { long: "container-id", value: true, scope: "component", alongside: "container" },
-  { long: "container-volume", value: true, scope: "component", repeat: true },
-  { long: "container-module", value: true, scope: "component", repeat: true },
-  { long: "container-env", value: true, scope: "component", repeat: true },
-  { long: "container-workdir", value: true, scope: "component" },
-  { long: "container-entrypoint", value: true, scope: "component" },
-  { long: "container-clearenv", value: false, scope: "component" },
-  { long: "container-opt", value: true, scope: "component", repeat: true },
-  { long: "container-device", value: true, scope: "component", repeat: true, nonEmpty: "give a CDI name such as nvidia.com/gpu=0" },
-  { long: "label", short: "l", value: false, scope: "component" },
-  { long: "output", short: "o", value: true, scope: "component" },
-  { long: "error", short: "e", value: true, scope: "component" },
-  { long: "input", short: "i", value: true, scope: "component" },
-  { long: "chdir", short: "D", value: true, scope: "component" },
-  { long: "export", value: true, scope: "component" },
-  { long: "time", short: "t", value: true, scope: "step" },
-  { long: "jobid", value: true, scope: "step" },
-  { long: "job", value: true, scope: "step" },
-  { long: "pid", value: true, scope: "step" },
-  { long: "uid", value: true, scope: "step" },
-  { long: "gid", value: true, scope: "step" },
-  { long: "verbose", short: "v", value: false, scope: "step", repeat: true },
-  { long: "json", value: false, scope: "step" },
-  { long: "all", value: false, scope: "step" },
-  { long: "conf-dir", value: true, scope: "step", nonEmpty: "it would read configuration from the current directory" },
-  { long: "help", short: "h", value: false, scope: "step" },
-];
-
-/** The option table, for what is generated from it (completion scripts, the man page). */
-export function optionTable(): readonly Readonly<Pick<OptionDef, "long" | "short" | "value">>[] {
-  return OPTIONS;
-}
+import { type ContainerRequest, type JobrtError, REQUEST_OPTIONS, type RequestOption, containerIdProblem, emptyRequest, jobrtError } from "@jobrt/core";
+import { type Command, OPTIONS, type OptionDef } from "./optiontable.js";
 
 export type OptionValues = Map<string, string[]>;
 
@@ -65,13 +14,12 @@ export interface ParsedCommandLine {
 }
 
 export interface ParseRules {
-  /** Option names (long) this command accepts. */
-  allowed: ReadonlySet<string>;
+  /** The command: its options are the table's rows that name it. */
+  command: Command;
   /** Whether ' : ' separates heterogeneous components. */
   components: boolean;
   /** Whether a command is required after the options. */
   needCommand: boolean;
-  command: string;
 }
 
 export function usage(message: string): JobrtError {
@@ -93,77 +41,79 @@ function findOption(token: string): { def: OptionDef; inline?: string; rest?: st
   return def.value ? { def, inline: tail } : { def, rest: `-${tail}` };
 }
 
+/** Where a parse is: the step's options, the components so far and the one being read. */
+interface ParseState {
+  step: OptionValues;
+  components: ParsedComponent[];
+  current: ParsedComponent;
+  inCommand: boolean;
+}
+
 /**
  * srun-style command line: options, then the command and its arguments (options stop at the
  * first word that is not an option, or after `--`); with `components`, a lone ':' starts the next
  * heterogeneous component, which has its own options and command.
  */
 export function parseCommandLine(args: string[], rules: ParseRules): ParsedCommandLine {
-  const step: OptionValues = new Map();
-  const components: ParsedComponent[] = [];
-  let current: ParsedComponent = { options: new Map(), argv: [] };
-  let inCommand = false;
-  const push = (map: OptionValues, def: OptionDef, value: string) => {
-    const list = map.get(def.long) ?? [];
-    if (list.length > 0 && !def.repeat) throw usage(`--${def.long} given twice`);
-    list.push(value);
-    map.set(def.long, list);
-  };
+  const state: ParseState = { step: new Map(), components: [], current: { options: new Map(), argv: [] }, inCommand: false };
   for (let i = 0; i < args.length; i++) {
-    let token = args[i] as string;
+    const token = args[i] as string;
     if (rules.components && token === ":") {
-      if (current.argv.length === 0 && rules.needCommand) throw usage(`component ${components.length}: no command before ':'`);
-      components.push(current);
-      current = { options: new Map(), argv: [] };
-      inCommand = false;
-      continue;
-    }
-    if (inCommand) {
-      current.argv.push(token);
-      continue;
-    }
-    if (token === "--") {
-      inCommand = true;
-      continue;
-    }
-    if (!token.startsWith("-") || token === "-") {
-      inCommand = true;
-      current.argv.push(token);
-      continue;
-    }
-    // Short flags may be bundled (-lv); a value option takes the rest of the word or the next one.
-    for (;;) {
-      const found = findOption(token);
-      if (!found || !(rules.allowed.has(found.def.long) || (found.def.alongside !== undefined && rules.allowed.has(found.def.alongside)))) {
-        throw usage(`${rules.command}: unknown option ${token.split("=")[0]} (see jobrt ${rules.command} --help)`);
-      }
-      const { def } = found;
-      let value = "";
-      if (def.value) {
-        if (found.inline !== undefined) value = found.inline;
-        else {
-          const next = args[i + 1];
-          if (next === undefined) throw usage(`--${def.long} needs a value`);
-          value = next;
-          i++;
-        }
-      } else if (found.inline !== undefined) {
-        throw usage(`--${def.long} takes no value`);
-      }
-      if (value === "" && def.nonEmpty) throw usage(`--${def.long}: empty value (${def.nonEmpty})`);
-      if (def.scope === "step") {
-        if (components.length > 0) throw usage(`--${def.long} applies to the whole step: give it before the first ':'`);
-        push(step, def, value);
-      } else push(current.options, def, value);
-      if (found.rest === undefined) break;
-      token = found.rest;
+      if (state.current.argv.length === 0 && rules.needCommand) throw usage(`component ${state.components.length}: no command before ':'`);
+      state.components.push(state.current);
+      state.current = { options: new Map(), argv: [] };
+      state.inCommand = false;
+    } else if (state.inCommand) {
+      state.current.argv.push(token);
+    } else if (token === "--") {
+      state.inCommand = true;
+    } else if (!token.startsWith("-") || token === "-") {
+      state.inCommand = true;
+      state.current.argv.push(token);
+    } else {
+      i += takeOptions(token, args[i + 1], state, rules);
     }
   }
-  if (rules.needCommand && current.argv.length === 0 && !step.has("help")) {
-    throw usage(components.length > 0 ? `component ${components.length}: no command after ':'` : `${rules.command}: no command given`);
+  if (rules.needCommand && state.current.argv.length === 0 && !state.step.has("help")) {
+    const { length } = state.components;
+    throw usage(length > 0 ? `component ${length}: no command after ':'` : `${rules.command}: no command given`);
   }
-  components.push(current);
-  return { step, components };
+  state.components.push(state.current);
+  return { step: state.step, components: state.components };
+}
+
+/**
+ * The options of one word: short flags may be bundled (-lv); a value option takes the rest of the
+ * word or the next one. Returns how many following words it took (0 or 1).
+ */
+function takeOptions(word: string, next: string | undefined, state: ParseState, rules: ParseRules): number {
+  let token = word;
+  for (;;) {
+    const found = findOption(token);
+    if (!found || !found.def.commands.includes(rules.command)) {
+      throw usage(`${rules.command}: unknown option ${token.split("=")[0]} (see jobrt ${rules.command} --help)`);
+    }
+    const { def } = found;
+    if (def.value && found.inline === undefined) {
+      if (next === undefined) throw usage(`--${def.long} needs a value`);
+      store(state, def, next);
+      return 1;
+    }
+    if (!def.value && found.inline !== undefined) throw usage(`--${def.long} takes no value`);
+    store(state, def, found.inline ?? "");
+    if (found.rest === undefined) return 0;
+    token = found.rest;
+  }
+}
+
+function store(state: ParseState, def: OptionDef, value: string): void {
+  if (value === "" && def.nonEmpty) throw usage(`--${def.long}: empty value (${def.nonEmpty})`);
+  if (def.scope === "step" && state.components.length > 0) throw usage(`--${def.long} applies to the whole step: give it before the first ':'`);
+  const map = def.scope === "step" ? state.step : state.current.options;
+  const list = map.get(def.long) ?? [];
+  if (list.length > 0 && !def.repeat) throw usage(`--${def.long} given twice`);
+  list.push(value);
+  map.set(def.long, list);
 }
 
 export function one(map: OptionValues, name: string): string | undefined {
@@ -194,46 +144,57 @@ function containerId(option: string | undefined, env: string | undefined): strin
   return id;
 }
 
-/** The container request from --container and --container-* options (undefined when none given). */
-export function containerRequest(map: OptionValues, envContainerId?: string): ContainerRequest | undefined {
-  const names = ["container", "container-image", "container-id", "container-volume", "container-module", "container-env", "container-workdir", "container-entrypoint", "container-clearenv", "container-opt", "container-device"];
-  if (!names.some((n) => map.has(n))) return undefined;
+/** `--container-opt K=V` values (or another map option's) by key, each key checked. */
+function keyValues(option: string, items: readonly string[]): Record<string, string[]> {
   const options: Record<string, string[]> = {};
-  for (const item of map.get("container-opt") ?? []) {
+  for (const item of items) {
     const eq = item.indexOf("=");
-    if (eq <= 0) throw usage(`--container-opt: ${JSON.stringify(item)} is not key=value`);
+    if (eq <= 0) throw usage(`--${option}: ${JSON.stringify(item)} is not key=value`);
     const key = item.slice(0, eq);
-    if (!/^[a-z][a-z0-9_-]*$/.test(key)) throw usage(`--container-opt: ${JSON.stringify(key)} is not a valid key (lower case letters, digits, '-', '_')`);
+    if (!/^[a-z][a-z0-9_-]*$/.test(key)) throw usage(`--${option}: ${JSON.stringify(key)} is not a valid key (lower case letters, digits, '-', '_')`);
     const values = options[key] ?? [];
     values.push(item.slice(eq + 1));
     options[key] = values;
   }
-  const value = one(map, "container");
-  if (value === "") throw usage("--container: empty value");
-  // The image travels as the runtime option `image` (what `--container-opt image=REF` also gives).
-  const image = one(map, "container-image");
-  if (image === "") throw usage("--container-image: empty value");
-  if (image !== undefined && value !== undefined) throw usage("give either --container BUNDLE or --container-image REF, not both");
-  if (image !== undefined) {
-    if (options.image) throw usage("--container-image and --container-opt image=... both given");
-    options.image = [image];
+  return options;
+}
+
+/** Sets one option's field of `request` from its values; a shorthand's key must not come from --container-opt too. */
+function setField(request: ContainerRequest, row: RequestOption, values: readonly string[]): void {
+  const last = values[values.length - 1] as string;
+  if (row.field.startsWith("options.")) {
+    const key = row.field.slice("options.".length);
+    const map = REQUEST_OPTIONS.find((r) => r.kind === "map")?.name;
+    if (request.options[key]) throw usage(`--${row.name} and --${map} ${key}=... both given`);
+    request.options[key] = [last];
+    return;
   }
-  const id = containerId(one(map, "container-id"), envContainerId);
-  if (id !== undefined) {
-    if (options.id) throw usage("--container-id and --container-opt id=... both given");
-    options.id = [id];
-  }
-  const workdir = one(map, "container-workdir");
-  const entrypoint = one(map, "container-entrypoint");
-  return {
-    ...(value !== undefined ? { value } : {}),
-    volumes: map.get("container-volume") ?? [],
-    modules: map.get("container-module") ?? [],
-    env: map.get("container-env") ?? [],
-    ...(workdir !== undefined ? { workdir } : {}),
-    ...(entrypoint !== undefined ? { entrypoint } : {}),
-    clearEnv: map.has("container-clearenv"),
-    options,
-    ...(map.has("container-device") ? { devices: map.get("container-device") as string[] } : {}),
+  const value = row.kind === "text" ? last : row.kind === "list" ? [...values] : row.kind === "flag" ? true : keyValues(row.name, values);
+  Object.assign(request, { [row.field]: value });
+}
+
+/** Each option's values as the request takes them: --container-id falls back to SLURM_CONTAINER_ID. */
+function requestValues(map: OptionValues, row: RequestOption, envContainerId: string | undefined): string[] | undefined {
+  if (row.name !== "container-id") return map.get(row.name);
+  const id = containerId(one(map, row.name), envContainerId);
+  return id === undefined ? undefined : [id];
+}
+
+/**
+ * The container request from the --container* options (core's REQUEST_OPTIONS; undefined when none
+ * was given): the map option (--container-opt) first, as the others may set one of its keys.
+ */
+export function requestFromOptions(map: OptionValues, envContainerId?: string): ContainerRequest | undefined {
+  const rows: readonly RequestOption[] = REQUEST_OPTIONS;
+  if (!rows.some((r) => map.has(r.name))) return undefined;
+  const request = emptyRequest();
+  const set = (row: RequestOption) => {
+    const values = requestValues(map, row, envContainerId);
+    if (values !== undefined) setField(request, row, values);
   };
+  rows.filter((r) => r.kind === "map").forEach(set);
+  for (const row of rows) if (row.nonEmpty && map.get(row.name)?.includes("")) throw usage(`--${row.name}: empty value`);
+  if (map.has("container-image") && map.has("container")) throw usage("give either --container BUNDLE or --container-image REF, not both");
+  rows.filter((r) => r.kind !== "map").forEach(set);
+  return request;
 }

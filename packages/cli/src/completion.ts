@@ -1,29 +1,15 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { optionTable, usage } from "./args.js";
-import { COMMAND_HELP, COMMAND_WORDS, COMPLETION_HELP, OPTIONS_AS } from "./help.js";
+import { usage } from "./args.js";
+import { COMMAND_HELP, COMMAND_WORDS, COMPLETION_HELP } from "./help.js";
+import { type Command, OPTIONS, optionsOf } from "./optiontable.js";
 
 const SHELLS = ["bash", "zsh"] as const;
 
 /**
- * The options a command's help names on its usage and option lines, as the option table spells
- * them; every command takes --help.
- */
-function commandOptions(command: string): { long: string; short?: string; value: boolean }[] {
-  const help = COMMAND_HELP[OPTIONS_AS[command] ?? command] ?? "";
-  const lines = help.split("\n").filter((line) => /^(Usage:|\s+(-|jobrt ))/.test(line));
-  const named = new Set(["help"]);
-  for (const line of lines) {
-    for (const m of line.matchAll(/(?<![\w-])--([a-z][a-z0-9-]*)/g)) named.add(m[1] as string);
-    for (const m of line.matchAll(/(?<![\w-])-([a-zA-Z])\b/g)) named.add(optionTable().find((o) => o.short === m[1])?.long ?? "");
-  }
-  return optionTable().filter((o) => named.has(o.long));
-}
-
-/**
  * Shell assignments both shells read (a POSIX subset): the command list, each command's options and
- * words, and the options that take a value. Made from the help texts and the option table.
+ * words, and the options that take a value. Made from the option table (optiontable.ts).
  */
 function completionData(): string {
   const quote = (words: readonly string[]) => `'${words.join(" ").replaceAll("'", "'\\''")}'`;
@@ -36,10 +22,10 @@ function completionData(): string {
   ];
   for (const command of Object.keys(COMMAND_HELP)) {
     if (!/^[a-z]+$/.test(command)) throw new Error(`command name ${JSON.stringify(command)} cannot name a shell variable`);
-    const options = commandOptions(command).flatMap((o) => [`--${o.long}`, ...(o.short ? [`-${o.short}`] : [])]);
+    const options = optionsOf(command as Command).flatMap((o) => [`--${o.long}`, ...(o.short ? [`-${o.short}`] : [])]);
     lines.push(`_jobrt_opts_${command}=${quote(options)}`, `_jobrt_words_${command}=${quote(COMMAND_WORDS[command] ?? [])}`);
   }
-  const valued = optionTable()
+  const valued = OPTIONS
     .filter((o) => o.value)
     .flatMap((o) => [`--${o.long}`, ...(o.short ? [`-${o.short}`] : [])]);
   lines.push(`_jobrt_valued=${quote(valued)}`);

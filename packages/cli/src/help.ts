@@ -1,3 +1,45 @@
+import { type Command, OPTIONS, type OptionDef } from "./optiontable.js";
+
+/** Where the text of an option line starts. */
+const COLUMN = 28;
+/** The width exec's list of run's options is wrapped at. */
+const WIDTH = 100;
+
+/** `--long ARG` (or the row's own left column), as a help line names the option. */
+const named = (o: OptionDef): string => o.shown ?? `--${o.long}${o.arg ? ` ${o.arg}` : ""}`;
+
+function optionLine(o: OptionDef, help: string): string {
+  const left = `${o.short ? `  -${o.short}, ` : "      "}${named(o)}`;
+  const [first, ...more] = `${help}${o.repeat ? " (repeatable)" : ""}`.split("\n");
+  return [`${left.length < COLUMN ? left.padEnd(COLUMN) : `${left}  `}${first}`, ...more.map((line) => `${" ".repeat(COLUMN)}${line}`)].join("\n");
+}
+
+/** The option lines of `command`'s help: the options of `scope` it takes that have a help text, in table order. */
+function optionLines(command: Command, scope: OptionDef["scope"]): string {
+  return OPTIONS.filter((o) => o.commands.includes(command) && o.scope === scope && o.help !== undefined)
+    .map((o) => optionLine(o, o.help as string))
+    .join("\n");
+}
+
+/** exec's options: run's component options it takes, named and wrapped, then its step options each on a line. */
+function execOptionLines(): string {
+  const taken = OPTIONS.filter((o) => o.commands.includes("exec") && o.help !== undefined);
+  const names = taken.filter((o) => o.scope === "component").map(named);
+  const lines: string[] = [];
+  let line = "     ";
+  names.forEach((name, i) => {
+    const item = i === names.length - 1 ? `${name}   as for jobrt run` : `${name},`;
+    if (line.trim() !== "" && line.length + 1 + item.length > WIDTH) {
+      lines.push(line);
+      line = "     ";
+    }
+    line += ` ${item}`;
+  });
+  lines.push(line);
+  for (const o of taken.filter((t) => t.scope === "step")) lines.push(optionLine(o, o.execHelp ?? (o.help as string)));
+  return lines.join("\n");
+}
+
 export const MAIN_HELP = `Usage: jobrt <command> [options]
 
 Run the tasks of a job step on this node through a runtime plugin.
@@ -30,37 +72,10 @@ Runs one job step on this node. ' : ' separates the components of a heterogeneou
 component has its own options and runtime.
 
 Component options:
-  -n, --ntasks N            number of tasks (default 1)
-      --runtime NAME        runtime plugin (default: DefRuntimePlugin, else oci); 'list' lists them
-      --container VALUE     container for the runtime (oci: bundle path; shifter: image)
-      --container-image REF runtime oci: run from an image, pulled and unpacked once per node:
-                            docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],
-                            oci-archive:/FILE[:REF] (same as --container-opt image=REF)
-      --container-id ID     runtime oci: the containers' name (%I in oci.conf); default
-                            for jobrt exec: $SLURM_CONTAINER_ID
-      --container-volume V  volume/bind for the runtime (repeatable)
-      --container-module M  runtime module (repeatable)
-      --container-env N=V   environment variable set inside the container (repeatable)
-      --container-workdir D working directory inside the container
-      --container-entrypoint P  entrypoint inside the container
-      --container-clearenv  start the container with an empty environment
-      --container-opt K=V   runtime-specific option (repeatable)
-      --container-device NAME  a CDI device: vendor.com/class=name, KIND=all, or
-                            KIND=gres for the GPUs Slurm allocated (repeatable)
-  -l, --label               prefix each output line with 'TASK: '
-  -o, --output PATTERN      stdout to a file (%j job, %s step, %t task, %n node id, %N node, %%)
-  -e, --error PATTERN       stderr to a file (default: with --output, the same file)
-  -i, --input MODE          stdin: all (default), none, a task id, or a file pattern
-  -D, --chdir DIR           working directory of the tasks
-      --export SPEC         ALL (default), NONE, or NAME[=value],... (ALL may be one item)
+${optionLines("run", "component")}
 
 Step options (before the first ':'):
-  -t, --time LIMIT          time limit: MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC
-      --jobid N             job id (default: a fresh id unique on this node)
-      --uid USER, --gid GROUP   run the tasks as this user/group (root only)
-  -v, --verbose             more detail: resolved plugins, commands (repeatable)
-      --json                one JSON event per line on stdout (task output included)
-      --conf-dir DIR        configuration directory
+${optionLines("run", "step")}
 
 Exit status: the highest task exit status (128+N for a task killed by signal N); 1 when the
 step could not be launched or set up; 2 for usage and configuration errors.
@@ -74,11 +89,7 @@ The step and task come from Slurm's variables (SLURM_JOB_ID, SLURM_STEP_ID, SLUR
 The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site default.
 
 Options:
-      --runtime NAME, --container VALUE, --container-image REF, --container-id ID, --container-volume V, --container-module M,
-      --container-env N=V, --container-workdir D, --container-entrypoint P,
-      --container-clearenv, --container-opt K=V, --container-device NAME   as for jobrt run
-  -v, --verbose             more detail (repeatable)
-      --conf-dir DIR        configuration directory
+${execOptionLines()}
 
 Exit status: the task's status (128+N for signal N); 1 when the task could not be launched;
 2 for usage and configuration errors, or when not run inside a Slurm step.
@@ -166,9 +177,9 @@ Exit status: 0; 2 for a shell other than bash or zsh.
 `;
 
 /**
- * Every command with its help text: what --help and `jobrt help CMD` print, and what the completion
- * script and the man page (scripts/man.mjs) are made from: a command or option added to a help text
- * shows up in both.
+ * Every command with its help text: what --help and `jobrt help CMD` print, and what the man page
+ * (scripts/man.mjs) is made from. Run's and exec's option lines come from the option table, as do
+ * the completion script's options (completion.ts).
  */
 export const COMMAND_HELP: Readonly<Record<string, string>> = {
   run: RUN_HELP,
@@ -181,9 +192,6 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   completion: COMPLETION_HELP,
   help: HELP_HELP,
 };
-
-/** A command whose help says "[run options]" takes the options of that other command. */
-export const OPTIONS_AS: Readonly<Record<string, string>> = { check: "run" };
 
 /** The words a command takes after it that are not options (its subcommands or topics). */
 export const COMMAND_WORDS: Readonly<Record<string, readonly string[]>> = {

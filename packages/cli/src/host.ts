@@ -1,16 +1,14 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type LogLevel, type NodeConf, RuntimeRegistry, createPackageResolver } from "@jobrt/core";
-import { type SiteConfig, loadSiteConfig, nodeNameFor, spoolDirFor } from "@jobrt/launcher";
+import type { LogLevel } from "@jobrt/core";
+import { type Host as LauncherHost, createHost as createLauncherHost } from "@jobrt/launcher";
 import { siteConfDir } from "./confdir.js";
 
 /** The site install root: runtime packages are resolved from beside @jobrt/cli (docs/decisions.md, "Runtimes resolve from the site install root"). */
 export const cliPackageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-export interface Host {
-  site: SiteConfig;
-  node: NodeConf;
-  registry: RuntimeRegistry;
+/** The launcher's host, with the CLI's verbosity and its log function (what -v shows). */
+export interface Host extends LauncherHost {
   verbose: number;
   log: (level: LogLevel, message: string) => void;
 }
@@ -36,29 +34,11 @@ export function say(message: string): void {
   process.stderr.write(`jobrt: ${message}\n`);
 }
 
-/** The site's configuration, registry and node (its name from `nodeNameFor`: SLURMD_NODENAME under Slurm). */
+/** The launcher's host for this conf dir (--conf-dir, else the environment's or the install's), logging as -v says. */
 export function createHost(confDirOption: string | undefined, verbose: number): Host {
-  const site = loadSiteConfig(siteConfDir(confDirOption));
   const log = (level: LogLevel, message: string) => {
     const shown = level === "error" || level === "warn" || (level === "info" && verbose >= 1) || (level === "verbose" && verbose >= 1) || verbose >= 2;
     if (shown) say(level === "warn" ? `warning: ${message}` : message);
   };
-  for (const w of site.warnings) log("warn", w);
-  const baseDir = site.pluginDir ?? cliPackageDir;
-  const registry = new RuntimeRegistry({
-    resolve: createPackageResolver({ baseDir, allow: site.runtimePlugins, log }),
-    defaultRuntime: site.defRuntimePlugin,
-    initTimeoutMs: site.pluginInitTimeout * 1000,
-  });
-  const name = nodeNameFor(site);
-  const node: NodeConf = {
-    nodeName: name,
-    confDir: site.confDir,
-    spoolDir: spoolDirFor(site.spoolDir, name),
-    killWait: site.killWait,
-    hostUid: process.getuid?.() ?? 0,
-    log,
-  };
-  log("verbose", `conf dir ${site.confDir}${site.file ? "" : " (no jobrt.conf: embedded defaults)"}; runtimes resolved from ${baseDir}`);
-  return { site, node, registry, verbose, log };
+  return { ...createLauncherHost({ confDir: siteConfDir(confDirOption), installDir: cliPackageDir, log }), verbose, log };
 }

@@ -1,7 +1,7 @@
-import { type JobrtError, RUNTIME_API_VERSION, type RuntimeTool, isJobrtError, locateRuntimePackage, messageOf, normalizeRuntimeName } from "@jobrt/core";
-import { cdiInventory, probeTracker } from "@jobrt/launcher";
+import { type JobrtError, type JobrtErrorDetails, RUNTIME_API_VERSION, type RuntimeTool, isJobrtError, messageOf, normalizeRuntimeName } from "@jobrt/core";
+import { cdiInventory } from "@jobrt/launcher";
 import { cdiDeviceLines } from "./cdidevices.js";
-import { type Host, cliPackageDir } from "./host.js";
+import type { Host } from "./host.js";
 
 export interface RuntimeListing {
   name: string;
@@ -29,10 +29,10 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
     const name = normalizeRuntimeName(allowed);
     const item: RuntimeListing = { name: name.name, type: name.type, default: name.name === host.site.defRuntimePlugin, compatible: false, capabilities: [] };
     try {
-      const located = locateRuntimePackage(name, host.site.pluginDir ?? cliPackageDir);
-      Object.assign(item, { package: located.package, version: located.version, path: located.dir });
+      // The registry locates the package once; a load that fails after that names it in its error.
       const index = await host.registry.load(name.name, "node");
       const info = host.registry.info(index);
+      Object.assign(item, { package: info.package, path: info.path });
       item.apiVersion = host.registry.plugin(index).meta.apiVersion;
       item.compatible = true;
       item.capabilities = info.capabilities;
@@ -41,6 +41,7 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
     } catch (error) {
       item.problem = messageOf(error);
       if (isJobrtError(error)) {
+        Object.assign(item, originOf(error.details));
         item.code = error.code;
         if (error.code === "ERR_RUNTIME_API_VERSION") item.apiVersion = error.details.apiVersion as number;
       }
@@ -48,6 +49,12 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
     out.push(item);
   }
   return out;
+}
+
+/** The package a failed load had located, as its error names it (none when it found none). */
+function originOf(details: JobrtErrorDetails): Pick<RuntimeListing, "package" | "version" | "path"> {
+  if (details.package === undefined) return {};
+  return { package: details.package, ...(details.version !== undefined ? { version: details.version } : {}), ...(details.path !== undefined ? { path: details.path } : {}) };
 }
 
 async function describeTools(host: Host, index: number, item: RuntimeListing): Promise<void> {
@@ -86,7 +93,7 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
     process.stderr.write(`jobrt: ${(error as JobrtError).message}\n`);
   }
   // Whether steps on this node get a cgroup (probed as this user, with this jobrt.conf).
-  const proctrack = probeTracker(host.site.procTrack);
+  const proctrack = host.tracking();
   const cdi = cdiInventory(host.site.devices);
   if (json) {
     process.stdout.write(`${JSON.stringify({ apiVersion: RUNTIME_API_VERSION, proctrack, runtimes: list, cdi }, null, 2)}\n`);

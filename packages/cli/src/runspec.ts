@@ -1,14 +1,7 @@
 import { resolve } from "node:path";
-import { type ComponentSpec, type UserIdentity, currentUser, expandFilePattern, exportEnvironment, lookupGroup, lookupUser } from "@jobrt/launcher";
-import { type ParsedCommandLine, containerRequest, flag, one, positiveInt, usage } from "./args.js";
+import { type ComponentSpec, type UserIdentity, expandFilePattern, exportEnvironment, jobUser } from "@jobrt/launcher";
+import { type ParsedCommandLine, flag, one, positiveInt, requestFromOptions, usage } from "./args.js";
 import { rawEnvironment } from "./rawinput.js";
-
-/** The options of `jobrt run` and `jobrt check` (which checks a run request). */
-export const RUN_OPTIONS = new Set([
-  "ntasks", "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
-  "container-entrypoint", "container-clearenv", "container-opt", "container-device", "label", "output", "error", "input", "chdir",
-  "export", "time", "jobid", "uid", "gid", "verbose", "json", "conf-dir", "help",
-]);
 
 function checkPattern(pattern: string, option: string): void {
   if (/%\d*$/.test(pattern.replace(/%%/g, ""))) throw usage(`${option}: ${JSON.stringify(pattern)} ends with a lone %`);
@@ -42,7 +35,7 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
     const input = one(o, "input");
     if (input !== undefined && input !== "all" && input !== "none" && !/^\d+$/.test(input)) checkPattern(input, `${where}--input`);
     if (input === "") throw usage(`${where}--input: empty value`);
-    const container = containerRequest(o);
+    const container = requestFromOptions(o);
     return {
       argv: c.argv,
       ntasks,
@@ -69,14 +62,5 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
 
 /** --uid/--gid: root may run tasks as anyone; others only as themselves. */
 export function stepUser(parsed: ParsedCommandLine): UserIdentity {
-  const me = currentUser();
-  const uidText = one(parsed.step, "uid");
-  const gidText = one(parsed.step, "gid");
-  if (uidText === undefined && gidText === undefined) return me;
-  const user = uidText !== undefined ? lookupUser(uidText) : { ...me };
-  if (gidText !== undefined) user.gid = lookupGroup(gidText);
-  if (me.uid !== 0 && (user.uid !== me.uid || user.gid !== me.gid)) {
-    throw usage("--uid/--gid: only root may run tasks as another user or group");
-  }
-  return user;
+  return jobUser(one(parsed.step, "uid"), one(parsed.step, "gid"));
 }

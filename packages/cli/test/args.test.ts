@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { containerRequest, parseCommandLine } from "../src/args.js";
+import { requestFromOptions, parseCommandLine } from "../src/args.js";
 
-const rules = { allowed: new Set(["ntasks", "runtime", "conf-dir"]), components: true, needCommand: true, command: "run" };
+const rules = { command: "run", components: true, needCommand: true } as const;
 
 describe("parseCommandLine: empty values that would quietly mean 'not given'", () => {
   it.each([
@@ -21,13 +21,17 @@ describe("parseCommandLine: empty values that would quietly mean 'not given'", (
 });
 
 describe("--container-device", () => {
-  const deviceRules = { allowed: new Set(["container", "container-device"]), components: true, needCommand: true, command: "run" };
+  const deviceRules = { command: "run", components: true, needCommand: true } as const;
   it("is repeatable and travels as the request's devices, each component its own", () => {
     const parsed = parseCommandLine(["--container", "b", "--container-device", "nvidia.com/gpu=0", "--container-device=acme.com/fpga=all", "true", ":", "--container", "c", "true"], deviceRules);
-    expect(containerRequest(parsed.components[0]!.options)?.devices).toEqual(["nvidia.com/gpu=0", "acme.com/fpga=all"]);
-    expect(containerRequest(parsed.components[1]!.options)?.devices).toBeUndefined();
+    expect(requestFromOptions(parsed.components[0]!.options)?.devices).toEqual(["nvidia.com/gpu=0", "acme.com/fpga=all"]);
+    expect(requestFromOptions(parsed.components[1]!.options)?.devices).toBeUndefined();
   });
-  it("an empty name is a usage error", () => {
-    expect(() => parseCommandLine(["--container-device", "", "true"], deviceRules)).toThrow(expect.objectContaining({ code: "ERR_USAGE" }));
+  it.each([
+    [["--container-device", "", "true"]],
+    [["--container-device", "nvidia.com/gpu=0", "--container-device=", "true"]],
+  ])("an empty name is a usage error, also after a good one: %j", (argv) => {
+    const request = () => requestFromOptions(parseCommandLine(argv, deviceRules).components[0]!.options);
+    expect(request).toThrow(expect.objectContaining({ code: "ERR_USAGE" }));
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parseCommandLine } from "../src/args.js";
-import { RUN_OPTIONS, componentSpecs } from "../src/runspec.js";
+import { componentSpecs } from "../src/runspec.js";
 
-const parse = (args: string[]) => componentSpecs(parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: true, command: "run" }));
+const parse = (args: string[]) => componentSpecs(parseCommandLine(args, { command: "run", components: true, needCommand: true }));
 
 describe("componentSpecs: argv to the launcher's step plan", () => {
   it("carries -o, -e, -i, --export and -D over to later components unless they set their own, as srun does", () => {

@@ -1,9 +1,5 @@
 import { jobrtError } from "./errors.js";
-import type { ContainerRequest } from "./types.js";
-
-/** The fields of a ContainerRequest a job can set, each one a `jobrt run` option. */
-export const REQUEST_FIELDS = ["value", "volumes", "modules", "env", "workdir", "entrypoint", "clearEnv", "options", "devices"] as const;
-export type RequestField = (typeof REQUEST_FIELDS)[number];
+import { type ContainerRequest, FIELD_OPTIONS, REQUEST_FIELDS, type RequestField } from "./requestoptions.js";
 
 /**
  * What a plugin's `meta.accepts` may list: a request field, or `options.KEY` for one
@@ -11,19 +7,9 @@ export type RequestField = (typeof REQUEST_FIELDS)[number];
  */
 export type AcceptedField = RequestField | `options.${string}`;
 
-const OPTION_OF: Record<RequestField, string> = {
-  value: "--container",
-  volumes: "--container-volume",
-  modules: "--container-module",
-  env: "--container-env",
-  workdir: "--container-workdir",
-  entrypoint: "--container-entrypoint",
-  clearEnv: "--container-clearenv",
-  options: "--container-opt",
-  devices: "--container-device",
-};
+const ACCEPTED_RE = new RegExp(`^(?:${REQUEST_FIELDS.join("|")}|options\\.[A-Za-z0-9][A-Za-z0-9._-]*)$`);
 
-const ACCEPTED_RE = /^(?:value|volumes|modules|env|workdir|entrypoint|clearEnv|options|devices|options\.[A-Za-z0-9][A-Za-z0-9._-]*)$/;
+const optionOf = (field: string): string => `--${FIELD_OPTIONS.find((r) => r.field === field)?.name}`;
 
 /** True when `value` is a valid `meta.accepts` list. */
 export function isAcceptsList(value: unknown): value is AcceptedField[] {
@@ -31,17 +17,17 @@ export function isAcceptsList(value: unknown): value is AcceptedField[] {
 }
 
 /** The request fields a job set, in REQUEST_FIELDS order, with `options` split by key. */
-function givenFields(c: ContainerRequest): { field: RequestField; key?: string; shown: string }[] {
-  const out: { field: RequestField; key?: string; shown: string }[] = [];
-  if (c.value !== undefined) out.push({ field: "value", shown: c.value });
-  if (c.volumes.length > 0) out.push({ field: "volumes", shown: c.volumes[0] as string });
-  if (c.modules.length > 0) out.push({ field: "modules", shown: c.modules[0] as string });
-  if (c.env.length > 0) out.push({ field: "env", shown: c.env[0] as string });
-  if (c.workdir !== undefined) out.push({ field: "workdir", shown: c.workdir });
-  if (c.entrypoint !== undefined) out.push({ field: "entrypoint", shown: c.entrypoint });
-  if (c.clearEnv) out.push({ field: "clearEnv", shown: "" });
-  if (c.devices !== undefined && c.devices.length > 0) out.push({ field: "devices", shown: c.devices[0] as string });
-  for (const [key, values] of Object.entries(c.options)) out.push({ field: "options", key, shown: `${key}=${values[0] ?? ""}` });
+function givenFields(c: ContainerRequest): { field: RequestField; flag: boolean; key?: string; shown: string }[] {
+  const out: { field: RequestField; flag: boolean; key?: string; shown: string }[] = [];
+  const set: Partial<Record<RequestField, unknown>> = c;
+  for (const { field, kind } of FIELD_OPTIONS) {
+    const v = set[field];
+    if (kind === "text" && typeof v === "string") out.push({ field, flag: false, shown: v });
+    if (kind === "list" && Array.isArray(v) && v.length > 0) out.push({ field, flag: false, shown: v[0] as string });
+    if (kind === "flag" && v === true) out.push({ field, flag: true, shown: "" });
+    if (kind !== "map" || v === undefined) continue;
+    for (const [key, values] of Object.entries(v as Record<string, string[]>)) out.push({ field, flag: false, key, shown: `${key}=${values[0] ?? ""}` });
+  }
   return out;
 }
 
@@ -51,7 +37,7 @@ function accepted(accepts: readonly string[], field: RequestField, key: string |
 
 function describeAccepts(accepts: readonly string[]): string {
   if (accepts.length === 0) return "it takes no container options";
-  const names = accepts.map((f) => (f.startsWith("options.") ? `--container-opt ${f.slice(8)}=...` : OPTION_OF[f as RequestField]));
+  const names = accepts.map((f) => (f.startsWith("options.") ? `${optionOf("options")} ${f.slice(8)}=...` : optionOf(f)));
   return `it takes ${names.join(", ")}`;
 }
 
@@ -64,8 +50,8 @@ export function checkAccepted(type: string, accepts: readonly string[], request:
   const runtime = type.replace(/^runtime\//, "");
   for (const g of givenFields(request)) {
     if (accepted(accepts, g.field, g.key)) continue;
-    const option = OPTION_OF[g.field];
-    const what = g.field === "clearEnv" ? option : `${option} ${JSON.stringify(g.shown.length > 120 ? `${g.shown.slice(0, 120)}...` : g.shown)}`;
+    const option = optionOf(g.field);
+    const what = g.flag ? option : `${option} ${JSON.stringify(g.shown.length > 120 ? `${g.shown.slice(0, 120)}...` : g.shown)}`;
     throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${what}: runtime ${runtime} does not accept ${option} (${describeAccepts(accepts)})` }, {
       details: { runtime: type, key: option },
     });

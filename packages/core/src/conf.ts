@@ -10,17 +10,38 @@ import { type JobrtError, isJobrtError, jobrtError, messageOf } from "./errors.j
 
 export type FieldType = "string" | "bool" | "int" | "list" | "array" | { enum: Record<string, string> };
 
-export interface FieldSpec {
-  type: FieldType;
+/** The parsed value of a key of kind T: "list" and "array" keys give every value, an enum what its word maps to. */
+export type FieldValue<T extends FieldType> = T extends "bool"
+  ? boolean
+  : T extends "int"
+    ? number
+    : T extends "list" | "array"
+      ? string[]
+      : T extends { enum: Record<string, infer V> }
+        ? V
+        : string;
+
+/** What a key's `check` is given: its typed value, or for an "array" key each line's value on its own. */
+export type CheckedValue<T extends FieldType> = T extends "array" ? string : FieldValue<T>;
+
+export interface FieldSpec<T extends FieldType = FieldType> {
+  type: T;
   /** Minimum/maximum for "int". */
   min?: number;
   max?: number;
   required?: boolean;
-  /** Extra check on the typed value; returns what is wrong, or undefined. */
-  check?: (value: never) => string | undefined;
+  /**
+   * Extra check on the typed value; returns what is wrong, or undefined. A method, so that its
+   * parameter is compared both ways: a check written for its kind fits without a cast, and one
+   * cast to `(v: never) => string | undefined` (what API 2.0 asked for) still fits.
+   */
+  check?(value: CheckedValue<T>): string | undefined;
 }
 
-/** Keys in their canonical spelling (as documented); lookup is case-insensitive. */
+/**
+ * Keys in their canonical spelling (as documented); lookup is case-insensitive. Declare a schema
+ * with `satisfies ConfSchema` rather than `: ConfSchema` and parseConf's values are typed from it.
+ */
 export type ConfSchema = Record<string, FieldSpec>;
 
 export interface ConfLocation {
@@ -31,18 +52,30 @@ export interface ConfLocation {
 
 export type ConfValue = string | boolean | number | string[];
 
-export interface ParsedConf {
+type RequiredKeys<S extends ConfSchema> = { [K in keyof S]: S[K] extends { required: true } ? K : never }[keyof S];
+
+/**
+ * The values parseConf gives for schema S: each key typed by its kind, present when set (always,
+ * for a required key). A schema typed only as ConfSchema gives the untyped record of API 2.0.
+ */
+export type ConfValues<S extends ConfSchema> = string extends keyof S ? Record<string, ConfValue> : TypedValues<S>;
+
+type TypedValues<S extends ConfSchema> = { -readonly [K in RequiredKeys<S>]: FieldValue<S[K]["type"]> } & {
+  -readonly [K in Exclude<keyof S, RequiredKeys<S>>]?: FieldValue<S[K]["type"]>;
+};
+
+export interface ParsedConf<S extends ConfSchema = ConfSchema> {
   file: string;
-  values: Record<string, ConfValue>;
+  values: ConfValues<S>;
   where: Record<string, ConfLocation>;
   /** Non-fatal remarks, e.g. a scalar key given twice (the last one wins, as in Slurm). */
   warnings: string[];
 }
 
-export interface ParseConfOptions {
+export interface ParseConfOptions<S extends ConfSchema = ConfSchema> {
   /** Name used in messages (and base for relative Include paths). */
   file: string;
-  schema: ConfSchema;
+  schema: S;
   /** Reads an included file; default reads it from disk (regular files only, see readConfText). */
   readFile?: (path: string) => string;
 }
@@ -204,7 +237,7 @@ function assignLine(p: ParseState, rawLine: string, line: number, file: string):
   const spec = p.schema[key] as FieldSpec;
   const value = typed(spec, raw, loc, key);
   if (spec.check) {
-    const problem = spec.check(value as never);
+    const problem = spec.check(value);
     if (problem) throw confError(loc, key, problem);
   }
   const { result } = p;
@@ -227,7 +260,7 @@ function assignLine(p: ParseState, rawLine: string, line: number, file: string):
 }
 
 /** Parses Slurm-syntax text against a schema. Every error names file:line:column and the key. */
-export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
+export function parseConf<S extends ConfSchema>(text: string, options: ParseConfOptions<S>): ParsedConf<S> {
   const p: ParseState = {
     schema: options.schema,
     canonical: new Map(Object.keys(options.schema).map((k) => [k.toLowerCase(), k])),
@@ -273,7 +306,9 @@ export function parseConf(text: string, options: ParseConfOptions): ParsedConf {
       throw jobrtError("ERR_CONF", { where: options.file, problem: `missing required key ${key}` }, { details: { file: options.file, key } });
     }
   }
-  return result;
+  // Each value was made by typed() from its key's kind, and every required key is there: the
+  // record is what ConfValues<S> says.
+  return result as ParsedConf<S>;
 }
 
 /** The value part of a line: a double-quoted string or one word, and nothing after it. */
@@ -304,7 +339,7 @@ function valueText(restRaw: string, loc: ConfLocation, key: string): string {
  * decides whether that means "embedded defaults"); a dangling symlink, anything but a regular
  * file, a file over MAX_CONF_BYTES and any other read error is ERR_CONF.
  */
-export function loadConfFile(path: string, schema: ConfSchema): ParsedConf | undefined {
+export function loadConfFile<S extends ConfSchema>(path: string, schema: S): ParsedConf<S> | undefined {
   const text = readConfText(path, true);
   return text === undefined ? undefined : parseConf(text, { file: path, schema });
 }

@@ -1,5 +1,5 @@
 import { jobrtError } from "./errors.js";
-import type { ContainerRequest } from "./types.js";
+import type { ContainerRequest } from "./requestoptions.js";
 
 /**
  * Refuses, in one line, CDI edits the host resolved from jobrt.conf `CdiDefaultDevices` for a

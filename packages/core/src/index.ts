@@ -1,6 +1,7 @@
 export {
   type ConfLocation,
   type ConfSchema,
+  type ConfValues,
   type FieldSpec,
   type ParseConfOptions,
   type ParsedConf,
@@ -11,7 +12,8 @@ export {
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
 export { containerIdProblem } from "./containerid.js";
-export { type AcceptedField, REQUEST_FIELDS, type RequestField, checkAccepted } from "./accepts.js";
+export { type AcceptedField, checkAccepted } from "./accepts.js";
+export { type ContainerRequest, REQUEST_FIELDS, REQUEST_OPTIONS, type RequestField, type RequestOption, emptyRequest } from "./requestoptions.js";
 export { checkDevicesAccepted } from "./deviceaccepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
@@ -55,18 +57,25 @@ export {
   type LoadedRuntime,
   RuntimeRegistry,
   type RuntimeRegistryOptions,
-  type RuntimeResolver,
   type StatefulCall,
   type StepCall,
   type StepStateText,
 } from "./registry.js";
 export { carriesRawBytes, decodeBytes, encodeBytes } from "./rawbytes.js";
 export { MAX_STEP_STATE_BYTES, serializeStepState } from "./stepstate.js";
-export { DEFAULT_ALLOWED_RUNTIMES, type LocatedPackage, type PackageResolverOptions, createPackageResolver, locateRuntimePackage } from "./resolver.js";
+export {
+  DEFAULT_ALLOWED_RUNTIMES,
+  DEFAULT_RUNTIME,
+  type LocatedPackage,
+  type PackageResolverOptions,
+  type ResolvedRuntime,
+  type RuntimeResolver,
+  createPackageResolver,
+  locateRuntimePackage,
+} from "./resolver.js";
 export type {
   ClientInfo,
   PullProgress,
-  ContainerRequest,
   ExecSpec,
   HetInfo,
   LogLevel,

@@ -2,6 +2,7 @@ import { type AcceptedField, isAcceptsList } from "./accepts.js";
 import type { CheckContext, CleanupContext, DescribeContext, InitContext, SetupContext, TaskHookContext, ToolsContext, ValidateContext } from "./context.js";
 import { jobrtError } from "./errors.js";
 import type { ExecSpec } from "./types.js";
+import { REQUEST_FIELDS } from "./requestoptions.js";
 
 /**
  * Major version of the plugin contract. A plugin built for another major is refused. API 2: one
@@ -181,7 +182,7 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
     );
   }
   if (m.accepts !== undefined && !isAcceptsList(m.accepts)) {
-    fail(`meta.accepts must list request fields (value, volumes, modules, env, workdir, entrypoint, clearEnv, options, options.KEY), got ${JSON.stringify(m.accepts)?.slice(0, 120)}`);
+    fail(`meta.accepts must list request fields (${REQUEST_FIELDS.join(", ")}, options.KEY), got ${JSON.stringify(m.accepts)?.slice(0, 120)}`);
   }
   if (m.capabilities !== undefined && (!Array.isArray(m.capabilities) || !m.capabilities.every((c) => typeof c === "string"))) {
     fail("meta.capabilities must be an array of strings");

@@ -2,7 +2,7 @@ import { checkAccepted } from "./accepts.js";
 import { checkDevicesAccepted } from "./deviceaccepts.js";
 import type { StepHookContext } from "./context.js";
 import { isJobrtError, jobrtError, messageOf } from "./errors.js";
-import { normalizeRuntimeName } from "./names.js";
+import { type RuntimeName, normalizeRuntimeName } from "./names.js";
 import {
   type CheckFinding,
   NOT_SUPPORTED,
@@ -17,19 +17,13 @@ import {
   isExecSpec,
   isRuntimeTool,
 } from "./plugin.js";
-import { isResolvedRuntime } from "./resolved.js";
+import { DEFAULT_RUNTIME, type ResolvedRuntime, type RuntimeResolver } from "./resolver.js";
 import { serializeStepState } from "./stepstate.js";
 import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
 
-/**
- * Resolves a full runtime type ("runtime/oci") to the plugin module's default export, or to a
- * `resolvedRuntime(plugin, origin)` wrapper that also says where it came from.
- */
-export type RuntimeResolver = (type: string) => Promise<unknown>;
-
 export interface RuntimeRegistryOptions {
   resolve: RuntimeResolver;
-  /** The site's DefRuntimePlugin; used for an empty or missing name. Default "oci". */
+  /** The site's DefRuntimePlugin; used for an empty or missing name. Default DEFAULT_RUNTIME. */
   defaultRuntime?: string;
   /** How long a plugin's init may take before the load fails. Default 30 s. */
   initTimeoutMs?: number;
@@ -86,27 +80,26 @@ export class RuntimeRegistry {
       throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "RuntimeRegistry needs a resolve(type) function" });
     }
     this.#resolve = options.resolve;
-    this.defaultRuntime = normalizeRuntimeName(options.defaultRuntime ?? "oci").name;
+    this.defaultRuntime = normalizeRuntimeName(options.defaultRuntime ?? DEFAULT_RUNTIME).name;
     this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
   }
 
   /** Loads (once) the runtime called `name` (default when empty) and returns its index, ≥ 1. */
   load(name: string | undefined, context: RuntimeContext = "step"): Promise<number> {
-    let type: string;
-    let shortName: string;
+    let runtime: RuntimeName;
     try {
-      const n = normalizeRuntimeName(name === undefined || name === "" ? this.defaultRuntime : name);
-      type = n.type;
-      shortName = n.name;
+      // The one normalisation of a requested name: the resolver is handed the result.
+      runtime = normalizeRuntimeName(name === undefined || name === "" ? this.defaultRuntime : name);
     } catch (error) {
       return Promise.reject(error);
     }
+    const type = runtime.type;
     const known = this.#byType.get(type);
     if (known !== undefined) return Promise.resolve(known);
     const pending = this.#pending.get(type);
     if (pending) return pending;
 
-    const prepared = this.#prepare(type, shortName, context);
+    const prepared = this.#prepare(runtime, context);
     const previous = this.#publishTail;
     const generation = this.#generation;
     const published = (async () => {
@@ -136,10 +129,11 @@ export class RuntimeRegistry {
     return published;
   }
 
-  async #prepare(type: string, name: string, context: RuntimeContext): Promise<Entry> {
-    let exported: unknown;
+  async #prepare(runtime: RuntimeName, context: RuntimeContext): Promise<Entry> {
+    const { type, name } = runtime;
+    let resolved: ResolvedRuntime;
     try {
-      exported = await this.#resolve(type);
+      resolved = await this.#resolve(runtime);
     } catch (error) {
       if (isJobrtError(error)) throw error;
       throw jobrtError("ERR_RUNTIME_NOT_FOUND", { runtime: type, problem: `could not be loaded: ${messageOf(error)}` }, {
@@ -147,14 +141,11 @@ export class RuntimeRegistry {
         details: { runtime: type },
       });
     }
-    let origin: PluginOrigin = {};
-    let plugin: unknown = exported;
-    if (isResolvedRuntime(exported)) {
-      origin = exported.origin;
-      plugin = exported.plugin;
-    }
+    // A resolver written in JavaScript may return anything: the shape check below says what is wrong.
+    const plugin = resolved?.plugin;
+    const origin: PluginOrigin = resolved?.origin ?? {};
     assertRuntimePlugin(plugin, type, origin);
-    await this.#init(plugin, type, context);
+    await this.#init(plugin, type, origin, context);
     return {
       plugin,
       info: {
@@ -168,7 +159,8 @@ export class RuntimeRegistry {
     };
   }
 
-  async #init(plugin: RuntimePlugin, type: string, context: RuntimeContext): Promise<void> {
+  /** Errors carry the origin, as the resolver's and the shape check's do: `jobrt runtimes` lists it from them. */
+  async #init(plugin: RuntimePlugin, type: string, origin: PluginOrigin, context: RuntimeContext): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     // Not unref()ed: a hung init must still reach its time-out rather than let the process exit.
     const timeout = new Promise<never>((_, reject) => {
@@ -176,7 +168,7 @@ export class RuntimeRegistry {
         () =>
           reject(
             jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init did not finish within ${this.#initTimeoutMs} ms` }, {
-              details: { runtime: type, hook: "init" },
+              details: { runtime: type, hook: "init", ...origin },
             }),
           ),
         this.#initTimeoutMs,
@@ -188,7 +180,7 @@ export class RuntimeRegistry {
       if (isJobrtError(error, "ERR_RUNTIME_INIT")) throw error;
       throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init failed: ${messageOf(error)}` }, {
         cause: error,
-        details: { runtime: type, hook: "init" },
+        details: { runtime: type, hook: "init", ...origin },
       });
     } finally {
       clearTimeout(timer);

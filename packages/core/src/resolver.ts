@@ -3,18 +3,35 @@ import { dirname, join, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import { jobrtError, messageOf } from "./errors.js";
 import { type RuntimeName, normalizeRuntimeName, packageCandidates } from "./names.js";
-import type { RuntimeResolver } from "./registry.js";
 import { nodeModulesPaths } from "./nodemodulespaths.js";
-import { resolvedRuntime } from "./resolved.js";
+import type { PluginOrigin } from "./plugin.js";
 import type { Logger } from "./types.js";
 
+/*
+ * Resolution, in one place: from a runtime name to a plugin module. The name is normalised once,
+ * where it enters (jobrt.conf, or the registry's `load`); from there on it travels as a RuntimeName
+ * and nothing normalises it again (docs/decisions.md, "One resolution module").
+ */
+
+/** The runtime a step gets when neither it nor jobrt.conf's DefRuntimePlugin names one. */
+export const DEFAULT_RUNTIME = "oci";
+
 /** The first-party runtimes a site may load when its jobrt.conf says nothing. */
-export const DEFAULT_ALLOWED_RUNTIMES = ["none", "oci", "shifter"] as const;
+export const DEFAULT_ALLOWED_RUNTIMES = ["none", DEFAULT_RUNTIME, "shifter"] as const;
+
+/** What a resolver found: the module's default export (checked by the registry after) and where it came from. */
+export interface ResolvedRuntime {
+  plugin: unknown;
+  origin?: PluginOrigin;
+}
+
+/** Resolves a normalised runtime name to its plugin module. */
+export type RuntimeResolver = (name: RuntimeName) => Promise<ResolvedRuntime>;
 
 export interface PackageResolverOptions {
   /** Directory packages are resolved from (the site install root or PluginDir), never the job's cwd. */
   baseDir: string;
-  /** RuntimePlugins= allowlist of normalised names. Default: the first-party three. */
+  /** RuntimePlugins= allowlist (`x` or `runtime/x`), normalised once here. Default: the first-party three. */
   allow?: readonly string[];
   log?: Logger;
 }
@@ -122,15 +139,17 @@ function entryFile(manifest: PackageManifest, dir: string): string | undefined {
   return undefined;
 }
 
-/** True when `name` (normalised) is in the allowlist (whose entries may be spelled `runtime/x`). */
-export function isRuntimeAllowed(name: string, allow: readonly string[]): boolean {
-  return allow.some((a) => {
-    try {
-      return normalizeRuntimeName(a).name === name;
-    } catch {
-      return false;
-    }
-  });
+/** The allowlist as a set of normalised names; an entry that is no runtime name allows nothing. */
+function allowedNames(allow: readonly string[]): Set<string> {
+  return new Set(
+    allow.flatMap((a) => {
+      try {
+        return [normalizeRuntimeName(a).name];
+      } catch {
+        return [];
+      }
+    }),
+  );
 }
 
 /**
@@ -138,13 +157,12 @@ export function isRuntimeAllowed(name: string, allow: readonly string[]): boolea
  * `baseDir`, then `import()` of the package entry. The registry checks the plugin's shape after.
  */
 export function createPackageResolver(options: PackageResolverOptions): RuntimeResolver {
-  const allow = options.allow ?? DEFAULT_ALLOWED_RUNTIMES;
-  return async (type: string) => {
-    const name = normalizeRuntimeName(type);
-    if (!isRuntimeAllowed(name.name, allow)) {
+  const allowed = allowedNames(options.allow ?? DEFAULT_ALLOWED_RUNTIMES);
+  return async (name: RuntimeName) => {
+    if (!allowed.has(name.name)) {
       throw jobrtError(
         "ERR_RUNTIME_NOT_ALLOWED",
-        { runtime: name.name, allowed: allow.join(",") },
+        { runtime: name.name, allowed: [...allowed].join(",") },
         { details: { runtime: name.type } },
       );
     }
@@ -160,6 +178,6 @@ export function createPackageResolver(options: PackageResolverOptions): RuntimeR
         { cause: error, details: { runtime: name.type, package: located.package, version: located.version, path: located.dir } },
       );
     }
-    return resolvedRuntime(mod.default, { package: located.package, version: located.version, path: located.dir });
+    return { plugin: mod.default, origin: { package: located.package, version: located.version, path: located.dir } };
   };
 }

@@ -1,4 +1,4 @@
-import type { DeviceEdits } from "./devices.js";
+import type { ContainerRequest } from "./requestoptions.js";
 
 /** Where a runtime is being loaded: `jobrt check` (submit), a node daemon, or a step host. */
 export type RuntimeContext = "submit" | "node" | "step";
@@ -18,29 +18,6 @@ export interface NodeConf {
   /** uid the host itself runs as. */
   hostUid: number;
   log: Logger;
-}
-
-/**
- * A job's container request: `--container` plus the runtime options a job may add. What `value`
- * means is the runtime's (an OCI bundle path for oci, an image for shifter).
- */
-export interface ContainerRequest {
-  value?: string;
-  volumes: string[];
-  modules: string[];
-  env: string[];
-  workdir?: string;
-  entrypoint?: string;
-  clearEnv: boolean;
-  /** Free-form `--container-opt key=value` options, for third-party runtimes. */
-  options: Record<string, string[]>;
-  /** `--container-device` names as the job gave them (CDI names, `KIND=all`, `KIND=gres`). */
-  devices?: string[];
-  /**
-   * Set by the host, never by the job: the CDI edits of the job's devices and the site's default
-   * ones (docs/devices.md). A runtime that applies devices lists `devices` in `meta.accepts`.
-   */
-  deviceEdits?: DeviceEdits;
 }
 
 export type StepKind = "normal" | "batch" | "interactive" | "extern";

@@ -1,8 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
-import { type ConfSchema, loadConfFile, parseConf, parseSlurmBool } from "../src/index.js";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { type ConfSchema, type ConfValues, type FieldSpec, type ParsedConf, loadConfFile, parseConf, parseSlurmBool } from "../src/index.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const schema: ConfSchema = {
@@ -172,5 +172,55 @@ describe("parseConf: properties", () => {
         expect(parse(`${key}=${v}`).values.RunTimeRun).toBe(v);
       }),
     );
+  });
+});
+
+describe("parseConf: values typed from the schema", () => {
+  const MODES: Record<string, "null" | "newline" | "disabled"> = { null: "null", yes: "null", newline: "newline", no: "disabled" };
+  const typedSchema = {
+    Path: { type: "string", check: (v: string) => (v.startsWith("/") ? undefined : "must be absolute") },
+    Wait: { type: "int", min: 0 },
+    Cleanup: { type: "bool" },
+    Hooks: { type: "list", check: (v: string[]) => (v.length > 3 ? "at most 3" : undefined) },
+    Args: { type: "array", check: (v: string) => (v === "" ? "empty" : undefined) },
+    Mode: { type: { enum: MODES } },
+    Name: { type: "string", required: true },
+  } satisfies ConfSchema;
+  const text = "Name=n\nPath=/p\nWait=7\nCleanup=yes\nHooks=\"a, b\"\nArgs=x\nArgs=y\nMode=YES";
+
+  it("gives each key the type of its kind, optional unless required", () => {
+    const { values } = parseConf(text, { file: "t.conf", schema: typedSchema });
+    expectTypeOf(values).toEqualTypeOf<ConfValues<typeof typedSchema>>();
+    expectTypeOf(values.Name).toEqualTypeOf<string>();
+    expectTypeOf(values.Path).toEqualTypeOf<string | undefined>();
+    expectTypeOf(values.Wait).toEqualTypeOf<number | undefined>();
+    expectTypeOf(values.Cleanup).toEqualTypeOf<boolean | undefined>();
+    expectTypeOf(values.Hooks).toEqualTypeOf<string[] | undefined>();
+    expectTypeOf(values.Args).toEqualTypeOf<string[] | undefined>();
+    expectTypeOf(values.Mode).toEqualTypeOf<"null" | "newline" | "disabled" | undefined>();
+    // @ts-expect-error: a key the schema does not declare is never set.
+    expect(values.Pth).toBeUndefined();
+    // What the types say is what parseConf gives.
+    expect(values).toEqual({ Name: "n", Path: "/p", Wait: 7, Cleanup: true, Hooks: ["a", "b"], Args: ["x", "y"], Mode: "null" });
+    expect(parseConf("Name=n", { file: "t.conf", schema: typedSchema }).values).toEqual({ Name: "n" });
+  });
+
+  it("types a check's value by its kind (an array key's check sees one line's value)", () => {
+    expectTypeOf<Parameters<NonNullable<FieldSpec<"list">["check"]>>[0]>().toEqualTypeOf<string[]>();
+    expectTypeOf<Parameters<NonNullable<FieldSpec<"array">["check"]>>[0]>().toEqualTypeOf<string>();
+    expectTypeOf<Parameters<NonNullable<FieldSpec<"int">["check"]>>[0]>().toEqualTypeOf<number>();
+    expectTypeOf<Parameters<NonNullable<FieldSpec<"bool">["check"]>>[0]>().toEqualTypeOf<boolean>();
+    expect(() => parseConf("Name=n\nHooks=a,b,c,d", { file: "t.conf", schema: typedSchema })).toThrow("t.conf:2:7: Hooks: at most 3");
+    expect(() => parseConf("Name=n\nArgs=x\nArgs=", { file: "t.conf", schema: typedSchema })).toThrow("t.conf:3:6: Args: empty");
+  });
+
+  it("keeps a schema typed only as ConfSchema, and a check cast as API 2.0 asked, as they were", () => {
+    const old: ConfSchema = { Hooks: { type: "list", check: ((v: string[]) => (v.length > 1 ? "one" : undefined)) as (v: never) => string | undefined } };
+    const parsed = parseConf("Hooks=a", { file: "t.conf", schema: old });
+    expectTypeOf(parsed).toEqualTypeOf<ParsedConf>();
+    expectTypeOf(parsed.values).toEqualTypeOf<Record<string, string | boolean | number | string[]>>();
+    expectTypeOf(loadConfFile("/nonexistent/t.conf", typedSchema)).toEqualTypeOf<ParsedConf<typeof typedSchema> | undefined>();
+    expect(parsed.values).toEqual({ Hooks: ["a"] });
+    expect(() => parseConf("Hooks=a,b", { file: "t.conf", schema: old })).toThrow("Hooks: one");
   });
 });

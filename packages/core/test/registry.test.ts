@@ -8,12 +8,13 @@ import {
   NOT_SUPPORTED,
   type NodeConf,
   RUNTIME_IDX_INVALID,
+  type RuntimeName,
   RuntimeRegistry,
+  type RuntimeRegistryOptions,
   type StepRecord,
   definePlugin,
   isJobrtError,
 } from "../src/index.js";
-import { resolvedRuntime } from "../src/resolved.js";
 import { type Calls, deferred, recordingPlugin } from "./helpers.js";
 
 const node: NodeConf = { nodeName: "n1", confDir: "/nonexistent", spoolDir: "/tmp", killWait: 1, hostUid: 0, log: () => {} };
@@ -23,10 +24,10 @@ const task = { localId: 0, globalId: 0, argv: ["true"], env: {} };
 function setup(names = ["oci", "none", "shifter", "x"]) {
   const calls: Calls = { log: [] };
   const plugins = new Map(names.map((n) => [`runtime/${n}`, recordingPlugin(n, calls)]));
-  const resolve = vi.fn(async (type: string) => {
+  const resolve = vi.fn(async ({ type }: RuntimeName) => {
     const p = plugins.get(type);
     if (!p) throw new JobrtError("ERR_RUNTIME_NOT_FOUND", `no ${type}`);
-    return p;
+    return { plugin: p };
   });
   return { calls, resolve, registry: new RuntimeRegistry({ resolve }) };
 }
@@ -40,7 +41,7 @@ describe("RuntimeRegistry", () => {
     expect(await registry.load(undefined)).toBe(a);
     expect(await registry.load("")).toBe(a);
     expect(resolve).toHaveBeenCalledTimes(1);
-    expect(resolve).toHaveBeenCalledWith("runtime/oci");
+    expect(resolve).toHaveBeenCalledWith({ name: "oci", type: "runtime/oci", base: "oci" });
   });
 
   it("(a) the default comes from defaultRuntime", async () => {
@@ -67,7 +68,7 @@ describe("RuntimeRegistry", () => {
       await gate.promise;
     });
     const plugin = recordingPlugin("oci", calls, { init });
-    const resolve = vi.fn(async () => plugin);
+    const resolve = vi.fn(async () => ({ plugin }));
     const registry = new RuntimeRegistry({ resolve });
     const loads = Array.from({ length: 20 }, () => registry.load("oci"));
     gate.resolve();
@@ -80,9 +81,9 @@ describe("RuntimeRegistry", () => {
   it("(c) concurrent loads of different names get distinct indexes in call order, even when they finish out of order", async () => {
     const gates = new Map([["runtime/a", deferred<void>()], ["runtime/b", deferred<void>()], ["runtime/c", deferred<void>()]]);
     const calls: Calls = { log: [] };
-    const resolve = vi.fn(async (type: string) => {
+    const resolve = vi.fn(async ({ type }: RuntimeName) => {
       await gates.get(type)!.promise;
-      return recordingPlugin(type.slice(8), calls);
+      return { plugin: recordingPlugin(type.slice(8), calls) };
     });
     const registry = new RuntimeRegistry({ resolve });
     const pa = registry.load("a");
@@ -103,10 +104,10 @@ describe("RuntimeRegistry", () => {
         if (initFails) throw new Error("device busy");
       },
     });
-    const resolve = vi.fn(async (type: string) => {
-      if (type === "runtime/good") return good;
-      if (type === "runtime/flaky") return flaky;
-      if (type === "runtime/shapeless") return { meta: { name: "shapeless" } };
+    const resolve = vi.fn(async ({ type }: RuntimeName) => {
+      if (type === "runtime/good") return { plugin: good };
+      if (type === "runtime/flaky") return { plugin: flaky };
+      if (type === "runtime/shapeless") return { plugin: { meta: { name: "shapeless" } } };
       throw new Error("nope");
     });
     const registry = new RuntimeRegistry({ resolve });
@@ -117,18 +118,18 @@ describe("RuntimeRegistry", () => {
     expect(await registry.load("good")).toBe(1);
     initFails = false;
     expect(await registry.load("flaky")).toBe(2);
-    expect(resolve).toHaveBeenCalledWith("runtime/flaky");
+    expect(resolve).toHaveBeenCalledWith(expect.objectContaining({ type: "runtime/flaky" }));
   });
 
   it("(d) a concurrent failure does not leave a hole for loads behind it", async () => {
     const gate = deferred<void>();
     const calls: Calls = { log: [] };
-    const resolve = vi.fn(async (type: string) => {
+    const resolve = vi.fn(async ({ type }: RuntimeName) => {
       if (type === "runtime/bad") {
         await gate.promise;
         throw new JobrtError("ERR_RUNTIME_NOT_FOUND", "bad is not installed");
       }
-      return recordingPlugin(type.slice(8), calls);
+      return { plugin: recordingPlugin(type.slice(8), calls) };
     });
     const registry = new RuntimeRegistry({ resolve });
     const bad = registry.load("bad");
@@ -141,7 +142,7 @@ describe("RuntimeRegistry", () => {
   it("(d) an init that hangs fails after initTimeoutMs", async () => {
     const calls: Calls = { log: [] };
     const plugin = recordingPlugin("slow", calls, { init: () => new Promise(() => {}) });
-    const registry = new RuntimeRegistry({ resolve: async () => plugin, initTimeoutMs: 50 });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }), initTimeoutMs: 50 });
     await expect(registry.load("slow")).rejects.toMatchObject({ code: "ERR_RUNTIME_INIT", message: expect.stringContaining("did not finish") });
     expect(registry.loaded()).toEqual([]);
   });
@@ -183,7 +184,7 @@ describe("RuntimeRegistry", () => {
   ])("(f) run returning %s is ERR_RUNTIME_CONTRACT", async (_, value) => {
     const calls: Calls = { log: [] };
     const plugin = recordingPlugin("bad", calls, { run: () => value as never });
-    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     const i = await registry.load("bad");
     await expect(registry.run(i, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_CONTRACT" });
   });
@@ -191,7 +192,7 @@ describe("RuntimeRegistry", () => {
   it("(f) a valid ExecSpec passes through", async () => {
     const spec = { argv: ["/bin/echo", "hi"], env: { A: "1" }, cwd: "/" };
     const plugin = definePlugin({ name: "e", type: "runtime/e", version: "1", accepts: [] }, { run: () => spec });
-    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     expect(await registry.run(await registry.load("e"), { node, step, task, state: undefined })).toBe(spec);
   });
 
@@ -203,7 +204,7 @@ describe("RuntimeRegistry", () => {
         throw boom;
       },
     });
-    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     const i = await registry.load("oci");
     const error = await registry.setup(i, { node, step }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JobrtError);
@@ -226,7 +227,7 @@ describe("RuntimeRegistry", () => {
       "runtime/c": recordingPlugin("c", calls),
       "runtime/d": failing("d"),
     };
-    const registry = new RuntimeRegistry({ resolve: async (t) => plugins[t] });
+    const registry = new RuntimeRegistry({ resolve: async ({ type }) => ({ plugin: plugins[type] }) });
     for (const n of ["a", "b", "c", "d"]) await registry.load(n);
     calls.log.length = 0;
     const error = await registry.fini().catch((e: unknown) => e);
@@ -241,10 +242,10 @@ describe("RuntimeRegistry", () => {
   it("(h) loaded() lists index, type, package, version and path", async () => {
     const calls: Calls = { log: [] };
     const registry = new RuntimeRegistry({
-      resolve: async (type) =>
+      resolve: async ({ type }) =>
         type === "runtime/oci"
-          ? resolvedRuntime(recordingPlugin("oci", calls), { package: "@jobrt/runtime-oci", version: "1.2.3", path: "/opt/x" })
-          : recordingPlugin("none", calls),
+          ? { plugin: recordingPlugin("oci", calls), origin: { package: "@jobrt/runtime-oci", version: "1.2.3", path: "/opt/x" } }
+          : { plugin: recordingPlugin("none", calls) },
     });
     await registry.load("none");
     await registry.load("oci");
@@ -254,16 +255,21 @@ describe("RuntimeRegistry", () => {
     ]);
   });
 
+  it("a resolver that returns no { plugin } (one written in JavaScript against the old contract) is ERR_RUNTIME_INVALID", async () => {
+    const registry = new RuntimeRegistry({ resolve: (async () => undefined) as unknown as RuntimeRegistryOptions["resolve"] });
+    await expect(registry.load("oci")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID" });
+  });
+
   it("refuses a plugin whose meta.type does not match the name it was loaded under", async () => {
     const calls: Calls = { log: [] };
-    const registry = new RuntimeRegistry({ resolve: async () => recordingPlugin("other", calls) });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin: recordingPlugin("other", calls) }) });
     await expect(registry.load("oci")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining('"runtime/other"') });
   });
 
   it("refuses a plugin built for another API major, naming package, path and version", async () => {
     const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 3, accepts: [] }, {});
     const registry = new RuntimeRegistry({
-      resolve: async () => resolvedRuntime(plugin, { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" }),
+      resolve: async () => ({ plugin, origin: { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" } }),
     });
     const error = await registry.load("old").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });
@@ -287,7 +293,7 @@ describe("a plugin with its own copy of @jobrt/core", () => {
         },
       },
     );
-    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     const error = await registry.setup(await registry.load("own"), { node, step }).catch((e: unknown) => e);
     expect(isJobrtError(error, "ERR_RUNTIME_HOOK")).toBe(true);
     expect((error as JobrtError).details.causeCode).toBe("ERR_CONTAINER_REQUEST");
@@ -300,7 +306,7 @@ describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
   const load = async (describe: (ctx: { state: unknown }) => unknown) => {
     // biome-ignore lint/suspicious/noExplicitAny: a plugin that breaks describe's contract on purpose
     const plugin = definePlugin({ name: "d", type: "runtime/d", version: "1", accepts: [] }, { describe: describe as any });
-    const registry = new RuntimeRegistry({ resolve: async () => plugin });
+    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     return { registry, index: await registry.load("d") };
   };
 
@@ -326,7 +332,7 @@ describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
       const { registry, index } = await load(bad);
       expect(registry.describe(index, undefined)).toEqual({});
     }
-    const plain = new RuntimeRegistry({ resolve: async () => definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}) });
+    const plain = new RuntimeRegistry({ resolve: async () => ({ plugin: definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}) }) });
     expect(plain.describe(await plain.load("p"), "{}")).toEqual({});
   });
 });

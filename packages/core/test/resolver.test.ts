@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { RuntimeRegistry, createPackageResolver } from "../src/index.js";
+import { DEFAULT_ALLOWED_RUNTIMES, DEFAULT_RUNTIME, RuntimeRegistry, createPackageResolver } from "../src/index.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const coreEntry = new URL("../dist/index.js", import.meta.url).href;
@@ -45,6 +45,34 @@ describe("createPackageResolver", () => {
     expect(registry.info(await registry.load("@acme/fast")).package).toBe("@acme/jobrt-runtime-fast");
   });
 
+  it("reads its allowlist once, when it is made: a load does not normalise it again", async () => {
+    const root = site();
+    writePlugin(root, "jobrt-runtime-thing", { type: "runtime/thing" });
+    let reads = 0;
+    const list = ["runtime/thing", "none"];
+    // Counts every read of an entry: the allowlist was normalised per entry on every load.
+    const allow = new Proxy(list, {
+      get(target, key, receiver) {
+        if (typeof key === "string" && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const resolve = createPackageResolver({ baseDir: root, allow });
+    const made = reads;
+    expect(made).toBeGreaterThan(0);
+    const registry = new RuntimeRegistry({ resolve });
+    await registry.load("thing");
+    await expect(registry.load("other")).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_ALLOWED" });
+    await expect(resolve({ name: "none", type: "runtime/none", base: "none" })).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_FOUND" });
+    expect(reads).toBe(made);
+  });
+
+  it("names the default runtime in one place, among the first-party runtimes allowed by default", () => {
+    expect(DEFAULT_RUNTIME).toBe("oci");
+    expect(DEFAULT_ALLOWED_RUNTIMES).toContain(DEFAULT_RUNTIME);
+    expect(new RuntimeRegistry({ resolve: async () => ({ plugin: undefined }) }).defaultRuntime).toBe(DEFAULT_RUNTIME);
+  });
+
   it("refuses a runtime outside RuntimePlugins before looking for it", async () => {
     const root = site();
     writePlugin(root, "jobrt-runtime-thing", { type: "runtime/thing" });
@@ -75,6 +103,19 @@ describe("createPackageResolver", () => {
     const error = await registry.load("future").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });
     expect((error as Error).message).toContain(`jobrt-runtime-future@9.0.0 (${dir})`);
+  });
+
+  it("an init that fails names the package it came from, as the earlier checks do", async () => {
+    const root = site();
+    const dir = writePlugin(root, "jobrt-runtime-busy", {
+      type: "runtime/busy",
+      version: "1.2.0",
+      body: `import { definePlugin } from ${JSON.stringify(coreEntry)};
+export default definePlugin({ name: "busy", type: "runtime/busy", version: "1.2.0", apiVersion: 2, accepts: [] }, { init() { throw new Error("device busy"); } });`,
+    });
+    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["busy"] }) });
+    const error = await registry.load("busy").catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "ERR_RUNTIME_INIT", details: { runtime: "runtime/busy", hook: "init", package: "jobrt-runtime-busy", version: "1.2.0", path: dir } });
   });
 
   it("refuses a module whose default export is not a plugin, and one that fails to import", async () => {

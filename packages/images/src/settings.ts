@@ -32,12 +32,12 @@ export function parseSize(text: string): number | undefined {
 const sizeCheck = (v: string) => (parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (bytes, or a number with K, M, G or T)` : undefined);
 const pathCheck = (v: string) => (isAbsolute(v) ? undefined : `${JSON.stringify(v)} is not an absolute path`);
 
-export const IMAGES_CONF_SCHEMA: ConfSchema = {
-  CacheDir: { type: "string", check: pathCheck as (v: never) => string | undefined },
-  CacheSize: { type: "string", check: sizeCheck as (v: never) => string | undefined },
+export const IMAGES_CONF_SCHEMA = {
+  CacheDir: { type: "string", check: pathCheck },
+  CacheSize: { type: "string", check: sizeCheck },
   InsecureRegistries: { type: "list" },
   PullTimeout: { type: "int", min: 1, max: 86_400 },
-};
+} satisfies ConfSchema;
 
 /**
  * The default cache: machine-wide under /var/cache when jobrt runs as root (it then keeps public
@@ -62,7 +62,7 @@ export function loadImageSettings(confDir: string): ImageSettings {
   const parsed = parseConf(text, { file, schema: IMAGES_CONF_SCHEMA });
   const v = parsed.values;
   const d = defaults();
-  const insecure = (v.InsecureRegistries as string[] | undefined) ?? [];
+  const insecure = v.InsecureRegistries ?? [];
   for (const r of insecure) {
     if (!/^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](?::[0-9]{1,5})?$/.test(r)) {
       throw confError(parsed.where.InsecureRegistries ?? { file, line: 1, column: 1 }, "InsecureRegistries", `${JSON.stringify(r)} is not HOST[:PORT]`);
@@ -71,7 +71,8 @@ export function loadImageSettings(confDir: string): ImageSettings {
   return {
     file,
     cacheDir: typeof v.CacheDir === "string" ? v.CacheDir : d.cacheDir,
-    cacheSize: typeof v.CacheSize === "string" ? (parseSize(v.CacheSize) as number) : d.cacheSize,
+    // CacheSize's check has made sure a size that is set parses.
+    cacheSize: (v.CacheSize === undefined ? undefined : parseSize(v.CacheSize)) ?? d.cacheSize,
     insecureRegistries: insecure,
     pullTimeoutMs: typeof v.PullTimeout === "number" ? v.PullTimeout * 1000 : d.pullTimeoutMs,
   };

@@ -1,10 +1,11 @@
 export { StepCancel } from "./cancel.js";
 export { exportEnvironment } from "./env.js";
 export { expandFilePattern } from "./filepattern.js";
-export { confDirFrom, loadSiteConfig, type NodeLogTarget, nodeNameFor, SYSLOG_FACILITIES, type SiteConfig, spoolDirFor } from "./siteconf.js";
+export { createHost, type Host, type HostOptions } from "./host.js";
+export { confDirFrom, type NodeLogTarget, SYSLOG_FACILITIES, type SiteConfig } from "./siteconf.js";
 export { findPerl } from "./perl.js";
 export { parseTimeLimit } from "./time.js";
-export { currentUser, lookupGroup, lookupUser, type UserIdentity } from "./users.js";
+export { currentUser, jobUser, lookupUser, type UserIdentity } from "./users.js";
 export type {
   CancelEvent,
   CleanupEvent,
@@ -20,12 +21,10 @@ export type {
 } from "./session/events.js";
 export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
 export { type SessionOptions, type StepPlan, type StepResult, runSession } from "./session/session.js";
-export { type Collected, collectOrphans } from "./session/collect.js";
-export { type StepComponentView, type StepView, listSteps } from "./session/steplist.js";
-export { openSpool, type Spool } from "./session/spool.js";
-export { userSpools } from "./session/userjournals.js";
-export { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker, probeTracker } from "./session/proctrack.js";
-export { type TaskStartOptions, dropTo, spawnTaskProcess } from "./session/spawn.js";
+export type { Collected } from "./session/collect.js";
+export type { StepComponentView, StepView } from "./session/steplist.js";
+export type { ProcTrackMode, TrackerRecord } from "./session/proctrack.js";
+export { type TaskGroup, type TaskStart, createTaskGroup } from "./session/taskgroup.js";
 export type { StdioItem, TaskProcess } from "./session/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
 export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";

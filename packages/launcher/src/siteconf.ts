@@ -1,11 +1,12 @@
 import { hostname, tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import { deviceConfFrom } from "./devices/conf.js";
+import { DEVICE_SCHEMA, deviceConfFrom } from "./devices/conf.js";
 import type { DeviceConf } from "./devices/resolve.js";
 import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack.js";
 import {
   type ConfSchema,
   DEFAULT_ALLOWED_RUNTIMES,
+  DEFAULT_RUNTIME,
   type JobrtError,
   type ParsedConf,
   confError,
@@ -47,7 +48,7 @@ export const SYSLOG_FACILITIES: Readonly<Record<string, number>> = {
   local0: 16, local1: 17, local2: 18, local3: 19, local4: 20, local5: 21, local6: 22, local7: 23,
 };
 
-const SCHEMA: ConfSchema = {
+const SCHEMA = {
   DefRuntimePlugin: { type: "string" },
   RuntimePlugins: { type: "list" },
   PluginDir: { type: "string" },
@@ -58,11 +59,10 @@ const SCHEMA: ConfSchema = {
   ProcTrack: { type: "string" },
   NodeLog: { type: "string" },
   NodeLogFacility: { type: "string" },
-  CdiSpecDirs: { type: "list" },
-  CdiDefaultDevices: { type: "list" },
-  CdiGresKind: { type: "string" },
-  CdiGresMap: { type: "string" },
-};
+  ...DEVICE_SCHEMA,
+} satisfies ConfSchema;
+
+type SiteConf = ParsedConf<typeof SCHEMA>;
 
 /** Where the conf dir is: --conf-dir, else $JOBRT_CONF_DIR, else /etc/jobrt. */
 export function confDirFrom(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -102,7 +102,7 @@ const MAX_PATH_BYTES = 4095;
 /** sockaddr_un's sun_path holds 108 bytes with the terminating NUL (unix(7)). */
 const MAX_SOCKET_PATH_BYTES = 107;
 
-function checkedPath(parsed: ParsedConf, key: string, value: string, limit = MAX_PATH_BYTES): string {
+function checkedPath(parsed: SiteConf, key: string, value: string, limit = MAX_PATH_BYTES): string {
   if (!isAbsolute(value)) throw confError(parsed.where[key]!, key, `${JSON.stringify(value)} must be an absolute path`);
   const bytes = Buffer.byteLength(value);
   if (bytes > limit) throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${limit}-byte limit`);
@@ -110,8 +110,8 @@ function checkedPath(parsed: ParsedConf, key: string, value: string, limit = MAX
 }
 
 /** NodeLog's value: a bad one is refused at its line, like every key. */
-function nodeLogFrom(parsed: ParsedConf): NodeLogTarget {
-  const value = parsed.values.NodeLog as string | undefined;
+function nodeLogFrom(parsed: SiteConf): NodeLogTarget {
+  const value = parsed.values.NodeLog;
   if (value === undefined || value.toLowerCase() === "syslog") return { kind: "syslog", socket: "/dev/log" };
   if (value.toLowerCase() === "off") return { kind: "off" };
   const colon = value.indexOf(":");
@@ -122,8 +122,8 @@ function nodeLogFrom(parsed: ParsedConf): NodeLogTarget {
   throw confError(parsed.where.NodeLog!, "NodeLog", `${JSON.stringify(value)} is not one of syslog, syslog:/SOCKET, file:/PATH, off`);
 }
 
-function facilityFrom(parsed: ParsedConf): string {
-  const value = parsed.values.NodeLogFacility as string | undefined;
+function facilityFrom(parsed: SiteConf): string {
+  const value = parsed.values.NodeLogFacility;
   if (value === undefined) return "daemon";
   const name = value.toLowerCase();
   if (!Object.hasOwn(SYSLOG_FACILITIES, name)) {
@@ -132,12 +132,12 @@ function facilityFrom(parsed: ParsedConf): string {
   return name;
 }
 
-function absolutePath(parsed: ParsedConf, key: string): string | undefined {
-  const value = parsed.values[key] as string | undefined;
+function absolutePath(parsed: SiteConf, key: "PluginDir" | "SpoolDir"): string | undefined {
+  const value = parsed.values[key];
   return value === undefined ? undefined : checkedPath(parsed, key, value);
 }
 
-function runtimeName(parsed: ParsedConf, key: string, value: string): string {
+function runtimeName(parsed: SiteConf, key: string, value: string): string {
   try {
     return normalizeRuntimeName(value).name;
   } catch (error) {
@@ -154,7 +154,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   const parsed = loadConfFile(file, SCHEMA);
   const config: SiteConfig = {
     confDir,
-    defRuntimePlugin: "oci",
+    defRuntimePlugin: DEFAULT_RUNTIME,
     runtimePlugins: [...DEFAULT_ALLOWED_RUNTIMES],
     spoolDir: defaultSpoolDir(),
     nodeName: hostname().split(".")[0] ?? "localhost",
@@ -171,9 +171,9 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   config.file = file;
   config.warnings = parsed.warnings;
   const v = parsed.values;
-  if (v.DefRuntimePlugin !== undefined) config.defRuntimePlugin = runtimeName(parsed, "DefRuntimePlugin", v.DefRuntimePlugin as string);
+  if (v.DefRuntimePlugin !== undefined) config.defRuntimePlugin = runtimeName(parsed, "DefRuntimePlugin", v.DefRuntimePlugin);
   if (v.RuntimePlugins !== undefined) {
-    const list = (v.RuntimePlugins as string[]).map((n) => runtimeName(parsed, "RuntimePlugins", n));
+    const list = v.RuntimePlugins.map((n) => runtimeName(parsed, "RuntimePlugins", n));
     if (list.length === 0) throw confError(parsed.where.RuntimePlugins!, "RuntimePlugins", "must name at least one runtime");
     config.runtimePlugins = list;
   }
@@ -181,7 +181,7 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   if (pluginDir) config.pluginDir = pluginDir;
   config.spoolDir = absolutePath(parsed, "SpoolDir") ?? config.spoolDir;
   if (v.NodeName !== undefined) {
-    const name = v.NodeName as string;
+    const name = v.NodeName;
     // Checked first: a name of a million characters went into every task's environment (E2BIG).
     if (name.length > MAX_NODE_NAME) throw confError(parsed.where.NodeName!, "NodeName", `a name of ${name.length} characters is longer than the ${MAX_NODE_NAME}-character limit of a host name`);
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
@@ -189,11 +189,12 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   }
   config.nodeLog = nodeLogFrom(parsed);
   config.nodeLogFacility = facilityFrom(parsed);
-  if (v.KillWait !== undefined) config.killWait = v.KillWait as number;
-  if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout as number;
+  if (v.KillWait !== undefined) config.killWait = v.KillWait;
+  if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout;
   if (v.ProcTrack !== undefined) {
-    const mode = (v.ProcTrack as string).toLowerCase() as ProcTrackMode;
-    if (!PROCTRACK_MODES.includes(mode)) throw confError(parsed.where.ProcTrack!, "ProcTrack", `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`);
+    const text = v.ProcTrack.toLowerCase();
+    const mode = PROCTRACK_MODES.find((m) => m === text);
+    if (mode === undefined) throw confError(parsed.where.ProcTrack!, "ProcTrack", `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`);
     config.procTrack = mode;
   }
   if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {

@@ -103,3 +103,18 @@ export function currentUser(): UserIdentity {
     home: entry?.[5] ?? process.env.HOME ?? "/",
   };
 }
+
+/**
+ * Who a step's tasks run as, from srun's --uid and --gid (a name or a number each): the host's own
+ * user when neither is given; root may name anyone, anyone else only themselves.
+ */
+export function jobUser(uid: string | undefined, gid: string | undefined): UserIdentity {
+  const me = currentUser();
+  if (uid === undefined && gid === undefined) return me;
+  const user = uid !== undefined ? lookupUser(uid) : { ...me };
+  if (gid !== undefined) user.gid = lookupGroup(gid);
+  if (me.uid !== 0 && (user.uid !== me.uid || user.gid !== me.gid)) {
+    throw jobrtError("ERR_USAGE", { problem: "--uid/--gid: only root may run tasks as another user or group" });
+  }
+  return user;
+}

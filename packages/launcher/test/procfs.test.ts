@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { bootId, isSameProcess, processRunning, processStartTime } from "../src/proc.js";
+import { bootId, isSameProcess, processRunning, processStartTime } from "../src/processidentity.js";
 import { findHierarchy, moveInto, ownDir, removeTree } from "../src/session/cgroupfs.js";
 
 const children: ChildProcess[] = [];

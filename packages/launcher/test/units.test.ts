@@ -2,10 +2,11 @@ import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isPerTask } from "../src/filepattern.js";
-import { expandFilePattern, exportEnvironment, lookupGroup, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
+import { expandFilePattern, exportEnvironment, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
 import { forkRequest } from "../src/session/forker-request.js";
 import { statusOf } from "../src/session/status.js";
+import { currentUser, jobUser, lookupGroup } from "../src/users.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {
   it.each([
@@ -177,6 +178,17 @@ describe("--uid / --gid ids", () => {
     for (const id of ["2147483648", "4294967295", "4294967296", "9".repeat(400)]) {
       expect(() => lookupUser(id)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message: expect.stringMatching(/^--uid: "\d+(\.\.\.)?" is not an id from 0 to 2147483647$/) }));
       expect(() => lookupGroup(id)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message: expect.stringMatching(/^--gid: "\d+(\.\.\.)?" is not an id from 0 to 2147483647$/) }));
+    }
+  });
+
+  it("jobUser: the host's own user without --uid/--gid; root may name another, anyone else only themselves", () => {
+    expect(jobUser(undefined, undefined)).toEqual(currentUser());
+    const me = currentUser();
+    if (me.uid === 0) {
+      expect(jobUser("2147483647", "5")).toMatchObject({ uid: 2147483647, gid: 5 });
+    } else {
+      expect(() => jobUser("0", undefined)).toThrow(expect.objectContaining({ code: "ERR_USAGE", message: "--uid/--gid: only root may run tasks as another user or group" }));
+      expect(jobUser(String(me.uid), String(me.gid))).toMatchObject({ uid: me.uid, gid: me.gid });
     }
   });
 });

@@ -45,7 +45,7 @@ const PIPE_GRACE_MS = 250;
  * its pipes close, so a runtime that hands a pipe to a long-lived process cannot hang us (runtime-oci.md W2).
  * Past `timeoutMs` the command's process group is SIGKILLed and ERR_RUNTIME_TIMEOUT names it.
  */
-export function runCommand(command: string, o: CommandOptions): Promise<CommandResult> {
+export function runShellCommand(command: string, o: CommandOptions): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const stdio: StdioOptions = o.stdio === "inherit" ? ["inherit", "inherit", "inherit"] : ["ignore", "pipe", "pipe"];
     const child = spawn("/bin/sh", ["-c", command], {

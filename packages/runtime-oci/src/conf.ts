@@ -102,20 +102,20 @@ function hooksCheck(value: string[]): string | undefined {
   return `unknown OCI hook kind ${bad.map((b) => JSON.stringify(b)).join(", ")} (known: ${OCI_HOOK_KINDS.join(", ")})`;
 }
 
-const pattern = (key: string): FieldSpec => ({ type: "string", check: patternCheck(key) as (v: never) => string | undefined });
+const pattern = (key: string): FieldSpec<"string"> => ({ type: "string", check: patternCheck(key) });
 
 /** Every key Slurm's oci.conf parser knows (runtime-oci.md, Configuration reference). The scrun-only ones are accepted and ignored. */
-export const OCI_CONF_SCHEMA: ConfSchema = {
+export const OCI_CONF_SCHEMA = {
   ContainerPath: pattern("ContainerPath"),
   CreateEnvFile: { type: { enum: CREATE_ENV_FILE } },
   DisableCleanup: { type: "bool" },
-  DisableHooks: { type: "list", check: hooksCheck as (v: never) => string | undefined },
-  EnvExclude: { type: "string", check: regexCheck as (v: never) => string | undefined },
+  DisableHooks: { type: "list", check: hooksCheck },
+  EnvExclude: { type: "string", check: regexCheck },
   IgnoreFileConfigJson: { type: "bool" },
   MountSpoolDir: pattern("MountSpoolDir"),
   RunTimeCreate: pattern("RunTimeCreate"),
   RunTimeDelete: pattern("RunTimeDelete"),
-  RunTimeEnvExclude: { type: "string", check: regexCheck as (v: never) => string | undefined },
+  RunTimeEnvExclude: { type: "string", check: regexCheck },
   RunTimeKill: pattern("RunTimeKill"),
   RunTimeQuery: pattern("RunTimeQuery"),
   RunTimeRun: pattern("RunTimeRun"),
@@ -127,7 +127,7 @@ export const OCI_CONF_SCHEMA: ConfSchema = {
   SyslogDebug: { type: "string" },
   FileDebug: { type: "string" },
   DebugFlags: { type: "string" },
-};
+} satisfies ConfSchema;
 
 /** The keys only scrun reads (runtime-oci.md, Configuration reference): each one set gets a warning, as jobrt has no scrun. */
 const SCRUN_ONLY_KEYS = ["DebugFlags", "FileDebug", "StdIODebug", "SyslogDebug", "SrunPath", "SrunArgs"] as const;
@@ -148,10 +148,9 @@ function matrixError(file: string, where: Record<string, ConfLocation>, keys: st
 export function parseOciConf(text: string, file: string): OciConf {
   const parsed = parseConf(text, { file, schema: OCI_CONF_SCHEMA });
   const v = parsed.values;
-  const str = (k: string): string | undefined => (typeof v[k] === "string" ? (v[k] as string) : undefined);
   const commands: Partial<Record<RuntimeCommandKey, string>> = {};
   for (const k of RUNTIME_COMMAND_KEYS) {
-    const s = str(k);
+    const s = v[k];
     if (s !== undefined) commands[k] = s;
   }
   const ignore = v.IgnoreFileConfigJson === true;
@@ -188,24 +187,24 @@ export function parseOciConf(text: string, file: string): OciConf {
       mode = "create-start";
     }
   }
-  const envExclude = str("EnvExclude");
-  const runTimeEnvExclude = str("RunTimeEnvExclude");
+  const envExclude = v.EnvExclude;
+  const runTimeEnvExclude = v.RunTimeEnvExclude;
   const conf: OciConf = {
     file,
     embedded: false,
     mode,
-    createEnvFile: (v.CreateEnvFile as CreateEnvFileMode | undefined) ?? "disabled",
+    createEnvFile: v.CreateEnvFile ?? "disabled",
     disableCleanup: v.DisableCleanup === true,
-    disableHooks: (v.DisableHooks as string[] | undefined) ?? [],
+    disableHooks: v.DisableHooks ?? [],
     ignoreFileConfigJson: ignore,
     mountSpool: true,
     commands,
     where,
     warnings: [...parsed.warnings, ...ignoredKeyWarnings(where)],
   };
-  const containerPath = str("ContainerPath");
+  const containerPath = v.ContainerPath;
   if (containerPath !== undefined && containerPath !== "") conf.containerPath = containerPath;
-  const mountSpoolDir = str("MountSpoolDir");
+  const mountSpoolDir = v.MountSpoolDir;
   if (mountSpoolDir !== undefined && mountSpoolDir !== "") conf.mountSpoolDir = mountSpoolDir;
   if (envExclude) conf.envExclude = compileEre(envExclude);
   if (runTimeEnvExclude) conf.runTimeEnvExclude = compileEre(runTimeEnvExclude);

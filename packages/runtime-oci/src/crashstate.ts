@@ -3,7 +3,7 @@ import type { BundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import type { Identity } from "./fsops.js";
 import type { PatternValues } from "./pattern.js";
-import type { OciStepState, StepState } from "./stepstate.js";
+import type { OciStepState, StepState } from "./ocistepstate.js";
 
 /**
  * Cleanup after a crash works from the journal, and root's `jobrt gc` (the Slurm Epilog) also

@@ -26,7 +26,7 @@ import {
 } from "@jobrt/core";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVolume, rewriteConfig } from "./bundle.js";
 import { hostCgroupDirs } from "./cgroups.js";
-import { type CommandResult, runCommand } from "./command.js";
+import { type CommandResult, runShellCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
@@ -56,7 +56,7 @@ import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { isStepDirOf, makeStepDir } from "./stepdir.js";
 import { trustedCrashState } from "./crashstate.js";
-import { type OciStepState, type StepState, confFromJson, confToJson } from "./stepstate.js";
+import { type OciStepState, type StepState, confFromJson, confToJson } from "./ocistepstate.js";
 import { markName } from "@jobrt/images";
 import { SUPERVISOR_PROGRAM } from "./subreaper.js";
 import type { SupervisorSpec } from "./supervisor.js";
@@ -553,7 +553,7 @@ async function forceKillTask(st: StepState, pid: number): Promise<void> {
   // a runtime that the RunTimeRun shell started as its child goes too.
   const target = procStat(pid)?.pgrp === pid ? -pid : pid;
   if (st.identity) {
-    await runCommand(`kill -s KILL -- ${target}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
+    await runShellCommand(`kill -s KILL -- ${target}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
     return;
   }
   try {
@@ -607,7 +607,7 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     }
     log("debug", `${key}: ${command}`);
     const timeoutMs = key === "RunTimeDelete" ? st.timeouts.delete : key === "RunTimeKill" ? st.timeouts.kill : st.timeouts.query;
-    const r = await runCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
+    const r = await runShellCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
     if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
     return r;
   };

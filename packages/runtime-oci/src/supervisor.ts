@@ -16,7 +16,7 @@
  */
 import { createReadStream, readFileSync } from "node:fs";
 import { constants } from "node:os";
-import { CommandError, type CommandResult, describeResult, parseState, runCommand, timedOutMessage } from "./command.js";
+import { CommandError, type CommandResult, describeResult, parseState, runShellCommand, timedOutMessage } from "./command.js";
 import { type Resume, parseResume } from "./fastpath.js";
 import { writeAtomic } from "./fsops.js";
 import { missingCommandIn } from "./missingcommand.js";
@@ -160,7 +160,7 @@ class Supervision {
   #run(key: Key, stdio: "capture" | "inherit", timeoutMs: number): Promise<CommandResult> {
     const command = this.#expand(key);
     this.#log(`${key}: ${command}`);
-    return runCommand(command, { key, env: this.#env, cwd: this.#cwd, timeoutMs, stdio });
+    return runShellCommand(command, { key, env: this.#env, cwd: this.#cwd, timeoutMs, stdio });
   }
 
   /** A signal to us: the container gets RunTimeKill, then SIGKILL after the grace time. */
@@ -336,7 +336,7 @@ function killGroup(pid: number): void {
 
 /**
  * RunTimeCreate's result as the watchdog reports it: its exit status, one line on the pipe. Past
- * `timeoutMs` the watchdog's group (it and the create command) is killed, as runCommand does.
+ * `timeoutMs` the watchdog's group (it and the create command) is killed, as runShellCommand does.
  */
 function watchdogCreate(w: { pid: number; fd: number }, timeoutMs: number, command: string): Promise<CommandResult> {
   return new Promise((resolve, reject) => {

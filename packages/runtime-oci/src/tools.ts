@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from "node:fs";
 import type { RuntimeTool } from "@jobrt/core";
-import { runCommand } from "./command.js";
+import { runShellCommand } from "./command.js";
 import { type OciConf, RUNTIME_COMMAND_KEYS, findProgram } from "./conf.js";
 import { shellQuoteIn } from "./pattern.js";
 
@@ -42,7 +42,7 @@ function locate(program: string, paths: readonly (string | undefined)[]): { path
 /** What `<path> --version` prints first (runc, crun: "runc version 1.1.5"): the version word, else the line. */
 async function versionOf(path: string): Promise<string | undefined> {
   try {
-    const r = await runCommand(`${shellQuoteIn("none", path)} --version`, { key: "version", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: "/", timeoutMs: VERSION_TIMEOUT_MS, stdio: "capture" });
+    const r = await runShellCommand(`${shellQuoteIn("none", path)} --version`, { key: "version", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: "/", timeoutMs: VERSION_TIMEOUT_MS, stdio: "capture" });
     const line = r.stdout.split("\n").find((l) => l.trim() !== "")?.trim();
     if (r.code !== 0 || line === undefined) return undefined;
     return /\bversion\s+(\S+)/i.exec(line)?.[1] ?? line.slice(0, 120);

@@ -4,7 +4,7 @@
  * always) with real processes. Used until/besides the CLI end-to-end tests.
  */
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
-import { type ProcessTracker, type TaskProcess, createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
+import { type TaskGroup, type TaskProcess, createTaskGroup } from "@jobrt/launcher";
 import { pluginHost } from "@jobrt/testkit";
 import { afterAll, expect } from "vitest";
 import { tempDir as fileTempDir } from "../../../tests/helpers/tmp.js";
@@ -113,11 +113,10 @@ export function makeStep(o: HostOptions): StepRecord {
   };
 }
 
-function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions, tracker: ProcessTracker): Promise<TaskOutcome> {
+function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions, tasks: TaskGroup): Promise<TaskOutcome> {
   const exec: ExecSpec = spec === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : spec;
   // The launcher's own spawn path: process group, cgroup, uid drop, as `jobrt run` starts tasks.
-  const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
-  return spawnTaskProcess(exec, { stdio: ["ignore", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) }).then((child) => waitTask(child, task, spec, o));
+  return tasks.start(exec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["ignore", "pipe", "pipe"] }).then((child) => waitTask(child, task, spec, o));
 }
 
 function waitTask(child: TaskProcess, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions): Promise<TaskOutcome> {
@@ -166,7 +165,7 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
   const node = makeNode(o);
   const step = makeStep(o);
   const result: HostResult = { tasks: [], step };
-  const tracker = createTracker("auto", `oci-test.${process.pid}.${counter++}`);
+  const tasks = createTaskGroup(`oci-test.${process.pid}.${counter++}`);
   const host = pluginHost(plugin);
   try {
     await host.setup(node, step);
@@ -175,15 +174,14 @@ export async function runStep(plugin: RuntimePlugin, o: HostOptions): Promise<Ho
         await host.taskInit(node, step, task);
         const spec = await host.run(node, step, task);
         o.beforeSpawn?.(spec);
-        return spawnTask(step, task, spec, o, tracker);
+        return spawnTask(step, task, spec, o, tasks);
       }),
     );
   } catch (error) {
     result.setupError = error;
   } finally {
-    tracker.killAll();
-    await tracker.waitEmpty(5000);
-    tracker.release();
+    tasks.killAll();
+    await tasks.close(5000);
     o.beforeCleanup?.();
     try {
       await host.cleanup(node, step);

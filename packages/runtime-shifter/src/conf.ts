@@ -1,9 +1,10 @@
 import { join } from "node:path";
-import { type ConfLocation, type ConfSchema, loadConfFile } from "@jobrt/core";
+import { type ConfLocation, type ConfSchema, type ConfValues, loadConfFile } from "@jobrt/core";
 import { assertTrustedFile } from "./udiroot.js";
 
 export const IMAGE_TYPES = ["docker", "custom", "id", "local"] as const;
 export type ImageType = (typeof IMAGE_TYPES)[number];
+const isImageType = (name: string): name is ImageType => (IMAGE_TYPES as readonly string[]).includes(name);
 
 export type PullPolicy = "never" | "if-missing";
 
@@ -68,57 +69,56 @@ export function parseSize(text: string): number | undefined {
   return Number(m[1]) * 1024 ** power;
 }
 
-export const SHIFTER_CONF_SCHEMA: ConfSchema = {
-  ShifterPath: { type: "string", check: absolute as (v: never) => string | undefined },
-  ShifterimgPath: { type: "string", check: absolute as (v: never) => string | undefined },
-  UdiRootConf: { type: "string", check: absolute as (v: never) => string | undefined },
+const PULL_POLICIES: Record<string, PullPolicy> = { never: "never", "if-missing": "if-missing" };
+
+export const SHIFTER_CONF_SCHEMA = {
+  ShifterPath: { type: "string", check: absolute },
+  ShifterimgPath: { type: "string", check: absolute },
+  UdiRootConf: { type: "string", check: absolute },
   DefaultImage: { type: "string" },
   AllowedImageTypes: {
     type: "list",
-    check: ((v: string[]) => {
+    check: (v: string[]) => {
       if (v.length === 0) return "must list at least one image type";
-      const bad = v.find((t) => !(IMAGE_TYPES as readonly string[]).includes(t));
+      const bad = v.find((t) => !isImageType(t));
       return bad === undefined ? undefined : `unknown image type ${JSON.stringify(bad)} (known: ${IMAGE_TYPES.join(", ")})`;
-    }) as (v: never) => string | undefined,
+    },
   },
-  ImageAllow: { type: "list", check: globs as (v: never) => string | undefined },
-  ImageDeny: { type: "list", check: globs as (v: never) => string | undefined },
+  ImageAllow: { type: "list", check: globs },
+  ImageDeny: { type: "list", check: globs },
   MaxImageLength: { type: "int", min: 8, max: 4096 },
-  PullPolicy: { type: { enum: { never: "never", "if-missing": "if-missing" } } },
+  PullPolicy: { type: { enum: PULL_POLICIES } },
   LookupTimeout: { type: "int", min: 1, max: 3600 },
   PullTimeout: { type: "int", min: 1, max: 86400 },
-  AllowedVolumeSources: { type: "list", check: absoluteList as (v: never) => string | undefined },
-  DeniedVolumeTargets: { type: "list", check: absoluteList as (v: never) => string | undefined },
+  AllowedVolumeSources: { type: "list", check: absoluteList },
+  DeniedVolumeTargets: { type: "list", check: absoluteList },
   MaxVolumes: { type: "int", min: 0, max: 1000 },
   AllowPerNodeCache: { type: "bool" },
   MaxPerNodeCache: {
     type: "string",
-    check: ((v: string) => (parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (e.g. 10G; suffixes b k m g t p e)` : undefined)) as (
-      v: never,
-    ) => string | undefined,
+    check: (v: string) => (parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (e.g. 10G; suffixes b k m g t p e)` : undefined),
   },
-  AllowedModules: { type: "list", check: moduleNames as (v: never) => string | undefined },
-  StripEnv: { type: "list", check: envGlobs as (v: never) => string | undefined },
-  DeviceModules: { type: "list", check: ((v: string[]) => deviceModulesProblem(v)) as (v: never) => string | undefined },
-};
+  AllowedModules: { type: "list", check: moduleNames },
+  StripEnv: { type: "list", check: envGlobs },
+  DeviceModules: { type: "list", check: deviceModulesProblem },
+} satisfies ConfSchema;
 
 /** shifter.conf `DeviceModules`: `KIND:MODULE` pairs, a CDI kind and the site module that serves it. */
-function parseDeviceModules(entries: readonly string[]): Record<string, string> | string {
-  const map: Record<string, string> = {};
+function parseDeviceModules(entries: readonly string[]): { modules: Record<string, string>; problem?: string } {
+  const modules: Record<string, string> = {};
   for (const e of entries) {
     const colon = e.lastIndexOf(":");
     const kind = e.slice(0, colon);
-    if (colon <= 0 || !/^[a-z0-9.-]+\/[a-zA-Z0-9_.-]+$/.test(kind) || !/^[A-Za-z0-9][A-Za-z0-9.-]*$/.test(e.slice(colon + 1))) {
-      return `${JSON.stringify(e)} is not KIND:MODULE (a CDI kind such as nvidia.com/gpu, a Shifter module name)`;
+    if (colon <= 0 || !/^[a-z0-9.-]+\/[a-zA-Z0-9_.-]+$/.test(kind) || !MODULE_NAME_RE.test(e.slice(colon + 1))) {
+      return { modules, problem: `${JSON.stringify(e)} is not KIND:MODULE (a CDI kind such as nvidia.com/gpu, a Shifter module name)` };
     }
-    map[kind] = e.slice(colon + 1);
+    modules[kind] = e.slice(colon + 1);
   }
-  return map;
+  return { modules };
 }
 
 function deviceModulesProblem(entries: string[]): string | undefined {
-  const parsed = parseDeviceModules(entries);
-  return typeof parsed === "string" ? parsed : undefined;
+  return parseDeviceModules(entries).problem;
 }
 
 /** Reads `<confDir>/shifter.conf`; no file means every default. */
@@ -126,38 +126,33 @@ export function loadShifterConf(confDir: string, hostUid: number): ShifterConf {
   const path = join(confDir, "shifter.conf");
   const parsed = loadConfFile(path, SHIFTER_CONF_SCHEMA);
   if (parsed) assertTrustedFile(path, hostUid, "shifter.conf");
-  const v = parsed?.values ?? {};
-  const str = (k: string) => v[k] as string | undefined;
-  const list = (k: string) => v[k] as string[] | undefined;
-  const int = (k: string) => v[k] as number | undefined;
+  const v: ConfValues<typeof SHIFTER_CONF_SCHEMA> = parsed?.values ?? {};
   const conf: ShifterConf = {
-    shifterPath: str("ShifterPath") ?? DEFAULT_SHIFTER_PATH,
-    udiRootConf: str("UdiRootConf") ?? DEFAULT_UDIROOT_CONF,
-    udiRootConfExplicit: str("UdiRootConf") !== undefined,
-    allowedImageTypes: (list("AllowedImageTypes") as ImageType[] | undefined) ?? ["docker", "custom", "id"],
-    imageAllow: list("ImageAllow") ?? [],
-    imageDeny: list("ImageDeny") ?? [],
-    maxImageLength: int("MaxImageLength") ?? 512,
-    pullPolicy: (str("PullPolicy") as PullPolicy | undefined) ?? "never",
-    lookupTimeoutMs: (int("LookupTimeout") ?? 60) * 1000,
-    pullTimeoutMs: (int("PullTimeout") ?? 900) * 1000,
-    deniedVolumeTargets: list("DeniedVolumeTargets") ?? [],
-    maxVolumes: int("MaxVolumes") ?? 32,
-    allowPerNodeCache: (v.AllowPerNodeCache as boolean | undefined) ?? false,
-    stripEnv: list("StripEnv") ?? [],
-    deviceModules: parseDeviceModules(list("DeviceModules") ?? []) as Record<string, string>,
+    shifterPath: v.ShifterPath ?? DEFAULT_SHIFTER_PATH,
+    udiRootConf: v.UdiRootConf ?? DEFAULT_UDIROOT_CONF,
+    udiRootConfExplicit: v.UdiRootConf !== undefined,
+    allowedImageTypes: v.AllowedImageTypes?.filter(isImageType) ?? ["docker", "custom", "id"],
+    imageAllow: v.ImageAllow ?? [],
+    imageDeny: v.ImageDeny ?? [],
+    maxImageLength: v.MaxImageLength ?? 512,
+    pullPolicy: v.PullPolicy ?? "never",
+    lookupTimeoutMs: (v.LookupTimeout ?? 60) * 1000,
+    pullTimeoutMs: (v.PullTimeout ?? 900) * 1000,
+    deniedVolumeTargets: v.DeniedVolumeTargets ?? [],
+    maxVolumes: v.MaxVolumes ?? 32,
+    allowPerNodeCache: v.AllowPerNodeCache ?? false,
+    stripEnv: v.StripEnv ?? [],
+    deviceModules: parseDeviceModules(v.DeviceModules ?? []).modules,
     where: parsed?.where ?? {},
   };
   if (parsed) conf.file = path;
-  const optional: [keyof ShifterConf, string | string[] | undefined][] = [
-    ["shifterimgPath", str("ShifterimgPath")],
-    ["defaultImage", str("DefaultImage")],
-    ["allowedVolumeSources", list("AllowedVolumeSources")],
-    ["allowedModules", list("AllowedModules")],
-  ];
-  for (const [key, value] of optional) if (value !== undefined) (conf as unknown as Record<string, unknown>)[key] = value;
-  const max = str("MaxPerNodeCache");
-  if (max !== undefined) conf.maxPerNodeCache = parseSize(max) as number;
+  if (v.ShifterimgPath !== undefined) conf.shifterimgPath = v.ShifterimgPath;
+  if (v.DefaultImage !== undefined) conf.defaultImage = v.DefaultImage;
+  if (v.AllowedVolumeSources !== undefined) conf.allowedVolumeSources = v.AllowedVolumeSources;
+  if (v.AllowedModules !== undefined) conf.allowedModules = v.AllowedModules;
+  // MaxPerNodeCache's check has made sure a size that is set parses.
+  const max = v.MaxPerNodeCache === undefined ? undefined : parseSize(v.MaxPerNodeCache);
+  if (max !== undefined) conf.maxPerNodeCache = max;
   return conf;
 }
 

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { NodeConf, StepRecord } from "@jobrt/core";
-import { asJobrtError, describeError } from "./errors.js";
+import { asJobrtError, describeThrown } from "./errors.js";
 import type { InvalidCase } from "./options.js";
 import { HookFailure, type SuiteKit, fail, lazy, listTree } from "./suitekit.js";
 
@@ -47,7 +47,7 @@ export function registerErrorChecks(kit: SuiteKit): void {
         if (!thrown) fail(`the request was accepted: setup, taskInit and run all succeeded`);
         const codes = typeof c.code === "string" ? [c.code] : c.code;
         const err = asJobrtError(thrown.cause);
-        if (!err) fail(`${thrown.hook} threw ${describeError(thrown.cause)}, not a JobrtError`);
+        if (!err) fail(`${thrown.hook} threw ${describeThrown(thrown.cause)}, not a JobrtError`);
         if (!codes.includes(err.code as never)) fail(`${thrown.hook} threw ${err.code} (${err.message}), expected ${codes.join(" or ")}`);
       },
       ` (${c.title})`,
@@ -103,6 +103,6 @@ function registerContainerRequired(kit: SuiteKit): void {
     }
     if (!thrown) fail("a step without --container was accepted");
     const err = asJobrtError(thrown.cause);
-    if (!err?.code.startsWith("ERR_CONTAINER")) fail(`${thrown.hook} threw ${describeError(thrown.cause)}, expected an ERR_CONTAINER_* JobrtError`);
+    if (!err?.code.startsWith("ERR_CONTAINER")) fail(`${thrown.hook} threw ${describeThrown(thrown.cause)}, expected an ERR_CONTAINER_* JobrtError`);
   });
 }

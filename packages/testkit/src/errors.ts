@@ -19,7 +19,7 @@ export function asJobrtError(error: unknown): CodedError | undefined {
 }
 
 /** One line about anything thrown: its code when it has one, its class, its message. */
-export function describeError(error: unknown): string {
+export function describeThrown(error: unknown): string {
   const coded = asJobrtError(error);
   if (coded) return `JobrtError ${coded.code}: ${coded.message}`;
   if (error instanceof Error) {

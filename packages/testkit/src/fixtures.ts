@@ -1,5 +1,5 @@
 import { availableParallelism, hostname, tmpdir, userInfo } from "node:os";
-import type { ContainerRequest, Logger, NodeConf, StepRecord } from "@jobrt/core";
+import { type ContainerRequest, type Logger, type NodeConf, type StepRecord, emptyRequest } from "@jobrt/core";
 import { planStep } from "@jobrt/launcher";
 import { makeTempDir, removeTree } from "./tempdirs.js";
 
@@ -41,7 +41,7 @@ export function createTestNode(overrides: Partial<NodeConf> = {}): TestNode {
 
 /** Fills the defaults of a container request (what the CLI builds from --container-* options). */
 export function containerRequest(partial: Partial<ContainerRequest> = {}): ContainerRequest {
-  return { volumes: [], modules: [], env: [], clearEnv: false, options: {}, ...partial };
+  return { ...emptyRequest(), ...partial };
 }
 
 export interface TestStepOptions {

@@ -1,5 +1,5 @@
 import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type SignalDelivery, type StepRecord, type TaskRecord } from "@jobrt/core";
-import { createTracker, dropTo, spawnTaskProcess } from "@jobrt/launcher";
+import { createTaskGroup } from "@jobrt/launcher";
 
 export interface LaunchResult {
   code: number | null;
@@ -35,10 +35,9 @@ let launches = 0;
 export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, task: TaskRecord, options: LaunchOptions = {}): Promise<LaunchResult> {
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
-  const tracker = createTracker("auto", `testkit.${process.pid}.${launches++}`);
-  const user = dropTo(process.getuid?.() ?? 0, step.uid, step.gid);
+  const tasks = createTaskGroup(`testkit.${process.pid}.${launches++}`);
   return new Promise<LaunchResult>((resolve, reject) => {
-    const started = spawnTaskProcess(spec, { stdio: ["pipe", "pipe", "pipe"], tracker, taskId: task.globalId, ...(user ? { user } : {}) });
+    const started = tasks.start(spec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["pipe", "pipe", "pipe"] });
     started.then((child) => {
       if (child.pid !== undefined) task.pid = child.pid;
       let stdout = "";
@@ -51,14 +50,14 @@ export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, ta
         if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
           stopped = true;
           signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
-          killTimer = setTimeout(() => tracker.killTask(task.globalId, child.pid), stop.killWaitMs);
+          killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
         }
       });
       child.stderr?.setEncoding("utf8").on("data", (d: string) => {
         stderr += d;
       });
-      const timer = setTimeout(() => tracker.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
-      child.on("exit", () => tracker.killTask(task.globalId, child.pid));
+      const timer = setTimeout(() => tasks.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
+      child.on("exit", () => tasks.killTask(task.globalId, child.pid));
       child.on("close", (code, signal) => {
         clearTimeout(timer);
         clearTimeout(killTimer);
@@ -72,10 +71,7 @@ export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, ta
         resolve({ code: error.code === "ENOENT" ? 127 : 126, signal: null, stdout: "", stderr: `${error.message}\n`, pid: undefined, argv: spec.argv });
       } else reject(error);
     });
-  }).finally(async () => {
-    await tracker.waitEmpty(5000);
-    tracker.release();
-  });
+  }).finally(() => tasks.close(5000));
 }
 
 /** Delivers a stop signal as the launcher's StopControl does. */

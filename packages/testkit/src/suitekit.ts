@@ -2,7 +2,7 @@ import { chmodSync, chownSync, existsSync, readdirSync } from "node:fs";
 import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type NotSupported, type RuntimePlugin, type StepRecord, type TaskRecord, isExecSpec } from "@jobrt/core";
 import { type TestContext, it } from "vitest";
 import { CHECKS, type CheckId } from "./checks.js";
-import { describeError } from "./errors.js";
+import { describeThrown } from "./errors.js";
 import { argvProblems, containsSequence, envCwdProblems, shellProblems } from "./execspec.js";
 import { createTestNode, createTestStep } from "./fixtures.js";
 import { type PluginHost, pluginHost } from "./host.js";
@@ -49,7 +49,7 @@ export class HookFailure extends Error {
   readonly hook: string;
   override readonly cause: unknown;
   constructor(hook: string, cause: unknown) {
-    super(`${hook} threw ${describeError(cause)}`);
+    super(`${hook} threw ${describeThrown(cause)}`);
     this.hook = hook;
     this.cause = cause;
   }
@@ -126,7 +126,7 @@ export class SuiteKit implements StepKit {
           await body(ctx);
         } catch (error) {
           if (level === "SHOULD" && this.options.level === "must" && !isSkipSignal(error)) {
-            const note = `SHOULD check ${id} failed (level "must" makes it a warning): ${describeError(error)}`;
+            const note = `SHOULD check ${id} failed (level "must" makes it a warning): ${describeThrown(error)}`;
             console.warn(`@jobrt/testkit: ${note}`);
             await ctx.annotate(note, "warning");
             return;

@@ -4,7 +4,7 @@ import { type DeviceConf, cdiInventory, planStep, resolveStepDevices } from "@jo
 import { flag, one, parseCommandLine } from "../args.js";
 import { cdiDeviceLines } from "../cdidevices.js";
 import { createHost, say } from "../host.js";
-import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
+import { componentSpecs, stepUser } from "../runspec.js";
 
 const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "failed", unchecked: "not checked" };
 
@@ -61,7 +61,7 @@ function showDevices(conf: DeviceConf, requested: boolean): boolean {
 
 /** `jobrt check`: a run request validated as at submit time, then what this node can see of it; nothing is started. */
 export async function checkCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: true, command: "check" });
+  const parsed = parseCommandLine(args, { command: "check", components: true, needCommand: true });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).CHECK_HELP);
     return 0;

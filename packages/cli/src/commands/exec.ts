@@ -1,5 +1,5 @@
 import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
-import { containerRequest, flag, one, parseCommandLine } from "../args.js";
+import { flag, one, parseCommandLine, requestFromOptions } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath, say } from "../host.js";
 import { NodeLog } from "../nodelog.js";
@@ -8,14 +8,9 @@ import { rawEnvironment } from "../rawinput.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
 
-const EXEC_OPTIONS = new Set([
-  "runtime", "container", "container-volume", "container-module", "container-env", "container-workdir",
-  "container-entrypoint", "container-clearenv", "container-opt", "container-device", "verbose", "conf-dir", "help",
-]);
-
 /** `jobrt exec`: one task of a Slurm step, planned from Slurm's environment, run by the step session. */
 export async function execCommand(args: string[], timings?: Timings): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: EXEC_OPTIONS, components: false, needCommand: !args.includes("--help") && !args.includes("-h"), command: "exec" });
+  const parsed = parseCommandLine(args, { command: "exec", components: false, needCommand: !args.includes("--help") && !args.includes("-h") });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).EXEC_HELP);
     return 0;
@@ -25,7 +20,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), containerRequest(c.options, process.env.SLURM_CONTAINER_ID));
+  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), requestFromOptions(c.options, process.env.SLURM_CONTAINER_ID));
   const cancel = new StepCancel();
   trapSignals(cancel);
   const nodeLog = new NodeLog({

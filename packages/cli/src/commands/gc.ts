@@ -1,5 +1,4 @@
 import { jobrtError } from "@jobrt/core";
-import { collectOrphans, openSpool, userSpools } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { createHost, say } from "../host.js";
 
@@ -9,7 +8,7 @@ import { createHost, say } from "../host.js";
  * cleaned (it is kept for another try, or set aside when trying again cannot help).
  */
 export async function gcCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["verbose", "conf-dir", "help", "job", "pid"]), components: false, needCommand: false, command: "gc" });
+  const parsed = parseCommandLine(args, { command: "gc", components: false, needCommand: false });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).GC_HELP);
     return 0;
@@ -22,12 +21,7 @@ export async function gcCommand(args: string[]): Promise<number> {
   const hostPid = pidText === undefined ? undefined : positiveInt(pidText, "pid", 4_194_304);
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
-    const spool = openSpool(host.node.spoolDir, host.node.nodeName, { create: false });
-    // Root also collects job users' journals in a shared SpoolDir: the Slurm Epilog (docs/slurm.md).
-    // openSpool has checked the path to SpoolDir, also when root has no journal of its own there.
-    const spools = [...(spool ? [spool] : []), ...userSpools(host.node.spoolDir)];
-    const results = [];
-    for (const s of spools) results.push(...(await collectOrphans(s, host.registry, host.node, { ...(jobId !== undefined ? { jobId } : {}), ...(hostPid !== undefined ? { hostPid } : {}), log: () => {} })));
+    const results = await host.collectOrphans({ ...(jobId !== undefined ? { jobId } : {}), ...(hostPid !== undefined ? { hostPid } : {}) });
     for (const r of results) {
       if (r.report !== undefined) say(r.report);
       else process.stdout.write(`gc: step ${r.jobId}.${r.stepId}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);

@@ -1,5 +1,5 @@
 import { jobrtError } from "@jobrt/core";
-import { type StepView, listSteps, lookupUser, openSpool, userSpools } from "@jobrt/launcher";
+import { type StepView, lookupUser } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { createHost } from "../host.js";
 
@@ -67,7 +67,7 @@ function printTable(steps: ShownStep[]): void {
 
 /** `jobrt ps`: the steps of this node from the journal (docs/cli.md, "jobrt ps"). */
 export async function psCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["json", "all", "verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "ps" });
+  const parsed = parseCommandLine(args, { command: "ps", components: false, needCommand: false });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).PS_HELP);
     return 0;
@@ -77,12 +77,10 @@ export async function psCommand(args: string[]): Promise<number> {
   if (all && (process.getuid?.() ?? 0) !== 0) throw jobrtError("ERR_USAGE", { problem: "ps: --all is for root (a user sees their own steps: leave --all out)" });
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
-    const own = openSpool(host.node.spoolDir, host.node.nodeName, { create: false });
-    // Job users' journals are read with each user's rights (listSteps; docs/reliability.md, "Threat model").
-    const spools = [...(own ? [own] : []), ...(all ? userSpools(host.node.spoolDir) : [])];
+    // Job users' journals are read with each user's rights (docs/reliability.md, "Threat model").
     const names = new Map<number, string>();
     const now = Date.now();
-    const steps: ShownStep[] = spools.flatMap(listSteps).map((s) => ({
+    const steps: ShownStep[] = host.steps(all).map((s) => ({
       ...s,
       user: userName(s.uid, names),
       ...(s.since !== undefined ? { ageSeconds: Math.max(0, Math.floor((now - s.since) / 1000)) } : {}),

@@ -8,13 +8,13 @@ import { showPull } from "../pullprogress.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
 import { NodeLog } from "../nodelog.js";
-import { RUN_OPTIONS, componentSpecs, stepUser } from "../runspec.js";
+import { componentSpecs, stepUser } from "../runspec.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
 
 /** `jobrt run`: turns argv into a step plan and hands it to the launcher's step session. */
 export async function runCommand(args: string[], timings?: Timings): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: RUN_OPTIONS, components: true, needCommand: !args.includes("list"), command: "run" });
+  const parsed = parseCommandLine(args, { command: "run", components: true, needCommand: !args.includes("list") });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).RUN_HELP);
     return 0;

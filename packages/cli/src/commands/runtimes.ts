@@ -4,7 +4,7 @@ import { createHost } from "../host.js";
 import { listRuntimes } from "../listing.js";
 
 export async function runtimesCommand(args: string[]): Promise<number> {
-  const parsed = parseCommandLine(args, { allowed: new Set(["json", "verbose", "conf-dir", "help"]), components: false, needCommand: false, command: "runtimes" });
+  const parsed = parseCommandLine(args, { command: "runtimes", components: false, needCommand: false });
   if (parsed.components[0]!.argv.length > 0) {
     throw jobrtError("ERR_USAGE", { problem: `runtimes: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
   }

@@ -1,6 +1,5 @@
 import { isAbsolute } from "node:path";
 import { DEVICE_HOOK_NAMES, type DeviceHookEdit, type DeviceMountEdit, jobrtError } from "@jobrt/core";
-import { parse as parseYaml } from "yaml";
 
 /**
  * The CDI versions this reader knows (docs/devices.md): every released spec version up to 1.1.0.
@@ -141,11 +140,23 @@ function edits(f: Fields, v: unknown, field: string): SpecEdits {
 
 function document(text: string, file: string): unknown {
   try {
-    return file.endsWith(".json") ? JSON.parse(text) : parseYaml(text, { schema: "core" });
+    return file.endsWith(".json") ? JSON.parse(text) : yamlParser()(text, { schema: "core" });
   } catch (error) {
     const first = ((error as Error).message.split("\n")[0] ?? "").trim();
     throw specError(file, file.endsWith(".json") ? "JSON" : "YAML", first);
   }
+}
+
+/**
+ * The YAML parser, loaded the first time a YAML spec is read: most steps read none, and loading it
+ * costs every `jobrt run`/`exec` start-up. Required rather than imported because the CLI's
+ * code-cached steps script (a CommonJS vm.Script) may not import(); it resolves from the file that
+ * holds this code (the launcher, or the CLI's bundle, which depends on yaml for it).
+ */
+function yamlParser(): typeof import("yaml").parse {
+  // node:module itself is fetched here, not imported: jobrt's start-up never loads it (tests/cli/startup.test.ts).
+  const { createRequire } = process.getBuiltinModule("node:module");
+  return (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse;
 }
 
 /** Parses and checks one spec file's text (JSON for `.json`, YAML otherwise). */

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { processRunning } from "../proc.js";
+import { processRunning } from "../processidentity.js";
 
 /** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
 export interface CgroupHierarchy {

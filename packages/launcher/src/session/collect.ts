@@ -1,5 +1,5 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
-import { isSameProcess } from "../proc.js";
+import { isSameProcess } from "../processidentity.js";
 import { type JournalEntry, claimEntry, listEntries, recordedForker, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
 import { removeForkerCgroup } from "./forker-cgroup.js";
 import { trackerFromRecord } from "./proctrack.js";

@@ -1,7 +1,7 @@
 import { appendFileSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
-import { bootId, processRunning, processStartTime } from "../proc.js";
+import { bootId, processRunning, processStartTime } from "../processidentity.js";
 import type { TrackerRecord } from "./proctrack.js";
 import { asUser } from "./asuser.js";
 import { removeTreeNoFollow } from "./removetree.js";

@@ -165,7 +165,7 @@ function started(child: ChildProcess): Promise<TaskProcess> {
   });
 }
 
-/** Starts one task with a spawner of its own (the testkit, runtime-oci's test host). */
+/** Starts one task with a spawner of its own (createTaskGroup: the testkit, runtime-oci's test host). */
 export function spawnTaskProcess(spec: ExecSpec, options: TaskStartOptions & { stdio: StdioItem[]; taskId: number }): Promise<TaskProcess> {
   const spawner = new TaskSpawner(new Map([[options.taskId, options.stdio]]), (line) => process.stderr.write(`jobrt: warning: ${line}\n`));
   try {

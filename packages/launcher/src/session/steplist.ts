@@ -1,6 +1,6 @@
 import { basename } from "node:path";
 import { messageOf } from "@jobrt/core";
-import { isSameProcess } from "../proc.js";
+import { isSameProcess } from "../processidentity.js";
 import { hostAlive } from "./collect.js";
 import { type JournalEntry, listEntries, recordedPids } from "./journal.js";
 import type { Spool } from "./spool.js";

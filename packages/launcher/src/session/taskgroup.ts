@@ -1,0 +1,51 @@
+import type { ExecSpec } from "@jobrt/core";
+import type { StdioItem, TaskProcess } from "./forker.js";
+import { createTracker } from "./proctrack.js";
+import { dropTo, spawnTaskProcess } from "./spawn.js";
+
+/** One task to start: its id in the step, the step's user and group, and its three stdio items. */
+export interface TaskStart {
+  taskId: number;
+  uid: number;
+  gid: number;
+  stdio: StdioItem[];
+}
+
+/**
+ * Tasks started outside a step session as the session starts them (the testkit's `launchTask`, a
+ * runtime's own test host): so what they test is what sites run.
+ */
+export interface TaskGroup {
+  /**
+   * Starts a task from its ExecSpec through the one spawn path (spawn.ts): its own session and
+   * process group, born in its task cgroup where there is one, as uid/gid when the host is root.
+   */
+  start(spec: ExecSpec, task: TaskStart): Promise<TaskProcess>;
+  /** SIGKILLs everything of one task (its cgroup, else its process group). */
+  killTask(taskId: number, pid: number | undefined): void;
+  /** SIGKILLs everything of every task. */
+  killAll(): void;
+  /** Waits up to `timeoutMs` for the last process to go, then removes the group's cgroups. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * A group named `name` (unique on this node while it lives), tracked as ProcTrack=auto tracks a
+ * step: cgroup2, else the v1 freezer, else process groups.
+ */
+export function createTaskGroup(name: string): TaskGroup {
+  const tracker = createTracker("auto", name);
+  const hostUid = process.getuid?.() ?? 0;
+  return {
+    start(spec, { taskId, uid, gid, stdio }) {
+      const user = dropTo(hostUid, uid, gid);
+      return spawnTaskProcess(spec, { stdio, tracker, taskId, ...(user ? { user } : {}) });
+    },
+    killTask: (taskId, pid) => tracker.killTask(taskId, pid),
+    killAll: () => tracker.killAll(),
+    async close(timeoutMs = 5000) {
+      await tracker.waitEmpty(timeoutMs);
+      tracker.release();
+    },
+  };
+}
