@@ -2,7 +2,7 @@
 // same by hand with the tools jobrt drives (skopeo copy + umoci unpack), and a cached start against
 // `runc run` of a prepared bundle. A real docker-registry on 127.0.0.1 serves a busybox image.
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, cpSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +11,7 @@ import { compare, fmt, jobrtBin, ratio, repoRoot, rss, table, timeOnce } from ".
 
 export const name = "images";
 export const description =
-  "jobrt run --container-image docker://127.0.0.1:PORT/busybox:1 /bin/true (embedded runc default, as root): first pull (empty cache) and cached start, against `skopeo copy` + `umoci unpack --rootless` by hand into a fresh dir, and against `runc run` and `jobrt run --container` of a prepared busybox bundle";
+  "jobrt run --container-image docker://127.0.0.1:PORT/busybox:1 /bin/true (embedded runc default, as root): first pull (empty cache) and cached start, against `skopeo copy` + `umoci unpack --rootless` by hand into a fresh dir, and against `runc run` and `jobrt run --container` of a prepared busybox bundle; and starts from a SharedStore squashfs on a node that never pulled the image, and on a job's second node, against a cached start from the node cache";
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -52,11 +52,12 @@ function pushBusybox(dir, host) {
   sh("skopeo", "copy", "--quiet", "--dest-tls-verify=false", `oci:${layout}:img`, `docker://${host}/busybox:1`);
 }
 
-function site(host) {
+/** A node's conf dir; with `store`, a node identity of its own (NodeName) sharing that SharedStore. */
+function site(host, store) {
   const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-img-"));
   chmodSync(dir, 0o755);
-  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
-  writeFileSync(join(dir, "images.conf"), `CacheDir=${join(dir, "cache")}\nInsecureRegistries=${host}\n`);
+  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n${store ? `NodeName=bench${dir.slice(-6).toLowerCase().replace(/[^a-z0-9]/g, "x")}\n` : ""}`);
+  writeFileSync(join(dir, "images.conf"), `CacheDir=${join(dir, "cache")}\nInsecureRegistries=${host}\n${store ? `SharedStore=${store}\n` : ""}`);
   return dir;
 }
 
@@ -69,7 +70,7 @@ export async function run({ quick, env }) {
     const ref = `docker://${reg.host}/busybox:1`;
     // Own job ids: runc's container ids (node.uid.job.step.task) are machine-wide.
     let job = 800000 + (process.pid % 1000) * 100;
-    const jobrt = (conf) => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "--container-image", ref, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } });
+    const jobrt = (conf, jobId = ++job) => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(jobId), "--container-image", ref, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } });
     const byHand = join(work, "by-hand.sh");
     writeFileSync(
       byHand,
@@ -86,6 +87,18 @@ export async function run({ quick, env }) {
     const prepared = await compare(() => jobrt(cachedConf), runcRun, { runs, warmup: 1 });
     const jobrtBundle = () => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "--container", bundle, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: cachedConf } });
     const sameHost = await compare(() => jobrt(cachedConf), jobrtBundle, { runs, warmup: 1 });
+    // The shared store (docs/images.md): filled once, then each run is a node that never pulled.
+    const store = join(work, "store");
+    mkdirSync(store, { mode: 0o755 });
+    await jobrt(site(reg.host, store));
+    const fresh = await compare(() => jobrt(site(reg.host, store)), () => jobrt(cachedConf), { runs, warmup: 1 });
+    // The second node of a job: the first node pinned the digest; the second one starts from the store.
+    const secondNode = async () => {
+      const id = ++job;
+      await jobrt(site(reg.host, store), id);
+      return jobrt(site(reg.host, store), id);
+    };
+    const second = await compare(secondNode, () => jobrt(cachedConf), { runs, warmup: 1 });
     const row = (what, r, base) => [what, fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`, base, fmt(r.b.median), ratio(r.a.median, r.b.median), rss(r.a.rssKiB)];
     return table(
       ["jobrt run --container-image", "median ms", "min-max", "baseline", "baseline median ms", "ratio", "jobrt peak RSS"],
@@ -94,6 +107,8 @@ export async function run({ quick, env }) {
         row("cached start", cached, "skopeo copy + umoci unpack"),
         row("cached start", prepared, "runc run of a prepared bundle"),
         row("cached start", sameHost, "jobrt run --container <prepared bundle>"),
+        row("shared squashfs start, node never pulled", fresh, "cached start (node cache)"),
+        row("first start on a job's second node", second, "cached start (node cache)"),
       ],
     );
   } finally {

@@ -116,7 +116,7 @@ describe("removeTree: what a test leaves is removed, and nothing else", () => {
     expect(removeTree(trees[0] as string)).toEqual([]);
     // The compiled helper, run as nobody: no root privilege makes the read-only dirs removable.
     const helper = join(repoRoot, "packages/testkit/dist/tempdirs.js");
-    const script = `import(${JSON.stringify(helper)}).then((m) => console.log(JSON.stringify(m.removeTree(${JSON.stringify(trees[1])}))))`;
+    const script = `import(${JSON.stringify(helper)}).then((m) => console.log(JSON.stringify(m.removeTempDir(${JSON.stringify(trees[1])}))))`;
     const r = await runProgram([process.execPath, "-e", script], { uid: NOBODY, gid: NOBODY, cwd: "/" });
     expect(r).toMatchObject({ code: 0, stdout: "[]\n" });
     expect(readdirSync(parent)).toEqual([]);

@@ -1,6 +1,6 @@
 import { makeTempDir } from "../../packages/testkit/src/tempdirs.js";
 
-export { removeTree, tempRoot } from "../../packages/testkit/src/tempdirs.js";
+export { removeTempDir as removeTree, tempRoot } from "../../packages/testkit/src/tempdirs.js";
 
 /**
  * A fresh temporary directory for one test file. The setup file tests/helpers/tmp-setup.ts (wired

@@ -135,8 +135,8 @@ runs as that user (the runtime cleanup then acts as that user; root works on the
 with the user's rights, at most 30 s a user's journal).
 `;
 
-export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--conf-dir DIR]
-       jobrt images prune [--all] [--conf-dir DIR]
+export const IMAGES_HELP = `Usage: jobrt images [list] [--json] [--shared] [--conf-dir DIR]
+       jobrt images prune [--all] [--shared] [--conf-dir DIR]
 
 The node's image cache (runtime oci, --container-image; CacheDir in images.conf).
   list     every cached image this user can see: store, digest, size, last use, reference,
@@ -144,6 +144,9 @@ The node's image cache (runtime oci, --container-image; CacheDir in images.conf)
   prune    removes the images no running step uses, least recently used first, until the cache
            fits CacheSize; with --all, every image no running step uses. As root: every store;
            as a user: their own store.
+  --shared the cluster's image store instead (SharedStore in images.conf): its squashfs images,
+           and the nodes that have each mounted; prune (root only) keeps it under SharedStoreSize,
+           or with --all removes every image no node has mounted.
 `;
 
 export const PS_HELP = `Usage: jobrt ps [--all] [--json] [--conf-dir DIR]

@@ -75,6 +75,7 @@ export const OPTIONS: readonly OptionDef[] = [
   },
   { long: "json", value: false, scope: "step", commands: [...STEP, "runtimes", "ps", "images"], help: "one JSON event per line on stdout (task output included)" },
   { long: "all", value: false, scope: "step", commands: ["ps", "images"] },
+  { long: "shared", value: false, scope: "step", commands: ["images"] },
   {
     long: "conf-dir",
     value: true,

@@ -1,13 +1,15 @@
 import { lstatSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
-import { makeDir } from "./plumbing.js";
+import { makeDir } from "@jobrt/host-services";
+import type { FetchSpec } from "./fetch.js";
 import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
 import { type ImageReference, sourceName } from "./reference.js";
 import { progressReader } from "./progress.js";
 import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
 import { type StoreEntry, addMark, dropMark, listEntries, listStores, lockFile, markName, publicStore, useIfPresent, userStore } from "./store.js";
+import { releaseMount } from "./squashmount.js";
 import { runTool } from "./tool.js";
 
 /** An image a step uses: its unpacked bundle in the cache, and what the step must give back. */
@@ -21,6 +23,8 @@ export interface CachedImage {
   /** uid/gid the store belongs to, when that is not the host's own. */
   owner?: { uid: number; gid: number };
   cached: boolean;
+  /** Set when `bundle` is the shared store's squashfs mounted under this CacheDir (squashmount.ts). */
+  mountedIn?: string;
 }
 
 const hostIsRoot = () => (process.getuid?.() ?? -1) === 0;
@@ -94,34 +98,35 @@ function storeFor(settings: ImageSettings, step: StepRecord, isPublic: boolean):
   return { store };
 }
 
+/** What the image helper is asked to fetch: public images anonymously as root, private ones with the user's credentials. */
+export function fetchSpec(step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, store: string, hex: string, mark: string): FetchSpec {
+  const root = hostIsRoot();
+  const sharedPull = root && resolved.public;
+  return {
+    store,
+    hex,
+    digest: resolved.digest,
+    reference: ref.text,
+    source: sourceName(ref, ref.transport === "docker" ? resolved.digest : undefined),
+    checkLayoutDigest: ref.transport !== "docker",
+    copyFlags: [...tlsFlags(ref, settings, "--src-tls-verify"), ...(sharedPull ? ["--src-no-creds"] : [])],
+    public: resolved.public && root,
+    mark,
+    env: sharedPull ? toolEnv(process.env, PROXY_VARIABLES, "/nonexistent", "root") : userToolEnv(step),
+    timeoutMs: settings.pullTimeoutMs,
+  };
+}
+
 /**
  * Resolves, pulls (once per node) and unpacks (once per node) the step's image, and marks it in
  * use for this step. Private images are pulled as the job user with their own credentials into
  * their own store; public ones, on a root host, anonymously into the shared store.
  */
 export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, progress?: (p: PullProgress) => void): Promise<CachedImage> {
-  const root = hostIsRoot();
-  const userEnv = userToolEnv(step);
   const { store, owner } = storeFor(settings, step, resolved.public);
   const hex = resolved.digest.slice("sha256:".length);
   const mark = markName(step.jobId, step.stepId);
-  const sharedPull = root && resolved.public;
-  const request: HelperRequest = {
-    op: "fetch",
-    spec: {
-      store,
-      hex,
-      digest: resolved.digest,
-      reference: ref.text,
-      source: sourceName(ref, ref.transport === "docker" ? resolved.digest : undefined),
-      checkLayoutDigest: ref.transport !== "docker",
-      copyFlags: [...tlsFlags(ref, settings, "--src-tls-verify"), ...(sharedPull ? ["--src-no-creds"] : [])],
-      public: resolved.public && root,
-      mark,
-      env: sharedPull ? toolEnv(process.env, PROXY_VARIABLES, "/nonexistent", "root") : userEnv,
-      timeoutMs: settings.pullTimeoutMs,
-    },
-  };
+  const request: HelperRequest = { op: "fetch", spec: fetchSpec(step, settings, ref, resolved, store, hex, mark) };
   node.log("verbose", `runtime oci: image ${ref.text} is ${resolved.digest}${resolved.public ? " (public)" : ""}; cache ${store}`);
   if (!owner) {
     // The host's own store: a cached image needs no helper process and no lock.
@@ -138,7 +143,7 @@ export async function ensureImage(node: NodeConf, step: StepRecord, settings: Im
  * line (a helper that finds the image cached, or waits on another step's pull, writes none), then
  * `progress`, and `end` when a pull was reported.
  */
-async function reportedPull(image: string, progress: ((p: PullProgress) => void) | undefined, run: (onStderr?: (chunk: string) => void) => Promise<HelperResponse | "busy">): Promise<HelperResponse | "busy"> {
+export async function reportedPull<R>(image: string, progress: ((p: PullProgress) => void) | undefined, run: (onStderr?: (chunk: string) => void) => Promise<R>): Promise<R> {
   if (!progress) return run();
   const started = performance.now();
   let last: { bytes: number; blobs: number } | undefined;
@@ -151,12 +156,17 @@ async function reportedPull(image: string, progress: ((p: PullProgress) => void)
       report("progress", p);
     }),
   );
-  if (last) report("end", last, r !== "busy" && r.ok);
+  if (last) report("end", last, r !== "busy" && (r as { ok?: boolean }).ok !== false);
   return r;
 }
 
 /** Gives back a step's use of an image (its mark); never throws. */
-export async function releaseImage(image: Pick<CachedImage, "store" | "hex" | "mark" | "owner">, log: (m: string) => void): Promise<void> {
+export async function releaseImage(image: Pick<CachedImage, "store" | "hex" | "mark" | "owner" | "mountedIn">, log: (m: string) => void): Promise<void> {
+  if (image.mountedIn !== undefined) {
+    const problem = await releaseMount(image.mountedIn, image.hex, image.mark).catch(messageOf);
+    if (problem) log(`cannot release image ${image.hex}: ${problem}`);
+    return;
+  }
   if (!image.owner) {
     dropMark(image.store, image.hex, image.mark);
     return;

@@ -1,6 +1,6 @@
 import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { removeTree } from "./plumbing.js";
+import { removeTree } from "@jobrt/host-services";
 import { prepareImageConfig } from "./image-config.js";
 import { type ImageMeta, addMark, dropMark, useIfPresent } from "./store.js";
 import { layoutProgress, progressLine } from "./progress.js";

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { removeTree } from "./plumbing.js";
+import { removeTree } from "@jobrt/host-services";
 import { type FetchSpec, fetchImage } from "./fetch.js";
 import { dropMark, inUseDir, liveMarks } from "./store.js";
 

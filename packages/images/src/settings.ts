@@ -15,6 +15,14 @@ export interface ImageSettings {
   insecureRegistries: string[];
   /** Time limit of one pull + unpack, in ms. */
   pullTimeoutMs: number;
+  /** The cluster's image store on a filesystem every node sees (docs/images.md), when set. */
+  sharedStore?: string;
+  /** Size limit of the shared store in bytes (LRU past it). */
+  sharedStoreSize: number;
+  /** How long a shared-store lease lasts without renewal, in ms. */
+  sharedLeaseMs: number;
+  /** Names this cluster in the shared store's job pins. */
+  clusterName: string;
 }
 
 export const DEFAULT_CACHE_SIZE = 20 * 1024 ** 3;
@@ -37,6 +45,10 @@ export const IMAGES_CONF_SCHEMA = {
   CacheSize: { type: "string", check: sizeCheck },
   InsecureRegistries: { type: "list" },
   PullTimeout: { type: "int", min: 1, max: 86_400 },
+  SharedStore: { type: "string", check: pathCheck },
+  SharedStoreSize: { type: "string", check: sizeCheck },
+  SharedLeaseTime: { type: "int", min: 1, max: 3600 },
+  ClusterName: { type: "string", check: (v: string) => (/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? undefined : `${JSON.stringify(v)} is not a cluster name`) },
 } satisfies ConfSchema;
 
 /**
@@ -75,9 +87,13 @@ export function loadImageSettings(confDir: string): ImageSettings {
     cacheSize: (v.CacheSize === undefined ? undefined : parseSize(v.CacheSize)) ?? d.cacheSize,
     insecureRegistries: insecure,
     pullTimeoutMs: typeof v.PullTimeout === "number" ? v.PullTimeout * 1000 : d.pullTimeoutMs,
+    ...(typeof v.SharedStore === "string" ? { sharedStore: v.SharedStore } : {}),
+    sharedStoreSize: (v.SharedStoreSize === undefined ? undefined : parseSize(v.SharedStoreSize)) ?? d.sharedStoreSize,
+    sharedLeaseMs: typeof v.SharedLeaseTime === "number" ? v.SharedLeaseTime * 1000 : d.sharedLeaseMs,
+    clusterName: typeof v.ClusterName === "string" ? v.ClusterName : d.clusterName,
   };
 }
 
 function defaults(): ImageSettings {
-  return { cacheDir: defaultCacheDir(), cacheSize: DEFAULT_CACHE_SIZE, insecureRegistries: [], pullTimeoutMs: 600_000 };
+  return { cacheDir: defaultCacheDir(), cacheSize: DEFAULT_CACHE_SIZE, insecureRegistries: [], pullTimeoutMs: 600_000, sharedStoreSize: 200 * 1024 ** 3, sharedLeaseMs: 60_000, clusterName: "cluster" };
 }

@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, futimesSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { procStat } from "./plumbing.js";
+import { procStat } from "@jobrt/host-services";
 
 /**
  * The node-local image cache (docs/runtime-oci.md, "Image cache"):

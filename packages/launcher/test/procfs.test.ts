@@ -6,8 +6,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { bootId, isSameProcess, processRunning, processStartTime } from "../src/processidentity.js";
-import { findHierarchy, moveInto, ownDir, removeTree } from "../src/session/cgroupfs.js";
+import { processRunning } from "@jobrt/host-services";
+import { bootId, isSameProcess, processStartTime } from "../src/processidentity.js";
+import { findHierarchy, moveInto, ownDir, removeCgroupTree } from "../src/session/cgroupfs.js";
 
 const children: ChildProcess[] = [];
 afterEach(async () => {
@@ -55,7 +56,7 @@ describe("/proc/<pid>/stat", () => {
   });
 });
 
-describe("removeTree (cgroup2)", () => {
+describe("removeCgroupTree (cgroup2)", () => {
   it("removes every cgroup it can, nested ones too, and returns a populated one and its parents, deepest first", async () => {
     const h = findHierarchy(2);
     if (!h) throw new Error("this test needs a cgroup2 mount (run it as root on a cgroup2 host)");
@@ -66,7 +67,7 @@ describe("removeTree (cgroup2)", () => {
     const child = sleeper();
     moveInto(join(step, "task_2"), child.pid!);
     try {
-      expect(removeTree(step)).toEqual([join(step, "task_2"), step]);
+      expect(removeCgroupTree(step)).toEqual([join(step, "task_2"), step]);
       expect(dirs.filter((d) => existsSync(d))).toEqual([join(step, "task_2")]);
     } finally {
       const gone = new Promise((r) => child.once("exit", r));
@@ -74,12 +75,12 @@ describe("removeTree (cgroup2)", () => {
       await gone;
       // The cgroup is unpopulated once the kernel has reaped its last member.
       for (let i = 0; i < 100 && /^populated 1$/m.test(readFileSync(join(step, "task_2", "cgroup.events"), "utf8")); i++) await new Promise((r) => setTimeout(r, 20));
-      const left = removeTree(step);
-      // Whatever removeTree got wrong is not left on the machine.
+      const left = removeCgroupTree(step);
+      // Whatever removeCgroupTree got wrong is not left on the machine.
       sweep(step);
       expect(left).toEqual([]);
     }
     expect(existsSync(step)).toBe(false);
-    expect(removeTree(step)).toEqual([]);
+    expect(removeCgroupTree(step)).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import { type Dirent, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { isAbsolute, join, normalize, relative } from "node:path";
+import { isCgroup2, procCgroups, readMountInfo } from "@jobrt/host-services";
 import { type FsOp, type Identity, runFsOps } from "./fsops.js";
 
 /**
@@ -23,54 +24,25 @@ interface Hierarchy {
   controllers: string[];
 }
 
-function unescapeMount(path: string): string {
-  return path.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
 /** Every cgroup (v1) and cgroup2 mount under /sys/fs/cgroup in this mount namespace. */
 function hierarchies(): Hierarchy[] {
-  let info = "";
-  try {
-    info = readFileSync("/proc/self/mountinfo", "utf8");
-  } catch {
-    return [];
-  }
   const out: Hierarchy[] = [];
-  for (const line of info.split("\n")) {
-    const [left, right] = line.split(" - ");
-    if (!left || !right) continue;
-    const fields = left.split(" ");
-    const mount = unescapeMount(fields[4] ?? "");
-    const root = unescapeMount(fields[3] ?? "/");
-    const [fstype, , superOptions = ""] = right.split(" ");
+  for (const { mountPoint: mount, root, fstype, superOptions } of readMountInfo()) {
     if (!mount.startsWith(`${CGROUP_FS}/`) && mount !== CGROUP_FS) continue;
     if (fstype === "cgroup2") out.push({ mount, root, controllers: [""] });
-    else if (fstype === "cgroup") out.push({ mount, root, controllers: superOptions.split(",").filter((o) => o !== "rw" && o !== "ro") });
+    else if (fstype === "cgroup") out.push({ mount, root, controllers: superOptions.filter((o) => o !== "rw" && o !== "ro") });
   }
   return out;
 }
 
 /** This process's own cgroup dir in every mounted hierarchy, for the step state. */
 export function hostCgroupDirs(): string[] {
-  let text = "";
-  try {
-    text = readFileSync("/proc/self/cgroup", "utf8");
-  } catch {
-    return [];
-  }
+  const own = procCgroups();
   const out: string[] = [];
   for (const h of hierarchies()) {
-    for (const line of text.split("\n")) {
-      const [id, controllers = "", ...rest] = line.split(":");
-      const path = rest.join(":");
-      const names = controllers.split(",");
-      const match = h.controllers[0] === "" ? id === "0" && controllers === "" : h.controllers.some((c) => names.includes(c));
-      if (!match || !isAbsolute(path)) continue;
-      const inner = relative(h.root, path);
-      if (inner.startsWith("..")) continue;
-      out.push(join(h.mount, inner));
-      break;
-    }
+    const matches = own.filter((m) => (h.controllers[0] === "" ? isCgroup2(m) : h.controllers.some((c) => m.controllers.includes(c))));
+    const inner = matches.filter((m) => isAbsolute(m.path)).map((m) => relative(h.root, m.path)).find((p) => !p.startsWith(".."));
+    if (inner !== undefined) out.push(join(h.mount, inner));
   }
   return out;
 }

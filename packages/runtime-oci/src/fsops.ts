@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import {
   closeSync,
   constants,
@@ -6,11 +5,9 @@ import {
   fchownSync,
   fstatSync,
   fsyncSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
-  readdirSync,
   renameSync,
   rmdirSync,
   unlinkSync,
@@ -18,6 +15,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeDir, removeTree, runTool } from "@jobrt/host-services";
 
 /**
  * File work under the step spool dir. Every operation here refuses to follow a symlink in the
@@ -38,27 +36,6 @@ export type FsResult = { ok: true; value?: string | string[] } | { ok: false; er
 
 function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException)?.code;
-}
-
-/** Creates one directory (not its parents); an existing real directory is fine. */
-export function makeDir(path: string, mode: number, owner?: Identity, acceptOwners: number[] = []): void {
-  try {
-    mkdirSync(path, { mode: 0o700 });
-  } catch (error) {
-    if (errnoOf(error) !== "EEXIST") throw error;
-  }
-  // Open what is there now without following a symlink, check it, then fix owner and mode
-  // through the descriptor, so a swapped-in link can never redirect chown/chmod.
-  const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  try {
-    const st = fstatSync(fd);
-    const me = process.getuid?.() ?? -1;
-    if (st.uid !== me && !acceptOwners.includes(st.uid)) throw new Error(`${path} exists but belongs to uid ${st.uid}`);
-    if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) fchownSync(fd, owner.uid, owner.gid);
-    fchmodSync(fd, mode);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**
@@ -112,45 +89,6 @@ export function readNoFollow(path: string): string {
   }
 }
 
-/**
- * Removes a tree without following symlinks: links are unlinked, never descended. Returns what
- * could not be removed (path: reason); never throws.
- */
-export function removeTree(path: string): string[] {
-  const left: string[] = [];
-  const walk = (p: string): void => {
-    let st: ReturnType<typeof lstatSync>;
-    try {
-      st = lstatSync(p);
-    } catch (error) {
-      if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
-      return;
-    }
-    if (st.isDirectory()) {
-      let names: string[] = [];
-      try {
-        names = readdirSync(p);
-      } catch (error) {
-        left.push(`${p}: ${(error as Error).message}`);
-      }
-      for (const n of names) walk(join(p, n));
-      try {
-        rmdirSync(p);
-      } catch (error) {
-        if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
-      }
-      return;
-    }
-    try {
-      unlinkSync(p);
-    } catch (error) {
-      if (errnoOf(error) !== "ENOENT") left.push(`${p}: ${(error as Error).message}`);
-    }
-  };
-  walk(path);
-  return left;
-}
-
 /** rmdir that treats "already gone" as success; false when the dir is not empty. */
 export function removeEmptyDir(path: string): boolean {
   try {
@@ -198,38 +136,13 @@ export interface Identity {
  * Runs the operations in order, in this process or, with `as`, in a helper process running as
  * that user. Operations are independent: each has its own result.
  */
-export function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
-  if (!as) return Promise.resolve(ops.map(applyFsOp));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [FSOP_HELPER], {
-      uid: as.uid,
-      gid: as.gid,
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { PATH: "/usr/bin:/bin" },
-      cwd: "/",
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      try {
-        if (code !== 0) throw new Error(`exit ${code ?? signal}${err ? `: ${err.trim()}` : ""}`);
-        resolve(JSON.parse(out) as FsResult[]);
-      } catch (error) {
-        reject(new Error(`file helper running as uid ${as.uid} failed: ${(error as Error).message}`));
-      }
-    });
-    child.stdin.end(JSON.stringify(ops));
-  });
+export async function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
+  if (!as) return ops.map(applyFsOp);
+  const r = await runTool([process.execPath, FSOP_HELPER], { uid: as.uid, gid: as.gid, env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs, input: JSON.stringify(ops) });
+  try {
+    if (r.code !== 0) throw new Error(`exit ${r.code ?? r.signal}${r.stderr ? `: ${r.stderr.trim()}` : ""}`);
+    return JSON.parse(r.stdout.toString("utf8")) as FsResult[];
+  } catch (error) {
+    throw new Error(`file helper running as uid ${as.uid} failed: ${(error as Error).message}`);
+  }
 }

@@ -51,7 +51,7 @@ import { GUARD_PROGRAM } from "./missingguard.js";
 import { refuseBytesNotUtf8 } from "./notutf8.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { CONTAINER_ID_OPTION, requestedContainerId, stepContainerId } from "./containername.js";
-import { procStat } from "./proc.js";
+import { procStat } from "@jobrt/host-services";
 import { runScript } from "./shell.js";
 import { spoolMountProblem } from "./spoolmount.js";
 import { isStepDirOf, makeStepDir } from "./stepdir.js";

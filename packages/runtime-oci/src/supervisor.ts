@@ -21,7 +21,7 @@ import { type Resume, parseResume } from "./fastpath.js";
 import { writeAtomic } from "./fsops.js";
 import { missingCommandIn } from "./missingcommand.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
-import { decodeWaitStatus, procStat } from "./proc.js";
+import { decodeWaitStatus, procStat } from "@jobrt/host-services";
 import { teardown } from "./teardown.js";
 import { parseWatchdogVariable } from "./watchdog.js";
 

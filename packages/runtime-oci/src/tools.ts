@@ -1,5 +1,5 @@
-import { accessSync, constants, statSync } from "node:fs";
 import type { RuntimeTool } from "@jobrt/core";
+import { executableProblem } from "@jobrt/host-services";
 import { runShellCommand } from "./command.js";
 import { type OciConf, RUNTIME_COMMAND_KEYS, findProgram } from "./conf.js";
 import { shellQuoteIn } from "./pattern.js";
@@ -29,14 +29,8 @@ function locate(program: string, paths: readonly (string | undefined)[]): { path
   let path: string | undefined = program.startsWith("/") ? program : undefined;
   if (!path) for (const p of paths) path ??= findProgram(program, p);
   if (!path) return { problem: `${program} is not on PATH` };
-  try {
-    if (!statSync(path).isFile()) return { path, problem: `${path} is not a file` };
-    accessSync(path, constants.X_OK);
-    return { path };
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return { path, problem: code === "ENOENT" ? `${path} does not exist` : `${path} cannot be run (${code})` };
-  }
+  const problem = executableProblem(path);
+  return problem === undefined ? { path } : { path, problem };
 }
 
 /** What `<path> --version` prints first (runc, crun: "runc version 1.1.5"): the version word, else the line. */

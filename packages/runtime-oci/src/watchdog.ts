@@ -15,6 +15,7 @@
  * watchdog's group when it has torn the container down itself.
  */
 
+import { syscallNumbers } from "@jobrt/host-services";
 import { FAST_PATH, type FastPathSpec, fastPathArgs } from "./fastpath.js";
 
 /** Name the watchdog runs under (its $0): cleanup recognises it in /proc/<pid>/cmdline by it. */
@@ -52,8 +53,6 @@ const SCRIPT = [
   "while :; do sleep 3600 & s=$!; wait $s; done",
 ].join("\n");
 
-/** prctl(2)'s syscall number per Node architecture (perl's syscall() needs the number). */
-const PRCTL_NR: Partial<Record<string, number>> = { x64: 157, arm64: 167, riscv64: 167, loong64: 167, ppc64: 171, s390x: 172, ia32: 172, arm: 172 };
 const PR_SET_CHILD_SUBREAPER = 36;
 const PR_SET_PDEATHSIG = 1;
 const SIGUSR1: Partial<Record<string, number>> = { x64: 10, arm64: 10, riscv64: 10, loong64: 10, ppc64: 10, s390x: 10, ia32: 10, arm: 10 };
@@ -68,7 +67,7 @@ const SIGUSR1: Partial<Record<string, number>> = { x64: 10, arm64: 10, riscv64: 
  * not listed.
  */
 export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSpec, fast?: FastPathSpec, arch: string = process.arch): string[] | undefined {
-  const nr = PRCTL_NR[arch];
+  const nr = syscallNumbers(["prctl"], arch)?.[0];
   const usr1 = SIGUSR1[arch];
   if (perl === undefined || nr === undefined || usr1 === undefined) return undefined;
   const subreaper = `$ENV{JOBRT_OCI_SUBREAPER} = syscall(${nr}, ${PR_SET_CHILD_SUBREAPER}, 1, 0, 0, 0) == 0 ? 1 : 0;`;

@@ -11,7 +11,7 @@ describe("the container request", () => {
     expect(() => checkRequest(request({ options: { image: ["a", "b"] } }), undefined)).toThrow(/given twice/);
     // Any other --container-opt key is refused by the host, from meta.accepts, before checkRequest runs.
     expect(() => checkAccepted(ociPlugin.meta.type, ociPlugin.meta.accepts ?? [], request({ options: { image: ["x"], other: ["1"] } }))).toThrow(
-      /^--container-opt "other=1": runtime oci does not accept --container-opt \(it takes --container, --container-volume, --container-env, --container-workdir, --container-clearenv, --container-opt image=\.\.\., --container-opt id=\.\.\.\)$/,
+      /^--container-opt "other=1": runtime oci does not accept --container-opt \(it takes --container, --container-volume, --container-env, --container-workdir, --container-clearenv, --container-device, --container-opt image=\.\.\., --container-opt id=\.\.\.\)$/,
     );
     expect(() => checkRequest(request({}), undefined)).toThrow(/--container BUNDLE .* or --container-image REF/);
     // The cached config.json's process.args is the image's Entrypoint (@jobrt/images): each task's argv follows it.

@@ -1,6 +1,7 @@
-import { accessSync, constants, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { type JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
+import { executableProblem } from "@jobrt/host-services";
 import { type ShifterConf, loadShifterConf } from "./conf.js";
 import { type PinnedImage, buildExecSpec } from "./exec.js";
 import { show } from "./reject.js";
@@ -78,14 +79,11 @@ function missing(path: string): boolean {
 }
 
 function checkShifter(conf: ShifterConf): void {
-  try {
-    accessSync(conf.shifterPath, constants.X_OK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "not executable";
-    throw jobrtError("ERR_RUNTIME_COMMAND", { problem: `cannot run shifter at ${conf.shifterPath} (${code}): install Shifter or set ShifterPath in shifter.conf` }, {
-      details: { runtime: "runtime/shifter", path: conf.shifterPath },
-    });
-  }
+  const problem = executableProblem(conf.shifterPath);
+  if (problem === undefined) return;
+  throw jobrtError("ERR_RUNTIME_COMMAND", { problem: `cannot run shifter: ${problem}: install Shifter or set ShifterPath in shifter.conf` }, {
+    details: { runtime: "runtime/shifter", path: conf.shifterPath },
+  });
 }
 
 /** The step state setup returns: the host journals it and hands it to every later hook of the step. */

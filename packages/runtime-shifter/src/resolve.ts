@@ -1,15 +1,12 @@
-import { spawn } from "node:child_process";
 import { type JobrtError, type NodeConf, type StepRecord, jobrtError } from "@jobrt/core";
+import { type ToolResult as HostToolResult, runTool } from "@jobrt/host-services";
 import type { ShifterConf } from "./conf.js";
 import { HEX64_RE, type ImageRef } from "./image.js";
 import { show } from "./reject.js";
 
-export interface ToolResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
+/** A tool's result with its output as text. */
+export interface ToolResult extends Omit<HostToolResult, "stdout"> {
   stdout: string;
-  stderr: string;
-  timedOut: boolean;
 }
 
 const MAX_OUTPUT = 1 << 20;
@@ -18,37 +15,11 @@ const MAX_OUTPUT = 1 << 20;
  * Runs a site tool (shifterimg) as the job user: argv only, no shell, a minimal env, cwd "/",
  * its own process group so a time-out kills everything it started.
  */
-export function runAsUser(argv: string[], node: NodeConf, step: StepRecord, timeoutMs: number): Promise<ToolResult> {
+export async function runAsUser(argv: string[], node: NodeConf, step: StepRecord, timeoutMs: number): Promise<ToolResult> {
   const ids = node.hostUid === 0 && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : {};
   const env = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: step.home, USER: step.user, LOGNAME: step.user };
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), { cwd: "/", env, stdio: ["ignore", "pipe", "pipe"], detached: true, ...ids });
-    let stdout = "";
-    let stderr = "";
-    let timedOut = false;
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      if (stdout.length < MAX_OUTPUT) stdout += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      if (stderr.length < MAX_OUTPUT) stderr += d;
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-(child.pid as number), "SIGKILL");
-      } catch {
-        child.kill("SIGKILL");
-      }
-    }, timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, timedOut });
-    });
-  });
+  const r = await runTool(argv, { env, timeoutMs, maxOutput: MAX_OUTPUT, ...ids });
+  return { ...r, stdout: r.stdout.toString("utf8") };
 }
 
 export type LookupResult = { kind: "found"; id: string } | { kind: "missing" } | { kind: "error"; detail: string };

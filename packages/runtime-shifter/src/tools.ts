@@ -1,5 +1,5 @@
-import { accessSync, constants, statSync } from "node:fs";
 import type { CheckFinding, RuntimeTool } from "@jobrt/core";
+import { executableProblem } from "@jobrt/host-services";
 import { type ShifterConf, confRef } from "./conf.js";
 import type { UdiRootConf } from "./udiroot.js";
 
@@ -8,14 +8,10 @@ import type { UdiRootConf } from "./udiroot.js";
  * option, and -V is a volume), so none is reported; udiRoot.conf names the install.
  */
 function tool(name: string, path: string, source: string): RuntimeTool {
-  try {
-    if (!statSync(path).isFile()) return { name, source, path, problem: `${path} is not a file` };
-    accessSync(path, constants.X_OK);
-    return { name, source, path };
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return { name, source, path, problem: code === "ENOENT" ? `${path} does not exist: install Shifter or set ${name === "shifter" ? "ShifterPath" : "ShifterimgPath"} in shifter.conf` : `${path} cannot be run (${code})` };
-  }
+  const problem = executableProblem(path);
+  if (problem === undefined) return { name, source, path };
+  const missing = problem === `${path} does not exist`;
+  return { name, source, path, problem: missing ? `${problem}: install Shifter or set ${name === "shifter" ? "ShifterPath" : "ShifterimgPath"} in shifter.conf` : problem };
 }
 
 /** shifter (ShifterPath) and shifterimg (ShifterimgPath, else `<udiRootPath>/bin/shifterimg`). */

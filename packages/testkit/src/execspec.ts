@@ -1,17 +1,12 @@
-import { accessSync, constants, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { basename, delimiter, isAbsolute, join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
+import { executableProblem } from "@jobrt/host-services";
 
 const SHELLS = new Set(["sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish"]);
 
 function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) return false;
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+  return executableProblem(path) === undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { availableParallelism, hostname, tmpdir, userInfo } from "node:os";
 import { type ContainerRequest, type Logger, type NodeConf, type StepRecord, emptyRequest } from "@jobrt/core";
 import { planStep } from "@jobrt/launcher";
-import { makeTempDir, removeTree } from "./tempdirs.js";
+import { makeTempDir, removeTempDir } from "./tempdirs.js";
 
 /** A test node: its log lines, and `dispose()`, which removes the temp dirs it made. */
 export type TestNode = NodeConf & { logs: string[]; dispose(): void };
@@ -33,7 +33,7 @@ export function createTestNode(overrides: Partial<NodeConf> = {}): TestNode {
     ...overrides,
     logs,
     dispose() {
-      const left = made.splice(0).flatMap(removeTree);
+      const left = made.splice(0).flatMap(removeTempDir);
       if (left.length > 0) throw new Error(`createTestNode: dispose() could not remove: ${left.join("; ")}`);
     },
   };

@@ -1,36 +1,15 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { type ProcStat, procStat } from "@jobrt/host-services";
 
-/** One line of /proc/<pid>/stat, the fields the leftover checks need. */
-export interface ProcessInfo {
-  pid: number;
-  ppid: number;
-  pgrp: number;
-  session: number;
-  /** R, S, D, Z (zombie), T, ... */
-  state: string;
-  comm: string;
-}
-
-/** Parses /proc/<pid>/stat; undefined when the process is gone. comm may hold spaces and parens. */
-export function processInfo(pid: number): ProcessInfo | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  const close = text.lastIndexOf(")");
-  const comm = text.slice(text.indexOf("(") + 1, close);
-  const [state = "?", ppid, pgrp, session] = text.slice(close + 2).split(" ");
-  return { pid, ppid: Number(ppid), pgrp: Number(pgrp), session: Number(session), state, comm };
-}
+/** A process as the leftover checks see it: one line of /proc/<pid>/stat. */
+export type ProcessInfo = ProcStat;
 
 /** Every process visible in /proc right now. */
 export function processTable(): ProcessInfo[] {
   const out: ProcessInfo[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
-    const info = processInfo(Number(name));
+    const info = procStat(Number(name));
     if (info) out.push(info);
   }
   return out;

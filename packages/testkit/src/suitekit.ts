@@ -9,7 +9,7 @@ import { type PluginHost, pluginHost } from "./host.js";
 import { type LaunchResult, launchTask } from "./launch.js";
 import type { ConformanceOptions, LaunchCheckOptions, Lazy, PluginSource } from "./options.js";
 import type { StepExtra, StepKit } from "./stepchecks.js";
-import { makeTempDir, removeTree } from "./tempdirs.js";
+import { makeTempDir, removeTempDir } from "./tempdirs.js";
 
 export type RunResult = ExecSpec | NotSupported;
 
@@ -150,7 +150,7 @@ export class SuiteKit implements StepKit {
 
   /** Removes every temp dir the suite made; what could not be removed (a mount left behind). */
   removeScratch(): string[] {
-    return this.#scratch.splice(0).flatMap(removeTree);
+    return this.#scratch.splice(0).flatMap(removeTempDir);
   }
 
   /** A NodeConf whose SpoolDir is fresh unless the author fixed one, so leftovers are per check. */

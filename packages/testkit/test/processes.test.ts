@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
-import { liveStepProcesses, processGroupAlive, processInfo } from "../src/processes.js";
+import { procStat } from "@jobrt/host-services";
+import { liveStepProcesses, processGroupAlive } from "../src/processes.js";
 
 const started: number[] = [];
 afterEach(() => {
@@ -23,14 +24,14 @@ async function zombieGroup(): Promise<{ parent: number; zombie: number }> {
   started.push(child.pid as number);
   const [line] = (await once(child.stdout, "data")) as [Buffer];
   const zombie = Number(line.toString().trim());
-  while (processInfo(zombie)?.state !== "Z") await new Promise((r) => setTimeout(r, 20));
+  while (procStat(zombie)?.state !== "Z") await new Promise((r) => setTimeout(r, 20));
   return { parent: child.pid as number, zombie };
 }
 
 describe("leftover processes: zombies do not count", () => {
   it("a group whose only member is a zombie is not alive, and the zombie is not a leftover", async () => {
     const { parent, zombie } = await zombieGroup();
-    expect(processInfo(zombie)?.pgrp).toBe(zombie);
+    expect(procStat(zombie)?.pgrp).toBe(zombie);
     expect(processGroupAlive(zombie)).toBe(false);
     expect(liveStepProcesses({ leaders: [zombie] })).toEqual([]);
     // Its live parent, in a group of its own, is found by its group.

@@ -4,6 +4,7 @@ import { type DeviceConf, cdiInventory, planStep, resolveStepDevices } from "@jo
 import { flag, one, parseCommandLine } from "../args.js";
 import { cdiDeviceLines } from "../cdidevices.js";
 import { createHost, say } from "../host.js";
+import { checkImagePin } from "../imagecheck.js";
 import { componentSpecs, stepUser } from "../runspec.js";
 
 const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "failed", unchecked: "not checked" };
@@ -73,6 +74,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   try {
     for (const [i, c] of planned.entries()) {
       if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`, host.site.devices))) status = 1;
+      else if (!(await checkImagePin(host.node, c.record, `component ${i}`))) status = 1;
     }
   } finally {
     await host.registry.fini();

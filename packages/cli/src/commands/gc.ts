@@ -1,4 +1,5 @@
 import { jobrtError } from "@jobrt/core";
+import { collectImages, loadImageSettings } from "@jobrt/images";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { createHost, say } from "../host.js";
 
@@ -26,6 +27,8 @@ export async function gcCommand(args: string[]): Promise<number> {
       if (r.report !== undefined) say(r.report);
       else process.stdout.write(`gc: step ${r.jobId}.${r.stepId}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);
     }
+    // After the dead steps' cleanup, which gives back their images: what is left mounted is unused.
+    for (const line of await collectImages(loadImageSettings(host.node.confDir), jobId)) process.stdout.write(`${line}\n`);
     return results.some((r) => r.errors.length > 0) ? 1 : 0;
   } finally {
     await host.registry.fini();

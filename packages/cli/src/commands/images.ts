@@ -2,22 +2,24 @@ import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } fr
 import { usage } from "../args.js";
 import { siteConfDir } from "../confdir.js";
 import { say } from "../host.js";
+import { sharedImagesCommand } from "./sharedimages.js";
 
 interface ImagesArgs {
   action: "list" | "prune";
   all: boolean;
   json: boolean;
+  shared: boolean;
   confDir?: string;
 }
 
 function parseImagesArgs(args: string[]): ImagesArgs | "help" {
-  const out: ImagesArgs = { action: "list", all: false, json: false };
+  const out: ImagesArgs = { action: "list", all: false, json: false, shared: false };
   let actionGiven = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
     if (a === "-h" || a === "--help") return "help";
-    if (a === "--all" || a === "--json") {
-      out[a === "--all" ? "all" : "json"] = true;
+    if (a === "--all" || a === "--json" || a === "--shared") {
+      out[a.slice(2) as "all" | "json" | "shared"] = true;
     } else if (a === "--conf-dir" || a.startsWith("--conf-dir=")) {
       const v = a.includes("=") ? a.slice(a.indexOf("=") + 1) : args[++i];
       if (!v) throw usage("--conf-dir needs a value");
@@ -42,6 +44,7 @@ export async function imagesCommand(args: string[]): Promise<number> {
     return 0;
   }
   const settings = loadImageSettings(siteConfDir(parsed.confDir));
+  if (parsed.shared) return sharedImagesCommand(settings, parsed.action, parsed.all, parsed.json);
   if (parsed.action === "list") {
     const entries = listImages(settings);
     if (parsed.json) {

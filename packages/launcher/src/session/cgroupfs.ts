@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { processRunning } from "../processidentity.js";
+import { isCgroup2, procCgroups, processRunning, readMountInfo } from "@jobrt/host-services";
 
 /** A cgroup hierarchy jobrt can track processes in: the cgroup2 mount, or the v1 freezer. */
 export interface CgroupHierarchy {
@@ -11,46 +11,20 @@ export interface CgroupHierarchy {
   own: string;
 }
 
-/** Unescapes the octal escapes (\040 for a space) of /proc/self/mountinfo. */
-function unescapeMount(path: string): string {
-  return path.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
 /** The cgroup2 mount and the v1 freezer mount of this mount namespace, where they exist. */
 function cgroupMounts(): { v2?: string; freezer?: string } {
   const found: { v2?: string; freezer?: string } = {};
-  let info = "";
-  try {
-    info = readFileSync("/proc/self/mountinfo", "utf8");
-  } catch {
-    return found;
-  }
-  for (const line of info.split("\n")) {
-    const [left, right] = line.split(" - ");
-    if (!left || !right) continue;
-    const mountPoint = unescapeMount(left.split(" ")[4] ?? "");
-    const [fstype, , superOptions = ""] = right.split(" ");
-    if (fstype === "cgroup2") found.v2 ??= mountPoint;
-    else if (fstype === "cgroup" && superOptions.split(",").includes("freezer")) found.freezer ??= mountPoint;
+  for (const m of readMountInfo()) {
+    if (m.fstype === "cgroup2") found.v2 ??= m.mountPoint;
+    else if (m.fstype === "cgroup" && m.superOptions.includes("freezer")) found.freezer ??= m.mountPoint;
   }
   return found;
 }
 
-/** This process's cgroup path in the v2 hierarchy ("0::") or in the v1 hierarchy of `controller`. */
+/** This process's cgroup path in the v2 hierarchy ("0::") or in the v1 freezer hierarchy. */
 function ownCgroup(version: 1 | 2): string | undefined {
-  let text = "";
-  try {
-    text = readFileSync("/proc/self/cgroup", "utf8");
-  } catch {
-    return undefined;
-  }
-  for (const line of text.split("\n")) {
-    const [id, controllers, ...rest] = line.split(":");
-    const path = rest.join(":");
-    if (version === 2 && id === "0" && controllers === "") return path;
-    if (version === 1 && controllers?.split(",").includes("freezer")) return path;
-  }
-  return undefined;
+  const line = procCgroups().find((m) => (version === 2 ? isCgroup2(m) : m.controllers.includes("freezer")));
+  return line?.path;
 }
 
 export function findHierarchy(version: 1 | 2): CgroupHierarchy | undefined {
@@ -125,7 +99,7 @@ function rmdirGone(dir: string): boolean {
  * child, and listing one reads every control file's entry (a step's 256 task cgroups hold ~40
  * each, megabytes of garbage at the end of a large step: docs/performance.md, peak RSS).
  */
-export function removeTree(dir: string): string[] {
+export function removeCgroupTree(dir: string): string[] {
   const left: string[] = [];
   const remove = (d: string): void => {
     if (rmdirGone(d)) return;

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { messageOf } from "@jobrt/core";
-import { findHierarchy, moveInto, ownDir, procsOf, removeTree } from "./cgroupfs.js";
+import { findHierarchy, moveInto, ownDir, procsOf, removeCgroupTree } from "./cgroupfs.js";
 
 /**
  * The task forker's own cgroup (docs/reliability.md, "The task forker's cgroup"). Slurm's
@@ -57,6 +57,6 @@ export function removeForkerCgroup(dir: string): string | undefined {
       return `cannot leave the task forker's cgroup ${dir}: ${messageOf(error)}`;
     }
   }
-  const left = removeTree(dir);
+  const left = removeCgroupTree(dir);
   return left.length > 0 ? `cannot remove cgroup ${left.join(", ")}` : undefined;
 }

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { ExecSpec } from "@jobrt/core";
+import { type SyscallName, decodeWaitStatus, syscallNumbers } from "@jobrt/host-services";
 import { type ForkOptions, forkRequest } from "./forker-request.js";
 import { findPerl } from "../perl.js";
 import { signalName } from "./status.js";
@@ -51,21 +52,14 @@ export interface TaskProcess extends EventEmitter {
   once(event: "error", listener: (error: Error) => void): this;
 }
 
-/**
- * syscall(2) numbers the forker needs: setsid, dup3, fcntl, close, setgroups, setresgid,
- * setresuid, execve, openat, write, pipe2, read; then O_CLOEXEC.
- */
-const SYSCALLS: Partial<Record<string, number[]>> = {
-  x64: [112, 292, 72, 3, 116, 119, 117, 59, 257, 1, 293, 0, 0o2000000],
-  // the generic table
-  arm64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
-  riscv64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
-  loong64: [157, 24, 25, 57, 159, 149, 147, 221, 56, 64, 59, 63, 0o2000000],
-};
+/** The syscalls forker.pl makes, in the order it takes their numbers. */
+const FORKER_SYSCALLS: readonly SyscallName[] = ["setsid", "dup3", "fcntl", "close", "setgroups", "setresgid", "setresuid", "execve", "openat", "write", "pipe2", "read"];
+/** O_CLOEXEC, forker.pl's last number: 0o2000000 on every architecture that has all the syscalls above. */
+const O_CLOEXEC = 0o2000000;
 
 /** Why no forker can be had here, or the perl to run it with. */
 export function forkerPerl(): { perl: string } | { missing: string } {
-  if (!SYSCALLS[process.arch]) return { missing: `no syscall table for ${process.arch}` };
+  if (!syscallNumbers(FORKER_SYSCALLS)) return { missing: `no syscall table for ${process.arch}` };
   return findPerl();
 }
 
@@ -175,7 +169,7 @@ export class TaskForker {
     }
     // No PERL* variable: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     const orphan = afterDeathOptions(afterDeath);
-    this.#child = spawn(perl, ["-f", "--", FORKER_PROGRAM, ...SYSCALLS[process.arch]!.map(String), ...orphan.args], { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" });
+    this.#child = spawn(perl, ["-f", "--", FORKER_PROGRAM, ...[...syscallNumbers(FORKER_SYSCALLS)!, O_CLOEXEC].map(String), ...orphan.args], { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" });
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
     // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
@@ -270,9 +264,9 @@ export class TaskForker {
     const task = this.#running.get(pid);
     if (!task) return;
     this.#running.delete(pid);
-    const signo = status & 0x7f;
+    const { code, signal } = decodeWaitStatus(status);
     // A start and an end read in one chunk: the end waits until the start's awaiter listens.
-    setImmediate(() => task.ended(signo === 0 ? (status >> 8) & 0xff : null, signo === 0 ? null : signalName(signo)));
+    setImmediate(() => task.ended(code ?? null, signal === undefined ? null : signalName(signal)));
   }
 
   /** `signal`: how the tasks it did not report ended, when jobrt knows (it SIGKILLed them). */

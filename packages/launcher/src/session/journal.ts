@@ -1,10 +1,10 @@
 import { appendFileSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
-import { bootId, processRunning, processStartTime } from "../processidentity.js";
+import { bootId, processStartTime } from "../processidentity.js";
 import type { TrackerRecord } from "./proctrack.js";
 import { asUser } from "./asuser.js";
-import { removeTreeNoFollow } from "./removetree.js";
+import { processRunning, removeTree } from "@jobrt/host-services";
 import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
 import { journalOwner } from "./userjournals.js";
 
@@ -162,7 +162,7 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
   try {
     writeExclusive(join(dir, HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
   } catch (error) {
-    removeTreeNoFollow(dir);
+    removeTree(dir);
     if (createdJobDir) removeIfEmpty(jobDir);
     throw error;
   }
@@ -449,7 +449,7 @@ export function setAsideEntry(spool: Spool, claimed: string): string {
 /** Removes a claimed entry, and its job directory once empty; returns what could not be removed. */
 export function removeEntry(spool: Spool, claimed: string): string[] {
   return asUser(journalOwner(spool), () => {
-    const left = removeTreeNoFollow(claimed);
+    const left = removeTree(claimed);
     if (left.length > 0) return left;
     try {
       const m = ENTRY.exec(basename(baseOf(claimed)));

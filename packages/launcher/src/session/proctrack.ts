@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jobrtError, messageOf } from "@jobrt/core";
+import { procCgroups } from "@jobrt/host-services";
 import {
   type CgroupHierarchy,
   cgroupExists,
@@ -9,7 +10,7 @@ import {
   ownDir,
   populated,
   procsOf,
-  removeTree,
+  removeCgroupTree,
   subtree,
 } from "./cgroupfs.js";
 
@@ -165,8 +166,10 @@ class CgroupTracker implements ProcessTracker {
 
   /** jobrt must never be inside what it kills. */
   #assertOutside(): void {
-    const own = readFileSync("/proc/self/cgroup", "utf8");
-    if (own.includes(this.dir.slice(this.hierarchy.mount.length))) this.#leave();
+    // Unreadable counts as inside: leaving is harmless, killing itself is not.
+    const own = procCgroups();
+    const inner = this.dir.slice(this.hierarchy.mount.length);
+    if (own.length === 0 || own.some((m) => m.path.includes(inner))) this.#leave();
   }
 
   killTask(taskId: number, leaderPid: number | undefined): void {
@@ -195,7 +198,7 @@ class CgroupTracker implements ProcessTracker {
   }
 
   release(): string[] {
-    return removeTree(this.dir);
+    return removeCgroupTree(this.dir);
   }
 }
 
@@ -247,7 +250,7 @@ function tryCgroup(version: 1 | 2, name: string, beforeCreate?: (record: Tracker
     return `${dir} already exists`;
   }
   if (version === 2 && !existsSync(join(dir, "cgroup.kill"))) {
-    removeTree(dir);
+    removeCgroupTree(dir);
     return "the kernel's cgroup2 has no cgroup.kill (Linux 5.14 or later)";
   }
   return new CgroupTracker(h, dir);

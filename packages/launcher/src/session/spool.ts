@@ -2,7 +2,7 @@ import { constants, type Stats, closeSync, fstatSync, linkSync, lstatSync, mkdir
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
-import { removeTreeNoFollow } from "./removetree.js";
+import { removeTree } from "@jobrt/host-services";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is
@@ -176,7 +176,7 @@ export function removeDirOf(dir: string, names: readonly string[]): void {
     for (const name of names) removeFile(join(dir, name));
     rmdirSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") removeTreeNoFollow(dir);
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") removeTree(dir);
   }
 }
 

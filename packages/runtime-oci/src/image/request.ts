@@ -2,7 +2,7 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
-import { type CachedImage, ensureImage, evictImages, fitImageUser, loadImageSettings, parseImageReference, releaseImage, resolveForStep } from "@jobrt/images";
+import { type CachedImage, acquireImage, evictImages, fitImageUser, loadImageSettings, parseImageReference, releaseImage, resolveForJob, resolveForStep } from "@jobrt/images";
 import { joinPin, leavePin, readPin, writePin } from "./pin.js";
 
 /** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
@@ -28,15 +28,15 @@ export async function setupImage(node: NodeConf, step: StepRecord, text: string,
     let pin = shared ? readPin(shared, ref.text) : undefined;
     if (pin) node.log("verbose", `runtime oci: using the image digest pinned by another process of this step (${shared})`);
     if (!pin) {
-      pin = { request: ref.text, ...(await resolveForStep(step, settings, ref)) };
+      pin = { request: ref.text, ...(await resolveForJob(node, step, settings, ref)) };
       if (shared) pin = writePin(shared, pin);
     }
-    image = await ensureImage(node, step, settings, ref, pin, progress);
+    image = await acquireImage(node, step, settings, ref, pin, progress);
   } catch (error) {
     leavePin(node, step);
     throw error;
   }
-  if (!image.cached) {
+  if (!image.cached && image.mountedIn === undefined) {
     await evictImages(settings, image.bundle, (m) => node.log("verbose", `runtime oci: ${m}`)).catch((error: unknown) =>
       node.log("warn", `runtime oci: image cache eviction failed: ${messageOf(error)}`),
     );
