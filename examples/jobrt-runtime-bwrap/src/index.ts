@@ -11,7 +11,7 @@ export default definePlugin<SandboxState>(
     version: packageVersion(import.meta.url),
     capabilities: ["container"],
     // --container is optional: without it the sandbox is the host's own tree, read-only.
-    accepts: ["value", "volumes", "env", "workdir"],
+    accepts: ["value", "volumes", "env", "workdir", "devices"],
   },
   {
     validate({ step }) {
@@ -20,6 +20,7 @@ export default definePlugin<SandboxState>(
     setup({ step, log }) {
       const state = planSandbox(step, process.env.PATH);
       log("verbose", `bwrap: step ${step.jobId}.${step.stepId}: ${state.bwrap} ${state.args.join(" ")}`);
+      if (state.devicesSkipped) log("info", `bwrap: step ${step.jobId}.${step.stepId}: CDI edits bwrap cannot apply: ${state.devicesSkipped.join("; ")} (docs/devices.md)`);
       return state;
     },
     run({ step, task, state }) {

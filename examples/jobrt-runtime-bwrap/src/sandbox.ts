@@ -1,6 +1,7 @@
 import { accessSync, constants, lstatSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { type StepRecord, jobrtError } from "@jobrt/core";
+import { deviceArgs } from "./devices.js";
 
 /**
  * The step state: everything setup decided about the sandbox, as JSON data. run adds only the
@@ -14,6 +15,8 @@ export interface SandboxState {
   args: string[];
   /** `env` inside the sandbox, which execs the task's command and exits 127 when it is missing. */
   envShim: string;
+  /** CDI edits bwrap could not apply (hooks, groups), said in the step's log. */
+  devicesSkipped?: string[];
 }
 
 /** Where `env` may live in the sandbox's root; bwrap itself exits 1 when it cannot exec, `env` exits 127. */
@@ -44,10 +47,12 @@ export function planSandbox(step: StepRecord, hostPath: string | undefined): San
     args.push("--ro-bind", rootfs, "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
   }
   for (const volume of request?.volumes ?? []) args.push(...volumeArgs(volume, root));
+  const devices = deviceArgs(request?.deviceEdits, root);
+  args.push(...devices.binds, ...devices.env);
   for (const entry of request?.env ?? []) args.push(...envArgs(entry));
   // A rootfs does not hold the host's cwd: such a task starts at the request's workdir or /.
   args.push("--chdir", workdir ?? (rootfs === undefined ? step.cwd : "/"));
-  return { bwrap: findBwrap(hostPath), args, envShim };
+  return { bwrap: findBwrap(hostPath), args, envShim, ...(devices.skipped.length > 0 ? { devicesSkipped: devices.skipped } : {}) };
 }
 
 function checkRootfs(rootfs: string): void {

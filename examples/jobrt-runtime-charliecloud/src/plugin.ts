@@ -13,6 +13,7 @@ import {
   jobrtError,
 } from "@jobrt/core";
 import { findChRun } from "./chrun.js";
+import { addDeviceEdits } from "./devices.js";
 import { loadConf } from "./conf.js";
 import { formatEnvFile } from "./envfile.js";
 import { GUARD_PROGRAM } from "./guard.js";
@@ -110,16 +111,18 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
     type: TYPE,
     version: packageVersion(import.meta.url),
     capabilities: ["container", "unprivileged"],
-    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "options.env-file", "options.private-tmp", "options.home"],
+    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "devices", "options.env-file", "options.private-tmp", "options.home"],
   },
   {
     validate({ node, step }) {
-      parseRequest(step, loadConf(node.confDir));
+      addDeviceEdits(parseRequest(step, loadConf(node.confDir)), step.container?.deviceEdits);
     },
 
     setup({ node, step }) {
       const conf = loadConf(node.confDir);
       const request = parseRequest(step, conf);
+      const skipped = addDeviceEdits(request, step.container?.deviceEdits);
+      if (skipped.length > 0) node.log("info", `charliecloud: job ${step.jobId}.${step.stepId}: CDI edits ch-run cannot apply: ${skipped.join("; ")} (docs/devices.md)`);
       const chRun = findChRun(conf.chRun);
       const state: StepState = { request, chRun };
       if (needsTaskFile(request)) state.dir = ensureDir(node, step);

@@ -1,4 +1,6 @@
 import { type JobrtError, type JobrtErrorDetails, RUNTIME_API_VERSION, type RuntimeTool, isJobrtError, messageOf, normalizeRuntimeName } from "@jobrt/core";
+import { cdiInventory } from "@jobrt/launcher";
+import { cdiDeviceLines } from "./cdidevices.js";
 import type { Host } from "./host.js";
 
 export interface RuntimeListing {
@@ -92,8 +94,9 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
   }
   // Whether steps on this node get a cgroup (probed as this user, with this jobrt.conf).
   const proctrack = host.tracking();
+  const cdi = cdiInventory(host.site.devices);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ apiVersion: RUNTIME_API_VERSION, proctrack, runtimes: list }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ apiVersion: RUNTIME_API_VERSION, proctrack, runtimes: list, cdi }, null, 2)}\n`);
   } else {
     const rows = list.map((r) => [
       `${r.name}${r.default ? " (default)" : ""}`,
@@ -110,6 +113,8 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
     const how = proctrack.kind === "pgid" ? `process groups only${proctrack.fallback ? ` (${proctrack.fallback})` : ""}` : `${proctrack.kind} (below ${proctrack.path?.replace(/\/jobrt-probe\.\d+$/, "")})`;
     process.stdout.write(`\n${table(["RUNTIME", "TOOL", "VERSION", "PATH"], toolRows(list))}\n`);
     process.stdout.write(`process tracking (ProcTrack=${host.site.procTrack}): ${how}\n`);
+    const devices = cdiDeviceLines(cdi);
+    process.stdout.write(`\n${[...devices.out, ...devices.problems].join("\n")}\n`);
   }
   return list.every((r) => r.compatible) ? 0 : 1;
 }

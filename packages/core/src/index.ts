@@ -14,6 +14,7 @@ export { readConfText } from "./conffile.js";
 export { containerIdProblem } from "./containerid.js";
 export { type AcceptedField, checkAccepted } from "./accepts.js";
 export { type ContainerRequest, REQUEST_FIELDS, REQUEST_OPTIONS, type RequestField, type RequestOption, emptyRequest } from "./requestoptions.js";
+export { checkDevicesAccepted } from "./deviceaccepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
 export type {

@@ -1,4 +1,5 @@
 import { checkAccepted } from "./accepts.js";
+import { checkDevicesAccepted } from "./deviceaccepts.js";
 import type { StepHookContext } from "./context.js";
 import { isJobrtError, jobrtError, messageOf } from "./errors.js";
 import { type RuntimeName, normalizeRuntimeName } from "./names.js";
@@ -223,6 +224,7 @@ export class RuntimeRegistry {
   #checkAccepted(index: number, step: StepRecord): void {
     const { info, plugin } = this.#entry(index);
     checkAccepted(info.type, plugin.meta.accepts ?? [], step.container);
+    checkDevicesAccepted(info.type, plugin.meta.accepts ?? [], step.container);
   }
 
   /** Runs setup; resolves with the step state it returned, as JSON text (see StepStateText). */

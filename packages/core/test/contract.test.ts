@@ -166,6 +166,23 @@ describe("plugin contract API 2", () => {
       expect(calls).toEqual([]);
     });
 
+    // The host resolves jobrt.conf CdiDefaultDevices into deviceEdits with no --container-device
+    // given: a runtime that cannot apply them must not run the step without the site's devices.
+    it("refuses a site default device (deviceEdits without --container-device) to a runtime without devices, before setup", async () => {
+      calls.length = 0;
+      const edits = { devices: ["nvidia.com/gpu=0"], deviceNodes: [], mounts: [], env: [], additionalGids: [], hooks: [] };
+      const { registry, index } = await registryFor(accepting(["value"]));
+      const error = await registry.setup(index, { node, step: stepWith(request({ value: "b", deviceEdits: edits })) }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "ERR_CONTAINER_REQUEST", runtime: "runtime/t", details: { key: "CdiDefaultDevices" } });
+      expect((error as Error).message).toBe(
+        "jobrt.conf CdiDefaultDevices gives this step nvidia.com/gpu=0: runtime t cannot apply devices (its meta.accepts has no devices): use a runtime that can (docs/devices.md)",
+      );
+      expect(calls).toEqual([]);
+      const ok = await registryFor(accepting(["value", "devices"]));
+      await ok.registry.setup(ok.index, { node, step: stepWith(request({ value: "b", deviceEdits: edits })) });
+      expect(calls).toEqual(["setup"]);
+    });
+
     it("lets through what is declared (options as a whole, or by key)", async () => {
       calls.length = 0;
       const { registry, index } = await registryFor(accepting(["value", "volumes", "env", "options.image"]));

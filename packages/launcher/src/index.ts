@@ -27,3 +27,5 @@ export type { ProcTrackMode, TrackerRecord } from "./session/proctrack.js";
 export { type TaskGroup, type TaskStart, createTaskGroup } from "./session/taskgroup.js";
 export type { StdioItem, TaskProcess } from "./session/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
+export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";
+export { resolveStepDevices } from "./devices/step.js";

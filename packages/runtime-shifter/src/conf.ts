@@ -36,6 +36,8 @@ export interface ShifterConf {
   allowedModules?: string[];
   /** Globs of variable names removed from the task env, on top of the built-in SHIFTER_* set. */
   stripEnv: string[];
+  /** DeviceModules: CDI kind → the site module that gives a container those devices. */
+  deviceModules: Record<string, string>;
   where: Record<string, ConfLocation>;
 }
 
@@ -98,7 +100,26 @@ export const SHIFTER_CONF_SCHEMA = {
   },
   AllowedModules: { type: "list", check: moduleNames },
   StripEnv: { type: "list", check: envGlobs },
+  DeviceModules: { type: "list", check: deviceModulesProblem },
 } satisfies ConfSchema;
+
+/** shifter.conf `DeviceModules`: `KIND:MODULE` pairs, a CDI kind and the site module that serves it. */
+function parseDeviceModules(entries: readonly string[]): { modules: Record<string, string>; problem?: string } {
+  const modules: Record<string, string> = {};
+  for (const e of entries) {
+    const colon = e.lastIndexOf(":");
+    const kind = e.slice(0, colon);
+    if (colon <= 0 || !/^[a-z0-9.-]+\/[a-zA-Z0-9_.-]+$/.test(kind) || !MODULE_NAME_RE.test(e.slice(colon + 1))) {
+      return { modules, problem: `${JSON.stringify(e)} is not KIND:MODULE (a CDI kind such as nvidia.com/gpu, a Shifter module name)` };
+    }
+    modules[kind] = e.slice(colon + 1);
+  }
+  return { modules };
+}
+
+function deviceModulesProblem(entries: string[]): string | undefined {
+  return parseDeviceModules(entries).problem;
+}
 
 /** Reads `<confDir>/shifter.conf`; no file means every default. */
 export function loadShifterConf(confDir: string, hostUid: number): ShifterConf {
@@ -121,6 +142,7 @@ export function loadShifterConf(confDir: string, hostUid: number): ShifterConf {
     maxVolumes: v.MaxVolumes ?? 32,
     allowPerNodeCache: v.AllowPerNodeCache ?? false,
     stripEnv: v.StripEnv ?? [],
+    deviceModules: parseDeviceModules(v.DeviceModules ?? []).modules,
     where: parsed?.where ?? {},
   };
   if (parsed) conf.file = path;

@@ -93,7 +93,7 @@ const shifter = definePlugin<StepState>(
     type: "runtime/shifter",
     version: packageVersion(import.meta.url),
     capabilities: ["container", "images", "volumes", "modules"],
-    accepts: ["value", "volumes", "modules", "env", "workdir", "entrypoint", "clearEnv"],
+    accepts: ["value", "volumes", "modules", "env", "workdir", "entrypoint", "clearEnv", "devices"],
   },
   {
     async setup({ node, step }) {

@@ -1,5 +1,6 @@
 import type { StepRecord } from "@jobrt/core";
 import { type ShifterConf, confRef } from "./conf.js";
+import { addDeviceModules } from "./devices.js";
 import { parseEnvEntries } from "./env.js";
 import { type ImageRef, parseImage } from "./image.js";
 import { parseModules } from "./modules.js";
@@ -85,6 +86,7 @@ export function validateRequest(step: StepRecord, conf: ShifterConf, udi: UdiRoo
   request.env = parseEnvEntries(c.env, FIELDS.env);
   if (c.workdir !== undefined) request.workdir = checkAbsolute(c.workdir, FIELDS.workdir, false);
   if (c.entrypoint !== undefined) request.entrypoint = checkAbsolute(c.entrypoint, FIELDS.entrypoint, true);
+  addDeviceModules(request, c.deviceEdits, conf, udi);
   return request;
 }
 

@@ -188,6 +188,16 @@ export const CHECKS = {
     title: "the task runs in the step's cwd (or the container's --container-workdir)",
     fix: "a runtime that starts the task itself: set the ExecSpec's cwd to ctx.step.cwd; a wrapper (the ExecSpec runs a sandbox tool that starts the task) gets no help from the ExecSpec's cwd: pass ctx.step.cwd, or the request's workdir, to the wrapper's own option (bwrap --chdir DIR, ch-run --cd=DIR, runc's process.cwd)",
   },
+  "devices.given": {
+    level: "MUST",
+    title: "a runtime that accepts devices shows the task the device node it was given, with the device's env",
+    fix: "apply ctx.step.container.deviceEdits: make or bind each deviceNodes entry at its path (from its hostPath), set its env (docs/devices.md, the runtime table)",
+  },
+  "devices.unallocated": {
+    level: "MUST",
+    title: "a device node of the host the step was not given is not there in the task",
+    fix: "give the task a /dev of its own (runc's tmpfs, bwrap --dev) holding only the given nodes; a runtime that shows the host's /dev by design skips this check and says so in its README",
+  },
 } as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
 export type CheckId = keyof typeof CHECKS;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe } from "vitest";
 import { registerBaselineChecks } from "./baselinechecks.js";
 import { registerContractChecks } from "./contractchecks.js";
+import { registerDeviceChecks } from "./devicechecks.js";
 import { registerErrorChecks } from "./errorchecks.js";
 import { registerTaskLaunchChecks } from "./launchchecks.js";
 import type { ConformanceOptions, PluginSource } from "./options.js";
@@ -40,6 +41,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerToolChecks(kit);
       registerTaskLaunchChecks(kit);
       registerLaunchChecks(kit);
+      registerDeviceChecks(kit);
     });
   });
 }

@@ -11,6 +11,7 @@ import {
   type StepStateText,
   type TaskRecord,
   checkAccepted,
+  checkDevicesAccepted,
   serializeStepState,
 } from "@jobrt/core";
 
@@ -51,6 +52,7 @@ export function pluginHost(plugin: RuntimePlugin): PluginHost {
     },
     async setup(node, step, client = { verbose: 0 }) {
       checkAccepted(type, plugin.meta.accepts ?? [], step.container);
+      checkDevicesAccepted(type, plugin.meta.accepts ?? [], step.container);
       const text = serializeStepState(type, await plugin.setup({ ...base(node, step), client }));
       states.set(step, text);
       return text;

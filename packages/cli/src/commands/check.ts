@@ -1,7 +1,8 @@
 import { cpus } from "node:os";
 import type { CheckFinding, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
-import { planStep } from "@jobrt/launcher";
+import { type DeviceConf, cdiInventory, planStep, resolveStepDevices } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
+import { cdiDeviceLines } from "../cdidevices.js";
 import { createHost, say } from "../host.js";
 import { checkImagePin } from "../imagecheck.js";
 import { componentSpecs, stepUser } from "../runspec.js";
@@ -12,7 +13,14 @@ const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "faile
  * One component: the runtime's validate hook (the request as at submit time), then its check hook
  * (what this node can see of it). Failed findings go to stderr; true when the component is usable.
  */
-async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: StepRecord, prefix: string): Promise<boolean> {
+async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: StepRecord, prefix: string, devices: DeviceConf): Promise<boolean> {
+  try {
+    // As a step on this node would: its names against the node's specs and this environment's allocation.
+    resolveStepDevices(step, devices);
+  } catch (error) {
+    say(`${prefix}: ${(error as Error).message}`);
+    return false;
+  }
   const index = await registry.load(step.runtime || undefined, "submit");
   step.runtime = registry.info(index).name;
   const head = `${prefix}: runtime ${step.runtime}`;
@@ -37,6 +45,21 @@ async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: S
   return failed === 0;
 }
 
+/**
+ * The node's CDI devices, and the spec dirs' problems on stderr, when the node has specs or a step
+ * would read them (the request names devices, or the site gives default ones). A problem fails the
+ * check only in the second case: a step that uses no device never reads the specs.
+ */
+function showDevices(conf: DeviceConf, requested: boolean): boolean {
+  const inventory = cdiInventory(conf);
+  const used = requested || conf.defaults.length > 0;
+  if (!used && inventory.devices.length === 0 && inventory.problems.length === 0) return true;
+  const lines = cdiDeviceLines(inventory);
+  for (const line of lines.out) process.stdout.write(`${line}\n`);
+  for (const line of lines.problems) say(line);
+  return inventory.problems.length === 0 || !used;
+}
+
 /** `jobrt check`: a run request validated as at submit time, then what this node can see of it; nothing is started. */
 export async function checkCommand(args: string[]): Promise<number> {
   const parsed = parseCommandLine(args, { command: "check", components: true, needCommand: true });
@@ -47,10 +70,10 @@ export async function checkCommand(args: string[]): Promise<number> {
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   const specs = componentSpecs(parsed);
   const planned = planStep({ jobId: 0, stepId: 0, user: stepUser(parsed), components: specs }, host.node.nodeName, cpus().length);
-  let status = 0;
+  let status = showDevices(host.site.devices, planned.some((c) => (c.record.container?.devices ?? []).length > 0)) ? 0 : 1;
   try {
     for (const [i, c] of planned.entries()) {
-      if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`))) status = 1;
+      if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`, host.site.devices))) status = 1;
       else if (!(await checkImagePin(host.node, c.record, `component ${i}`))) status = 1;
     }
   } finally {

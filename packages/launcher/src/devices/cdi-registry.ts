@@ -19,7 +19,7 @@ export interface CdiRegistry {
   conflicts: Map<string, string[]>;
 }
 
-function specFiles(dir: string, asRoot: boolean): string[] {
+export function specFiles(dir: string, asRoot: boolean): string[] {
   let names: string[];
   try {
     // Whoever may write the directory may put a spec there: as root, only root may.
@@ -38,7 +38,7 @@ function specFiles(dir: string, asRoot: boolean): string[] {
  * Reads a spec as root only from a file root owns and no one else may write: a spec names the
  * device nodes and host paths a container gets, so it is as trusted as jobrt.conf.
  */
-function readSpecText(file: string, asRoot: boolean): string {
+export function readSpecText(file: string, asRoot: boolean): string {
   const st = statSync(file);
   if (!st.isFile()) throw specError(file, "(file)", "is not a regular file");
   if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0)) throw specError(file, "(file)", "must be owned by root and writable by no one else");
