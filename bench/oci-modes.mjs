@@ -89,7 +89,7 @@ export async function run({ quick, env }) {
  */
 async function partTimes(rounds, env) {
   const bundle = bundleWithArgs(["true"]);
-  const supervisor = join(repoRoot, "packages/runtime-oci/dist/supervisor-main.js");
+  const supervisor = join(repoRoot, "packages/runtime-oci/dist/supervisormain.js");
   const out = new Map();
   // stdio ignored: a created container's init would hold a pipe until it runs.
   const time = (label, argv, code = 0) => {

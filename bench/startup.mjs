@@ -7,7 +7,7 @@ export const name = "startup";
 export const description =
   "`jobrt exec --runtime none /bin/true` (in a Slurm task's environment, without srun) and `jobrt run --runtime none /bin/true` against `node -e 0`, and the floor any Node launcher pays (bench/baseline-spawn.mjs starting one /bin/true): wall and CPU time (GNU time), instructions with valgrind, and where jobrt's time goes by phase (JOBRT_TIMINGS=1)";
 
-/** The variables srun gives a task that `jobrt exec` reads (tests/slurm/jobrt-exec.test.ts runs it under a real srun). */
+/** The variables srun gives a task that `jobrt exec` reads (tests/slurm/jobrtexec.test.ts runs it under a real srun). */
 const SLURM_TASK = { SLURM_JOB_ID: "424242", SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NODEID: "0", SLURM_STEP_NUM_TASKS: "1", SLURM_STEP_NUM_NODES: "1" };
 
 const kilo = (n) => (n === undefined ? "-" : `${(n / 1e6).toFixed(1)} M`);

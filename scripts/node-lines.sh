@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 lines=${JOBRT_NODE_LINES:-22 24}
 arch=$(node -p process.arch)
 units="--project core --project host-services --project launcher --project cli --project runtime-none --project runtime-oci --project runtime-shifter --project images --project testkit"
-smoke="tests/cli/run.test.ts tests/cli/codecache.test.ts tests/images/images.test.ts tests/slurm/jobrt-exec.test.ts"
+smoke="tests/cli/run.test.ts tests/cli/codecache.test.ts tests/images/images.test.ts tests/slurm/jobrtexec.test.ts"
 mkdir -p test-results .cache/node-lines
 # slurmd and job users run the line's node from here: every component must be theirs to read.
 chmod 755 .cache .cache/node-lines

@@ -1,5 +1,5 @@
 import { defineProject } from "vitest/config";
-import { tempDirs } from "../../tests/helpers/tmp-config.js";
+import { tempDirs } from "../../tests/helpers/tmpconfig.js";
 
 // Real bwrap launches, slow to start on a loaded machine: one file at a time.
 export default defineProject({

@@ -1,5 +1,5 @@
 import { defineProject } from "vitest/config";
-import { tempDirs } from "../../tests/helpers/tmp-config.js";
+import { tempDirs } from "../../tests/helpers/tmpconfig.js";
 
 // Real ch-run launches share nothing machine-wide, but they are slow to start on 2 cores: one file at a time.
 export default defineProject({

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 // runtime plugins import it too and must share its classes (JobrtError, NOT_SUPPORTED) with jobrt.
 // The runtime packages stay package imports too: they are the plugins the registry loads by name,
 // and runtime-oci finds its helper programs (dist/*-main.js) relative to its own files, as
-// @jobrt/images finds its image helper (dist/helper-main.js): it stays a package import.
+// @jobrt/images finds its image helper (dist/helpermain.js): it stays a package import.
 // yaml is never bundled: the launcher's CDI reader requires it lazily, from the file that holds the
 // reader, so the CLI (whose bundle holds the launcher) lists it as a dependency of its own.
 const cli = {

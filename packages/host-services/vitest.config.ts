@@ -1,4 +1,4 @@
 import { defineProject } from "vitest/config";
-import { tempDirs } from "../../tests/helpers/tmp-config.js";
+import { tempDirs } from "../../tests/helpers/tmpconfig.js";
 
 export default defineProject({ test: { name: "host-services", include: ["test/**/*.test.ts"], ...tempDirs } });

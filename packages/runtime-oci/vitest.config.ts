@@ -1,5 +1,5 @@
 import { defineProject } from "vitest/config";
-import { tempDirs } from "../../tests/helpers/tmp-config.js";
+import { tempDirs } from "../../tests/helpers/tmpconfig.js";
 
 // The supervisor and the file helper run as separate programs from dist/, so the package is
 // built before its tests (tsc -b is incremental and takes well under a second).

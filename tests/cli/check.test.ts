@@ -7,7 +7,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } 
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { faultPluginDir } from "../faults/fault-plugin.js";
+import { faultPluginDir } from "../faults/faultplugin.js";
 import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
 
 const runcVersion = /runc version (\S+)/.exec(spawnSync("runc", ["--version"], { encoding: "utf8" }).stdout ?? "")?.[1];

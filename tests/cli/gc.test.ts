@@ -248,7 +248,7 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
 
   it("a jobrt exec SIGKILLed alone (its task forker lives on): the forker's own gc --pid kills the task and removes the record at once", async () => {
     // Slurm's SIGKILL left the task (and a container) running until slurmstepd gave up on its
-    // stdio and the Epilog ran (issue 23, item 10; tests/slurm/killed-exec.test.ts under Slurm).
+    // stdio and the Epilog ran (issue 23, item 10; tests/slurm/killedexec.test.ts under Slurm).
     // PERL5OPT would make the forker fail at its start: no PERL* variable reaches it.
     const plain = site();
     const s = { ...plain, env: { ...plain.env, PERL5OPT: "-Mjobrt::NoSuchModule" } };

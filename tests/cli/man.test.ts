@@ -70,7 +70,7 @@ describe("the man pages of @jobrt/cli", () => {
     const packed = await runProgram(["npm", "pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: cliDir });
     expect(packed.code, packed.stderr).toBe(0);
     const files = (JSON.parse(packed.stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? [];
-    expect(files).toEqual(expect.arrayContaining(["dist/man/jobrt.1", "dist/man/jobrt.conf.5", "dist/completion.bash", "dist/completion.zsh", "dist/completion-runtimes.mjs"]));
+    expect(files).toEqual(expect.arrayContaining(["dist/man/jobrt.1", "dist/man/jobrt.conf.5", "dist/completion.bash", "dist/completion.zsh", "dist/completionruntimes.mjs"]));
   });
 });
 

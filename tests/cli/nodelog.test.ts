@@ -1,6 +1,6 @@
 /**
  * The node log (docs/cli.md, "The node log"): the built `jobrt` sends a line when a step starts and
- * one when it ends to a real unix datagram socket bound by tests/helpers/syslog-receiver.pl (as a
+ * one when it ends to a real unix datagram socket bound by tests/helpers/syslogreceiver.pl (as a
  * log daemon binds /dev/log), started here and stopped by pid; `file:` targets are real files.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
@@ -12,9 +12,9 @@ import { jobrt, jobrtBin, nodeName, repoRoot, requires, runProgram, tempDir } fr
 import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
 import { waitFor } from "../helpers/leaks.js";
 
-const RECEIVER = join(repoRoot, "tests/helpers/syslog-receiver.pl");
-const DEV_LOG = join(repoRoot, "tests/helpers/dev-log.sh");
-const SENDER = join(repoRoot, "packages/cli/dist/nodelog-send.pl");
+const RECEIVER = join(repoRoot, "tests/helpers/syslogreceiver.pl");
+const DEV_LOG = join(repoRoot, "tests/helpers/devlog.sh");
+const SENDER = join(repoRoot, "packages/cli/dist/nodelogsend.pl");
 /** Debian's perl-base (Essential), where jobrt looks first. */
 const PERL = "/usr/bin/perl";
 const have = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;

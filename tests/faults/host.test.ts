@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { failureLine, jobrt, jobrtBin } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, waitFor } from "../helpers/leaks.js";
-import { faultPluginDir } from "./fault-plugin.js";
+import { faultPluginDir } from "./faultplugin.js";
 
 // The host's fault matrix: each cell runs the built jobrt, checks the exit status and the one line
 // the docs promise, and ends with the same leak check (no process, container, spool dir or temp file).

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, waitFor } from "../helpers/leaks.js";
-import { faultPluginDir } from "./fault-plugin.js";
+import { faultPluginDir } from "./faultplugin.js";
 
 const children: ChildProcess[] = [];
 afterEach(() => {

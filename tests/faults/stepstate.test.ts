@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, killExecWithForker } from "../helpers/jobrt.js";
 import { type FaultSite, expectNoLeaks, faultSite, waitFor } from "../helpers/leaks.js";
-import { statePluginDir } from "./state-plugin.js";
+import { statePluginDir } from "./stateplugin.js";
 
 interface Entry {
   pid: number;

@@ -21,7 +21,7 @@ async function nestedRun(body: string, interruptOn?: string): Promise<{ out: str
   const project = tempDir("jobrt-tmptest-project-");
   const tmp = tempDir("jobrt-tmptest-tmpdir-");
   chmodSync(tmp, 0o1777);
-  const config = join(repoRoot, "tests/helpers/tmp-config.ts");
+  const config = join(repoRoot, "tests/helpers/tmpconfig.ts");
   writeFileSync(join(project, "vitest.config.mts"), `import { tempDirs } from ${JSON.stringify(config)};\nexport default { test: { include: ["*.check.ts"], globals: true, ...tempDirs } };\n`);
   writeFileSync(join(project, "leak.check.ts"), `import { execFileSync } from "node:child_process";\nimport { mkdirSync } from "node:fs";\nimport { tempDir } from ${JSON.stringify(join(repoRoot, "tests/helpers/tmp.ts"))};\n${body}\n`);
   const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp, JOBRT_TEST_RUN_TMP: "", JOBRT_TEST_TMP: "", JOBRT_KEEP_TMP: "", NO_COLOR: "1", FORCE_COLOR: undefined };
@@ -244,7 +244,7 @@ describe("every temp dir of the tests goes through tempDir()", () => {
   test("no test makes one in the system temp dir itself", () => {
     const direct = /mkdtemp(Sync)?\(\s*(join\(\s*(tmpdir\(\)|["'`]\/tmp)|["'`]\/tmp)/;
     // The run's own dir; the fixture plugins whose flaw is a temp dir (the conformance check sets TMPDIR).
-    const allowed = new Set(["tests/helpers/tmp-run.ts", "tests/helpers/tmp-setup.ts", "packages/testkit/test/fixtures/plugins.ts", "examples/jobrt-runtime-bwrap/test/flaws/plugins.ts"]);
+    const allowed = new Set(["tests/helpers/tmprun.ts", "tests/helpers/tmpsetup.ts", "packages/testkit/test/fixtures/plugins.ts", "examples/jobrt-runtime-bwrap/test/flaws/plugins.ts"]);
     const found: string[] = [];
     for (const root of roots) {
       for (const file of files(join(repoRoot, root))) {
@@ -259,7 +259,7 @@ describe("every temp dir of the tests goes through tempDir()", () => {
     expect(found).toEqual([]);
   });
 
-  test("every vitest project is wired to tests/helpers/tmp-config.ts", () => {
+  test("every vitest project is wired to tests/helpers/tmpconfig.ts", () => {
     const projects = ["tests", ...["packages", "examples"].flatMap((d) => readdirSync(join(repoRoot, d)).map((p) => `${d}/${p}`))];
     const unwired = projects.filter((p) => existsSync(join(repoRoot, p, "vitest.config.ts")) && !/tempDirs/.test(readFileSync(join(repoRoot, p, "vitest.config.ts"), "utf8")));
     expect(unwired).toEqual([]);

@@ -3,7 +3,7 @@ import { makeTempDir } from "../../packages/testkit/src/tempdirs.js";
 export { removeTempDir as removeTree, tempRoot } from "../../packages/testkit/src/tempdirs.js";
 
 /**
- * A fresh temporary directory for one test file. The setup file tests/helpers/tmp-setup.ts (wired
+ * A fresh temporary directory for one test file. The setup file tests/helpers/tmpsetup.ts (wired
  * into every vitest project) points it into a dir of the file's own and removes that dir when the
  * file ends, so callers never clean up; README.md, "Temporary files", says how and when.
  */

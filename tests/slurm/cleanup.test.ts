@@ -43,7 +43,7 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       const hosts = jobrtExecProcesses(step.marker);
       expect(hosts.map((h) => h.node)).toEqual(["nodea", "nodeb"]);
       // What Slurm does when its KillWait expires: SIGKILL of jobrt and its task forker alike, no
-      // chance to clean up (jobrt alone: killed-exec.test.ts).
+      // chance to clean up (jobrt alone: killedexec.test.ts).
       for (const h of hosts) killExecWithForker(h.pid);
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);

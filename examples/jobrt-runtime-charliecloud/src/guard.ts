@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { type LookupSpec, lookup, missingStatus } from "./missingcommand.js";
 
 /** The guard program, from either src/ (tests) or dist/. */
-export const GUARD_PROGRAM = fileURLToPath(new URL("../dist/guard-main.js", import.meta.url));
+export const GUARD_PROGRAM = fileURLToPath(new URL("../dist/guardmain.js", import.meta.url));
 
 const STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
 

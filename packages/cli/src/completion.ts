@@ -17,7 +17,7 @@ function completionData(): string {
   const lines = [
     // Runtime names come from `jobrt runtimes --json`, read by a script of this install with the node it runs on.
     `_jobrt_node=${quote([process.execPath])}`,
-    `_jobrt_runtimes_reader=${quote([join(here, "completion-runtimes.mjs")])}`,
+    `_jobrt_runtimes_reader=${quote([join(here, "completionruntimes.mjs")])}`,
     `_jobrt_commands=${quote(Object.keys(COMMAND_HELP))}`,
   ];
   for (const command of Object.keys(COMMAND_HELP)) {

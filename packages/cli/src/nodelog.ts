@@ -1,6 +1,6 @@
 import type { ContainerRequest } from "@jobrt/core";
 import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
-import { NodeLogWriter, SEVERITY } from "./nodelog-sink.js";
+import { NodeLogWriter, SEVERITY } from "./nodelogsink.js";
 
 /** What the CLI knows of a step that its events do not say. */
 export interface NodeLogStep {

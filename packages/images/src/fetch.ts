@@ -1,7 +1,7 @@
 import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { removeTree } from "@jobrt/host-services";
-import { prepareImageConfig } from "./image-config.js";
+import { prepareImageConfig } from "./imageconfig.js";
 import { type ImageMeta, addMark, dropMark, useIfPresent } from "./store.js";
 import { layoutProgress, progressLine } from "./progress.js";
 import { runTool, toolMessage } from "./tool.js";

@@ -14,8 +14,8 @@ export type HelperResponse =
   | { ok: true; cached?: boolean; size?: number; removed?: boolean; inUse?: string[] }
   | { ok: false; error: string; staleLock?: true };
 
-/** The helper program (dist/helper-main.js), from either src/ (tests) or dist/. */
-export const IMAGE_HELPER = fileURLToPath(new URL("../dist/helper-main.js", import.meta.url));
+/** The helper program (dist/helpermain.js), from either src/ (tests) or dist/. */
+export const IMAGE_HELPER = fileURLToPath(new URL("../dist/helpermain.js", import.meta.url));
 
 export async function handle(r: HelperRequest, report?: (line: string) => void): Promise<HelperResponse> {
   switch (r.op) {

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { fitImageUser, prepareImageConfig } from "../src/image-config.js";
+import { fitImageUser, prepareImageConfig } from "../src/imageconfig.js";
 import { parseImageReference, sourceName } from "../src/reference.js";
 import { loadImageSettings, parseSize } from "../src/settings.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadSiteConfig } from "../src/siteconf.js";
-import { loadCdiRegistry } from "../src/devices/cdi-registry.js";
-import { parseCdiSpec } from "../src/devices/cdi-spec.js";
+import { loadCdiRegistry } from "../src/devices/cdiregistry.js";
+import { parseCdiSpec } from "../src/devices/cdispec.js";
 import { gresAllocation } from "../src/devices/gres.js";
 import { type DeviceConf, resolveDevices } from "../src/devices/resolve.js";
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { isPerTask } from "../src/filepattern.js";
 import { expandFilePattern, exportEnvironment, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
-import { forkRequest } from "../src/session/forker-request.js";
+import { forkRequest } from "../src/session/forkerrequest.js";
 import { statusOf } from "../src/session/status.js";
 import { currentUser, jobUser, lookupGroup } from "../src/users.js";
 

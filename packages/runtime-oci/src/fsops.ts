@@ -124,8 +124,8 @@ export function applyFsOp(op: FsOp): FsResult {
   }
 }
 
-/** The helper program (dist/fsop-main.js), from either src/ (tests) or dist/. */
-export const FSOP_HELPER = fileURLToPath(new URL("../dist/fsop-main.js", import.meta.url));
+/** The helper program (dist/fsopmain.js), from either src/ (tests) or dist/. */
+export const FSOP_HELPER = fileURLToPath(new URL("../dist/fsopmain.js", import.meta.url));
 
 export interface Identity {
   uid: number;

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { missingCommandIn } from "./missingcommand.js";
 
 /** The guard program, from either src/ (tests) or dist/. */
-export const GUARD_PROGRAM = fileURLToPath(new URL("../dist/missingguard-main.js", import.meta.url));
+export const GUARD_PROGRAM = fileURLToPath(new URL("../dist/missingguardmain.js", import.meta.url));
 
 /** Exit status when the runtime itself cannot be started (as the supervisor's SUPERVISOR_FAILURE). */
 const RUNTIME_FAILURE = 125;

@@ -1,7 +1,7 @@
 import { isAbsolute } from "node:path";
 import { type ConfSchema, type ParsedConf, confError } from "@jobrt/core";
-import { DEFAULT_CDI_SPEC_DIRS } from "./cdi-registry.js";
-import { isCdiKind } from "./cdi-spec.js";
+import { DEFAULT_CDI_SPEC_DIRS } from "./cdiregistry.js";
+import { isCdiKind } from "./cdispec.js";
 import { DEFAULT_DEVICE_CONF, type DeviceConf } from "./resolve.js";
 
 /** jobrt.conf's device keys: siteconf.ts spreads them into its schema. */

@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { messageOf } from "@jobrt/core";
-import { readSpecText, specFiles } from "./cdi-registry.js";
-import { type CdiSpec, type SpecEdits, parseCdiSpec } from "./cdi-spec.js";
+import { readSpecText, specFiles } from "./cdiregistry.js";
+import { type CdiSpec, type SpecEdits, parseCdiSpec } from "./cdispec.js";
 import type { DeviceConf } from "./resolve.js";
 
 /** One CDI device the node's spec dirs describe. */

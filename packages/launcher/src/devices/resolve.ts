@@ -1,7 +1,7 @@
 import { type BigIntStats, statSync } from "node:fs";
 import { type DeviceEdits, type DeviceNodeEdit, jobrtError } from "@jobrt/core";
-import { type CdiDevice, type CdiRegistry, loadCdiRegistry } from "./cdi-registry.js";
-import { DEVICE_NAME_RE, type SpecDeviceNode, type SpecEdits, isCdiKind, specError } from "./cdi-spec.js";
+import { type CdiDevice, type CdiRegistry, loadCdiRegistry } from "./cdiregistry.js";
+import { DEVICE_NAME_RE, type SpecDeviceNode, type SpecEdits, isCdiKind, specError } from "./cdispec.js";
 import { type GresAllocation, type GresMapping, gresAllocation } from "./gres.js";
 
 /** jobrt.conf's device keys (docs/devices.md). */

@@ -1,7 +1,7 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../processidentity.js";
 import { type JournalEntry, claimEntry, listEntries, recordedForker, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
-import { removeForkerCgroup } from "./forker-cgroup.js";
+import { removeForkerCgroup } from "./forkercgroup.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";

@@ -7,7 +7,7 @@ import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { ExecSpec } from "@jobrt/core";
 import { type SyscallName, decodeWaitStatus, syscallNumbers } from "@jobrt/host-services";
-import { type ForkOptions, forkRequest } from "./forker-request.js";
+import { type ForkOptions, forkRequest } from "./forkerrequest.js";
 import { findPerl } from "../perl.js";
 import { signalName } from "./status.js";
 

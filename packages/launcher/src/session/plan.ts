@@ -1,7 +1,7 @@
 import { type ContainerRequest, type StepKind, type StepRecord, type TaskRecord, jobrtError } from "@jobrt/core";
 import { slurmTaskVariables } from "../env.js";
 import type { UserIdentity } from "../users.js";
-import { hetFromSlurm } from "./slurm-env.js";
+import { hetFromSlurm } from "./slurmenv.js";
 
 /** One component of a (heterogeneous) step, as the user asked for it. */
 export interface ComponentSpec {

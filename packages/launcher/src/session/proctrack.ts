@@ -26,7 +26,7 @@ export interface TrackerRecord {
   path?: string;
   /** Why a cgroup could not be used (pgid under ProcTrack=auto). */
   fallback?: string;
-  /** The task forker's own v1 freezer cgroup (forker-cgroup.ts), whatever `kind` is. */
+  /** The task forker's own v1 freezer cgroup (forkercgroup.ts), whatever `kind` is. */
   forker?: string;
 }
 

@@ -20,7 +20,7 @@ import { checkDescriptorBudget } from "./budget.js";
 import { collectOrphans } from "./collect.js";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
 import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
-import { forkerCgroupPath, removeForkerCgroup } from "./forker-cgroup.js";
+import { forkerCgroupPath, removeForkerCgroup } from "./forkercgroup.js";
 import { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
 import type { AfterDeath, TaskProcess } from "./forker.js";
 import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
 import { asUser } from "./asuser.js";
-import { moveToForkerCgroup } from "./forker-cgroup.js";
+import { moveToForkerCgroup } from "./forkercgroup.js";
 import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
 
@@ -57,7 +57,7 @@ export class TaskSpawner {
   /**
    * `stdios`: every task's stdio by task id, known before the first task starts; `afterDeath`:
    * what the forker runs if jobrt dies while tasks run; `forkerCgroup`: the cgroup (made now) the
-   * forker is born in (forker-cgroup.ts).
+   * forker is born in (forkercgroup.ts).
    */
   constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath, forkerCgroup?: string) {
     this.#stdios = stdios;

@@ -20,7 +20,7 @@ export function syslogDatagram(facility: string, severity: number, message: stri
 }
 
 /**
- * The datagrams of one step to a unix datagram socket, through one nodelog-send.pl started with
+ * The datagrams of one step to a unix datagram socket, through one nodelogsend.pl started with
  * the first and handed the rest on its stdin; jobrt never waits for it, and it never waits itself
  * (docs/decisions.md, "The node log is sent by a perl datagram sender"). No perl, no socket, no
  * receiver: the lines are lost, the step goes on.
@@ -46,7 +46,7 @@ class DatagramSender {
     const found = findPerl();
     if (!("perl" in found)) return;
     // The bundled command lives in dist/ beside this file's chunk (dist/bin-*.js or dist/steps.cjs).
-    const script = join(dirname(fileURLToPath(import.meta.url)), "nodelog-send.pl");
+    const script = join(dirname(fileURLToPath(import.meta.url)), "nodelogsend.pl");
     try {
       // The first line goes in the environment, which only its own user can read, not in argv (ps).
       const child = spawn(found.perl, ["--", script, this.#socket], { stdio: ["pipe", "ignore", "ignore"], detached: true, env: { JOBRT_NODELOG: line } });

@@ -10,7 +10,7 @@ import { chmodSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSyn
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, repoRoot, requires, tempDir } from "../helpers/jobrt.js";
-import { faultPluginDir } from "../faults/fault-plugin.js";
+import { faultPluginDir } from "../faults/faultplugin.js";
 import { waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;

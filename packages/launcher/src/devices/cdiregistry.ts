@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { isJobrtError, jobrtError, messageOf } from "@jobrt/core";
-import { type CdiSpec, type SpecEdits, parseCdiSpec, specError } from "./cdi-spec.js";
+import { type CdiSpec, type SpecEdits, parseCdiSpec, specError } from "./cdispec.js";
 
 /** The CDI spec dirs, lowest priority first: a later dir's device of one name wins (docs/devices.md). */
 export const DEFAULT_CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"];

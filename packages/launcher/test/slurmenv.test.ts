@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { planFromSlurm } from "../src/session/plan.js";
-import { expandHostList, expandTasksPerNode, hetFromSlurm } from "../src/session/slurm-env.js";
+import { expandHostList, expandTasksPerNode, hetFromSlurm } from "../src/session/slurmenv.js";
 
 const USER = { uid: 1000, gid: 1000, user: "alice", home: "/home/alice" };
 const stepFromSlurm = (env: NodeJS.ProcessEnv, argv: string[], runtime: string) => planFromSlurm(env, argv, runtime, USER, "/tmp");

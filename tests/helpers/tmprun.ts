@@ -5,7 +5,7 @@ import { type Straggler, reap, reapNow } from "./reap.js";
 import { HANDED_OVER, removeTree } from "./tmp.js";
 
 /**
- * vitest global setup, listed by every project: makes the run's temp dir (tests/helpers/tmp-setup.ts
+ * vitest global setup, listed by every project: makes the run's temp dir (tests/helpers/tmpsetup.ts
  * makes one dir per test file in it) and at the end of the run fails it if anything is still there,
  * i.e. a file's dir was not removed (a mount below it, a worker that died, a process still writing).
  * Other runs on the machine have dirs of their own, so only this run's leftovers count.

@@ -97,7 +97,7 @@ describe.each(["linuxproc", "cgroup"] as const)("SIGKILL of every jobrt exec of 
     const below = descendants(hosts.map((h) => h.pid));
     expect(below.length).toBeGreaterThanOrEqual(4);
     const cgroups = () => jobrtCgroups(step.jobId, hosts.map((h) => h.pid));
-    // Under proctrack/cgroup the forker lives in a cgroup of its own (forker-cgroup.ts): else it died with jobrt.
+    // Under proctrack/cgroup the forker lives in a cgroup of its own (forkercgroup.ts): else it died with jobrt.
     if (proctrack === "cgroup") expect(cgroups().filter((dir) => dir.endsWith(".forker"))).toHaveLength(2);
     const killed = Date.now();
     for (const h of hosts) process.kill(h.pid, "SIGKILL");

@@ -7,7 +7,7 @@ import { HANDED_OVER, removeTree } from "./tmp.js";
 
 // Every vitest project lists this as a setup file, so it runs in the worker before each test file:
 // the file's temp dirs (tempDir(), createTestNode(), the conformance suite) go into one dir of the
-// file's own, made here below the run's dir (tests/helpers/tmp-run.ts), and removed after the
+// file's own, made here below the run's dir (tests/helpers/tmprun.ts), and removed after the
 // file's last afterAll. 1777 like /tmp: tests hand dirs below it to `nobody`, and a file whose
 // worker drops root for good (tests/shifter/conformance.test.ts) still makes and removes its own.
 const parent = process.env.JOBRT_TEST_RUN_TMP || tmpdir();

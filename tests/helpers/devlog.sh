@@ -1,5 +1,5 @@
 #!/bin/sh
-# Usage: dev-log.sh SOCKET COMMAND [ARG...] (as root)
+# Usage: devlog.sh SOCKET COMMAND [ARG...] (as root)
 # Runs COMMAND in a mount namespace of its own whose /dev is a small tmpfs with null, zero, full,
 # random, urandom and tty from the real /dev, and /dev/log a symlink to SOCKET (as journald's
 # /dev/log is a symlink to its socket): a test can receive what a program sends to syslog's

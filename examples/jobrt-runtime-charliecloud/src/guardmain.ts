@@ -1,4 +1,4 @@
-/** Entry point of the missing-command guard: `node guard-main.js '<LookupSpec JSON>' ARGV...`. */
+/** Entry point of the missing-command guard: `node guardmain.js '<LookupSpec JSON>' ARGV...`. */
 import { guard } from "./guard.js";
 import type { LookupSpec } from "./missingcommand.js";
 
