@@ -1,4 +1,4 @@
-import { NOT_SUPPORTED, RUNTIME_API_VERSION } from "@jobrt/core";
+import { NOT_SUPPORTED, RUNTIME_API_VERSION, checkAccepted, emptyRequest } from "@jobrt/core";
 import { createTestNode, createTestStep, pluginHost } from "@jobrt/testkit";
 import { describe, expect, it } from "vitest";
 import plugin from "../src/index.js";
@@ -19,5 +19,11 @@ describe("runtime/none", () => {
       expect(await host.run(node, step, task)).toBe(NOT_SUPPORTED);
     }
     await host.cleanup(node, step);
+  });
+
+  it("refuses devices, which a task on the host cannot be given, and accepts every other field", () => {
+    const request = { ...emptyRequest(), devices: ["nvidia.com/gpu=0"] };
+    expect(() => checkAccepted(plugin.meta.type, plugin.meta.accepts ?? [], request)).toThrow(/runtime none does not accept --container-device/);
+    expect(() => checkAccepted(plugin.meta.type, plugin.meta.accepts ?? [], { ...emptyRequest(), value: "b", volumes: ["/a:/b"] })).not.toThrow();
   });
 });
