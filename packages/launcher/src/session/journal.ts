@@ -1,4 +1,4 @@
-import { appendFileSync, linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
+import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processStartTime } from "../processidentity.js";
@@ -7,6 +7,7 @@ import { asUser } from "./asuser.js";
 import { processRunning, removeTree } from "@jobrt/host-services";
 import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
 import { journalOwner } from "./userjournals.js";
+import { openEntryDir } from "./entrydir.js";
 
 /**
  * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
@@ -151,21 +152,17 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
   const jobDir = join(jobsDir, String(jobId));
   const dir = join(jobDir, entry);
   const pending: string[] = [];
-  const flush = () => {
-    if (pending.length === 0) return;
-    try {
-      appendFileSync(join(dir, PIDS_FILE), pending.splice(0).join(""), { mode: 0o600 });
-    } catch {
-      // released already
-    }
-  };
+  let held: ReturnType<typeof openEntryDir>;
   try {
-    writeExclusive(join(dir, HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
+    held = openEntryDir(dir);
+    writeExclusive(held.at(HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
   } catch (error) {
     removeTree(dir);
     if (createdJobDir) removeIfEmpty(jobDir);
     throw error;
   }
+  // Released already, or something not a regular file planted at its name: not followed.
+  const flush = () => pending.length === 0 || held.append(PIDS_FILE, pending.splice(0).join(""));
   return {
     jobId,
     stepId,
@@ -173,9 +170,9 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     // Job ids are unique per SpoolDir only; cgroups are per node: the host's pid makes it unique.
     name: entry.startsWith("exec-") ? `${jobId}.${entry}` : `${jobId}.${entry}.${process.pid}`,
     write(record) {
-      const tmp = join(dir, `.${RECORD_FILE}.${process.pid}`);
+      const tmp = held.at(`.${RECORD_FILE}.${process.pid}`);
       writeExclusive(tmp, JSON.stringify({ host: hostInfo(), ...record }));
-      renameSync(tmp, join(dir, RECORD_FILE));
+      renameSync(tmp, held.at(RECORD_FILE));
     },
     shareState(step, state) {
       return entry.startsWith("exec-") ? shareExecState(jobDir, step, state) : state;
@@ -185,7 +182,7 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
       const start = processStartTime(pid);
       if (start === undefined) return;
       try {
-        writeExclusive(join(dir, FORKER_FILE), `${pid} ${start} ${process.getuid?.() ?? 0}\n`);
+        writeExclusive(held.at(FORKER_FILE), `${pid} ${start} ${process.getuid?.() ?? 0}\n`);
       } catch {
         // Something is at its name already (planted by a task of the step?): not followed, not
         // recorded; a stop still kills the forker, and gc its tasks.
@@ -199,6 +196,7 @@ function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: str
     },
     release() {
       flush();
+      held.close();
       removeDirOf(dir, ENTRY_FILES);
       if (entry.startsWith("exec-")) dropIdleSharedState(jobDir, stepId);
       releaseJobDir(jobDir);
