@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe } from "vitest";
+import { registerBackgroundChecks } from "./backgroundchecks.js";
 import { registerBaselineChecks } from "./baselinechecks.js";
 import { registerContractChecks } from "./contractchecks.js";
 import { registerErrorChecks } from "./errorchecks.js";
@@ -40,6 +41,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerToolChecks(kit);
       registerTaskLaunchChecks(kit);
       registerLaunchChecks(kit);
+      registerBackgroundChecks(kit);
     });
   });
 }
