@@ -56,6 +56,9 @@ const expectations: [flaw: Flaw, check: string, message: RegExp][] = [
   ["ignores-cwd", "launch.cwd", /the task ran in "\/", not the step's cwd/],
   ["missing-to-1", "launch.missing-command", /gave exit 1,.*bwrap: execvp.*expected exit 127/],
   ["sigterm-cut-short", "launch.sigterm", /SIGTERM handler did not complete within KillWait/],
+  // Issue 24's escape: passes every check a cgroup helps with (launch.background included).
+  ["escapes", "pgid.background", /tracked by process group only .*the task's processes still ran: pid \d+ \(sh,/],
+  ["escapes", "pgid.leader-kill", /after SIGKILL of only the process the host started.*the task's processes still ran: pid \d+ \(sh,/],
 ];
 
 describe("the testkit catches a broken bwrap runtime", () => {

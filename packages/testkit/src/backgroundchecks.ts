@@ -1,4 +1,6 @@
-import { NOT_SUPPORTED, type NodeConf, type StepRecord } from "@jobrt/core";
+import { setTimeout as sleep } from "node:timers/promises";
+import { NOT_SUPPORTED, type NodeConf, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { procStat } from "@jobrt/host-services";
 import type { TestContext } from "vitest";
 import { type LaunchOptions, type LaunchResult, launchTask } from "./launch.js";
 import { type ProcessInfo, liveStepProcesses, markedProcesses } from "./processes.js";
@@ -30,12 +32,14 @@ interface Outcome {
  */
 async function runMarked(kit: SuiteKit, n: NodeConf, mark: string, stay: boolean, launch: LaunchOptions): Promise<Outcome> {
   const s: StepRecord = kit.step({ tasks: 1, argv: backgroundTask(mark, stay) });
-  let launched: LaunchResult | undefined;
+  let pending: Promise<LaunchResult> | undefined;
   try {
     const [result] = await kit.setupAndRun(n, s);
     const task = s.tasks[0];
     if (result === undefined || task === undefined) fail("run gave no result for the task");
-    launched = await launchTask(result, s, task, { timeoutMs: kit.launch?.timeoutMs ?? 60_000, ...launch });
+    pending = launchTask(result, s, task, { timeoutMs: kit.launch?.timeoutMs ?? 60_000, ...launch });
+    // A sandbox that escaped holds the task's output open: its end is the end of what the host started.
+    await Promise.race([pending, leaderGone(task)]);
   } finally {
     await kit.cleanup(n, s);
   }
@@ -51,15 +55,23 @@ async function runMarked(kit: SuiteKit, n: NodeConf, mark: string, stay: boolean
       // gone meanwhile
     }
   }
+  // With what was left killed, the output closes; a bound all the same, so the check never hangs.
+  const launched = await Promise.race([pending, sleep(10_000).then(() => undefined)]);
   return { launched, left };
 }
 
+/** Resolves once the process the host started for `task` has ended (and been reaped). */
+async function leaderGone(task: TaskRecord): Promise<void> {
+  while (task.pid === undefined || procStat(task.pid) !== undefined) await sleep(100);
+}
+
 function assertNothingLeft({ launched, left }: Outcome, when: string): void {
-  if (!launched?.stdout.includes("jobrt-testkit-bg-started")) {
-    fail(`the task never started its background process (exit ${launched?.code ?? launched?.signal}, stderr ${JSON.stringify(launched?.stderr.trim().slice(0, 300))})`);
-  }
   if (left.length > 0) {
     fail(`${when}, the task's processes still ran: ${left.map((p) => `pid ${p.pid} (${p.comm}, session ${p.session}, group ${p.pgrp})`).join(", ")}`);
+  }
+  if (launched === undefined) fail("the task's output was still open 10 s after its end, its cleanup and the kill of what the kit found of it");
+  if (!launched.stdout.includes("jobrt-testkit-bg-started")) {
+    fail(`the task never started its background process (exit ${launched.code ?? launched.signal}, stderr ${JSON.stringify(launched.stderr.trim().slice(0, 300))})`);
   }
 }
 

@@ -69,7 +69,15 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["bad-tools", "tools.shape", /tools returned \{"name":"hostenv-helper","path":"relative\/helper"\}, not a/],
   ["bad-check", "check.shape", /check returned \{"subject":"the request","status":"unchecked"\}, not a .*needs a detail/],
   ["check-fails-fixture", "check.fixture", /check reported the fixture request as failed: the request: hostenv refuses everything/],
-  ...(process.getuid?.() === 0 ? [["root-only-files", "launch.tasks", /exited with 126|EACCES|Permission denied/] as [string, string, RegExp]] : []),
+  ["escapes", "pgid.background", /tracked by process group only .*the task's processes still ran: pid \d+ \(sh,/],
+  ["wrapped-shell", "execspec.shell", /at argv\[1\] \(inside the wrapper's argv\) runs a shell command but spec.shell is not set/],
+  ["failed-setup-leaves-files", "errors.cleanup-after-failure", /after the failed request "a container that cannot exist, made by the kit": SpoolDir .* still holds job\d+\.0/],
+  ...(process.getuid?.() === 0
+    ? ([
+        ["root-only-files", "launch.tasks", /exited with 126|EACCES|Permission denied/],
+        ["leaves-cgroup", "launch.background", /after the task's end and cleanup, the task's processes still ran: pid \d+ \(sh,/],
+      ] as [string, string, RegExp][])
+    : []),
 ];
 
 describe("the conformance suite catches broken plugins", () => {
