@@ -37,9 +37,12 @@ async function runMarked(kit: SuiteKit, n: NodeConf, mark: string, stay: boolean
     const [result] = await kit.setupAndRun(n, s);
     const task = s.tasks[0];
     if (result === undefined || task === undefined) fail("run gave no result for the task");
-    pending = launchTask(result, s, task, { timeoutMs: kit.launch?.timeoutMs ?? 60_000, ...launch });
+    let settled = false;
+    pending = launchTask(result, s, task, { timeoutMs: kit.launch?.timeoutMs ?? 60_000, ...launch }).finally(() => {
+      settled = true;
+    });
     // A sandbox that escaped holds the task's output open: its end is the end of what the host started.
-    await Promise.race([pending, leaderGone(task)]);
+    await Promise.race([pending, leaderGone(task, () => settled)]);
   } finally {
     await kit.cleanup(n, s);
   }
@@ -56,13 +59,21 @@ async function runMarked(kit: SuiteKit, n: NodeConf, mark: string, stay: boolean
     }
   }
   // With what was left killed, the output closes; a bound all the same, so the check never hangs.
-  const launched = await Promise.race([pending, sleep(10_000).then(() => undefined)]);
-  return { launched, left };
+  return { launched: pending && (await within(pending, 10_000)), left };
 }
 
-/** Resolves once the process the host started for `task` has ended (and been reaped). */
-async function leaderGone(task: TaskRecord): Promise<void> {
-  while (task.pid === undefined || procStat(task.pid) !== undefined) await sleep(100);
+/** Resolves once the process the host started for `task` has ended (and been reaped), or `done()`. */
+async function leaderGone(task: TaskRecord, done: () => boolean): Promise<void> {
+  while (!done() && (task.pid === undefined || procStat(task.pid) !== undefined)) await sleep(100);
+}
+
+/** `promise`'s value, or undefined when it has not settled within `ms`. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 function assertNothingLeft({ launched, left }: Outcome, when: string): void {
