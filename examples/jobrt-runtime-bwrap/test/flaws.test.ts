@@ -56,6 +56,9 @@ const expectations: [flaw: Flaw, check: string, message: RegExp][] = [
   ["ignores-cwd", "launch.cwd", /the task ran in "\/", not the step's cwd/],
   ["missing-to-1", "launch.missing-command", /gave exit 1,.*bwrap: execvp.*expected exit 127/],
   ["sigterm-cut-short", "launch.sigterm", /SIGTERM handler did not complete within KillWait/],
+  // Issue 24's escape: passes every check a cgroup helps with (launch.background included).
+  ["escapes", "pgid.background", /tracked by process group only .*the task's processes still ran: pid \d+ \(sh,/],
+  ["escapes", "pgid.leader-kill", /after SIGKILL of only the process the host started.*the task's processes still ran: pid \d+ \(sh,/],
 ];
 
 describe("the testkit catches a broken bwrap runtime", () => {
@@ -67,6 +70,13 @@ describe("the testkit catches a broken bwrap runtime", () => {
       expect(r?.failureMessages.join("\n")).toMatch(message);
     });
   }
+
+  it("the escaping sandbox fails nothing but the background checks (issue 24: it passed every other one)", () => {
+    // launch.background fails too where the kit's launches get no cgroup (then it is tracked by group as well).
+    const failed = [...outcome("escapes")].filter(([, r]) => r.status === "failed").map(([id]) => id);
+    expect(failed).toEqual(expect.arrayContaining(["pgid.background", "pgid.leader-kill"]));
+    expect(failed.filter((id) => !["launch.background", "pgid.background", "pgid.leader-kill"].includes(id))).toEqual([]);
+  });
 
   it("each broken variant still passes the launch of a plain task (the flaw is the only fault)", () => {
     for (const [flaw] of expectations) expect(outcome(flaw).get("launch.tasks")?.status, flaw).toBe("passed");

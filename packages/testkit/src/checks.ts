@@ -198,6 +198,21 @@ export const CHECKS = {
     title: "a device node of the host the step was not given is not there in the task",
     fix: "give the task a /dev of its own (runc's tmpfs, bwrap --dev) holding only the given nodes; a runtime that shows the host's /dev by design skips this check and says so in its README",
   },
+  "launch.background": {
+    level: "MUST",
+    title: "a background process the task leaves is gone after the task's end and cleanup",
+    fix: "keep every process of the task inside what the host tracks: no sandbox in a session or cgroup of its own that outlives the task (bwrap --die-with-parent --unshare-pid)",
+  },
+  "pgid.background": {
+    level: "MUST",
+    title: "tracked by process group only (ProcTrack=pgid, no cgroup), a background process the task leaves is gone after the task's end and cleanup",
+    fix: "a wrapper that puts the task in a session of its own (bwrap --new-session, setsid) must make it die with the wrapper and take its children along: bwrap --die-with-parent --unshare-pid, or a pid namespace whose init is the task's",
+  },
+  "pgid.leader-kill": {
+    level: "MUST",
+    title: 'with signals: "leader", SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
+    fix: 'a wrapper with signals: "leader" cannot forward SIGKILL: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own',
+  },
 } as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
 export type CheckId = keyof typeof CHECKS;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe } from "vitest";
+import { registerBackgroundChecks } from "./backgroundchecks.js";
 import { registerBaselineChecks } from "./baselinechecks.js";
 import { registerContractChecks } from "./contractchecks.js";
 import { registerDeviceChecks } from "./devicechecks.js";
@@ -42,6 +43,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerTaskLaunchChecks(kit);
       registerLaunchChecks(kit);
       registerDeviceChecks(kit);
+      registerBackgroundChecks(kit);
     });
   });
 }

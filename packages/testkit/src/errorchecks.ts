@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { NodeConf, StepRecord } from "@jobrt/core";
 import { asJobrtError, describeThrown } from "./errors.js";
 import type { InvalidCase } from "./options.js";
+import { invalidCases } from "./owninvalid.js";
 import { HookFailure, type SuiteKit, fail, lazy, listTree } from "./suitekit.js";
 
 interface Failed {
@@ -34,7 +35,7 @@ async function failWith(kit: SuiteKit, c: InvalidCase): Promise<Failed> {
 
 /** Invalid requests fail with the declared JobrtError in one line, and cleanup after a failure leaves nothing. */
 export function registerErrorChecks(kit: SuiteKit): void {
-  const invalid: InvalidCase[] = kit.options.invalid ?? [];
+  const invalid: InvalidCase[] = invalidCases(kit);
   if (invalid.length === 0) {
     kit.check("errors.invalid", (ctx) => ctx.skip("no invalid requests declared (options.invalid)"));
   }

@@ -61,24 +61,39 @@ export function envCwdProblems(spec: ExecSpec): string[] {
   return problems;
 }
 
-function startsWith(argv: readonly string[], prefix: readonly string[]): boolean {
-  return prefix.length > 0 && prefix.every((a, i) => argv[i] === a);
+/** Indexes of argv covered by an occurrence of the task's own argv: its words are the task's, not the plugin's. */
+function taskWords(argv: readonly string[], task: readonly string[]): Set<number> {
+  const covered = new Set<number>();
+  if (task.length === 0) return covered;
+  for (let i = 0; i + task.length <= argv.length; i++) {
+    if (task.every((a, j) => argv[i + j] === a)) for (let j = 0; j < task.length; j++) covered.add(i + j);
+  }
+  return covered;
+}
+
+/** True when argv[i] starts a shell given a command string: `sh -c`, `bash -ec`, `busybox sh -c`. */
+function shellAt(argv: readonly string[], i: number): boolean {
+  const word = argv[i] ?? "";
+  // A program is one word; a script passed as an argument (perl -e '...') is not a shell's name.
+  if (/\s/.test(word)) return false;
+  const program = basename(word);
+  const args = program === "busybox" && SHELLS.has(argv[i + 1] ?? "") ? argv.slice(i + 2, i + 4) : argv.slice(i + 1, i + 3);
+  return (SHELLS.has(program) || (program === "busybox" && SHELLS.has(argv[i + 1] ?? ""))) && args.some((a) => /^-[a-z]*c[a-z]*$/.test(a));
 }
 
 /**
- * A spec that runs `<shell> -c ...` without `shell: true` hides a shell string. The task's own argv
- * passed through unchanged is not the plugin's shell, so that case is allowed.
+ * A spec that runs `<shell> -c ...` without `shell: true` hides a shell string, at argv[0] or
+ * further in, behind a wrapper (`env sh -c`, `bwrap ... sh -c`). The task's own argv passed through
+ * unchanged is not the plugin's shell, so a shell among its words is allowed.
  */
 export function shellProblems(spec: ExecSpec, task: TaskRecord, shellDeclared: boolean): string[] {
   if (spec.shell === true && !shellDeclared) return ["spec.shell is true but the plugin did not declare capabilities.shell"];
   if (spec.shell === true) return [];
-  const program = basename(spec.argv[0] ?? "");
-  const isShell = SHELLS.has(program) || (program === "busybox" && SHELLS.has(spec.argv[1] ?? ""));
-  const hasDashC = spec.argv.slice(1, 3).some((a) => /^-[a-z]*c[a-z]*$/.test(a));
-  if (isShell && hasDashC && !startsWith(spec.argv, task.argv)) {
-    return [`argv ${JSON.stringify(spec.argv.slice(0, 3))}... runs a shell command but spec.shell is not set`];
-  }
-  return [];
+  const own = taskWords(spec.argv, task.argv);
+  const at = spec.argv.findIndex((_, i) => !own.has(i) && shellAt(spec.argv, i));
+  if (at < 0) return [];
+  const where = at === 0 ? "" : ` at argv[${at}] (inside the wrapper's argv)`;
+  return [`argv ${JSON.stringify(spec.argv.slice(at, at + 3))}...${where} runs a shell command but spec.shell is not set`];
 }
 
 /** True when `needle` occurs in `haystack` as a contiguous run. */

@@ -22,6 +22,11 @@ export interface LaunchOptions {
    * `signals: "leader"`, then SIGKILL of everything of the task after `killWaitMs`.
    */
   stop?: { after: string; signal?: NodeJS.Signals; killWaitMs: number };
+  /**
+   * How the task's processes are tracked and killed at its end: "auto" (default) as ProcTrack=auto
+   * (its cgroup where there is one), "pgid" by its process group only, as on a node without cgroups.
+   */
+  procTrack?: "auto" | "pgid";
 }
 
 let launches = 0;
@@ -35,7 +40,7 @@ let launches = 0;
 export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, task: TaskRecord, options: LaunchOptions = {}): Promise<LaunchResult> {
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
-  const tasks = createTaskGroup(`testkit.${process.pid}.${launches++}`);
+  const tasks = createTaskGroup(`testkit.${process.pid}.${launches++}`, options.procTrack ?? "auto");
   return new Promise<LaunchResult>((resolve, reject) => {
     const started = tasks.start(spec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["pipe", "pipe", "pipe"] });
     started.then((child) => {

@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { type ProcStat, procStat } from "@jobrt/host-services";
 
 /** A process as the leftover checks see it: one line of /proc/<pid>/stat. */
@@ -44,4 +44,20 @@ export function liveStepProcesses(options: { leaders?: readonly number[]; ancest
 /** True while a process of group `pgid` is running (zombies do not count). */
 export function processGroupAlive(pgid: number): boolean {
   return processTable().some((p) => p.pgrp === pgid && p.state !== "Z");
+}
+
+/**
+ * Running processes whose command line holds `mark` (zombies do not count). A mark in the task's
+ * argv finds its processes wherever they went: another session, another process group, or a pid
+ * namespace whose own pids mean nothing on the host.
+ */
+export function markedProcesses(mark: string): ProcessInfo[] {
+  return processTable().filter((p) => {
+    if (p.state === "Z" || p.pid === process.pid) return false;
+    try {
+      return readFileSync(`/proc/${p.pid}/cmdline`, "utf8").includes(mark);
+    } catch {
+      return false;
+    }
+  });
 }

@@ -61,7 +61,7 @@ const shown = (r: LaunchResult | undefined): string =>
   `exit ${r?.code ?? r?.signal}, stdout ${JSON.stringify(r?.stdout.slice(0, 300))}, stderr ${JSON.stringify(r?.stderr.trim().slice(0, 300))}`;
 
 /** Polls briefly: a process SIGKILLed by cleanup may not have been scheduled to die yet. */
-async function leftovers(find: () => ProcessInfo[]): Promise<ProcessInfo[]> {
+export async function leftovers(find: () => ProcessInfo[]): Promise<ProcessInfo[]> {
   let found = find();
   for (let i = 0; i < 30 && found.length > 0; i++) {
     await sleep(100);

@@ -25,6 +25,7 @@ const flaws: Flaw[] = [
   "ignores-cwd",
   "missing-to-1",
   "sigterm-cut-short",
+  "escapes",
 ];
 const only = process.env.JOBRT_BWRAP_FLAWS?.split(",");
 

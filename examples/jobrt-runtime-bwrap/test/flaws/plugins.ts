@@ -16,7 +16,8 @@ export type Flaw =
   | "outlives-sigterm"
   | "ignores-cwd"
   | "missing-to-1"
-  | "sigterm-cut-short";
+  | "sigterm-cut-short"
+  | "escapes";
 
 /** Pids of the helpers "setup-helper" leaves running: the suite kills them when it ends. */
 export const strayHelpers: number[] = [];
@@ -53,6 +54,12 @@ function edit(flaw: Flaw, spec: Spec, state: SandboxState): Spec {
       // sandbox with it (--die-with-parent), the task's handler cut short.
       const { signals: _, ...rest } = spec;
       return { ...rest, argv: bareBwrap(spec) };
+    }
+    case "escapes": {
+      // The sandbox in a session of its own (--new-session) without --die-with-parent and
+      // --unshare-pid: what the task leaves in the background outlives it unless a cgroup kills it.
+      const argv = spec.argv.filter((a) => a !== "--die-with-parent" && a !== "--unshare-pid");
+      return { ...spec, argv };
     }
     case "outlives-sigterm": {
       // "leader" without a forwarder and without --die-with-parent: bwrap dies, its sandbox (its

@@ -1,6 +1,6 @@
 import type { ExecSpec } from "@jobrt/core";
 import type { StdioItem, TaskProcess } from "./forker.js";
-import { createTracker } from "./proctrack.js";
+import { type ProcTrackMode, createTracker } from "./proctrack.js";
 import { dropTo, spawnTaskProcess } from "./spawn.js";
 
 /** One task to start: its id in the step, the step's user and group, and its three stdio items. */
@@ -30,11 +30,12 @@ export interface TaskGroup {
 }
 
 /**
- * A group named `name` (unique on this node while it lives), tracked as ProcTrack=auto tracks a
- * step: cgroup2, else the v1 freezer, else process groups.
+ * A group named `name` (unique on this node while it lives), tracked as a step is under `procTrack`
+ * (default auto: cgroup2, else the v1 freezer, else process groups; "pgid": process groups only,
+ * as on a node without cgroups, so a test sees what a task leaves when nothing else kills it).
  */
-export function createTaskGroup(name: string): TaskGroup {
-  const tracker = createTracker("auto", name);
+export function createTaskGroup(name: string, procTrack: ProcTrackMode = "auto"): TaskGroup {
+  const tracker = createTracker(procTrack, name);
   const hostUid = process.getuid?.() ?? 0;
   return {
     start(spec, { taskId, uid, gid, stdio }) {
