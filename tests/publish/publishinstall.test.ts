@@ -17,6 +17,7 @@ interface Manifest {
   name: string;
   version: string;
   private?: boolean;
+  dependencies?: Record<string, string>;
   keywords?: string[];
   peerDependencies?: Record<string, string>;
 }
@@ -40,6 +41,41 @@ async function ok(argv: string[], cwd: string, extraEnv: Record<string, string> 
   const r = await run(argv, cwd, extraEnv, timeoutMs);
   if (r.code !== 0) throw new Error(`${argv.join(" ")} (in ${cwd}) exited ${r.code ?? r.signal}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
   return r;
+}
+
+/**
+ * The test registry has no uplinks: what the published packages depend on from npm (the launcher's
+ * yaml) is mirrored into it from the copy's installed dependencies, packed as npm would fetch them,
+ * with their own dependencies in turn.
+ */
+async function mirrorThirdParty(packages: Manifest[], from: string): Promise<void> {
+  const seen = new Set<string>();
+  const queue = packages.flatMap((p) => Object.keys(p.dependencies ?? {}).filter((d) => !d.startsWith("@jobrt/")).map((d) => ({ name: d, by: p.name })));
+  for (let next = queue.shift(); next; next = queue.shift()) {
+    if (seen.has(next.name)) continue;
+    seen.add(next.name);
+    const dir = installedDir(from, next.by, next.name);
+    const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest;
+    for (const d of Object.keys(manifest.dependencies ?? {})) queue.push({ name: d, by: manifest.name });
+    const packed = await ok(["npm", "pack", "--json", "--pack-destination", root, dir], root);
+    const [tarball] = JSON.parse(packed.stdout) as { filename: string }[];
+    await ok(["npm", "publish", "--ignore-scripts", join(root, tarball!.filename)], root);
+  }
+}
+
+/** Where pnpm installed `name` for the workspace package (or mirrored package) `by`. */
+function installedDir(work: string, by: string, name: string): string {
+  const candidates = [...readdirSync(join(work, "packages")).map((d) => join(work, "packages", d)), ...readdirSync(join(work, "examples")).map((d) => join(work, "examples", d)), work];
+  for (const c of candidates) {
+    if (!existsSync(join(c, "package.json"))) continue;
+    const own = JSON.parse(readFileSync(join(c, "package.json"), "utf8")) as Manifest;
+    if (own.name !== by && c !== work) continue;
+    const at = join(c, "node_modules", name);
+    if (existsSync(join(at, "package.json"))) return realpathSync(at);
+  }
+  const store = join(work, "node_modules/.pnpm/node_modules", name);
+  if (existsSync(join(store, "package.json"))) return realpathSync(store);
+  throw new Error(`${name} (a dependency of ${by}) is not installed in ${work}: cannot mirror it into the test registry`);
 }
 
 /** Publishable workspace packages of a checkout, by the globs in its pnpm-workspace.yaml. */
@@ -142,6 +178,8 @@ beforeAll(async () => {
     'const noop = () => {};\nexport default { meta: { name: "oldapi", type: "runtime/oldapi", version: "2.0.0", apiVersion: 1 }, init: noop, fini: noop, setup: noop, cleanup: noop, taskInit: noop, run: noop };\n',
   );
   await ok(["npm", "publish"], old);
+
+  await mirrorThirdParty([...published.values()], work);
 
   // The site: a fresh directory outside the repository, npm only.
   site = join(root, "site");
