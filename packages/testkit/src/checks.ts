@@ -198,6 +198,11 @@ export const CHECKS = {
     title: "a device node of the host the step was not given is not there in the task",
     fix: "give the task a /dev of its own (runc's tmpfs, bwrap --dev) holding only the given nodes; a runtime that shows the host's /dev by design skips this check and says so in its README",
   },
+  "image.run": {
+    level: "MUST",
+    title: "a runtime that accepts options.image runs --container-image REF: the task sees the image's files",
+    fix: "in setup, acquire the image with @jobrt/images' acquireStepImage (it gives the rootfs), run the task in it, and give it back with releaseStepImage in cleanup (docs/writing-a-runtime.md, Images)",
+  },
 } as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
 export type CheckId = keyof typeof CHECKS;
