@@ -18,16 +18,20 @@ import { loadConf } from "./conf.js";
 import { formatEnvFile } from "./envfile.js";
 import { GUARD_PROGRAM } from "./guard.js";
 import { lookup, lookupSpec, missingStatus } from "./missingcommand.js";
-import { type ChRunRequest, parseRequest } from "./request.js";
+import { type ChRunRequest, imageReference, parseRequest } from "./request.js";
+import { type StepImage, acquireStepImage, releaseStepImage } from "@jobrt/images";
 
 interface StepState {
   request: ChRunRequest;
   chRun: string;
   /** Per-step spool dir, when tasks need env files. */
   dir?: string;
+  /** The host image service's image for `--container-image`, given back at cleanup. */
+  image?: StepImage;
 }
 
 const TYPE = "runtime/charliecloud";
+const WHO = "runtime charliecloud";
 const SPOOL_SUBDIR = "charliecloud";
 
 function stepDir(node: NodeConf, step: StepRecord): string {
@@ -104,6 +108,18 @@ function guarded(node: NodeConf, task: TaskRecord, spec: ExecSpec, request: ChRu
   return { ...spec, argv: [process.execPath, GUARD_PROGRAM, JSON.stringify(look), ...spec.argv] };
 }
 
+/** Setup's step state from the request and, for `--container-image`, the image's directory. */
+function stepState(node: NodeConf, step: StepRecord, conf: ReturnType<typeof loadConf>, image: StepImage | undefined): StepState {
+  const request = parseRequest(step, conf, image?.rootfs);
+  const skipped = addDeviceEdits(request, step.container?.deviceEdits);
+  if (skipped.length > 0) node.log("info", `charliecloud: job ${step.jobId}.${step.stepId}: CDI edits ch-run cannot apply: ${skipped.join("; ")} (docs/devices.md)`);
+  const chRun = findChRun(conf.chRun);
+  const state: StepState = { request, chRun, ...(image ? { image } : {}) };
+  if (needsTaskFile(request)) state.dir = ensureDir(node, step);
+  node.log("verbose", `charliecloud: job ${step.jobId}.${step.stepId} image ${request.image} with ${chRun}`);
+  return state;
+}
+
 /** Setup's step state: the host journals it and hands it to every later hook of the step. */
 const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
   {
@@ -111,23 +127,25 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
     type: TYPE,
     version: packageVersion(import.meta.url),
     capabilities: ["container", "unprivileged"],
-    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "devices", "options.env-file", "options.private-tmp", "options.home"],
+    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "devices", "options.env-file", "options.private-tmp", "options.home", "options.image"],
   },
   {
     validate({ node, step }) {
+      // An image is only a directory once setup acquired it; its reference is checked there.
+      if (imageReference(step) !== undefined) return;
       addDeviceEdits(parseRequest(step, loadConf(node.confDir)), step.container?.deviceEdits);
     },
 
-    setup({ node, step }) {
+    async setup({ node, step, client }) {
       const conf = loadConf(node.confDir);
-      const request = parseRequest(step, conf);
-      const skipped = addDeviceEdits(request, step.container?.deviceEdits);
-      if (skipped.length > 0) node.log("info", `charliecloud: job ${step.jobId}.${step.stepId}: CDI edits ch-run cannot apply: ${skipped.join("; ")} (docs/devices.md)`);
-      const chRun = findChRun(conf.chRun);
-      const state: StepState = { request, chRun };
-      if (needsTaskFile(request)) state.dir = ensureDir(node, step);
-      node.log("verbose", `charliecloud: job ${step.jobId}.${step.stepId} image ${request.image} with ${chRun}`);
-      return state;
+      const ref = imageReference(step);
+      const image = ref === undefined ? undefined : await acquireStepImage(node, step, ref, WHO, client.progress);
+      try {
+        return stepState(node, step, conf, image);
+      } catch (error) {
+        if (image) await releaseStepImage(node, step, image, WHO);
+        throw error;
+      }
     },
 
     taskInit({ node, step, task, state }) {
@@ -156,7 +174,8 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
       return guarded(node, task, spec, state.request);
     },
 
-    cleanup({ node, step }) {
+    async cleanup({ node, step, state }) {
+      if (imageReference(step) !== undefined) await releaseStepImage(node, step, state?.image, WHO);
       // Only this record's task files: other records of the same step (one jobrt per task under
       // srun) may still be running. The dirs go only once empty.
       const dir = stepDir(node, step);

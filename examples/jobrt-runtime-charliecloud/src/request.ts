@@ -26,7 +26,7 @@ export interface ChRunRequest {
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const OPTION_KEYS = ["env-file", "private-tmp", "home"] as const;
+const OPTION_KEYS = ["env-file", "private-tmp", "home", "image"] as const;
 
 function checkGuestPath(field: string, spec: string, what: string, path: string): void {
   if (!path.startsWith("/")) throw reject(field, spec, `the ${what} ${show(path)} is not an absolute path`);
@@ -49,9 +49,9 @@ function under(path: string, prefix: string): boolean {
   return prefix === "/" || path === prefix || path.startsWith(`${prefix}/`);
 }
 
-function parseImage(c: ContainerRequest, conf: CharliecloudConf, cwd: string): string {
-  const field = "--container";
-  const value = c.value as string;
+function parseImage(c: ContainerRequest, conf: CharliecloudConf, cwd: string, rootfs: string | undefined): string {
+  const field = rootfs === undefined ? "--container" : "--container-image";
+  const value = rootfs ?? (c.value as string);
   if (value.includes("\0") || value.includes("\n")) throw reject(field, value, "contains a NUL or newline", "ERR_CONTAINER_IMAGE");
   const path = isAbsolute(value) ? value : resolve(cwd, value);
   let real: string;
@@ -63,7 +63,8 @@ function parseImage(c: ContainerRequest, conf: CharliecloudConf, cwd: string): s
   if (!statSync(real).isDirectory()) {
     throw reject(field, value, `${real} is not a directory (this runtime runs image directories; SquashFS files are not supported)`, "ERR_CONTAINER_IMAGE");
   }
-  if (conf.imageDirs.length > 0 && !conf.imageDirs.some((d) => under(real, d))) {
+  // ImageDirs limits what a job names; the host's image store is not the job's to name.
+  if (rootfs === undefined && conf.imageDirs.length > 0 && !conf.imageDirs.some((d) => under(real, d))) {
     throw reject(field, value, `${real} is not under ImageDirs=${conf.imageDirs.join(",")}${conf.file ? ` (${conf.file})` : ""}`, "ERR_CONTAINER_IMAGE");
   }
   for (const f of ["etc/passwd", "etc/group"]) {
@@ -107,13 +108,23 @@ function flag(key: string, values: string[]): boolean {
   return b;
 }
 
+/** The step's `--container-image REF`, which the host's image service turns into a directory. */
+export function imageReference(step: StepRecord): string | undefined {
+  const v = step.container?.options.image;
+  if (v === undefined) return undefined;
+  if (v.length !== 1 || v[0] === "") throw reject("--container-image", v.join(","), "give it once, not empty");
+  if (step.container?.value) throw reject("--container-image", v[0] as string, "give either --container (an image directory) or --container-image, not both");
+  return v[0];
+}
+
 /**
  * Checks a job's container request against ch-run and the site's charliecloud.conf. Throws a
- * JobrtError naming the option and the rule broken; touches nothing.
+ * JobrtError naming the option and the rule broken; touches nothing. `rootfs` is the directory
+ * the image service gave for `--container-image` (setup only).
  */
-export function parseRequest(step: StepRecord, conf: CharliecloudConf): ChRunRequest {
+export function parseRequest(step: StepRecord, conf: CharliecloudConf, rootfs?: string): ChRunRequest {
   const c = step.container;
-  if (!c?.value) {
+  if (!c || (!c.value && rootfs === undefined)) {
     throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
       { problem: "runtime charliecloud needs --container <image directory> (a Charliecloud image, e.g. made with ch-convert)" },
@@ -121,7 +132,7 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf): ChRunReq
     );
   }
   // --container-module and --container-entrypoint are refused by the host: meta.accepts leaves them out.
-  const image = parseImage(c, conf, step.cwd);
+  const image = parseImage(c, conf, step.cwd, rootfs);
   if (c.volumes.length > 0 && !conf.allowBinds) {
     throw reject("--container-volume", c.volumes[0] as string, `binds are turned off on this node (AllowBinds=no${conf.file ? ` in ${conf.file}` : ""})`);
   }
@@ -142,6 +153,7 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf): ChRunReq
       throw reject("--container-opt", `${key}=${values[0] ?? ""}`, `unknown option for charliecloud (known: ${OPTION_KEYS.join(", ")})`);
     }
     if (values.length !== 1) throw reject(`--container-opt ${key}`, values.join(","), "give it once");
+    if (key === "image") continue;
     if (key === "env-file") {
       const file = values[0] as string;
       if (!isAbsolute(file)) throw reject("--container-opt env-file", file, "is not an absolute path");

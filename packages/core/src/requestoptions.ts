@@ -37,7 +37,7 @@ export const REQUEST_OPTIONS = [
     arg: "REF",
     nonEmpty: true,
     help:
-      "runtime oci: run from an image, pulled and unpacked once per node:\n" +
+      "runtimes oci, charliecloud (any that accepts options.image): run\nfrom an image, pulled and unpacked once per node:\n" +
       "docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/DIR[:REF],\n" +
       "oci-archive:/FILE[:REF] (same as --container-opt image=REF)",
   },

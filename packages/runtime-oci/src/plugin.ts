@@ -39,7 +39,7 @@ import {
   imageArgs,
   imageHasMountPoint,
   imageOption,
-  releaseStepImage,
+  releaseImageOfStep,
   setupImage,
   validateImage,
 } from "./image/request.js";
@@ -238,7 +238,7 @@ async function setup({ node, step, client }: SetupContext): Promise<OciStepState
     st = await stepState(node, step, conf, mounts, client, image);
     if (image) checkImageVolumes(st.rootfs, st.mounts);
   } catch (error) {
-    if (image) await releaseStepImage(node, step, image);
+    if (image) await releaseImageOfStep(node, step, image);
     throw error;
   }
   ensureStepDir(st.stepDir, st.identity, step);
@@ -780,7 +780,7 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
     // This process's own in-use mark; after a crash the dead host's mark is stale already, but
     // the step's pin dir still goes.
     const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
-    if (st.image || st.request.options[IMAGE_OPTION]) await releaseStepImage(node, step, image);
+    if (st.image || st.request.options[IMAGE_OPTION]) await releaseImageOfStep(node, step, image);
   }
 }
 

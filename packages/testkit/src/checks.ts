@@ -213,6 +213,11 @@ export const CHECKS = {
     title: 'with signals: "leader", SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
     fix: 'a wrapper with signals: "leader" cannot forward SIGKILL: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own',
   },
+  "image.run": {
+    level: "MUST",
+    title: "a runtime that accepts options.image runs --container-image REF: the task sees the image's files",
+    fix: "in setup, acquire the image with @jobrt/images' acquireStepImage (it gives the rootfs), run the task in it, and give it back with releaseStepImage in cleanup (docs/writing-a-runtime.md, Images)",
+  },
 } as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
 export type CheckId = keyof typeof CHECKS;

@@ -4,6 +4,7 @@ import { registerBaselineChecks } from "./baselinechecks.js";
 import { registerContractChecks } from "./contractchecks.js";
 import { registerDeviceChecks } from "./devicechecks.js";
 import { registerErrorChecks } from "./errorchecks.js";
+import { registerImageChecks } from "./imagechecks.js";
 import { registerTaskLaunchChecks } from "./launchchecks.js";
 import type { ConformanceOptions, PluginSource } from "./options.js";
 import { registerCleanupOrderChecks, registerStateChecks } from "./statechecks.js";
@@ -44,6 +45,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerLaunchChecks(kit);
       registerDeviceChecks(kit);
       registerBackgroundChecks(kit);
+      registerImageChecks(kit);
     });
   });
 }

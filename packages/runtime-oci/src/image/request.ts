@@ -1,9 +1,8 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
+import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
-import { type CachedImage, acquireImage, evictImages, fitImageUser, loadImageSettings, parseImageReference, releaseImage, resolveForJob, resolveForStep } from "@jobrt/images";
-import { joinPin, leavePin, readPin, writePin } from "./pin.js";
+import { type CachedImage, acquireStepImage, fitImageUser, loadImageSettings, parseImageReference, releaseStepImage, resolveForStep } from "@jobrt/images";
 
 /** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
 export const IMAGE_OPTION = "image";
@@ -18,30 +17,11 @@ export function imageOption(c: ContainerRequest): string | undefined {
   return v[0];
 }
 
+const WHO = "runtime oci";
+
 /** Setup's image work: the cached bundle this step runs from (pulled and unpacked if needed). */
-export async function setupImage(node: NodeConf, step: StepRecord, text: string, progress?: (p: PullProgress) => void): Promise<CachedImage> {
-  const ref = parseImageReference(text);
-  const settings = loadImageSettings(node.confDir);
-  const shared = joinPin(node, step);
-  let image: CachedImage;
-  try {
-    let pin = shared ? readPin(shared, ref.text) : undefined;
-    if (pin) node.log("verbose", `runtime oci: using the image digest pinned by another process of this step (${shared})`);
-    if (!pin) {
-      pin = { request: ref.text, ...(await resolveForJob(node, step, settings, ref)) };
-      if (shared) pin = writePin(shared, pin);
-    }
-    image = await acquireImage(node, step, settings, ref, pin, progress);
-  } catch (error) {
-    leavePin(node, step);
-    throw error;
-  }
-  if (!image.cached && image.mountedIn === undefined) {
-    await evictImages(settings, image.bundle, (m) => node.log("verbose", `runtime oci: ${m}`)).catch((error: unknown) =>
-      node.log("warn", `runtime oci: image cache eviction failed: ${messageOf(error)}`),
-    );
-  }
-  return image;
+export function setupImage(node: NodeConf, step: StepRecord, text: string, progress?: (p: PullProgress) => void): Promise<CachedImage> {
+  return acquireStepImage(node, step, text, WHO, progress);
 }
 
 /** The submit-context check: the reference parses and names an image the user can pull. */
@@ -52,9 +32,8 @@ export async function validateImage(node: NodeConf, step: StepRecord, text: stri
 }
 
 /** Cleanup's image work: give back the image and this process's share of the step's pin. */
-export async function releaseStepImage(node: NodeConf, step: StepRecord, image: CachedImage | undefined): Promise<void> {
-  if (image) await releaseImage(image, (m) => node.log("warn", `runtime oci: ${m}`));
-  leavePin(node, step);
+export function releaseImageOfStep(node: NodeConf, step: StepRecord, image: CachedImage | undefined): Promise<void> {
+  return releaseStepImage(node, step, image, WHO);
 }
 
 /** The task's process.args: the image's Entrypoint (kept in the cached config.json), then the task argv. */

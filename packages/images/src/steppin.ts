@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import type { NodeConf, StepRecord } from "@jobrt/core";
 import { joinStepShare, leaveStepShare, publishStepShare, readStepShare } from "@jobrt/host-services";
-import { DIGEST_RE, type ResolvedImage } from "@jobrt/images";
+import { DIGEST_RE } from "./reference.js";
+import type { ResolvedImage } from "./resolve.js";
 
 /**
  * The digest a step's image reference was pinned to, shared through SpoolDir by every jobrt
@@ -11,25 +12,26 @@ import { DIGEST_RE, type ResolvedImage } from "@jobrt/images";
  * marks its own tasks; whoever removes the last mark removes the pin. Best effort: when SpoolDir
  * is not usable, each process resolves for itself. The sharing is host-services' step-shared value.
  */
-export interface Pin extends ResolvedImage {
+interface Pin extends ResolvedImage {
   request: string;
 }
 
-export function pinDir(node: NodeConf, step: StepRecord): string {
+/** The name predates the host service (docs/images.md) and is kept: a step an older jobrt journaled finds its pin. */
+function pinDir(node: NodeConf, step: StepRecord): string {
   const het = step.het ? `.${step.het.component}` : "";
   return join(node.spoolDir, `oci-image-${step.jobId}.${step.stepId}${het}`);
 }
 
 const PIN = "pin";
 
-function share(node: NodeConf, step: StepRecord) {
-  const log = (level: "warn" | "verbose", message: string) => node.log(level, `runtime oci: ${message}`);
+function share(node: NodeConf, step: StepRecord, who: string) {
+  const log = (level: "warn" | "verbose", message: string) => node.log(level, `${who}: ${message}`);
   return { dir: pinDir(node, step), taskIds: step.tasks.map((t) => t.localId), log };
 }
 
 /** Creates the step's pin dir and this process's task marks; undefined when sharing is off. */
-export function joinPin(node: NodeConf, step: StepRecord): string | undefined {
-  return joinStepShare({ ...share(node, step), makeParent: true });
+export function joinPin(node: NodeConf, step: StepRecord, who: string): string | undefined {
+  return joinStepShare({ ...share(node, step, who), makeParent: true });
 }
 
 /** The pin another process of this step wrote for the same reference, if any. */
@@ -49,6 +51,6 @@ export function writePin(dir: string, pin: Pin): Pin {
 }
 
 /** Removes this process's marks; the last one out removes the pin and the dir. Never throws. */
-export function leavePin(node: NodeConf, step: StepRecord): void {
-  leaveStepShare(share(node, step));
+export function leavePin(node: NodeConf, step: StepRecord, who: string): void {
+  leaveStepShare(share(node, step, who));
 }
