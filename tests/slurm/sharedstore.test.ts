@@ -32,7 +32,8 @@ describe("srun -N 2 jobrt exec --container-image with one SharedStore", () => {
     symlinkSync(resolve(here, "../../packages/runtime-oci"), join(plugins, "node_modules/@jobrt/runtime-oci"));
     // The site makes the store, owned by root (docs/images.md, The store).
     mkdirSync(store(), { mode: 0o755 });
-    mkdirSync(join(site.root, "cache"), { mode: 0o755 });
+    // No CacheDir and no parent of it exist yet: jobrt makes them (a node once fell back to its
+    // node cache for a missing parent).
     for (const node of ["nodea", "nodeb"]) {
       const etc = join(site.root, "etc", node);
       writeFileSync(join(etc, "images.conf"), `CacheDir=${join(site.root, "cache", node)}\nInsecureRegistries=${reg.host}\nSharedStore=${store()}\n`);

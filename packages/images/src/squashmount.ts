@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Lease, releaseLease, tryLease } from "./lease.js";
 import { makeDir, readMountInfo } from "@jobrt/host-services";
@@ -37,7 +37,9 @@ async function withMountLock<T>(cacheDir: string, hex: string, fn: () => Promise
 
 /** Marks the image in use by this step and mounts it unless mounted; returns the mount point (the bundle). */
 export async function mountShared(cacheDir: string, file: string, hex: string, mark: string, from: { store: string; node: string }): Promise<string> {
-  makeDir(cacheDir, 0o755);
+  // CacheDir with its parents, as the node cache makes it: a node whose CacheDir was not there yet
+  // fell back to pulling into its node cache instead of mounting the store's image.
+  mkdirSync(cacheDir, { recursive: true, mode: 0o755 });
   makeDir(mountRoot(cacheDir), 0o755);
   const dir = join(mountRoot(cacheDir), hex);
   return withMountLock(cacheDir, hex, async () => {
