@@ -2,7 +2,8 @@ import { compare, fmt, jobrtBin, table, timeOnce, verdict } from "./lib.mjs";
 import { CREATE_START_CONF, RUN_MODE_CONF, bundleWithArgs, confDir } from "./fixtures.mjs";
 
 export const name = "exit-detection";
-export const description = "A container running `sleep S`: lag (wall − S) in create/start mode and run mode, next to bare `runc run`, and the lag Slurm's back-off polling would add";
+export const description =
+  "A container running `sleep S`: lag (wall − S) in create/start mode and run mode, next to bare `runc run`, and the lag Slurm's back-off polling would add";
 
 /** Slurm's post-start polling (runtime-oci.md §3.4): sleeps 5, 10, ... 1280 ms, then 1 s, 2 s alternately. */
 export function slurmPollLagMs(durationMs) {
@@ -30,11 +31,26 @@ export async function run({ quick, env }) {
   const createStart = confDir(CREATE_START_CONF);
   const runMode = confDir(RUN_MODE_CONF);
   const jobrt = (conf, s) => () =>
-    timeOnce([process.execPath, "--", jobrtBin, "run", "--runtime", "oci", "--container", s ? sleepBundle : zeroBundle, "sleep", s ? String(seconds) : "0"], {
-      env: { ...env, JOBRT_CONF_DIR: conf },
-    });
+    timeOnce(
+      [
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "--runtime",
+        "oci",
+        "--container",
+        s ? sleepBundle : zeroBundle,
+        "sleep",
+        s ? String(seconds) : "0",
+      ],
+      {
+        env: { ...env, JOBRT_CONF_DIR: conf },
+      },
+    );
   let id = 0;
-  const bare = (s) => () => timeOnce(["runc", "run", "-b", s ? sleepBundle : zeroBundle, `bench-exit-${process.pid}-${id++}`], { env });
+  const bare = (s) => () =>
+    timeOnce(["runc", "run", "-b", s ? sleepBundle : zeroBundle, `bench-exit-${process.pid}-${id++}`], { env });
   // wall(sleep S) − wall(sleep 0) − S isolates how late the exit is noticed: start-up and
   // teardown costs (node, jobrt, runc) are in both walls and cancel.
   const modes = [
@@ -53,7 +69,15 @@ export async function run({ quick, env }) {
   const extra = lags[2] - lags[0];
   const slurm = [1, 3, 10].map((s) => `${s} s → +${slurmPollLagMs(s * 1000).toFixed(0)} ms`).join(", ");
   return [
-    table([`container runs sleep ${seconds} s`, "wall − S, median ms", "wall with sleep 0, median ms", "exit-detection lag ms"], rows),
+    table(
+      [
+        `container runs sleep ${seconds} s`,
+        "wall − S, median ms",
+        "wall with sleep 0, median ms",
+        "exit-detection lag ms",
+      ],
+      rows,
+    ),
     "",
     `Create/start exit-detection lag beyond bare runc's: ${fmt(extra)} ms (target ≤ 20 ms: ${verdict(extra <= 20)}); run mode: ${fmt(lags[1] - lags[0])} ms.`,
     `Slurm's create/start polling would notice the exit this late (computed from its back-off schedule): ${slurm}.`,

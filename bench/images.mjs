@@ -27,11 +27,20 @@ function freePort() {
 async function startRegistry(dir) {
   const port = await freePort();
   const config = join(dir, "registry.yml");
-  writeFileSync(config, `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "storage")}\nhttp:\n  addr: 127.0.0.1:${port}\n`);
+  writeFileSync(
+    config,
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "storage")}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+  );
   const out = openSync(join(dir, "registry.log"), "a");
   const child = spawn("docker-registry", ["serve", config], { stdio: ["ignore", out, out] });
   for (let i = 0; i < 100; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/v2/`).then((r) => r.ok, () => false)) return { host: `127.0.0.1:${port}`, child };
+    if (
+      await fetch(`http://127.0.0.1:${port}/v2/`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { host: `127.0.0.1:${port}`, child };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill("SIGTERM");
@@ -56,8 +65,21 @@ function pushBusybox(dir, host) {
 function site(host, store) {
   const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-img-"));
   chmodSync(dir, 0o755);
-  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n${store ? `NodeName=bench${dir.slice(-6).toLowerCase().replace(/[^a-z0-9]/g, "x")}\n` : ""}`);
-  writeFileSync(join(dir, "images.conf"), `CacheDir=${join(dir, "cache")}\nInsecureRegistries=${host}\n${store ? `SharedStore=${store}\n` : ""}`);
+  writeFileSync(
+    join(dir, "jobrt.conf"),
+    `SpoolDir=${join(dir, "spool")}\n${
+      store
+        ? `NodeName=bench${dir
+            .slice(-6)
+            .toLowerCase()
+            .replace(/[^a-z0-9]/g, "x")}\n`
+        : ""
+    }`,
+  );
+  writeFileSync(
+    join(dir, "images.conf"),
+    `CacheDir=${join(dir, "cache")}\nInsecureRegistries=${host}\n${store ? `SharedStore=${store}\n` : ""}`,
+  );
   return dir;
 }
 
@@ -70,7 +92,11 @@ export async function run({ quick, env }) {
     const ref = `docker://${reg.host}/busybox:1`;
     // Own job ids: runc's container ids (node.uid.job.step.task) are machine-wide.
     let job = 800000 + (process.pid % 1000) * 100;
-    const jobrt = (conf, jobId = ++job) => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(jobId), "--container-image", ref, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: conf } });
+    const jobrt = (conf, jobId = ++job) =>
+      timeOnce(
+        [process.execPath, "--", jobrtBin, "run", "--jobid", String(jobId), "--container-image", ref, "/bin/true"],
+        { env: { ...env, JOBRT_CONF_DIR: conf } },
+      );
     const byHand = join(work, "by-hand.sh");
     writeFileSync(
       byHand,
@@ -85,13 +111,21 @@ export async function run({ quick, env }) {
     let n = 0;
     const runcRun = () => timeOnce(["runc", "run", "-b", bundle, `bench-images-${process.pid}-${n++}`], { env });
     const prepared = await compare(() => jobrt(cachedConf), runcRun, { runs, warmup: 1 });
-    const jobrtBundle = () => timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "--container", bundle, "/bin/true"], { env: { ...env, JOBRT_CONF_DIR: cachedConf } });
+    const jobrtBundle = () =>
+      timeOnce(
+        [process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "--container", bundle, "/bin/true"],
+        { env: { ...env, JOBRT_CONF_DIR: cachedConf } },
+      );
     const sameHost = await compare(() => jobrt(cachedConf), jobrtBundle, { runs, warmup: 1 });
     // The shared store (docs/images.md): filled once, then each run is a node that never pulled.
     const store = join(work, "store");
     mkdirSync(store, { mode: 0o755 });
     await jobrt(site(reg.host, store));
-    const fresh = await compare(() => jobrt(site(reg.host, store)), () => jobrt(cachedConf), { runs, warmup: 1 });
+    const fresh = await compare(
+      () => jobrt(site(reg.host, store)),
+      () => jobrt(cachedConf),
+      { runs, warmup: 1 },
+    );
     // The second node of a job: the first node pinned the digest; the second one starts from the store.
     const secondNode = async () => {
       const id = ++job;
@@ -99,9 +133,25 @@ export async function run({ quick, env }) {
       return jobrt(site(reg.host, store), id);
     };
     const second = await compare(secondNode, () => jobrt(cachedConf), { runs, warmup: 1 });
-    const row = (what, r, base) => [what, fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`, base, fmt(r.b.median), ratio(r.a.median, r.b.median), rss(r.a.rssKiB)];
+    const row = (what, r, base) => [
+      what,
+      fmt(r.a.median),
+      `${fmt(r.a.min)}-${fmt(r.a.max)}`,
+      base,
+      fmt(r.b.median),
+      ratio(r.a.median, r.b.median),
+      rss(r.a.rssKiB),
+    ];
     return table(
-      ["jobrt run --container-image", "median ms", "min-max", "baseline", "baseline median ms", "ratio", "jobrt peak RSS"],
+      [
+        "jobrt run --container-image",
+        "median ms",
+        "min-max",
+        "baseline",
+        "baseline median ms",
+        "ratio",
+        "jobrt peak RSS",
+      ],
       [
         row("first pull + unpack + run (empty cache)", first, "skopeo copy + umoci unpack"),
         row("cached start", cached, "skopeo copy + umoci unpack"),

@@ -34,13 +34,21 @@ export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode =
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const m = /JOBRT_BENCH_RSS=(\d+)/.exec(err);
       if (code !== expectCode) {
-        reject(new Error(`${argv.join(" ")} exited ${code}, expected ${expectCode}:\n${err.slice(-2000)}${out.slice(-500)}`));
+        reject(
+          new Error(`${argv.join(" ")} exited ${code}, expected ${expectCode}:\n${err.slice(-2000)}${out.slice(-500)}`),
+        );
         return;
       }
       // CPU seconds (user + system) of the tree GNU time waited for: what a run costs the machine,
       // much less sensitive to other load than wall time.
       const cpu = /JOBRT_BENCH_CPU=([\d.]+)\+([\d.]+)/.exec(err);
-      resolve({ ms, rssKiB: m ? Number(m[1]) : undefined, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined, stdout: out, stderr: err });
+      resolve({
+        ms,
+        rssKiB: m ? Number(m[1]) : undefined,
+        cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined,
+        stdout: out,
+        stderr: err,
+      });
     });
   });
 }
@@ -121,7 +129,8 @@ export function roundRatios(small, large, sizes, key = "samples") {
 export function pairRatios(result, key = "samples") {
   const n = Math.min(result.a[key].length, result.b[key].length);
   const out = [];
-  for (let i = 0; i < n; i++) if (result.a[key][i] > 0 && result.b[key][i] > 0) out.push(result.a[key][i] / result.b[key][i]);
+  for (let i = 0; i < n; i++)
+    if (result.a[key][i] > 0 && result.b[key][i] > 0) out.push(result.a[key][i] / result.b[key][i]);
   return out;
 }
 
@@ -142,7 +151,10 @@ export async function instructions(argv, { env = process.env, cwd = repoRoot } =
   if (!existsSync(VALGRIND)) return undefined;
   const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-cg-"));
   try {
-    const r = await timeOnce([VALGRIND, "--tool=callgrind", `--callgrind-out-file=${join(dir, "out")}`, ...argv], { env, cwd });
+    const r = await timeOnce([VALGRIND, "--tool=callgrind", `--callgrind-out-file=${join(dir, "out")}`, ...argv], {
+      env,
+      cwd,
+    });
     const m = /Collected : (\d+)/.exec(r.stderr);
     if (!m) throw new Error(`callgrind printed no count for ${argv.join(" ")}`);
     return Number(m[1]);

@@ -11,7 +11,10 @@ export const description =
 /** What create/start may cost over run mode, in ms (Slurm's own difference, measured side by side). */
 const TARGET_EXTRA_MS = 115;
 
-const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 
 /** Set to another checkout's packages/cli/dist/bin.js to time its create/start in the same rounds. */
 const BASELINE_VARIABLE = "JOBRT_BENCH_BASELINE_BIN";
@@ -24,7 +27,9 @@ export async function run({ quick, env }) {
   const baseline = process.env[BASELINE_VARIABLE];
   const bins = { run: jobrtBin, cs: jobrtBin, ...(baseline ? { base: baseline } : {}) };
   const once = (mode) =>
-    timeOnce([process.execPath, "--", bins[mode], "run", "--container", bundle, "sleep", "1"], { env: { ...env, JOBRT_CONF_DIR: confs[mode === "base" ? "cs" : mode] } });
+    timeOnce([process.execPath, "--", bins[mode], "run", "--container", bundle, "sleep", "1"], {
+      env: { ...env, JOBRT_CONF_DIR: confs[mode === "base" ? "cs" : mode] },
+    });
   const modes = Object.keys(bins);
   for (const mode of modes) await once(mode);
   const samples = Object.fromEntries(modes.map((m) => [m, []]));
@@ -65,7 +70,9 @@ export async function run({ quick, env }) {
     "",
     `create/start ÷ run mode: ${(a.median / b.median).toFixed(3)}; extra ${fmt(extra)} ms (target ≤ ${TARGET_EXTRA_MS} ms: ${verdict(extra <= TARGET_EXTRA_MS)})`,
     `Extra per round (${rounds} rounds): ${spread(extras.cs)}.`,
-    ...(baseline ? [`Baseline's extra: ${(sum.base.median / b.median).toFixed(3)} × run mode; per round ${spread(extras.base)}.`] : []),
+    ...(baseline
+      ? [`Baseline's extra: ${(sum.base.median / b.median).toFixed(3)} × run mode; per round ${spread(extras.base)}.`]
+      : []),
     ...(samples.run[0]?.cpuMs !== undefined
       ? [
           `CPU time (user + system of the whole tree, GNU time) over run mode's, per round: create/start ${spread(cpuExtras.cs)}${baseline ? `; baseline ${spread(cpuExtras.base)}` : ""}; run mode's own: median ${fmt(median(samples.run.map((s) => s.cpuMs)))} ms.`,

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { fmt, repoRoot, table } from "./lib.mjs";
 
 export const name = "registry";
-export const description = "RuntimeRegistry: load of an already-loaded runtime; resolving 1,000 heterogeneous components over 3 runtimes";
+export const description =
+  "RuntimeRegistry: load of an already-loaded runtime; resolving 1,000 heterogeneous components over 3 runtimes";
 
 export async function run({ quick }) {
   const core = await import(pathToFileURL(join(repoRoot, "packages/core/dist/index.js")).href);
@@ -27,7 +28,12 @@ export async function run({ quick }) {
   start = process.hrtime.bigint();
   for (let i = 0; i < iterations; i++) sink += await registry.load("none");
   const loadUs = Number(process.hrtime.bigint() - start) / 1e3 / iterations;
-  rows.push(["load of an already-loaded runtime", String(iterations), fmt(loadUs), `${(loadUs / mapUs).toFixed(0)}× a Map.get + await (${fmt(mapUs)} µs)`]);
+  rows.push([
+    "load of an already-loaded runtime",
+    String(iterations),
+    fmt(loadUs),
+    `${(loadUs / mapUs).toFixed(0)}× a Map.get + await (${fmt(mapUs)} µs)`,
+  ]);
 
   const names = ["none", "oci", "shifter"];
   const components = quick ? 100 : 1_000;
@@ -35,7 +41,12 @@ export async function run({ quick }) {
   start = process.hrtime.bigint();
   const indexes = await Promise.all(Array.from({ length: components }, (_, i) => fresh.load(names[i % 3])));
   const hetUs = Number(process.hrtime.bigint() - start) / 1e3;
-  rows.push([`${components} heterogeneous components over 3 runtimes (3 first loads included)`, String(components), fmt(hetUs / components), `indexes used: ${[...new Set(indexes)].sort().join(",")}`]);
+  rows.push([
+    `${components} heterogeneous components over 3 runtimes (3 first loads included)`,
+    String(components),
+    fmt(hetUs / components),
+    `indexes used: ${[...new Set(indexes)].sort().join(",")}`,
+  ]);
   await registry.fini();
   await fresh.fini();
   if (sink < 0) console.log(sink);

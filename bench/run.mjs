@@ -30,7 +30,9 @@ try {
   runc = execFileSync("runc", ["--version"], { encoding: "utf8" }).split("\n")[0];
 } catch {}
 console.log(`# jobrt benchmarks${quick ? " (quick)" : ""}\n`);
-console.log(`${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? "cpu"} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · Node ${process.version} · ${runc}\n`);
+console.log(
+  `${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? "cpu"} · ${(totalmem() / 2 ** 30).toFixed(0)} GiB · Node ${process.version} · ${runc}\n`,
+);
 let failed = 0;
 for (const name of names.length ? names : ALL) {
   const mod = await import(`./${name}.mjs`);

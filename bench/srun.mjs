@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { compare, fmt, jobrtBin, repoRoot, table, timeOnce, verdict } from "./lib.mjs";
 
 export const name = "srun";
-export const description = "`srun -n 2 jobrt exec --runtime none /bin/true` against `srun -n 2 /bin/true` on a local one-node Slurm (scripts/slurm-local.sh)";
+export const description =
+  "`srun -n 2 jobrt exec --runtime none /bin/true` against `srun -n 2 /bin/true` on a local one-node Slurm (scripts/slurm-local.sh)";
 
 const script = join(repoRoot, "scripts/slurm-local.sh");
 
@@ -16,14 +17,19 @@ export async function run({ quick, env }) {
   const runs = quick ? 2 : 10;
   let started = false;
   try {
-    execFileSync("sh", [script, "start", "--nodes", "1", "--dir", join(dir, "cluster")], { stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("sh", [script, "start", "--nodes", "1", "--dir", join(dir, "cluster")], {
+      stdio: ["ignore", "ignore", "inherit"],
+    });
     started = true;
     const conf = join(dir, "conf");
     execFileSync("mkdir", ["-p", conf]);
     writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
     const slurmEnv = { ...env, SLURM_CONF: join(dir, "cluster", "slurm.conf"), JOBRT_CONF_DIR: conf };
     const r = await compare(
-      () => timeOnce(["srun", "-n", "2", process.execPath, "--", jobrtBin, "exec", "--runtime", "none", "/bin/true"], { env: slurmEnv }),
+      () =>
+        timeOnce(["srun", "-n", "2", process.execPath, "--", jobrtBin, "exec", "--runtime", "none", "/bin/true"], {
+          env: slurmEnv,
+        }),
       () => timeOnce(["srun", "-n", "2", "/bin/true"], { env: slurmEnv }),
       { runs, warmup: 1 },
     );
@@ -36,16 +42,24 @@ export async function run({ quick, env }) {
     const extra = r.a.median - r.b.median;
     const nodeStart = floor.a.median - floor.b.median;
     return [
-      table(["command", "median ms", "min-max ms"], [
-        ["srun -n 2 jobrt exec --runtime none /bin/true", fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`],
-        ["srun -n 2 /bin/true", fmt(r.b.median), `${fmt(r.b.min)}-${fmt(r.b.max)}`],
-        ["srun -n 2 node -e 0 (floor: Node start-up)", fmt(floor.a.median), `${fmt(floor.a.min)}-${fmt(floor.a.max)}`],
-      ]),
+      table(
+        ["command", "median ms", "min-max ms"],
+        [
+          ["srun -n 2 jobrt exec --runtime none /bin/true", fmt(r.a.median), `${fmt(r.a.min)}-${fmt(r.a.max)}`],
+          ["srun -n 2 /bin/true", fmt(r.b.median), `${fmt(r.b.min)}-${fmt(r.b.max)}`],
+          [
+            "srun -n 2 node -e 0 (floor: Node start-up)",
+            fmt(floor.a.median),
+            `${fmt(floor.a.min)}-${fmt(floor.a.max)}`,
+          ],
+        ],
+      ),
       "",
       `jobrt exec adds ${fmt(extra)} ms per srun; starting Node alone adds ${fmt(nodeStart)} ms, so jobrt's own work is ${fmt(extra - nodeStart)} ms (target ≤ +15 ms: ${verdict(extra - nodeStart <= 15)}).`,
     ].join("\n");
   } finally {
-    if (started) execFileSync("sh", [script, "stop", "--dir", join(dir, "cluster")], { stdio: ["ignore", "ignore", "inherit"] });
+    if (started)
+      execFileSync("sh", [script, "stop", "--dir", join(dir, "cluster")], { stdio: ["ignore", "ignore", "inherit"] });
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -64,7 +64,9 @@ if (process.argv.includes("--check")) {
     current = readFileSync(target, "utf8");
   } catch {}
   if (current !== text) {
-    console.error("errors-doc: docs/errors.md is not what the error catalog generates: run node scripts/errors-doc.mjs and commit the result");
+    console.error(
+      "errors-doc: docs/errors.md is not what the error catalog generates: run node scripts/errors-doc.mjs and commit the result",
+    );
     process.exit(1);
   }
 } else {

@@ -13,14 +13,27 @@
 // config, storage and a user npmrc holding the publish token. Port: $JOBRT_LOCAL_REGISTRY_PORT
 // (default 4873, verdaccio's usual one).
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** verdaccio 6.9+ needs Node 22; 6.8.0 needs node-fetch pinned because the mirror lacks its `cjs` tag. */
 const VERDACCIO_VERSION = "6.8.0";
-const stateDir = process.env.JOBRT_LOCAL_REGISTRY_DIR || join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "jobrt/local-registry");
+const stateDir =
+  process.env.JOBRT_LOCAL_REGISTRY_DIR ||
+  join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "jobrt/local-registry");
 const port = Number(process.env.JOBRT_LOCAL_REGISTRY_PORT || 4873);
 const files = {
   pid: join(stateDir, "registry.pid"),
@@ -42,9 +55,15 @@ function verdaccioBin() {
   if (existsSync(bin)) return bin;
   const staging = `${dir}.${process.pid}`;
   mkdirSync(staging, { recursive: true });
-  writeFileSync(join(staging, "package.json"), `${JSON.stringify({ name: "jobrt-local-registry", private: true, overrides: { "node-fetch": "2.7.0" } })}\n`);
+  writeFileSync(
+    join(staging, "package.json"),
+    `${JSON.stringify({ name: "jobrt-local-registry", private: true, overrides: { "node-fetch": "2.7.0" } })}\n`,
+  );
   process.stderr.write(`local-registry: installing verdaccio@${VERDACCIO_VERSION} (once)\n`);
-  const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "-E", `verdaccio@${VERDACCIO_VERSION}`], { cwd: staging, stdio: ["ignore", "ignore", "inherit"] });
+  const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "-E", `verdaccio@${VERDACCIO_VERSION}`], {
+    cwd: staging,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   if (r.status !== 0) fail(`installing verdaccio@${VERDACCIO_VERSION} failed (npm exit ${r.status})`);
   try {
     renameSync(staging, dir);
@@ -62,7 +81,9 @@ function runningPid() {
     // verdaccio renames its process title, so its cmdline no longer names the config: the cwd it
     // was started in (the state dir) is what says it is ours.
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return cmdline.includes("verdaccio") && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(stateDir) ? pid : undefined;
+    return cmdline.includes("verdaccio") && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(stateDir)
+      ? pid
+      : undefined;
   } catch {
     return undefined;
   }
@@ -126,7 +147,8 @@ function portFree() {
 
 async function start() {
   if (runningPid() !== undefined) stop();
-  if (!(await portFree())) fail(`127.0.0.1:${port} is in use by another program; set JOBRT_LOCAL_REGISTRY_PORT to a free port`);
+  if (!(await portFree()))
+    fail(`127.0.0.1:${port} is in use by another program; set JOBRT_LOCAL_REGISTRY_PORT to a free port`);
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   // Fresh storage each time: what it serves is exactly the tree published after this start.
   rmSync(join(stateDir, "storage"), { recursive: true, force: true });
@@ -177,7 +199,9 @@ async function list() {
       const res = await fetch(`${url}${name.replace("/", "%2f")}`);
       const served = res.ok ? (await res.json())["dist-tags"]?.latest : undefined;
       if (served !== version) missing += 1;
-      process.stdout.write(`  ${name}@${served ?? "(not published)"}${served === version ? "" : ` (the tree has ${version})`}\n`);
+      process.stdout.write(
+        `  ${name}@${served ?? "(not published)"}${served === version ? "" : ` (the tree has ${version})`}\n`,
+      );
     }
   }
   if (missing > 0) fail(`${missing} package(s) of this tree are not on ${url}`);
@@ -185,7 +209,8 @@ async function list() {
 
 const command = process.argv[2];
 if (command === "start") await start();
-else if (command === "stop") process.stderr.write(stop() ? "local-registry: stopped\n" : "local-registry: not running\n");
+else if (command === "stop")
+  process.stderr.write(stop() ? "local-registry: stopped\n" : "local-registry: not running\n");
 else if (command === "status") {
   const pid = runningPid();
   if (pid === undefined) {

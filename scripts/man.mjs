@@ -53,8 +53,12 @@ the configuration (see \\fBjobrt.conf\\fR(5)); another directory with \\fB\\-\\-
 
 /** Markdown inline text as roff: `code` bold, links as their text. */
 function inline(md) {
-  return roff(md.replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/\*\*([^*]*)\*\*/g, "$1").replaceAll("\\|", "|"))
-    .replace(/`([^`]*)`/g, "\\fB$1\\fR");
+  return roff(
+    md
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(/\*\*([^*]*)\*\*/g, "$1")
+      .replaceAll("\\|", "|"),
+  ).replace(/`([^`]*)`/g, "\\fB$1\\fR");
 }
 
 /** The rows of the first key table after `heading` in a docs file: [key cell, other cells...]. */
@@ -67,14 +71,29 @@ function keyTable(file, heading) {
   const rows = [];
   for (const line of lines.slice(first + 2)) {
     if (!line.startsWith("|")) break;
-    rows.push(line.slice(1, -1).split(/(?<!\\)\|/).map((cell) => cell.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(/(?<!\\)\|/)
+        .map((cell) => cell.trim()),
+    );
   }
-  return { header: lines[first].slice(1, -1).split("|").map((c) => c.trim()), rows };
+  return {
+    header: lines[first]
+      .slice(1, -1)
+      .split("|")
+      .map((c) => c.trim()),
+    rows,
+  };
 }
 
 function keySection(title, intro, table) {
   const entries = table.rows.map(([key, ...rest]) => {
-    const described = rest.map((cell, i) => (table.header[i + 1] === "meaning" ? inline(cell) : `${table.header[i + 1]}: ${inline(cell)}${cell.endsWith(".") ? "" : "."}`));
+    const described = rest.map((cell, i) =>
+      table.header[i + 1] === "meaning"
+        ? inline(cell)
+        : `${table.header[i + 1]}: ${inline(cell)}${cell.endsWith(".") ? "" : "."}`,
+    );
     return `.TP\n${inline(key)}\n${described.join("\n")}\n`;
   });
   return `.SH ${title}\n${intro}\n${entries.join("")}`;

@@ -23,7 +23,8 @@ for (const file of files) {
   ).length;
   const failed = (report.numFailedTests ?? 0) + brokenFiles;
   const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
-  if (files.length > 1) console.log(`${file}: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
+  if (files.length > 1)
+    console.log(`${file}: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
   if (passed === 0) ok = false;
   total.passed += passed;
   total.failed += failed;

@@ -13,7 +13,7 @@ node scripts/errors-doc.mjs --check
 node scripts/api-list.mjs --check
 pnpm exec knip --no-progress
 pnpm exec tsc -p tests/tsconfig.json
-pnpm exec biome lint --diagnostic-level=error .
+pnpm exec biome check --diagnostic-level=error .
 mkdir -p test-results
 status=0
 rm -f test-results/vitest*.json

@@ -5,27 +5,65 @@ import { repoRoot, runProgram } from "../helpers/jobrt.js";
 // Benchmarks are not tests: this only proves each one starts, measures and prints its table for
 // tiny N, so `pnpm bench` keeps working. Targets are not asserted here (machines are noisy).
 const expectations: Record<string, RegExp[]> = {
-  "launch-none": [/\| N=1 \| [\d.]+ \|/, /Per-task marginal cost .* ratio ([\d.]+ \(target ≤ 1\.25: (met|MISSED)\)|n\/a \(a slope ≤ 0: below the noise\))/, /Fixed cost \(N=1\): ratio [\d.]+ \(target ≤ 1\.25: (met|MISSED)\); wall ratio per round: median [\d.]+, quartiles [\d.]+…[\d.]+ over \d+ rounds .*; CPU ratio per round: /, /Peak RSS \(N=4\): \+-?[\d.]+ MiB over the baseline's \(target ≤ \+15 MiB: (met|MISSED)\)/, /Per-task marginal CPU \(user \+ system of the whole tree, N=1→4\): jobrt -?[\d.]+ ms, baseline -?[\d.]+ ms, ratio per round: /],
-  "launch-oci": [/\| N=1 \| [\d.]+ \|/, /Per-container marginal cost .* ratio per round: (median [\d.]+, quartiles [\d.]+…[\d.]+ over \d+ rounds \(target ≤ 1\.10: (met|MISSED|within noise of the target)\)|n\/a)/, /Per-container marginal CPU \(user \+ system of the whole tree, N=1→2\): jobrt -?[\d.]+ ms, bare runc -?[\d.]+ ms/],
-  "oci-modes": [/\| run \(RunTimeRun\) \| [\d.]+ \|/, /\| create\/start \| [\d.]+ \|/, /create\/start ÷ run mode: [\d.]+; extra -?[\d.]+ ms \(target ≤ 115 ms: (met|MISSED)\)/],
-  "exit-detection": [/\| bare runc run \|/, /create\/start mode \(supervisor\) \|/, /1 s → \+275 ms, 3 s → \+555 ms, 10 s → \+1555 ms/],
-  startup: [/\| jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /\| jobrt run --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms wall \(target ≤ \+15 ms: (met|MISSED)\)/, /jobrt run adds -?[\d.]+ ms wall/, /\| floor: baseline-spawn\.mjs 1 \/bin\/true \| [\d.]+ \|/, /\| runtime \| [\d.]+ \| [\d.]+ \|/, /\| spawn \| [\d.]+ \| [\d.]+ \|/, /jobrt exec's work beyond it is -?[\d.]+ ms wall/],
+  "launch-none": [
+    /\| N=1 \| [\d.]+ \|/,
+    /Per-task marginal cost .* ratio ([\d.]+ \(target ≤ 1\.25: (met|MISSED)\)|n\/a \(a slope ≤ 0: below the noise\))/,
+    /Fixed cost \(N=1\): ratio [\d.]+ \(target ≤ 1\.25: (met|MISSED)\); wall ratio per round: median [\d.]+, quartiles [\d.]+…[\d.]+ over \d+ rounds .*; CPU ratio per round: /,
+    /Peak RSS \(N=4\): \+-?[\d.]+ MiB over the baseline's \(target ≤ \+15 MiB: (met|MISSED)\)/,
+    /Per-task marginal CPU \(user \+ system of the whole tree, N=1→4\): jobrt -?[\d.]+ ms, baseline -?[\d.]+ ms, ratio per round: /,
+  ],
+  "launch-oci": [
+    /\| N=1 \| [\d.]+ \|/,
+    /Per-container marginal cost .* ratio per round: (median [\d.]+, quartiles [\d.]+…[\d.]+ over \d+ rounds \(target ≤ 1\.10: (met|MISSED|within noise of the target)\)|n\/a)/,
+    /Per-container marginal CPU \(user \+ system of the whole tree, N=1→2\): jobrt -?[\d.]+ ms, bare runc -?[\d.]+ ms/,
+  ],
+  "oci-modes": [
+    /\| run \(RunTimeRun\) \| [\d.]+ \|/,
+    /\| create\/start \| [\d.]+ \|/,
+    /create\/start ÷ run mode: [\d.]+; extra -?[\d.]+ ms \(target ≤ 115 ms: (met|MISSED)\)/,
+  ],
+  "exit-detection": [
+    /\| bare runc run \|/,
+    /create\/start mode \(supervisor\) \|/,
+    /1 s → \+275 ms, 3 s → \+555 ms, 10 s → \+1555 ms/,
+  ],
+  startup: [
+    /\| jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/,
+    /\| jobrt run --runtime none \/bin\/true \| [\d.]+ \|/,
+    /jobrt exec adds -?[\d.]+ ms wall \(target ≤ \+15 ms: (met|MISSED)\)/,
+    /jobrt run adds -?[\d.]+ ms wall/,
+    /\| floor: baseline-spawn\.mjs 1 \/bin\/true \| [\d.]+ \|/,
+    /\| runtime \| [\d.]+ \| [\d.]+ \|/,
+    /\| spawn \| [\d.]+ \| [\d.]+ \|/,
+    /jobrt exec's work beyond it is -?[\d.]+ ms wall/,
+  ],
   srun: [/\| srun -n 2 jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms per srun/],
-  registry: [/\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/, /100 heterogeneous components over 3 runtimes/],
+  registry: [
+    /\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/,
+    /100 heterogeneous components over 3 runtimes/,
+  ],
 };
 
 describe("bench smoke", () => {
-  it.each(Object.keys(expectations))("%s runs and prints its table", async (name) => {
-    const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), name, "--quick"], { timeoutMs: 240_000 });
-    expect(r.stdout).not.toContain("failed:");
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`## ${name}`);
-    for (const re of expectations[name]!) expect(r.stdout).toMatch(re);
-  }, 300_000);
+  it.each(Object.keys(expectations))(
+    "%s runs and prints its table",
+    async (name) => {
+      const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), name, "--quick"], {
+        timeoutMs: 240_000,
+      });
+      expect(r.stdout).not.toContain("failed:");
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`## ${name}`);
+      for (const re of expectations[name]!) expect(r.stdout).toMatch(re);
+    },
+    300_000,
+  );
 
   it("refuses an unknown benchmark", async () => {
     const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe('bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, startup, srun, registry, images)\n');
+    expect(r.stderr).toBe(
+      'bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, startup, srun, registry, images)\n',
+    );
   });
 });

@@ -23,9 +23,16 @@ function site(oci = ""): { dir: string; spool: string } {
 }
 
 /** `jobrt <jobrtArgs>` from bash, so that $'...' in them are raw bytes; its output as bytes. */
-function jobrtBytes(conf: string, prefix: string, jobrtArgs: string): Promise<{ code: number | null; stdout: Buffer; stderr: Buffer }> {
+function jobrtBytes(
+  conf: string,
+  prefix: string,
+  jobrtArgs: string,
+): Promise<{ code: number | null; stdout: Buffer; stderr: Buffer }> {
   const script = `exec ${prefix} '${process.execPath}' -- '${jobrtBin}' ${jobrtArgs}`;
-  const child = spawn("bash", ["-c", script], { env: { ...process.env, JOBRT_CONF_DIR: conf }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("bash", ["-c", script], {
+    env: { ...process.env, JOBRT_CONF_DIR: conf },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on("data", (d: Buffer) => out.push(d));
@@ -59,7 +66,8 @@ describe.each([
 
 describe("runtime oci: what config.json cannot carry is refused, not altered", () => {
   let bundle: string;
-  const oci = 'RunTimeQuery="runc --root /run/runc state %n.%u.%j.%s.%t"\nRunTimeRun="runc --root /run/runc run %n.%u.%j.%s.%t -b %b"\nRunTimeKill="runc --root /run/runc kill -a %n.%u.%j.%s.%t"\nRunTimeDelete="runc --root /run/runc delete --force %n.%u.%j.%s.%t"\n';
+  const oci =
+    'RunTimeQuery="runc --root /run/runc state %n.%u.%j.%s.%t"\nRunTimeRun="runc --root /run/runc run %n.%u.%j.%s.%t -b %b"\nRunTimeKill="runc --root /run/runc kill -a %n.%u.%j.%s.%t"\nRunTimeDelete="runc --root /run/runc delete --force %n.%u.%j.%s.%t"\n';
   beforeAll(() => {
     bundle = busyboxBundle(join(tempDir("jobrt-bytes-bundle-"), "bundle"));
   });
@@ -69,7 +77,9 @@ describe("runtime oci: what config.json cannot carry is refused, not altered", (
     const r = await jobrtBytes(s.dir, "", `run --runtime oci --container '${bundle}' printf '%s' $'\\xff'`);
     expect(r.code).toBe(1);
     const stderr = r.stderr.toString("utf8");
-    expect(stderr).toMatch(/^jobrt: runtime runtime\/oci run failed: task 0: argv\[2\] holds bytes that are not UTF-8, which runtime oci cannot pass \(config\.json is JSON text\); use runtime none for it, or pass the bytes in a file\n/);
+    expect(stderr).toMatch(
+      /^jobrt: runtime runtime\/oci run failed: task 0: argv\[2\] holds bytes that are not UTF-8, which runtime oci cannot pass \(config\.json is JSON text\); use runtime none for it, or pass the bytes in a file\n/,
+    );
     expect(r.stdout.length).toBe(0);
     // Nothing ran (printf would have written the byte) and runtime oci left no step dir.
     expect(readdirSync(s.spool).filter((f) => f.startsWith("oci-"))).toEqual([]);
@@ -79,12 +89,18 @@ describe("runtime oci: what config.json cannot carry is refused, not altered", (
     const s = site(oci);
     const r = await jobrtBytes(s.dir, "", `run --runtime oci --container '${bundle}' --container-env Y=$'\\xfe' true`);
     expect(r.code).toBe(1);
-    expect(r.stderr.toString("utf8")).toMatch(/^jobrt: runtime runtime\/oci run failed: task 0: --container-env "Y" holds bytes that are not UTF-8/);
+    expect(r.stderr.toString("utf8")).toMatch(
+      /^jobrt: runtime runtime\/oci run failed: task 0: --container-env "Y" holds bytes that are not UTF-8/,
+    );
   });
 
   it("a variable name with a space and UTF-8 arguments pass into the container", async () => {
     const s = site(oci);
-    const r = await jobrtBytes(s.dir, "env 'A B=1'", `run --runtime oci --container '${bundle}' cat /proc/self/environ`);
+    const r = await jobrtBytes(
+      s.dir,
+      "env 'A B=1'",
+      `run --runtime oci --container '${bundle}' cat /proc/self/environ`,
+    );
     expect(r.code, r.stderr.toString()).toBe(0);
     expect(r.stdout.toString("utf8").split("\0")).toContain("A B=1");
   });

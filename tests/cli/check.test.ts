@@ -74,7 +74,11 @@ describe("jobrt check: what this node can see", () => {
     const r = await jobrt(["check", "--container", copy, "true"], { env: s.env });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain(`component 0: runtime oci: bundle ${copy}: ok: a directory\n`);
-    expect(r.stderr).toMatch(new RegExp(`^jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json: not valid JSON: .+\\njobrt: component 0: runtime oci: failed \\(1 problem on this node\\)\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json: not valid JSON: .+\\njobrt: component 0: runtime oci: failed \\(1 problem on this node\\)\\n$`,
+      ),
+    );
   });
 
   it("a config.json that is a FIFO fails at once, in check and in run (a synchronous open of it blocked jobrt for good)", async () => {
@@ -85,7 +89,9 @@ describe("jobrt check: what this node can see", () => {
     const check = await jobrt(["check", "--container", copy, "true"], { env: s.env, timeoutMs: 15_000 });
     expect(check.signal).toBeNull();
     expect(check.code).toBe(1);
-    expect(check.stderr).toContain(`jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json is not a regular file\n`);
+    expect(check.stderr).toContain(
+      `jobrt: component 0: runtime oci: ${copy}/config.json: failed: ${copy}/config.json is not a regular file\n`,
+    );
     const run = await jobrt(["run", "--container", copy, "true"], { env: s.env, timeoutMs: 15_000 });
     expect(run.signal).toBeNull();
     expect(run.code).toBe(1);
@@ -99,7 +105,9 @@ describe("jobrt check: what this node can see", () => {
     cpSync(join(bundle, "config.json"), join(copy, "config.json"));
     const r = await jobrt(["check", "--container", copy, "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`jobrt: component 0: runtime oci: rootfs ${copy}/rootfs: failed: no such directory on this node (root.path in ${copy}/config.json)\n`);
+    expect(r.stderr).toContain(
+      `jobrt: component 0: runtime oci: rootfs ${copy}/rootfs: failed: no such directory on this node (root.path in ${copy}/config.json)\n`,
+    );
   });
 
   it("a runc that oci.conf names but this node lacks fails as a missing tool", async () => {
@@ -107,7 +115,9 @@ describe("jobrt check: what this node can see", () => {
     const s = site(ociConf(gone));
     const r = await jobrt(["check", "--container", bundle, "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`jobrt: component 0: runtime oci: tool runc (RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${join(s.dir, "oci.conf")}): failed: ${gone} does not exist\n`);
+    expect(r.stderr).toContain(
+      `jobrt: component 0: runtime oci: tool runc (RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${join(s.dir, "oci.conf")}): failed: ${gone} does not exist\n`,
+    );
     expect(r.stdout).toContain(`bundle ${bundle}: ok`);
   });
 
@@ -126,9 +136,14 @@ describe("jobrt check: what this node can see", () => {
     const hidden = join(parent, "bundle");
     cpSync(bundle, hidden, { recursive: true });
     chmodSync(s.dir, 0o755);
-    const r = await jobrt(["check", "--uid", "65534", "--gid", "65534", "--container", hidden, "true"], { env: s.env, cwd: "/" });
+    const r = await jobrt(["check", "--uid", "65534", "--gid", "65534", "--container", hidden, "true"], {
+      env: s.env,
+      cwd: "/",
+    });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`jobrt: component 0: runtime oci: bundle ${hidden}: failed: EACCES: permission denied, open '${hidden}/.' (looked at as uid 65534)\n`);
+    expect(r.stderr).toContain(
+      `jobrt: component 0: runtime oci: bundle ${hidden}: failed: EACCES: permission denied, open '${hidden}/.' (looked at as uid 65534)\n`,
+    );
   });
 
   it("a bundle reached through a symlink is followed, as runc follows it", async () => {
@@ -149,13 +164,17 @@ describe("a third-party runtime without the tools and check hooks (written befor
     const list = await jobrt(["runtimes"], { env: s.env });
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/\nfault +- +- +not reported \(the runtime has no tools hook\)\n/);
-    const json = JSON.parse((await jobrt(["runtimes", "--json"], { env: s.env })).stdout) as { runtimes: Record<string, unknown>[] };
+    const json = JSON.parse((await jobrt(["runtimes", "--json"], { env: s.env })).stdout) as {
+      runtimes: Record<string, unknown>[];
+    };
     expect(json.runtimes[0]).toMatchObject({ name: "fault", compatible: true });
     expect(json.runtimes[0]).not.toHaveProperty("tools");
     const r = await jobrt(["check", "--runtime", "fault", "true"], { env: s.env });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe("component 0: runtime fault: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n");
+    expect(r.stdout).toBe(
+      "component 0: runtime fault: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n",
+    );
   });
 });
 
@@ -164,19 +183,41 @@ describe("jobrt runtimes: each runtime's tools", () => {
 
   it("runc from oci.conf with path and version, shifter's tools missing, none with no tool", async () => {
     const s = site(ociConf("runc"));
-    writeFileSync(join(s.dir, "shifter.conf"), `ShifterPath=${join(s.dir, "no-shifter")}\nShifterimgPath=${join(s.dir, "no-shifterimg")}\n`);
+    writeFileSync(
+      join(s.dir, "shifter.conf"),
+      `ShifterPath=${join(s.dir, "no-shifter")}\nShifterimgPath=${join(s.dir, "no-shifterimg")}\n`,
+    );
     const r = await jobrt(["runtimes", "--json"], { env: s.env });
     const list = JSON.parse(r.stdout) as { runtimes: { name: string; tools?: unknown[] }[] };
     const tools = Object.fromEntries(list.runtimes.map((x) => [x.name, x.tools]));
     const oci = join(s.dir, "oci.conf");
-    expect(tools.oci).toEqual([{ name: "runc", source: `RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${oci}`, path: runcPath, version: runcVersion }]);
+    expect(tools.oci).toEqual([
+      {
+        name: "runc",
+        source: `RunTimeQuery, RunTimeRun, RunTimeKill, RunTimeDelete in ${oci}`,
+        path: runcPath,
+        version: runcVersion,
+      },
+    ]);
     expect(tools.none).toEqual([]);
     expect(tools.shifter).toEqual([
-      { name: "shifter", source: `${join(s.dir, "shifter.conf")}:1 ShifterPath`, path: join(s.dir, "no-shifter"), problem: `${join(s.dir, "no-shifter")} does not exist: install Shifter or set ShifterPath in shifter.conf` },
-      { name: "shifterimg", source: `${join(s.dir, "shifter.conf")}:2 ShifterimgPath`, path: join(s.dir, "no-shifterimg"), problem: `${join(s.dir, "no-shifterimg")} does not exist: install Shifter or set ShifterimgPath in shifter.conf` },
+      {
+        name: "shifter",
+        source: `${join(s.dir, "shifter.conf")}:1 ShifterPath`,
+        path: join(s.dir, "no-shifter"),
+        problem: `${join(s.dir, "no-shifter")} does not exist: install Shifter or set ShifterPath in shifter.conf`,
+      },
+      {
+        name: "shifterimg",
+        source: `${join(s.dir, "shifter.conf")}:2 ShifterimgPath`,
+        path: join(s.dir, "no-shifterimg"),
+        problem: `${join(s.dir, "no-shifterimg")} does not exist: install Shifter or set ShifterimgPath in shifter.conf`,
+      },
     ]);
     const text = await jobrt(["runtimes"], { env: s.env });
-    expect(text.stdout).toMatch(new RegExp(`\\noci +runc +${runcVersion!.replace(/[.+]/g, "\\$&")} +${runcPath} \\(RunTimeQuery`));
+    expect(text.stdout).toMatch(
+      new RegExp(`\\noci +runc +${runcVersion!.replace(/[.+]/g, "\\$&")} +${runcPath} \\(RunTimeQuery`),
+    );
     expect(text.stdout).toMatch(/\nshifter +shifter +- +MISSING: .*no-shifter does not exist/);
     expect(text.stdout).toMatch(/\nnone +\(none\) +- +runs no program of its own\n/);
   });

@@ -5,7 +5,19 @@
  * corrupt cache (its CRC-32 is checked before V8 sees it) is rebuilt, each Node build has its
  * own, and an install the user may not write runs without one.
  */
-import { chmodSync, chownSync, copyFileSync, cpSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -19,7 +31,9 @@ function install(): { dir: string; dist: string; conf: string; tmp: string } {
   chmodSync(dir, 0o755);
   const cli = join(repoRoot, "packages/cli");
   mkdirSync(join(dir, "dist"), { mode: 0o755 });
-  for (const f of readdirSync(join(cli, "dist"))) if (!f.endsWith(".cache") && !f.endsWith(".tmp")) cpSync(join(cli, "dist", f), join(dir, "dist", f), { recursive: true });
+  for (const f of readdirSync(join(cli, "dist")))
+    if (!f.endsWith(".cache") && !f.endsWith(".tmp"))
+      cpSync(join(cli, "dist", f), join(dir, "dist", f), { recursive: true });
   copyFileSync(join(cli, "package.json"), join(dir, "package.json"));
   symlinkSync(join(cli, "node_modules"), join(dir, "node_modules"));
   const conf = join(dir, "conf");
@@ -32,7 +46,10 @@ function install(): { dir: string; dist: string; conf: string; tmp: string } {
   return { dir, dist: join(dir, "dist"), conf, tmp };
 }
 
-function exec(site: { dir: string; conf: string; tmp: string }, options: { uid?: number; env?: Record<string, string>; args?: string[] } = {}) {
+function exec(
+  site: { dir: string; conf: string; tmp: string },
+  options: { uid?: number; env?: Record<string, string>; args?: string[] } = {},
+) {
   const { uid, env = {}, args = ["exec", "--runtime", "none", "echo", "ran"] } = options;
   return runProgram([process.execPath, "--", join(site.dir, "dist/bin.js"), ...args], {
     env: { ...process.env, JOBRT_CONF_DIR: site.conf, TMPDIR: site.tmp, ...SLURM_TASK, ...env },
@@ -155,17 +172,21 @@ describe("the code cache of jobrt run and jobrt exec", () => {
     ["belongs to another user", (path: string) => chownSync(path, NOBODY, NOBODY)],
     ["is group-writable", (path: string) => chmodSync(path, 0o664)],
     ["is world-writable", (path: string) => chmodSync(path, 0o646)],
-  ])("a good cache that %s is never read: it is replaced by one of the user's own", async (_, spoil) => {
-    const site = install();
-    await expectRan(site);
-    const good = execCache(site.dist);
-    spoil(good.path);
-    // Had it been read, V8 would have taken it and nothing would have been written.
-    await expectRan(site);
-    const now = execCache(site.dist);
-    expect(now.ino).not.toBe(good.ino);
-    expect({ uid: now.uid, mode: now.mode }).toEqual({ uid: 0, mode: 0o644 });
-  }, 60_000);
+  ])(
+    "a good cache that %s is never read: it is replaced by one of the user's own",
+    async (_, spoil) => {
+      const site = install();
+      await expectRan(site);
+      const good = execCache(site.dist);
+      spoil(good.path);
+      // Had it been read, V8 would have taken it and nothing would have been written.
+      await expectRan(site);
+      const now = execCache(site.dist);
+      expect(now.ino).not.toBe(good.ino);
+      expect({ uid: now.uid, mode: now.mode }).toEqual({ uid: 0, mode: 0o644 });
+    },
+    60_000,
+  );
 
   it("a symlink in the cache's place is not followed: the link is replaced, its target untouched", async () => {
     const site = install();

@@ -10,7 +10,13 @@ beforeAll(() => {
   home = tempDir("jobrt-completion-");
   mkdirSync(join(home, "bin"));
   symlinkSync(jobrtBin, join(home, "bin/jobrt"));
-  env = { ...process.env, PATH: `${join(home, "bin")}:${dirname(process.execPath)}:${process.env.PATH}`, HOME: home, ZDOTDIR: home, JOBRT_CONF_DIR: tempDir("jobrt-noconf-") };
+  env = {
+    ...process.env,
+    PATH: `${join(home, "bin")}:${dirname(process.execPath)}:${process.env.PATH}`,
+    HOME: home,
+    ZDOTDIR: home,
+    JOBRT_CONF_DIR: tempDir("jobrt-noconf-"),
+  };
 });
 
 /** What bash's completion offers for the words typed so far (the last one being completed). */
@@ -28,13 +34,21 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
 /** The long and short options a help text names on its usage and option lines. */
 function helpOptions(help: string): string[] {
   const lines = help.split("\n").filter((line) => /^(Usage:|\s+(-|jobrt ))/.test(line));
-  return [...new Set(lines.flatMap((line) => [...line.matchAll(/(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z]\b)/g)].map((m) => m[1] as string)))];
+  return [
+    ...new Set(
+      lines.flatMap((line) =>
+        [...line.matchAll(/(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z]\b)/g)].map((m) => m[1] as string),
+      ),
+    ),
+  ];
 }
 
 describe("jobrt completion bash", () => {
   it("completes every command jobrt --help lists", async () => {
     const { stdout } = await jobrt(["--help"]);
-    const listed = [...(stdout.split(/^Commands:\n/m)[1]?.split("\n\n")[0] ?? "").matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]);
+    const listed = [...(stdout.split(/^Commands:\n/m)[1]?.split("\n\n")[0] ?? "").matchAll(/^ {2}([a-z]+) /gm)].map(
+      (m) => m[1],
+    );
     expect(listed.length).toBeGreaterThan(6);
     expect((await bashComplete(["jobrt", ""])).sort()).toEqual([...listed, "--help", "--version"].sort());
     expect(await bashComplete(["jobrt", "ru"])).toEqual(["run", "runtimes"]);
@@ -47,7 +61,10 @@ describe("jobrt completion bash", () => {
       expect(offered, command).toEqual(expect.arrayContaining(helpOptions(help).filter((o) => o !== "--version")));
       expect(offered, command).toContain("--help");
     }
-    expect(await bashComplete(["jobrt", "run", "-n", "4", "--container-i"])).toEqual(["--container-image", "--container-id"]);
+    expect(await bashComplete(["jobrt", "run", "-n", "4", "--container-i"])).toEqual([
+      "--container-image",
+      "--container-id",
+    ]);
     expect(await bashComplete(["jobrt", "check", "--ch"])).toEqual(["--chdir"]);
   });
 
@@ -57,7 +74,9 @@ describe("jobrt completion bash", () => {
   });
 
   it("completes --runtime with the names jobrt runtimes --json lists", async () => {
-    const names = (JSON.parse((await jobrt(["runtimes", "--json"], { env })).stdout) as { runtimes: { name: string }[] }).runtimes.map((r) => r.name);
+    const names = (
+      JSON.parse((await jobrt(["runtimes", "--json"], { env })).stdout) as { runtimes: { name: string }[] }
+    ).runtimes.map((r) => r.name);
     expect(names).toContain("oci");
     expect((await bashComplete(["jobrt", "run", "--runtime", ""])).sort()).toEqual([...names].sort());
     expect(await bashComplete(["jobrt", "exec", "--runtime", "o"])).toEqual(["oci"]);
@@ -68,7 +87,9 @@ describe("jobrt completion bash", () => {
     expect(await bashComplete(["jobrt", "completion", ""])).toEqual(["bash", "zsh"]);
     expect(await bashComplete(["jobrt", "help", "ima"])).toEqual(["images"]);
     mkdirSync(join(home, "bundle-a"));
-    expect(await bashComplete(["jobrt", "run", "--container", join(home, "bundle-")])).toEqual([join(home, "bundle-a")]);
+    expect(await bashComplete(["jobrt", "run", "--container", join(home, "bundle-")])).toEqual([
+      join(home, "bundle-a"),
+    ]);
   });
 });
 

@@ -16,7 +16,8 @@ beforeAll(() => {
   mkdirSync(join(scope, "cli"), { recursive: true });
   cpSync(join(repoRoot, "packages/cli/package.json"), join(scope, "cli/package.json"));
   cpSync(join(repoRoot, "packages/cli/dist"), join(scope, "cli/dist"), { recursive: true });
-  for (const name of ["core", "launcher", "runtime-none", "runtime-oci", "runtime-shifter"]) symlinkSync(join(repoRoot, "packages", name), join(scope, name));
+  for (const name of ["core", "launcher", "runtime-none", "runtime-oci", "runtime-shifter"])
+    symlinkSync(join(repoRoot, "packages", name), join(scope, name));
   confDir = tempDir("jobrt-siteconf-");
   // A key jobrt.conf does not know: the error names the file, which says which conf dir was read.
   writeFileSync(join(confDir, "jobrt.conf"), "NoSuchKey=1\n");
@@ -25,7 +26,9 @@ beforeAll(() => {
 /** `jobrt runtimes` from the copy, with no JOBRT_CONF_DIR (as slurmd runs the Epilog). */
 function installedJobrt(env: NodeJS.ProcessEnv = {}) {
   const { JOBRT_CONF_DIR: _, ...rest } = process.env;
-  return runProgram([process.execPath, "--", join(root, "node_modules/@jobrt/cli/dist/bin.js"), "runtimes"], { env: { ...rest, ...env } });
+  return runProgram([process.execPath, "--", join(root, "node_modules/@jobrt/cli/dist/bin.js"), "runtimes"], {
+    env: { ...rest, ...env },
+  });
 }
 
 function writeConfDirFile(text: string, mode = 0o644, uid = 0): string {
@@ -66,7 +69,9 @@ describe("<install root>/jobrt.confdir names the conf dir", () => {
     chmodSync(root, 0o777);
     try {
       const result = await installedJobrt();
-      expect(result.stderr).toBe(`jobrt: ${file}: ignored: its directory is writable by group or others (mode 777); using /etc/jobrt\n`);
+      expect(result.stderr).toBe(
+        `jobrt: ${file}: ignored: its directory is writable by group or others (mode 777); using /etc/jobrt\n`,
+      );
     } finally {
       chmodSync(root, 0o755);
     }

@@ -27,12 +27,17 @@ function site(extra = "", withBad = true): { env: NodeJS.ProcessEnv; good: strin
   );
   const bad = join(dirs[1]!, "fpga.yaml");
   if (withBad) writeFileSync(bad, 'cdiVersion: "9.0.0"\nkind: acme.com/fpga\ndevices: []\n');
-  writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${tempDir("jobrt-cdi-spool-")}\nCdiSpecDirs=${dirs.join(",")}\n${extra}`);
+  writeFileSync(
+    join(dir, "jobrt.conf"),
+    `SpoolDir=${tempDir("jobrt-cdi-spool-")}\nCdiSpecDirs=${dirs.join(",")}\n${extra}`,
+  );
   return { env: { ...process.env, JOBRT_CONF_DIR: dir }, good, bad, dirs };
 }
 
-const versionProblem = (bad: string) => `CDI spec ${bad}: cdiVersion: "9.0.0" is not a CDI version jobrt reads (0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 1.0.0, 1.1.0)`;
-const nodeProblem = (good: string) => `CDI spec ${good}: acme.com/gpu=2: device node /nonexistent/gpu2 does not exist on this node`;
+const versionProblem = (bad: string) =>
+  `CDI spec ${bad}: cdiVersion: "9.0.0" is not a CDI version jobrt reads (0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 1.0.0, 1.1.0)`;
+const nodeProblem = (good: string) =>
+  `CDI spec ${good}: acme.com/gpu=2: device node /nonexistent/gpu2 does not exist on this node`;
 
 describe("the node's CDI devices", () => {
   requires({ "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
@@ -42,7 +47,13 @@ describe("the node's CDI devices", () => {
     const r = await jobrt(["runtimes"], { env: s.env });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      [`CDI devices (spec dirs ${s.dirs.join(", ")}):`, `  acme.com/gpu=0  ${s.good}`, `  acme.com/gpu=2  ${s.good}`, `problem: ${versionProblem(s.bad)}`, `problem: ${nodeProblem(s.good)}`].join("\n"),
+      [
+        `CDI devices (spec dirs ${s.dirs.join(", ")}):`,
+        `  acme.com/gpu=0  ${s.good}`,
+        `  acme.com/gpu=2  ${s.good}`,
+        `problem: ${versionProblem(s.bad)}`,
+        `problem: ${nodeProblem(s.good)}`,
+      ].join("\n"),
     );
   });
 
@@ -62,7 +73,9 @@ describe("the node's CDI devices", () => {
   it("jobrt check shows them; a problem is said on stderr and fails the check only when a step would use devices", async () => {
     const s = site();
     const plain = await jobrt(["check", "true"], { env: s.env });
-    expect(plain.stdout).toContain(`CDI devices (spec dirs ${s.dirs.join(", ")}):\n  acme.com/gpu=0  ${s.good}\n  acme.com/gpu=2  ${s.good}\n`);
+    expect(plain.stdout).toContain(
+      `CDI devices (spec dirs ${s.dirs.join(", ")}):\n  acme.com/gpu=0  ${s.good}\n  acme.com/gpu=2  ${s.good}\n`,
+    );
     expect(plain.stderr).toBe(`jobrt: problem: ${versionProblem(s.bad)}\njobrt: problem: ${nodeProblem(s.good)}\n`);
     expect(plain.code).toBe(0);
     const used = await jobrt(["check", "true"], { env: site("CdiDefaultDevices=acme.com/gpu=0\n").env });
@@ -73,19 +86,28 @@ describe("the node's CDI devices", () => {
   it("jobrt check resolves the request's device names as a step on this node would: an unknown one or one outside the allocation fails in one line", async () => {
     const s = site("", false);
     const unknown = await jobrt(["check", "--container-device", "acme.com/gpu=7", "true"], { env: s.env });
-    expect(unknown.stderr).toContain(`jobrt: component 0: --container-device acme.com/gpu=7: no CDI spec describes it (spec dirs: ${s.dirs.join(", ")})\n`);
+    expect(unknown.stderr).toContain(
+      `jobrt: component 0: --container-device acme.com/gpu=7: no CDI spec describes it (spec dirs: ${s.dirs.join(", ")})\n`,
+    );
     expect(unknown.code).toBe(1);
     const env = { ...site("CdiGresKind=acme.com/gpu\n", false).env, SLURM_STEP_GPUS: "1" };
     const outside = await jobrt(["check", "--container-device", "acme.com/gpu=0", "true"], { env });
-    expect(outside.stderr).toContain("jobrt: component 0: --container-device acme.com/gpu=0: not allocated to this step (SLURM_STEP_GPUS lists 1); use acme.com/gpu=gres\n");
+    expect(outside.stderr).toContain(
+      "jobrt: component 0: --container-device acme.com/gpu=0: not allocated to this step (SLURM_STEP_GPUS lists 1); use acme.com/gpu=gres\n",
+    );
     expect(outside.code).toBe(1);
   });
 
   it("with no spec and no device asked for, jobrt check says nothing of devices; jobrt runtimes says none", async () => {
     const dir = tempDir("jobrt-cdi-none-");
     const env = { ...process.env, JOBRT_CONF_DIR: dir };
-    writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${tempDir("jobrt-cdi-spool-")}\nCdiSpecDirs=${join(dir, "nothing")}\n`);
+    writeFileSync(
+      join(dir, "jobrt.conf"),
+      `SpoolDir=${tempDir("jobrt-cdi-spool-")}\nCdiSpecDirs=${join(dir, "nothing")}\n`,
+    );
     expect((await jobrt(["check", "true"], { env })).stdout).not.toContain("CDI");
-    expect((await jobrt(["runtimes"], { env })).stdout).toContain(`CDI devices: none (spec dirs ${join(dir, "nothing")})\n`);
+    expect((await jobrt(["runtimes"], { env })).stdout).toContain(
+      `CDI devices: none (spec dirs ${join(dir, "nothing")})\n`,
+    );
   });
 });

@@ -11,7 +11,10 @@ function documented(): Map<string, { hint: string; exit: number }> {
   return new Map(
     rows.map((row) => {
       const cells = row.split(" | ");
-      return [/`(ERR_[A-Z_]+)`/.exec(cells[0]!)![1]!, { hint: cells[3]!, exit: Number(cells[4]!.replace(/\s*\|\s*$/, "")) }];
+      return [
+        /`(ERR_[A-Z_]+)`/.exec(cells[0]!)![1]!,
+        { hint: cells[3]!, exit: Number(cells[4]!.replace(/\s*\|\s*$/, "")) },
+      ];
     }),
   );
 }

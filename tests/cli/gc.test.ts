@@ -1,5 +1,17 @@
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, killExecWithForker, tempDir } from "../helpers/jobrt.js";
@@ -39,10 +51,25 @@ function steps(spool: string, journal = "jobs"): string[] {
 /** Starts `jobrt run` with tasks that record their pids, and waits until all have started. */
 async function startStep(s: ReturnType<typeof site>, n: number) {
   const marker = tempDir();
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", String(n), "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/$SLURM_PROCID; exec sleep 120`], {
-    env: s.env,
-    stdio: "ignore",
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--",
+      jobrtBin,
+      "run",
+      "-n",
+      String(n),
+      "--runtime",
+      "none",
+      "sh",
+      "-c",
+      `echo $$ > ${marker}/$SLURM_PROCID; exec sleep 120`,
+    ],
+    {
+      env: s.env,
+      stdio: "ignore",
+    },
+  );
   return { child, pids: await markedPids(marker, n) };
 }
 
@@ -102,7 +129,13 @@ describe("crash recovery: jobrt gc", () => {
     const dead = await startStep(s, 1);
     const stepDir = join(s.spool, "jobs", steps(s.spool)[0]!);
     const pids = join(stepDir, "pids");
-    await waitFor(() => existsSync(join(stepDir, "step.json")) && existsSync(pids) && readFileSync(pids, "utf8").startsWith(`${dead.pids[0]} `), "the step's record");
+    await waitFor(
+      () =>
+        existsSync(join(stepDir, "step.json")) &&
+        existsSync(pids) &&
+        readFileSync(pids, "utf8").startsWith(`${dead.pids[0]} `),
+      "the step's record",
+    );
     dead.child.kill("SIGKILL");
     await new Promise((r) => dead.child.once("exit", r));
     const record = JSON.parse(readFileSync(join(stepDir, "step.json"), "utf8")) as Record<string, unknown>;
@@ -140,11 +173,21 @@ describe("crash recovery: jobrt gc", () => {
   it("a jobrt exec task of a Slurm step that was SIGKILLed is collected too", async () => {
     const s = site();
     const marker = tempDir();
-    const slurm = { SLURM_JOB_ID: "4242", SLURM_STEP_ID: "1", SLURM_PROCID: "3", SLURM_LOCALID: "0", SLURM_NTASKS: "4" };
-    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`], {
-      env: { ...s.env, ...slurm },
-      stdio: "ignore",
-    });
+    const slurm = {
+      SLURM_JOB_ID: "4242",
+      SLURM_STEP_ID: "1",
+      SLURM_PROCID: "3",
+      SLURM_LOCALID: "0",
+      SLURM_NTASKS: "4",
+    };
+    const child = spawn(
+      process.execPath,
+      ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`],
+      {
+        env: { ...s.env, ...slurm },
+        stdio: "ignore",
+      },
+    );
     const [pid] = (await markedPids(marker, 1)) as [number];
     expect(steps(s.spool)).toEqual([`4242/exec-1.3.${child.pid}`]);
     killExecWithForker(child.pid!);
@@ -187,18 +230,34 @@ async function startExecTask(s: ReturnType<typeof site>, jobId: number, user?: {
   const journal = user ? `jobs.${user.uid}` : "jobs";
   const marker = tempDir();
   chmodSync(marker, 0o777);
-  const slurm = { SLURM_JOB_ID: String(jobId), SLURM_STEP_ID: "1", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1" };
-  const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`], {
-    env: { ...s.env, ...slurm, HOME: "/" },
-    cwd: "/",
-    stdio: "ignore",
-    ...(user ?? {}),
-  });
+  const slurm = {
+    SLURM_JOB_ID: String(jobId),
+    SLURM_STEP_ID: "1",
+    SLURM_PROCID: "0",
+    SLURM_LOCALID: "0",
+    SLURM_NTASKS: "1",
+  };
+  const child = spawn(
+    process.execPath,
+    ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`],
+    {
+      env: { ...s.env, ...slurm, HOME: "/" },
+      cwd: "/",
+      stdio: "ignore",
+      ...(user ?? {}),
+    },
+  );
   const [pid] = (await markedPids(marker, 1)) as [number];
   // The task runs; its pid reaches the record right after (one write per burst of starts, into a
   // file that exists a moment before the write: wait for the line itself).
   const recorded = (p: string) => readFileSync(join(s.spool, journal, p, "pids"), "utf8").startsWith(`${pid} `);
-  await waitFor(() => steps(s.spool, journal).some((p) => p.startsWith(`${jobId}/`) && existsSync(join(s.spool, journal, p, "pids")) && recorded(p)), "the task's record");
+  await waitFor(
+    () =>
+      steps(s.spool, journal).some(
+        (p) => p.startsWith(`${jobId}/`) && existsSync(join(s.spool, journal, p, "pids")) && recorded(p),
+      ),
+    "the task's record",
+  );
   return { child, pid };
 }
 
@@ -208,18 +267,44 @@ async function sigkill(child: ReturnType<typeof spawn>): Promise<void> {
 }
 
 /** A hand-made journal entry of a dead host in `uid`'s journal (`jobs.<uid>`), whose components run as `recordUid`. */
-function plantRecord(spool: string, jobId: number, uid: number, recordUid: number, pids: string, proctrack: { kind: string; path?: string } = { kind: "pgid" }, recordGid = recordUid): string {
+function plantRecord(
+  spool: string,
+  jobId: number,
+  uid: number,
+  recordUid: number,
+  pids: string,
+  proctrack: { kind: string; path?: string } = { kind: "pgid" },
+  recordGid = recordUid,
+): string {
   const journal = join(spool, `jobs.${uid}`);
   const dir = join(journal, String(jobId), "exec-0.0.999999");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(journal, 0o700);
-  const component = { jobId, stepId: 0, kind: "normal", runtime: "none", uid: recordUid, gid: recordGid, user: "x", home: "/", cwd: "/", argv: ["true"], env: {}, tasks: [{ localId: 0, globalId: 0, argv: ["true"], env: {} }], totalTasks: 1, nodeId: 0, nnodes: 1, pty: false };
+  const component = {
+    jobId,
+    stepId: 0,
+    kind: "normal",
+    runtime: "none",
+    uid: recordUid,
+    gid: recordGid,
+    user: "x",
+    home: "/",
+    cwd: "/",
+    argv: ["true"],
+    env: {},
+    tasks: [{ localId: 0, globalId: 0, argv: ["true"], env: {} }],
+    totalTasks: 1,
+    nodeId: 0,
+    nnodes: 1,
+    pty: false,
+  };
   // This boot, so recorded pids count; a host pid that is not running, so the step is an orphan.
   const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
   const record = { host: { pid: 999999, start: "1", boot }, nodeName: "n", proctrack, components: [component] };
   writeFileSync(join(dir, "step.json"), JSON.stringify(record));
   writeFileSync(join(dir, "pids"), pids);
-  for (const path of [journal, join(journal, String(jobId)), dir, join(dir, "step.json"), join(dir, "pids")]) chownSync(path, uid, uid);
+  for (const path of [journal, join(journal, String(jobId)), dir, join(dir, "step.json"), join(dir, "pids")])
+    chownSync(path, uid, uid);
   return dir;
 }
 
@@ -256,7 +341,11 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     const other = await startExecTask(s, 5455);
     task.child.kill("SIGKILL");
     // KillWait (1 s) + 5 s, no other gc run meanwhile.
-    await waitFor(() => !alive(task.pid) && steps(s.spool).length === 1, "the forker's gc to collect the killed exec", 6_000);
+    await waitFor(
+      () => !alive(task.pid) && steps(s.spool).length === 1,
+      "the forker's gc to collect the killed exec",
+      6_000,
+    );
     expect(steps(s.spool)).toEqual([`5455/exec-1.0.${other.child.pid}`]);
     expect(alive(other.pid)).toBe(true);
     await sigkill(other.child);
@@ -333,7 +422,15 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     mkdirSync(s.spool, { mode: 0o755 });
     const run = (task: string, verbose: string[] = []) =>
       jobrt(["exec", ...verbose, "--runtime", "none", "true"], {
-        env: { ...s.env, SLURM_JOB_ID: "5959", SLURM_STEP_ID: "1", SLURM_PROCID: task, SLURM_LOCALID: task, SLURM_NTASKS: "2", HOME: "/" },
+        env: {
+          ...s.env,
+          SLURM_JOB_ID: "5959",
+          SLURM_STEP_ID: "1",
+          SLURM_PROCID: task,
+          SLURM_LOCALID: task,
+          SLURM_NTASKS: "2",
+          HOME: "/",
+        },
         cwd: "/",
         uid: 65534,
         gid: 65534,
@@ -347,7 +444,9 @@ describe("jobrt gc --job N, and root's gc on a job user's records", () => {
     expect(second.stderr).toBe("");
     expect(second.code).toBe(0);
     // -v shows it for every task.
-    expect((await run("1", ["-v"])).stderr).toContain(`no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): SpoolDir ${s.spool} belongs to root`);
+    expect((await run("1", ["-v"])).stderr).toContain(
+      `no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): SpoolDir ${s.spool} belongs to root`,
+    );
     expect(readdirSync(s.spool)).toEqual([]);
   });
 

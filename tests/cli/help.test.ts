@@ -33,7 +33,9 @@ describe("jobrt help CMD", () => {
     const result = await jobrt(["help", "frobnicate"]);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");
-    expect(result.stderr).toBe('jobrt: help: unknown command "frobnicate" (commands: run, exec, runtimes, check, gc, ps, images, completion, help)\n');
+    expect(result.stderr).toBe(
+      'jobrt: help: unknown command "frobnicate" (commands: run, exec, runtimes, check, gc, ps, images, completion, help)\n',
+    );
   });
 
   it("jobrt help alone is jobrt --help", async () => {

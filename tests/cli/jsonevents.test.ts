@@ -22,7 +22,10 @@ const KINDS: Record<JsonEvent["event"], true> = {
 function documentedEvents(): Map<string, Set<string>> {
   const text = readFileSync(join(repoRoot, "docs/cli.md"), "utf8");
   const section = text.slice(text.indexOf("### --json events"));
-  const rows = section.slice(0, section.indexOf("\n### ")).split("\n").filter((l) => /^\| `[a-z-]+` \|/.test(l));
+  const rows = section
+    .slice(0, section.indexOf("\n### "))
+    .split("\n")
+    .filter((l) => /^\| `[a-z-]+` \|/.test(l));
   const out = new Map<string, Set<string>>();
   for (const row of rows) {
     const cells = row.split(" | ");
@@ -52,11 +55,19 @@ describe("jobrt run --json events", () => {
 
   it("every event carries event, time and only fields docs/cli.md lists for its kind", async () => {
     const s = site();
-    const ok = await jobrt(["run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", "echo out $SLURM_PROCID; echo err >&2"], { env: s.env });
+    const ok = await jobrt(
+      ["run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", "echo out $SLURM_PROCID; echo err >&2"],
+      { env: s.env },
+    );
     expect(ok.code).toBe(0);
-    const missing = await jobrt(["run", "--runtime", "none", "--json", "/nonexistent/jobrt-no-such-command"], { env: s.env });
+    const missing = await jobrt(["run", "--runtime", "none", "--json", "/nonexistent/jobrt-no-such-command"], {
+      env: s.env,
+    });
     expect(missing.code).toBe(127);
-    const cancelled = await jobrt(["run", "--runtime", "none", "--json", "-t", "0:01", "sleep", "30"], { env: s.env, timeoutMs: 30_000 });
+    const cancelled = await jobrt(["run", "--runtime", "none", "--json", "-t", "0:01", "sleep", "30"], {
+      env: s.env,
+      timeoutMs: 30_000,
+    });
     const all = [...events(ok.stdout), ...events(missing.stdout), ...events(cancelled.stdout)];
     const docs = documentedEvents();
     const seen = new Set<string>();
@@ -68,15 +79,35 @@ describe("jobrt run --json events", () => {
       const undocumented = Object.keys(e).filter((k) => k !== "event" && k !== "time" && !allowed!.has(k));
       expect(undocumented, `${e.event} fields missing from docs/cli.md`).toEqual([]);
     }
-    expect([...seen].sort()).toEqual(["cancel", "cleanup", "output", "runtime", "setup", "step-end", "step-start", "task-exit", "task-start"]);
-    expect(events(missing.stdout).find((e) => e.event === "task-exit")).toMatchObject({ status: 127, error: "command not found" });
+    expect([...seen].sort()).toEqual([
+      "cancel",
+      "cleanup",
+      "output",
+      "runtime",
+      "setup",
+      "step-end",
+      "step-start",
+      "task-exit",
+      "task-start",
+    ]);
+    expect(events(missing.stdout).find((e) => e.event === "task-exit")).toMatchObject({
+      status: 127,
+      error: "command not found",
+    });
   });
 
   it("a runtime's own error code reaches step-end as causeCode, next to ERR_RUNTIME_HOOK", async () => {
     const s = site();
-    const r = await jobrt(["run", "--runtime", "oci", "--json", "--container", join(s.dir, "no-such-bundle"), "true"], { env: s.env });
+    const r = await jobrt(["run", "--runtime", "oci", "--json", "--container", join(s.dir, "no-such-bundle"), "true"], {
+      env: s.env,
+    });
     expect(r.code).toBe(1);
     const end = events(r.stdout).at(-1);
-    expect(end).toMatchObject({ event: "step-end", status: 1, code: "ERR_RUNTIME_HOOK", causeCode: expect.stringMatching(/^ERR_CONTAINER_/) });
+    expect(end).toMatchObject({
+      event: "step-end",
+      status: 1,
+      code: "ERR_RUNTIME_HOOK",
+      causeCode: expect.stringMatching(/^ERR_CONTAINER_/),
+    });
   });
 });

@@ -4,7 +4,18 @@
  * log daemon binds /dev/log), started here and stopped by pid; `file:` targets are real files.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -79,7 +90,8 @@ function parse(text: string): Line {
   const m = /^<(\d+)>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d jobrt\[(\d+)\]: (step-start|step-end) (.*)$/.exec(text);
   if (!m) throw new Error(`not a node log datagram: ${text}`);
   const fields: Record<string, string> = {};
-  for (const f of m[4]!.matchAll(/(\w+)=("(?:[^"\\]|\\.)*"|\S+)/g)) fields[f[1]!] = f[2]!.startsWith('"') ? (JSON.parse(f[2]!) as string) : f[2]!;
+  for (const f of m[4]!.matchAll(/(\w+)=("(?:[^"\\]|\\.)*"|\S+)/g))
+    fields[f[1]!] = f[2]!.startsWith('"') ? (JSON.parse(f[2]!) as string) : f[2]!;
   return { facility: Math.floor(Number(m[1]) / 8), severity: Number(m[1]) % 8, pid: Number(m[2]), kind: m[3]!, fields };
 }
 
@@ -119,12 +131,19 @@ function sendersFor(socket: string): number[] {
 }
 
 describe("the node log, to a datagram socket", () => {
-  requires({ perl: existsSync(PERL), root: process.getuid?.() === 0, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
+  requires({
+    perl: existsSync(PERL),
+    root: process.getuid?.() === 0,
+    "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin),
+  });
 
   it("a passing and a failing step: a start and an end line each, with job, step, node, user, runtime, tasks, status and duration", async () => {
     const s = site("");
     const rx = await startReceiver(join(s.dir, "log"));
-    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\nNodeLogFacility=LOCAL3\n`);
+    writeFileSync(
+      join(s.dir, "jobrt.conf"),
+      `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\nNodeLogFacility=LOCAL3\n`,
+    );
     const ok = await jobrt(["run", "-n", "2", "--jobid", "7001", "--runtime", "none", "true"], { env: s.env });
     expect(ok.stderr).toBe("");
     expect(ok.code).toBe(0);
@@ -138,7 +157,13 @@ describe("the node log, to a datagram socket", () => {
     const failed = await jobrt(["run", "--jobid", "7002", "--runtime", "none", "sh", "-c", "exit 3"], { env: s.env });
     expect(failed.code).toBe(3);
     const lines = await stepLines(rx, "7002");
-    expect(lines.end.fields).toEqual({ ...ids, job: "7002", tasks: "1", status: "3", duration: expect.stringMatching(/^\d+\.\d{3}s$/) });
+    expect(lines.end.fields).toEqual({
+      ...ids,
+      job: "7002",
+      tasks: "1",
+      status: "3",
+      duration: expect.stringMatching(/^\d+\.\d{3}s$/),
+    });
     // notice: a task failed, jobrt did not.
     expect(lines.end.severity).toBe(5);
   });
@@ -151,8 +176,23 @@ describe("the node log, to a datagram socket", () => {
     expect(r.code).toBe(1);
     const { start, end } = await stepLines(rx, "7003");
     // No task started: the start line comes just before the end line, with what was known.
-    expect(start.fields).toEqual({ job: "7003", step: "0", node: nodeName, uid: "0", user: "root", runtime: "oci", tasks: "1", container: "/nonexistent-bundle" });
-    expect(end.fields).toMatchObject({ runtime: "oci", container: "/nonexistent-bundle", status: "1", code: "ERR_RUNTIME_HOOK", cause: "ERR_CONTAINER_REQUEST" });
+    expect(start.fields).toEqual({
+      job: "7003",
+      step: "0",
+      node: nodeName,
+      uid: "0",
+      user: "root",
+      runtime: "oci",
+      tasks: "1",
+      container: "/nonexistent-bundle",
+    });
+    expect(end.fields).toMatchObject({
+      runtime: "oci",
+      container: "/nonexistent-bundle",
+      status: "1",
+      code: "ERR_RUNTIME_HOOK",
+      cause: "ERR_CONTAINER_REQUEST",
+    });
     // daemon (3) when jobrt.conf names no facility.
     expect(end).toMatchObject({ facility: 3, severity: 3 });
   });
@@ -178,13 +218,20 @@ describe("the node log, to a datagram socket", () => {
     for (const [i, socket] of sockets.entries()) {
       writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${socket}\n`);
       const started = Date.now();
-      const r = await jobrt(["run", "--jobid", String(7010 + i), "--runtime", "none", "sh", "-c", "exit 4"], { env: s.env, timeoutMs: 60_000 });
+      const r = await jobrt(["run", "--jobid", String(7010 + i), "--runtime", "none", "sh", "-c", "exit 4"], {
+        env: s.env,
+        timeoutMs: 60_000,
+      });
       expect(r.signal).toBe(null);
       expect(r.code).toBe(4);
       expect(r.stderr).toBe("jobrt: error: " + nodeName + ": task 0: Exited with exit code 4\n");
       // Generous: a blocked sender would hold it for ever; speed is bench/'s business.
       expect(Date.now() - started).toBeLessThan(30_000);
-      await waitFor(() => sendersFor(socket).length === 0, `the senders for ${socket} to exit (left: ${sendersFor(socket).join(" ")})`, 10_000);
+      await waitFor(
+        () => sendersFor(socket).length === 0,
+        `the senders for ${socket} to exit (left: ${sendersFor(socket).join(" ")})`,
+        10_000,
+      );
     }
     expect(deaf.child.exitCode).toBe(null);
   });
@@ -194,9 +241,30 @@ describe("the node log, to a datagram socket", () => {
     const rx = await startReceiver(join(s.dir, "log"));
     writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\n`);
     const pidFile = join(s.dir, "task.pid");
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", "7040", "--runtime", "none", "sh", "-c", `echo $$ > ${pidFile}; exec sleep 120`], { env: s.env, stdio: "ignore" });
+    const child = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "run",
+        "--jobid",
+        "7040",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        `echo $$ > ${pidFile}; exec sleep 120`,
+      ],
+      { env: s.env, stdio: "ignore" },
+    );
     try {
-      await waitFor(() => rx.lines.some((l) => parse(l).fields.job === "7040") && existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), "the step to start");
+      await waitFor(
+        () =>
+          rx.lines.some((l) => parse(l).fields.job === "7040") &&
+          existsSync(pidFile) &&
+          readFileSync(pidFile, "utf8").endsWith("\n"),
+        "the step to start",
+      );
       expect(sendersFor(rx.socket)).toHaveLength(1);
       const exited = new Promise((r) => child.once("exit", r));
       process.kill(child.pid!, "SIGKILL");
@@ -218,7 +286,9 @@ describe("the node log, to a datagram socket", () => {
     writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\n`);
     const r = await jobrt(["run", "--jobid", "7030", "--runtime", "none", "true"], { env: s.env });
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe(`jobrt: warning: node log: not sent to ${rx.socket} (${theirs} belongs to uid 65534, not root); sent to /dev/log instead\n`);
+    expect(r.stderr).toBe(
+      `jobrt: warning: node log: not sent to ${rx.socket} (${theirs} belongs to uid 65534, not root); sent to /dev/log instead\n`,
+    );
     // A control step to a socket of root's own: its lines come, the refused ones never did.
     const ok = await startReceiver(join(s.dir, "log"));
     writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${ok.socket}\n`);
@@ -242,15 +312,44 @@ describe("the node log, to a datagram socket", () => {
 });
 
 describe("the node log of jobrt exec (a job user's task) and of the default NodeLog (/dev/log)", () => {
-  requires({ root: process.getuid?.() === 0, unshare: have("unshare"), setpriv: have("setpriv"), perl: existsSync(PERL) });
+  requires({
+    root: process.getuid?.() === 0,
+    unshare: have("unshare"),
+    setpriv: have("setpriv"),
+    perl: existsSync(PERL),
+  });
 
   /** `jobrt exec` as nobody, for task 2 of 3 of step 5.1, in a namespace whose /dev/log is `socket`. */
   async function execAsNobody(s: { dir: string; env: NodeJS.ProcessEnv }, socket: string, command: string[]) {
     // A shared SpoolDir (root's, 1777) gives the job user's exec a place for its crash record.
     mkdirSync(join(s.dir, "spool"), { recursive: true });
     chmodSync(join(s.dir, "spool"), 0o1777);
-    const env = { ...s.env, SLURM_JOB_ID: "8001", SLURM_STEP_ID: "1", SLURM_PROCID: "2", SLURM_LOCALID: "0", SLURM_NTASKS: "3", HOME: "/" };
-    const argv = [DEV_LOG, socket, "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", process.execPath, "--", jobrtBin, "exec", "--runtime", "none", ...command];
+    const env = {
+      ...s.env,
+      SLURM_JOB_ID: "8001",
+      SLURM_STEP_ID: "1",
+      SLURM_PROCID: "2",
+      SLURM_LOCALID: "0",
+      SLURM_NTASKS: "3",
+      HOME: "/",
+    };
+    const argv = [
+      DEV_LOG,
+      socket,
+      "setpriv",
+      "--reuid",
+      "65534",
+      "--regid",
+      "65534",
+      "--clear-groups",
+      process.execPath,
+      "--",
+      jobrtBin,
+      "exec",
+      "--runtime",
+      "none",
+      ...command,
+    ];
     return runProgram(argv, { env, cwd: "/" });
   }
 
@@ -261,7 +360,16 @@ describe("the node log of jobrt exec (a job user's task) and of the default Node
     expect(r.stderr).toBe("");
     expect(r.code).toBe(5);
     const { start, end } = await stepLines(rx, "8001");
-    const ids = { job: "8001", step: "1", task: "2", node: nodeName, uid: "65534", user: "nobody", runtime: "none", tasks: "3" };
+    const ids = {
+      job: "8001",
+      step: "1",
+      task: "2",
+      node: nodeName,
+      uid: "65534",
+      user: "nobody",
+      runtime: "none",
+      tasks: "3",
+    };
     expect(start.fields).toEqual(ids);
     expect(end.fields).toEqual({ ...ids, status: "5", duration: expect.stringMatching(/^\d+\.\d{3}s$/) });
   });
@@ -296,7 +404,10 @@ describe("NodeLog=file: root's own log file", () => {
     const s = fileSite();
     writeFileSync(s.file, "an earlier line\n", { mode: 0o640 });
     for (const job of ["7101", "7102"]) {
-      const r = await jobrt(["run", "--jobid", job, "--runtime", "none", "sh", "-c", `exit ${job === "7101" ? 0 : 2}`], { env: s.env });
+      const r = await jobrt(
+        ["run", "--jobid", job, "--runtime", "none", "sh", "-c", `exit ${job === "7101" ? 0 : 2}`],
+        { env: s.env },
+      );
       expect(r.code).toBe(job === "7101" ? 0 : 2);
     }
     const lines = readFileSync(s.file, "utf8").split("\n");
@@ -305,7 +416,11 @@ describe("NodeLog=file: root's own log file", () => {
       ["7101 step-start", "7101 step-end", "7102 step-start", "7102 step-end"].map((w) => {
         const [job, kind] = w.split(" ");
         const end = kind === "step-end" ? ` status=${job === "7101" ? 0 : 2} duration=D` : "";
-        return expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z \\S+ jobrt\\[\\d+\\]: ${kind} job=${job} step=0 node=${nodeName} uid=0 user=root runtime=none tasks=1${end}$`));
+        return expect.stringMatching(
+          new RegExp(
+            `^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z \\S+ jobrt\\[\\d+\\]: ${kind} job=${job} step=0 node=${nodeName} uid=0 user=root runtime=none tasks=1${end}$`,
+          ),
+        );
       }),
     );
     expect(lines[5]).toBe("");
@@ -364,9 +479,14 @@ describe("NodeLog=file: root's own log file", () => {
       expect(r.code, what).toBe(6);
       const warnings = r.stderr.split("\n").filter((l) => l.startsWith("jobrt: warning:"));
       expect(warnings, what).toHaveLength(1);
-      expect(warnings[0], what).toMatch(new RegExp(`^jobrt: warning: node log: not written to ${file.replace(/[.]/g, "\\.")} \\(.*\\); sent to syslog instead$`));
+      expect(warnings[0], what).toMatch(
+        new RegExp(
+          `^jobrt: warning: node log: not written to ${file.replace(/[.]/g, "\\.")} \\(.*\\); sent to syslog instead$`,
+        ),
+      );
       expect(warnings[0], what).toMatch(why);
-      if (what !== "fifo" && what !== "symlink") expect(existsSync(file) ? readFileSync(file, "utf8") : "", what).toBe("");
+      if (what !== "fifo" && what !== "symlink")
+        expect(existsSync(file) ? readFileSync(file, "utf8") : "", what).toBe("");
       if (what === "fifo") expect(lstatSync(file).isFIFO()).toBe(true);
     }
     expect(readFileSync(victim, "utf8")).toBe("root's own data\n");
@@ -383,7 +503,10 @@ describe("NodeLog and NodeLogFacility values", () => {
       ["NodeLog=file:var/log/jobrt.log", 'NodeLog: "var/log/jobrt.log" must be an absolute path'],
       ["NodeLog=file:", 'NodeLog: "" must be an absolute path'],
       [`NodeLog=syslog:${long}`, "NodeLog: a path of 121 bytes is longer than the 107-byte limit"],
-      ["NodeLogFacility=kern", 'NodeLogFacility: "kern" is not one of user, mail, daemon, auth, syslog, lpr, news, uucp, cron, authpriv, ftp, local0, local1, local2, local3, local4, local5, local6, local7'],
+      [
+        "NodeLogFacility=kern",
+        'NodeLogFacility: "kern" is not one of user, mail, daemon, auth, syslog, lpr, news, uucp, cron, authpriv, ftp, local0, local1, local2, local3, local4, local5, local6, local7',
+      ],
     ];
     for (const [line, message] of cases) {
       const s = site(`${line}\n`);
@@ -398,7 +521,14 @@ describe("NodeLog and NodeLogFacility values", () => {
 });
 
 describe("the node log of an image step", () => {
-  requires({ root: process.getuid?.() === 0, runc: have("runc"), skopeo: have("skopeo"), umoci: have("umoci"), "docker-registry": have("docker-registry"), perl: existsSync(PERL) });
+  requires({
+    root: process.getuid?.() === 0,
+    runc: have("runc"),
+    skopeo: have("skopeo"),
+    umoci: have("umoci"),
+    "docker-registry": have("docker-registry"),
+    perl: existsSync(PERL),
+  });
   let reg: Registry;
   let digest: string;
   beforeAll(async () => {
@@ -421,17 +551,27 @@ describe("the node log of an image step", () => {
     expect(b.code).toBe(0);
     const bundle = await stepLines(rx, "7201");
     expect(bundle.start.fields).toMatchObject({ runtime: "oci", container: "bundle", bundle: join(base, "bundle") });
-    expect(bundle.end.fields).toMatchObject({ runtime: "oci", container: "bundle", bundle: join(base, "bundle"), status: "0" });
+    expect(bundle.end.fields).toMatchObject({
+      runtime: "oci",
+      container: "bundle",
+      bundle: join(base, "bundle"),
+      status: "0",
+    });
     expect(bundle.end.fields.digest).toBe(undefined);
     expect(bundle.start.fields.container_id).toBe(undefined);
-    const named = await jobrt(["run", "--jobid", "7203", "--container-id", "nl.7203", "--container", "bundle", "--chdir", base, "true"], { env: s.env });
+    const named = await jobrt(
+      ["run", "--jobid", "7203", "--container-id", "nl.7203", "--container", "bundle", "--chdir", base, "true"],
+      { env: s.env },
+    );
     expect(named.stderr).toBe("");
     const id = await stepLines(rx, "7203");
     expect(id.start.fields).toMatchObject({ container: "bundle", container_id: "nl.7203" });
     expect(id.end.fields).toMatchObject({ container: "bundle", container_id: "nl.7203", status: "0" });
 
     const ref = `docker://${reg.host}/nodelog:1`;
-    const i = await jobrt(["run", "--jobid", "7202", "--container-image", ref, "cat", "/etc/jobrt-image"], { env: s.env });
+    const i = await jobrt(["run", "--jobid", "7202", "--container-image", ref, "cat", "/etc/jobrt-image"], {
+      env: s.env,
+    });
     expect(i.stderr).toBe("");
     expect(i.stdout).toBe("nodelog-image\n");
     const image = await stepLines(rx, "7202");

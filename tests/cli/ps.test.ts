@@ -68,22 +68,41 @@ function site(): { dir: string; env: NodeJS.ProcessEnv } {
 }
 
 /** Starts `jobrt run` in the background (as `uid` when given); resolves once its task wrote its pid. */
-async function startRun(s: ReturnType<typeof site>, args: string[], uid?: number): Promise<{ child: ChildProcess; task: number }> {
+async function startRun(
+  s: ReturnType<typeof site>,
+  args: string[],
+  uid?: number,
+): Promise<{ child: ChildProcess; task: number }> {
   const marker = tempDir();
   chmodSync(marker, 0o777);
   const file = join(marker, "pid");
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args, "sh", "-c", `echo $$ > ${file}.$SLURM_PROCID; mv ${file}.$SLURM_PROCID ${file}; exec sleep 120`], {
-    env: s.env,
-    cwd: "/",
-    stdio: ["ignore", "ignore", "pipe"],
-    ...(uid !== undefined ? { uid, gid: uid } : {}),
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--",
+      jobrtBin,
+      "run",
+      ...args,
+      "sh",
+      "-c",
+      `echo $$ > ${file}.$SLURM_PROCID; mv ${file}.$SLURM_PROCID ${file}; exec sleep 120`,
+    ],
+    {
+      env: s.env,
+      cwd: "/",
+      stdio: ["ignore", "ignore", "pipe"],
+      ...(uid !== undefined ? { uid, gid: uid } : {}),
+    },
+  );
   started.push(child);
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     stderr += d;
   });
-  const task = await waitFor(() => (existsSync(file) ? Number(readFileSync(file, "utf8")) || undefined : undefined), "the task to start").catch((error: Error) => {
+  const task = await waitFor(
+    () => (existsSync(file) ? Number(readFileSync(file, "utf8")) || undefined : undefined),
+    "the task to start",
+  ).catch((error: Error) => {
     throw new Error(`${error.message}; jobrt said: ${stderr}`);
   });
   return { child, task };
@@ -91,12 +110,22 @@ async function startRun(s: ReturnType<typeof site>, args: string[], uid?: number
 
 /** True once a `pids` file of the journal under `spool` names `pid`. */
 function recordedInJournal(spool: string, pid: number): boolean {
-  const files = (readdirSync(spool, { recursive: true }) as string[]).filter((f) => f.endsWith("/pids") || f === "pids");
-  return files.some((f) => readFileSync(join(spool, f), "utf8").split("\n").some((line) => line.startsWith(`${pid} `)));
+  const files = (readdirSync(spool, { recursive: true }) as string[]).filter(
+    (f) => f.endsWith("/pids") || f === "pids",
+  );
+  return files.some((f) =>
+    readFileSync(join(spool, f), "utf8")
+      .split("\n")
+      .some((line) => line.startsWith(`${pid} `)),
+  );
 }
 
 async function ps(s: ReturnType<typeof site>, args: string[] = [], uid?: number): Promise<PsStep[]> {
-  const r = await jobrt(["ps", "--json", ...args], { env: s.env, cwd: "/", ...(uid !== undefined ? { uid, gid: uid } : {}) });
+  const r = await jobrt(["ps", "--json", ...args], {
+    env: s.env,
+    cwd: "/",
+    ...(uid !== undefined ? { uid, gid: uid } : {}),
+  });
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
   const out = JSON.parse(r.stdout) as { node: string; steps: PsStep[] };
@@ -118,7 +147,11 @@ function stopped(child: ChildProcess): Promise<void> {
 }
 
 describe("jobrt ps", () => {
-  requires({ runc: haveRunc, root: process.getuid?.() === 0, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
+  requires({
+    runc: haveRunc,
+    root: process.getuid?.() === 0,
+    "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin),
+  });
   let bundle: string;
   beforeAll(() => {
     bundle = busyboxBundle(join(tempDir("jobrt-ps-bundle-"), "bundle"));
@@ -128,21 +161,36 @@ describe("jobrt ps", () => {
     const s = site();
     const job = 930000 + (process.pid % 1000);
     // The task inside the container cannot write a marker the test sees: ps itself says when it runs.
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", String(job), "-n", "2", "--container", bundle, "sleep", "120"], { env: s.env, stdio: "ignore" });
+    const child = spawn(
+      process.execPath,
+      ["--", jobrtBin, "run", "--jobid", String(job), "-n", "2", "--container", bundle, "sleep", "120"],
+      { env: s.env, stdio: "ignore" },
+    );
     started.push(child);
     const [step] = await waitFor(async () => {
       const steps = await ps(s);
       return steps.length === 1 && steps[0]?.state === "running" ? steps : undefined;
     }, "ps to show the step running");
     await waitFor(() => (ours(job).length === 2 ? true : undefined), "both containers to run");
-    expect(step).toMatchObject({ jobId: job, stepId: 0, kind: "run", uid: 0, user: "root", state: "running", hostPid: child.pid, components: [{ runtime: "oci", container: bundle, tasks: 2 }] });
+    expect(step).toMatchObject({
+      jobId: job,
+      stepId: 0,
+      kind: "run",
+      uid: 0,
+      user: "root",
+      state: "running",
+      hostPid: child.pid,
+      components: [{ runtime: "oci", container: bundle, tasks: 2 }],
+    });
     expect(step?.gc).toBeUndefined();
     expect(step?.ageSeconds).toBeGreaterThanOrEqual(0);
     expect(step?.ageSeconds).toBeLessThan(60);
     const table = await jobrt(["ps"], { env: s.env });
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/^STEP +KIND +USER +STATE +AGE +PID +TASKS +RUNTIME +CONTAINER\n/);
-    expect(table.stdout).toMatch(new RegExp(`\\n${job}\\.0 +run +root +running +\\d+s +${child.pid} +2 +oci +${bundle}\\n$`));
+    expect(table.stdout).toMatch(
+      new RegExp(`\\n${job}\\.0 +run +root +running +\\d+s +${child.pid} +2 +oci +${bundle}\\n$`),
+    );
     child.kill("SIGTERM");
     await stopped(child);
     expect(await ps(s)).toEqual([]);
@@ -152,7 +200,23 @@ describe("jobrt ps", () => {
   it("a step run with --container-id shows the id its containers are named after", async () => {
     const s = site();
     const job = 931000 + (process.pid % 1000);
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", String(job), "--container-id", `psid.${job}`, "--container", bundle, "sleep", "120"], { env: s.env, stdio: "ignore" });
+    const child = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "run",
+        "--jobid",
+        String(job),
+        "--container-id",
+        `psid.${job}`,
+        "--container",
+        bundle,
+        "sleep",
+        "120",
+      ],
+      { env: s.env, stdio: "ignore" },
+    );
     started.push(child);
     const [step] = await waitFor(async () => {
       const steps = await ps(s);
@@ -161,7 +225,9 @@ describe("jobrt ps", () => {
     await waitFor(() => (ours(job).length === 1 ? true : undefined), "the container to run");
     expect(step?.components).toEqual([{ runtime: "oci", container: bundle, containerId: `psid.${job}`, tasks: 1 }]);
     const table = await jobrt(["ps"], { env: s.env });
-    expect(table.stdout).toMatch(new RegExp(`\\n${job}\\.0 +run +root +running +\\d+s +${child.pid} +1 +oci +${bundle} id psid\\.${job}\\n$`));
+    expect(table.stdout).toMatch(
+      new RegExp(`\\n${job}\\.0 +run +root +running +\\d+s +${child.pid} +1 +oci +${bundle} id psid\\.${job}\\n$`),
+    );
     child.kill("SIGTERM");
     await stopped(child);
     expect(ours(job)).toEqual([]);
@@ -186,7 +252,11 @@ describe("jobrt ps", () => {
       gc: "collect it: kill 1 task process group(s) left running, clean up none, remove the entry",
     });
     const table = await jobrt(["ps"], { env: s.env });
-    expect(table.stdout).toMatch(new RegExp(`\\n${step?.jobId}\\.0 +run +root +dead +\\d+s +${child.pid} +1 +none +-\\n  jobrt gc would collect it: kill 1 task process group\\(s\\) left running, clean up none, remove the entry\\n$`));
+    expect(table.stdout).toMatch(
+      new RegExp(
+        `\\n${step?.jobId}\\.0 +run +root +dead +\\d+s +${child.pid} +1 +none +-\\n  jobrt gc would collect it: kill 1 task process group\\(s\\) left running, clean up none, remove the entry\\n$`,
+      ),
+    );
     const gc = await jobrt(["gc"], { env: s.env });
     expect(gc.code).toBe(0);
     expect(await ps(s)).toEqual([]);
@@ -218,20 +288,53 @@ describe("jobrt ps", () => {
   it("a jobrt exec task of a Slurm step is listed as exec, with its task id", async () => {
     const s = site();
     const marker = join(tempDir(), "pid");
-    const slurm = { SLURM_JOB_ID: "4343", SLURM_STEP_ID: "1", SLURM_PROCID: "3", SLURM_LOCALID: "0", SLURM_NTASKS: "4" };
-    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "none", "--", "sh", "-c", `echo $$ > ${marker}.t; mv ${marker}.t ${marker}; exec sleep 120`], {
-      env: { ...s.env, ...slurm },
-      stdio: "ignore",
-    });
+    const slurm = {
+      SLURM_JOB_ID: "4343",
+      SLURM_STEP_ID: "1",
+      SLURM_PROCID: "3",
+      SLURM_LOCALID: "0",
+      SLURM_NTASKS: "4",
+    };
+    const child = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "exec",
+        "--runtime",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        `echo $$ > ${marker}.t; mv ${marker}.t ${marker}; exec sleep 120`,
+      ],
+      {
+        env: { ...s.env, ...slurm },
+        stdio: "ignore",
+      },
+    );
     started.push(child);
     await waitFor(() => (existsSync(marker) ? true : undefined), "the task to start");
     const steps = await waitFor(async () => {
       const list = await ps(s);
       return list[0]?.state === "running" ? list : undefined;
     }, "ps to show the task running");
-    expect(steps).toEqual([expect.objectContaining({ jobId: 4343, stepId: 1, kind: "exec", task: 3, user: "root", state: "running", hostPid: child.pid, components: [{ runtime: "none", tasks: 1 }] })]);
+    expect(steps).toEqual([
+      expect.objectContaining({
+        jobId: 4343,
+        stepId: 1,
+        kind: "exec",
+        task: 3,
+        user: "root",
+        state: "running",
+        hostPid: child.pid,
+        components: [{ runtime: "none", tasks: 1 }],
+      }),
+    ]);
     const table = await jobrt(["ps"], { env: s.env });
-    expect(table.stdout).toMatch(new RegExp(`\\n4343\\.1\\.3 +exec +root +running +\\d+s +${child.pid} +1 +none +-\\n$`));
+    expect(table.stdout).toMatch(
+      new RegExp(`\\n4343\\.1\\.3 +exec +root +running +\\d+s +${child.pid} +1 +none +-\\n$`),
+    );
     child.kill("SIGTERM");
     await stopped(child);
     expect(await ps(s)).toEqual([]);

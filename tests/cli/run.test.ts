@@ -3,7 +3,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { failureLine, jobrt, jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 
-const runtimeNoneVersion = (JSON.parse(readFileSync(join(repoRoot, "packages/runtime-none/package.json"), "utf8")) as { version: string }).version;
+const runtimeNoneVersion = (
+  JSON.parse(readFileSync(join(repoRoot, "packages/runtime-none/package.json"), "utf8")) as { version: string }
+).version;
 
 /** A conf dir whose jobrt.conf puts the spool in a temp dir, so each test can check for leftovers. */
 function site(extra = "") {
@@ -17,7 +19,12 @@ function spoolLeftovers(spool: string): string[] {
   if (!existsSync(spool)) return [];
   const jobs = join(spool, "jobs");
   const left = readdirSync(spool).filter((f) => f !== "jobs");
-  if (existsSync(jobs)) left.push(...readdirSync(jobs).filter((f) => f !== "next-jobid" && f !== "node").map((f) => `jobs/${f}`));
+  if (existsSync(jobs))
+    left.push(
+      ...readdirSync(jobs)
+        .filter((f) => f !== "next-jobid" && f !== "node")
+        .map((f) => `jobs/${f}`),
+    );
   return left;
 }
 
@@ -32,7 +39,21 @@ async function waitUntil(check: () => boolean, ms = 20_000): Promise<void> {
 describe("jobrt run: tasks and environment", () => {
   it("runs N tasks with Slurm-compatible variables", async () => {
     const s = site("NodeName=node7\n");
-    const r = await jobrt(["run", "-n", "4", "--runtime", "none", "--jobid", "42", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_NTASKS $SLURM_JOB_ID $SLURM_STEP_ID $SLURMD_NODENAME $SLURM_RUNTIME $SLURM_NNODES $SLURM_NODEID"'], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "-n",
+        "4",
+        "--runtime",
+        "none",
+        "--jobid",
+        "42",
+        "sh",
+        "-c",
+        'echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_NTASKS $SLURM_JOB_ID $SLURM_STEP_ID $SLURMD_NODENAME $SLURM_RUNTIME $SLURM_NNODES $SLURM_NODEID"',
+      ],
+      { env: s.env },
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split("\n").sort()).toEqual([0, 1, 2, 3].map((i) => `${i} ${i} 4 42 0 node7 none 1 0`));
@@ -41,9 +62,17 @@ describe("jobrt run: tasks and environment", () => {
 
   it("gives concurrent steps of one job different step ids, and fresh jobs fresh ids", async () => {
     const s = site();
-    const runs = await Promise.all([1, 2, 3].map(() => jobrt(["run", "--runtime", "none", "--jobid", "9", "sh", "-c", "echo $SLURM_STEP_ID; sleep 0.3"], { env: s.env })));
+    const runs = await Promise.all(
+      [1, 2, 3].map(() =>
+        jobrt(["run", "--runtime", "none", "--jobid", "9", "sh", "-c", "echo $SLURM_STEP_ID; sleep 0.3"], {
+          env: s.env,
+        }),
+      ),
+    );
     expect(runs.map((r) => r.stdout.trim()).sort()).toEqual(["0", "1", "2"]);
-    const fresh = await Promise.all([1, 2].map(() => jobrt(["run", "--runtime", "none", "sh", "-c", "echo $SLURM_JOB_ID"], { env: s.env })));
+    const fresh = await Promise.all(
+      [1, 2].map(() => jobrt(["run", "--runtime", "none", "sh", "-c", "echo $SLURM_JOB_ID"], { env: s.env })),
+    );
     const ids = fresh.map((r) => Number(r.stdout.trim()));
     expect(ids[0]).not.toBe(ids[1]);
     expect(ids.every((i) => i >= 1)).toBe(true);
@@ -52,8 +81,23 @@ describe("jobrt run: tasks and environment", () => {
   it("never hands a step id out twice while the job runs, also after the step that had it ended (as Slurm)", async () => {
     const s = site();
     const done = join(s.dir, "done");
-    const step = async () => (await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })).stdout.trim();
-    const long = jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", `echo $SLURM_STEP_ID; while [ ! -e ${done} ]; do sleep 0.05; done`], { env: s.env });
+    const step = async () =>
+      (
+        await jobrt(["run", "--runtime", "none", "--jobid", "12", "sh", "-c", "echo $SLURM_STEP_ID"], { env: s.env })
+      ).stdout.trim();
+    const long = jobrt(
+      [
+        "run",
+        "--runtime",
+        "none",
+        "--jobid",
+        "12",
+        "sh",
+        "-c",
+        `echo $SLURM_STEP_ID; while [ ! -e ${done} ]; do sleep 0.05; done`,
+      ],
+      { env: s.env },
+    );
     try {
       await waitUntil(() => existsSync(join(s.spool, "jobs/12/step-0")));
       expect(await step()).toBe("1");
@@ -99,7 +143,9 @@ describe("jobrt run: tasks and environment", () => {
     const r = await jobrt(["run", "--runtime", "none", "echo", "--env-file=/nonexistent", "--inspect"], { env: s.env });
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe("--env-file=/nonexistent --inspect\n");
-    const direct = await runProgram([jobrtBin, "run", "--runtime", "none", "echo", "--env-file=/nonexistent"], { env: { ...process.env, ...s.env } });
+    const direct = await runProgram([jobrtBin, "run", "--runtime", "none", "echo", "--env-file=/nonexistent"], {
+      env: { ...process.env, ...s.env },
+    });
     expect(direct.stdout).toBe("--env-file=/nonexistent\n");
     expect(direct.code).toBe(0);
   });
@@ -120,12 +166,34 @@ describe("jobrt run: output and input files", () => {
     const s = site("NodeName=nodex\n");
     const dir = tempDir();
     const r = await jobrt(
-      ["run", "-n", "3", "--runtime", "none", "--jobid", "77", "-o", join(dir, "out-%j.%s.%t.%N.%n.%%"), "-e", join(dir, "err-%3t"), "sh", "-c", "echo out $SLURM_PROCID; echo err $SLURM_PROCID >&2"],
+      [
+        "run",
+        "-n",
+        "3",
+        "--runtime",
+        "none",
+        "--jobid",
+        "77",
+        "-o",
+        join(dir, "out-%j.%s.%t.%N.%n.%%"),
+        "-e",
+        join(dir, "err-%3t"),
+        "sh",
+        "-c",
+        "echo out $SLURM_PROCID; echo err $SLURM_PROCID >&2",
+      ],
       { env: s.env },
     );
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("");
-    expect(readdirSync(dir).sort()).toEqual(["err-000", "err-001", "err-002", "out-77.0.0.nodex.0.%", "out-77.0.1.nodex.0.%", "out-77.0.2.nodex.0.%"]);
+    expect(readdirSync(dir).sort()).toEqual([
+      "err-000",
+      "err-001",
+      "err-002",
+      "out-77.0.0.nodex.0.%",
+      "out-77.0.1.nodex.0.%",
+      "out-77.0.2.nodex.0.%",
+    ]);
     for (const t of [0, 1, 2]) {
       expect(readFileSync(join(dir, `out-77.0.${t}.nodex.0.%`), "utf8")).toBe(`out ${t}\n`);
       expect(readFileSync(join(dir, `err-00${t}`), "utf8")).toBe(`err ${t}\n`);
@@ -135,22 +203,52 @@ describe("jobrt run: output and input files", () => {
   it("-o without %t collects all tasks (and stderr) in one file, whole lines, labelled with -l", async () => {
     const s = site();
     const out = join(tempDir(), "all.txt");
-    const r = await jobrt(["run", "-n", "3", "-l", "--runtime", "none", "-o", out, "sh", "-c", "echo o$SLURM_PROCID; echo e$SLURM_PROCID >&2"], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "-n",
+        "3",
+        "-l",
+        "--runtime",
+        "none",
+        "-o",
+        out,
+        "sh",
+        "-c",
+        "echo o$SLURM_PROCID; echo e$SLURM_PROCID >&2",
+      ],
+      { env: s.env },
+    );
     expect(r.code).toBe(0);
-    expect(readFileSync(out, "utf8").trim().split("\n").sort()).toEqual(["0: e0", "0: o0", "1: e1", "1: o1", "2: e2", "2: o2"]);
+    expect(readFileSync(out, "utf8").trim().split("\n").sort()).toEqual([
+      "0: e0",
+      "0: o0",
+      "1: e1",
+      "1: o1",
+      "2: e2",
+      "2: o2",
+    ]);
   });
 
   it("-i all copies stdin to every task; -i N only to task N; -i none gives none; -i FILE reads a file", async () => {
     const s = site();
     const all = await jobrt(["run", "-n", "2", "-l", "--runtime", "none", "cat"], { env: s.env, input: "hello\n" });
     expect(all.stdout.split("\n").filter(Boolean).sort()).toEqual(["0: hello", "1: hello"]);
-    const one = await jobrt(["run", "-n", "2", "-l", "-i", "1", "--runtime", "none", "sh", "-c", "cat; echo end"], { env: s.env, input: "only-one\n" });
+    const one = await jobrt(["run", "-n", "2", "-l", "-i", "1", "--runtime", "none", "sh", "-c", "cat; echo end"], {
+      env: s.env,
+      input: "only-one\n",
+    });
     expect(one.stdout.split("\n").filter(Boolean).sort()).toEqual(["0: end", "1: end", "1: only-one"]);
-    const none = await jobrt(["run", "-i", "none", "--runtime", "none", "sh", "-c", "cat; echo done"], { env: s.env, input: "ignored\n" });
+    const none = await jobrt(["run", "-i", "none", "--runtime", "none", "sh", "-c", "cat; echo done"], {
+      env: s.env,
+      input: "ignored\n",
+    });
     expect(none.stdout).toBe("done\n");
     const dir = tempDir();
     for (const t of [0, 1]) writeFileSync(join(dir, `in-${t}`), `file ${t}\n`);
-    const file = await jobrt(["run", "-n", "2", "-l", "-i", join(dir, "in-%t"), "--runtime", "none", "cat"], { env: s.env });
+    const file = await jobrt(["run", "-n", "2", "-l", "-i", join(dir, "in-%t"), "--runtime", "none", "cat"], {
+      env: s.env,
+    });
     expect(file.stdout.split("\n").filter(Boolean).sort()).toEqual(["0: file 0", "1: file 1"]);
     const bad = await jobrt(["run", "-n", "2", "-i", "5", "--runtime", "none", "cat"], { env: s.env });
     expect(bad.code).toBe(2);
@@ -181,12 +279,17 @@ describe("jobrt run: exit status", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "none", "no-such-program-xyz"], { env: s.env });
     expect(r.code).toBe(127);
-    expect(r.stderr).toBe(`jobrt: task 0: cannot execute no-such-program-xyz: command not found\n${failureLine("task 0", "Exited with exit code 127")}`);
+    expect(r.stderr).toBe(
+      `jobrt: task 0: cannot execute no-such-program-xyz: command not found\n${failureLine("task 0", "Exited with exit code 127")}`,
+    );
   });
 
   it("1,000 tasks under ulimit -n 1024: plain output falls back to direct writes; -l says what to do", async () => {
     const s = site();
-    const sh = (args: string) => runProgram(["sh", "-c", `ulimit -n 1024; exec '${process.execPath}' -- '${jobrtBin}' ${args}`], { env: { ...process.env, ...s.env } });
+    const sh = (args: string) =>
+      runProgram(["sh", "-c", `ulimit -n 1024; exec '${process.execPath}' -- '${jobrtBin}' ${args}`], {
+        env: { ...process.env, ...s.env },
+      });
     const plain = await sh(`run -n 1000 --runtime none sh -c 'echo $SLURM_PROCID'`);
     expect(plain.stderr).toBe("");
     expect(plain.code).toBe(0);
@@ -203,16 +306,32 @@ describe("jobrt run: exit status", () => {
     const s = site();
     // The reader sleeps while 20 tasks write 100,000 lines: jobrt's writes to the full pipe queue
     // up, and must all be written before it exits (they were dropped by process.exit once).
-    const r = await runProgram(["sh", "-c", `'${process.execPath}' -- '${jobrtBin}' run -n 20 --runtime none seq 1 5000 | (sleep 2; wc -l)`], {
-      env: { ...process.env, ...s.env },
-    });
+    const r = await runProgram(
+      ["sh", "-c", `'${process.execPath}' -- '${jobrtBin}' run -n 20 --runtime none seq 1 5000 | (sleep 2; wc -l)`],
+      {
+        env: { ...process.env, ...s.env },
+      },
+    );
     expect(r.stderr).toBe("");
     expect(r.stdout.trim()).toBe("100000");
   });
 
   it("a line longer than 64 KiB passes in pieces, labelled once, nothing added", async () => {
     const s = site();
-    const r = await jobrt(["run", "-n", "1", "-l", "--runtime", "none", "sh", "-c", 'head -c 300000 /dev/zero | tr "\\0" x; echo; echo short'], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "-n",
+        "1",
+        "-l",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        'head -c 300000 /dev/zero | tr "\\0" x; echo; echo short',
+      ],
+      { env: s.env },
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`0: ${"x".repeat(300_000)}\n0: short\n`);
   });
@@ -227,13 +346,19 @@ describe("jobrt run: exit status", () => {
 
 describe("jobrt run: srun's per-task failure lines", () => {
   // Task 0 and 1 exit 3, task 2 exits 0, tasks 3 and 5 are SIGKILLed, task 4 SIGUSR1ed.
-  const mixed = ["sh", "-c", "case $SLURM_PROCID in 0|1) exit 3;; 2) exit 0;; 3|5) kill -KILL $$;; 4) kill -USR1 $$;; esac"];
+  const mixed = [
+    "sh",
+    "-c",
+    "case $SLURM_PROCID in 0|1) exit 3;; 2) exit 0;; 3|5) kill -KILL $$;; 4) kill -USR1 $$;; esac",
+  ];
 
   it("one line per outcome after the step, tasks in Slurm's ranges, in task order, none for exit 0", async () => {
     const s = site("NodeName=node7\n");
     const r = await jobrt(["run", "-n", "6", "--runtime", "none", ...mixed], { env: s.env });
     expect(r.stderr).toBe(
-      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("tasks 3,5", "Killed", "node7") + failureLine("task 4", "User defined signal 1", "node7"),
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") +
+        failureLine("tasks 3,5", "Killed", "node7") +
+        failureLine("task 4", "User defined signal 1", "node7"),
     );
     // SIGUSR1 (10) is the highest status: 128 + 10.
     expect(r.code).toBe(138);
@@ -245,9 +370,14 @@ describe("jobrt run: srun's per-task failure lines", () => {
     const r = await jobrt(["run", "-n", "6", "--runtime", "none", "--json", ...mixed], { env: s.env });
     expect(r.code).toBe(138);
     expect(r.stderr).toBe(
-      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("tasks 3,5", "Killed", "node7") + failureLine("task 4", "User defined signal 1", "node7"),
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") +
+        failureLine("tasks 3,5", "Killed", "node7") +
+        failureLine("task 4", "User defined signal 1", "node7"),
     );
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; task?: number; code?: number | null; signal?: string | null });
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { event: string; task?: number; code?: number | null; signal?: string | null });
     const exits = events.filter((e) => e.event === "task-exit").sort((a, b) => (a.task ?? 0) - (b.task ?? 0));
     expect(exits.map((e) => [e.task, e.code, e.signal])).toEqual([
       [0, 3, null],
@@ -264,7 +394,11 @@ describe("jobrt run: srun's per-task failure lines", () => {
     const s = site("NodeName=node7\n");
     const { spawn } = await import("node:child_process");
     const script = "[ $SLURM_PROCID = 0 ] && exec sleep 60; trap 'exit 3' INT TERM; while :; do sleep 1; done";
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", script], { env: { ...process.env, ...s.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      process.execPath,
+      ["--", jobrtBin, "run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", script],
+      { env: { ...process.env, ...s.env }, stdio: ["ignore", "pipe", "pipe"] },
+    );
     let stdout = "";
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (d: string) => {
@@ -285,7 +419,9 @@ describe("jobrt run: srun's per-task failure lines", () => {
 
   it("SIGTERM to jobrt: the task the signal ended gets its line ('Terminated'), as under srun", async () => {
     const r = await signalled("SIGTERM");
-    expect(r.stderr).toBe(failureLine("task 0", "Terminated", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"));
+    expect(r.stderr).toBe(
+      failureLine("task 0", "Terminated", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"),
+    );
     expect(r.code).toBe(143);
     expect(spoolLeftovers(r.spool)).toEqual([]);
   });
@@ -299,11 +435,33 @@ describe("jobrt run: srun's per-task failure lines", () => {
 
   it("a heterogeneous step: tasks numbered within each component, each component its own lines, as srun does", async () => {
     const s = site("NodeName=node7\n");
-    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "sh", "-c", "exit 3", ":", "-n", "2", "--runtime", "none", "sh", "-c", "exit $SLURM_PROCID"], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "-n",
+        "2",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        "exit 3",
+        ":",
+        "-n",
+        "2",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        "exit $SLURM_PROCID",
+      ],
+      { env: s.env },
+    );
     expect(r.code).toBe(3);
     // Component 1's tasks are SLURM_PROCID 2 and 3: its task 0 exits 2, its task 1 exits 3.
     expect(r.stderr).toBe(
-      failureLine("tasks 0-1", "Exited with exit code 3", "node7") + failureLine("task 0", "Exited with exit code 2", "node7") + failureLine("task 1", "Exited with exit code 3", "node7"),
+      failureLine("tasks 0-1", "Exited with exit code 3", "node7") +
+        failureLine("task 0", "Exited with exit code 2", "node7") +
+        failureLine("task 1", "Exited with exit code 3", "node7"),
     );
   });
 });
@@ -314,15 +472,35 @@ describe("jobrt run: bad input is one line and the documented exit status", () =
     [["-n", "-1", "true"], 2, 'jobrt: --ntasks: "-1" is not a whole number from 1 to 100000'],
     [["-n", "x", "true"], 2, 'jobrt: --ntasks: "x" is not a whole number from 1 to 100000'],
     [["--frobnicate", "true"], 2, "jobrt: run: unknown option --frobnicate (see jobrt run --help)"],
-    [["--runtime", "../x", "true"], 2, "jobrt: invalid runtime name \"../x\": use a name like 'oci', 'runtime/oci' or '@scope/name' (lower case letters, digits, '.', '_', '-')"],
-    [["--runtime", "Missing", "true"], 2, "jobrt: invalid runtime name \"Missing\": use a name like 'oci', 'runtime/oci' or '@scope/name' (lower case letters, digits, '.', '_', '-')"],
-    [["--runtime", "missing", "true"], 2, "jobrt: runtime missing is not allowed on this node (RuntimePlugins=none,oci,shifter)"],
-    [["-t", "soon", "true"], 2, 'jobrt: invalid time limit "soon": use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS'],
+    [
+      ["--runtime", "../x", "true"],
+      2,
+      "jobrt: invalid runtime name \"../x\": use a name like 'oci', 'runtime/oci' or '@scope/name' (lower case letters, digits, '.', '_', '-')",
+    ],
+    [
+      ["--runtime", "Missing", "true"],
+      2,
+      "jobrt: invalid runtime name \"Missing\": use a name like 'oci', 'runtime/oci' or '@scope/name' (lower case letters, digits, '.', '_', '-')",
+    ],
+    [
+      ["--runtime", "missing", "true"],
+      2,
+      "jobrt: runtime missing is not allowed on this node (RuntimePlugins=none,oci,shifter)",
+    ],
+    [
+      ["-t", "soon", "true"],
+      2,
+      'jobrt: invalid time limit "soon": use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS',
+    ],
     [["-o", "/tmp/x-%q", "true"], 2, 'jobrt: --output: unknown pattern %q in "/tmp/x-%q" (use %j %s %t %n %N %%)'],
     [["--export", "1BAD", "true"], 2, 'jobrt: --export: "1BAD" is not a variable name'],
     [["--runtime", "none"], 2, "jobrt: run: no command given"],
     [["true", ":"], 2, "jobrt: component 1: no command after ':'"],
-    [["true", ":", "--jobid", "3", "true"], 2, "jobrt: --jobid applies to the whole step: give it before the first ':'"],
+    [
+      ["true", ":", "--jobid", "3", "true"],
+      2,
+      "jobrt: --jobid applies to the whole step: give it before the first ':'",
+    ],
   ])("jobrt run %j", async (args, code, line) => {
     const s = site();
     const r = await jobrt(["run", ...args], { env: s.env });
@@ -348,7 +526,12 @@ describe("jobrt run: bad input is one line and the documented exit status", () =
 
   it("--uid is refused for a non-root caller", async () => {
     // nobody cannot read a root-only temp dir, so point it at a conf dir that does not exist.
-    const r = await jobrt(["run", "--runtime", "none", "--uid", "root", "true"], { env: { JOBRT_CONF_DIR: "/nonexistent/jobrt" }, uid: 65534, gid: 65534, cwd: "/" });
+    const r = await jobrt(["run", "--runtime", "none", "--uid", "root", "true"], {
+      env: { JOBRT_CONF_DIR: "/nonexistent/jobrt" },
+      uid: 65534,
+      gid: 65534,
+      cwd: "/",
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("jobrt: --uid/--gid: only root may run tasks as another user or group\n");
   });
@@ -357,7 +540,23 @@ describe("jobrt run: bad input is one line and the documented exit status", () =
     const help = await jobrt(["run", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: jobrt run");
-    for (const option of ["--ntasks", "--runtime", "--container", "--label", "--output", "--error", "--input", "--chdir", "--export", "--time", "--jobid", "--uid", "--verbose", "--json", "--conf-dir"]) {
+    for (const option of [
+      "--ntasks",
+      "--runtime",
+      "--container",
+      "--label",
+      "--output",
+      "--error",
+      "--input",
+      "--chdir",
+      "--export",
+      "--time",
+      "--jobid",
+      "--uid",
+      "--verbose",
+      "--json",
+      "--conf-dir",
+    ]) {
       expect(help.stdout).toContain(option);
     }
     const version = await jobrt(["--version"]);
@@ -368,7 +567,21 @@ describe("jobrt run: bad input is one line and the documented exit status", () =
 describe("jobrt run: users, signals, time limits", () => {
   it("--uid nobody really runs as 65534:65534 with HOME/USER set", async () => {
     const s = site();
-    const r = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "--gid", "nogroup", "sh", "-c", 'echo "$(id -u):$(id -g):$(id -G):$USER:$HOME"'], { env: s.env, cwd: "/tmp" });
+    const r = await jobrt(
+      [
+        "run",
+        "--runtime",
+        "none",
+        "--uid",
+        "nobody",
+        "--gid",
+        "nogroup",
+        "sh",
+        "-c",
+        'echo "$(id -u):$(id -g):$(id -G):$USER:$HOME"',
+      ],
+      { env: s.env, cwd: "/tmp" },
+    );
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe("65534:65534:65534:nobody:/nonexistent\n");
   });
@@ -377,16 +590,21 @@ describe("jobrt run: users, signals, time limits", () => {
     const s = site();
     // Task pids come from the --json task-start events, so there is no file a task may not have written yet.
     const { spawn } = await import("node:child_process");
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", "3", "--runtime", "none", "--json", "sleep", "60"], {
-      env: { ...process.env, ...s.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--", jobrtBin, "run", "-n", "3", "--runtime", "none", "--json", "sleep", "60"],
+      {
+        env: { ...process.env, ...s.env },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let stdout = "";
     const pids: number[] = [];
     const started = new Promise<void>((resolve) => {
       child.stdout.setEncoding("utf8").on("data", (d: string) => {
         stdout += d;
-        for (const line of d.split("\n").filter((l) => l.includes('"task-start"'))) pids.push((JSON.parse(line) as { pid: number }).pid);
+        for (const line of d.split("\n").filter((l) => l.includes('"task-start"')))
+          pids.push((JSON.parse(line) as { pid: number }).pid);
         if (pids.length === 3) resolve();
       });
     });
@@ -394,7 +612,10 @@ describe("jobrt run: users, signals, time limits", () => {
     await started;
     child.kill("SIGTERM");
     expect(await closed).toBe(143);
-    const events = stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; status?: number });
+    const events = stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { event: string; status?: number });
     expect(events.filter((e) => e.event === "task-exit").map((e) => e.status)).toEqual([143, 143, 143]);
     expect(events.some((e) => e.event === "cleanup")).toBe(true);
     expect(events.at(-1)).toMatchObject({ event: "step-end", status: 143 });
@@ -404,7 +625,10 @@ describe("jobrt run: users, signals, time limits", () => {
 
   it("a task that ignores SIGTERM is killed after KillWait", async () => {
     const s = site();
-    const r = await jobrt(["run", "--runtime", "none", "-t", "0:1", "sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"], { env: s.env });
+    const r = await jobrt(
+      ["run", "--runtime", "none", "-t", "0:1", "sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"],
+      { env: s.env },
+    );
     expect(r.stderr).toContain("cancelled: time limit of 1 s reached");
     expect(r.code).toBeGreaterThanOrEqual(137);
   });
@@ -437,16 +661,26 @@ describe("jobrt run -v", () => {
 describe("jobrt run --json", () => {
   it("emits one JSON event per line: step start, runtime, setup, task start with pid, output, exit, cleanup, step end", async () => {
     const s = site();
-    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", "echo hi $SLURM_PROCID"], { env: s.env });
+    const r = await jobrt(["run", "-n", "2", "--runtime", "none", "--json", "sh", "-c", "echo hi $SLURM_PROCID"], {
+      env: s.env,
+    });
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const kinds = events.map((e) => e.event);
     expect(kinds[0]).toBe("step-start");
     expect(kinds).toContain("runtime");
     expect(kinds).toContain("setup");
     expect(kinds.filter((k) => k === "task-start")).toHaveLength(2);
     expect(events.filter((e) => e.event === "task-start").every((e) => typeof e.pid === "number")).toBe(true);
-    expect(events.filter((e) => e.event === "output").map((e) => e.data).sort()).toEqual(["hi 0", "hi 1"]);
+    expect(
+      events
+        .filter((e) => e.event === "output")
+        .map((e) => e.data)
+        .sort(),
+    ).toEqual(["hi 0", "hi 1"]);
     expect(kinds.at(-2)).toBe("cleanup");
     expect(events.at(-1)).toMatchObject({ event: "step-end", status: 0 });
   });
@@ -456,9 +690,15 @@ describe("jobrt runtimes and check", () => {
   it("lists each allowed runtime with package, version and API status", async () => {
     const s = site("RuntimePlugins=none,shifter\n");
     const r = await jobrt(["runtimes", "--json"], { env: s.env });
-    const list = JSON.parse(r.stdout) as { runtimes: { name: string; package: string; compatible: boolean; version: string }[] };
+    const list = JSON.parse(r.stdout) as {
+      runtimes: { name: string; package: string; compatible: boolean; version: string }[];
+    };
     expect(list.runtimes.map((x) => x.name)).toEqual(["none", "shifter"]);
-    expect(list.runtimes[0]).toMatchObject({ package: "@jobrt/runtime-none", compatible: true, version: runtimeNoneVersion });
+    expect(list.runtimes[0]).toMatchObject({
+      package: "@jobrt/runtime-none",
+      compatible: true,
+      version: runtimeNoneVersion,
+    });
     const text = await jobrt(["run", "--runtime", "list"], { env: s.env });
     expect(text.stdout).toMatch(/^RUNTIME\s+PACKAGE\s+VERSION\s+API/);
     expect(text.stdout).toContain("@jobrt/runtime-none");
@@ -478,7 +718,25 @@ describe("jobrt run: heterogeneous steps", () => {
   it("numbers tasks globally across components and sets the het variables", async () => {
     const s = site();
     const r = await jobrt(
-      ["run", "-l", "-n", "2", "--runtime", "none", "sh", "-c", 'echo "a $SLURM_PROCID $SLURM_HET_SIZE $SLURM_HET_JOB_OFFSET"', ":", "-n", "1", "--runtime", "runtime/none", "sh", "-c", 'echo "b $SLURM_PROCID $SLURM_HET_SIZE $SLURM_HET_JOB_OFFSET"'],
+      [
+        "run",
+        "-l",
+        "-n",
+        "2",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        'echo "a $SLURM_PROCID $SLURM_HET_SIZE $SLURM_HET_JOB_OFFSET"',
+        ":",
+        "-n",
+        "1",
+        "--runtime",
+        "runtime/none",
+        "sh",
+        "-c",
+        'echo "b $SLURM_PROCID $SLURM_HET_SIZE $SLURM_HET_JOB_OFFSET"',
+      ],
       { env: s.env },
     );
     expect(r.code).toBe(0);
@@ -488,7 +746,27 @@ describe("jobrt run: heterogeneous steps", () => {
   it("carries -o and --export over to later components, as srun does", async () => {
     const s = site();
     const out = join(tempDir(), "het.out");
-    const r = await jobrt(["run", "--runtime", "none", "-o", out, "--export", "ONLY=1", "sh", "-c", 'echo "a $ONLY $HOME"', ":", "--runtime", "none", "sh", "-c", 'echo "b $ONLY"'], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "--runtime",
+        "none",
+        "-o",
+        out,
+        "--export",
+        "ONLY=1",
+        "sh",
+        "-c",
+        'echo "a $ONLY $HOME"',
+        ":",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        'echo "b $ONLY"',
+      ],
+      { env: s.env },
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("");
     expect(readFileSync(out, "utf8").split("\n").filter(Boolean).sort()).toEqual(["a 1 /root", "b 1"]);
@@ -497,7 +775,9 @@ describe("jobrt run: heterogeneous steps", () => {
   it("a bad runtime in any component fails the step before anything starts", async () => {
     const s = site();
     const marker = join(tempDir(), "started");
-    const r = await jobrt(["run", "--runtime", "none", "touch", marker, ":", "--runtime", "nope", "true"], { env: s.env });
+    const r = await jobrt(["run", "--runtime", "none", "touch", marker, ":", "--runtime", "nope", "true"], {
+      env: s.env,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("jobrt: runtime nope is not allowed on this node (RuntimePlugins=none,oci,shifter)\n");
     expect(existsSync(marker)).toBe(false);
@@ -511,7 +791,10 @@ describe("plugins loaded from PluginDir", () => {
     mkdirSync(pkgDir, { recursive: true });
     const log = join(plugins, "calls.log");
     const coreUrl = new URL("../../packages/core/dist/index.js", import.meta.url).href;
-    writeFileSync(join(pkgDir, "package.json"), JSON.stringify({ name: "jobrt-runtime-failing", version: "0.1.0", type: "module", exports: "./index.js" }));
+    writeFileSync(
+      join(pkgDir, "package.json"),
+      JSON.stringify({ name: "jobrt-runtime-failing", version: "0.1.0", type: "module", exports: "./index.js" }),
+    );
     writeFileSync(
       join(pkgDir, "index.js"),
       `import { appendFileSync } from "node:fs";
@@ -535,7 +818,9 @@ export default definePlugin({ name: "failing", type: "runtime/failing", version:
 
 describe("jobrt exec outside Slurm", () => {
   it("fails with one clear line and exit 2", async () => {
-    const r = await jobrt(["exec", "--runtime", "none", "--", "true"], { env: { SLURM_JOB_ID: "", SLURM_JOBID: "", SLURM_STEP_ID: "", SLURM_PROCID: "" } });
+    const r = await jobrt(["exec", "--runtime", "none", "--", "true"], {
+      env: { SLURM_JOB_ID: "", SLURM_JOBID: "", SLURM_STEP_ID: "", SLURM_PROCID: "" },
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
       "jobrt: exec: not inside a Slurm job step (SLURM_JOB_ID/SLURM_JOBID is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm\n",
@@ -545,8 +830,19 @@ describe("jobrt exec outside Slurm", () => {
   it("runs one task from a Slurm-like environment and exits with its status", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
-    const env = { JOBRT_CONF_DIR: dir, SLURM_JOB_ID: "500", SLURM_STEP_ID: "3", SLURM_PROCID: "5", SLURM_LOCALID: "1", SLURM_NTASKS: "8", SLURMD_NODENAME: "n9" };
-    const r = await jobrt(["exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME $SLURMD_NODENAME"; exit 6'], { env });
+    const env = {
+      JOBRT_CONF_DIR: dir,
+      SLURM_JOB_ID: "500",
+      SLURM_STEP_ID: "3",
+      SLURM_PROCID: "5",
+      SLURM_LOCALID: "1",
+      SLURM_NTASKS: "8",
+      SLURMD_NODENAME: "n9",
+    };
+    const r = await jobrt(
+      ["exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME $SLURMD_NODENAME"; exit 6'],
+      { env },
+    );
     expect(r.stdout).toBe("5 none n9\n");
     expect(r.code).toBe(6);
     // srun prints the task's failure line itself; jobrt exec adds none.

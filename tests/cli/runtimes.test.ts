@@ -15,7 +15,10 @@ function pluginDir(): string {
   const dir = tempDir("jobrt-runtimes-plugins-");
   const pkg = join(dir, "node_modules", "jobrt-runtime-busy");
   mkdirSync(pkg, { recursive: true });
-  writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "jobrt-runtime-busy", version: "1.4.2", type: "module", exports: "./index.js" }));
+  writeFileSync(
+    join(pkg, "package.json"),
+    JSON.stringify({ name: "jobrt-runtime-busy", version: "1.4.2", type: "module", exports: "./index.js" }),
+  );
   writeFileSync(
     join(pkg, "index.js"),
     `import { definePlugin } from ${JSON.stringify(core)};
@@ -28,7 +31,10 @@ describe("jobrt runtimes", () => {
   it("lists a runtime whose init fails with its package, version and path, and one not installed without", async () => {
     const conf = tempDir("jobrt-runtimes-conf-");
     const plugins = pluginDir();
-    writeFileSync(join(conf, "jobrt.conf"), `PluginDir=${plugins}\nRuntimePlugins=busy,ghost\nDefRuntimePlugin=busy\nSpoolDir=${tempDir("jobrt-runtimes-spool-")}\n`);
+    writeFileSync(
+      join(conf, "jobrt.conf"),
+      `PluginDir=${plugins}\nRuntimePlugins=busy,ghost\nDefRuntimePlugin=busy\nSpoolDir=${tempDir("jobrt-runtimes-spool-")}\n`,
+    );
     const r = await jobrt(["runtimes", "--json"], { env: { JOBRT_CONF_DIR: conf } });
     expect(r.code).toBe(1);
     const list = JSON.parse(r.stdout) as { runtimes: Record<string, unknown>[] };

@@ -13,7 +13,10 @@ import { jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 // not an ES module: no module load hook sees it.
 
 /** Every file module a jobrt command loads, in load order, recorded by a module load hook. */
-async function loadedModules(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string; loaded: string[] }> {
+async function loadedModules(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stderr: string; loaded: string[] }> {
   const dir = tempDir("jobrt-startup-");
   const log = join(dir, "loaded.txt");
   writeFileSync(log, "");
@@ -22,8 +25,13 @@ async function loadedModules(args: string[], env: Record<string, string> = {}): 
     join(dir, "hooks.mjs"),
     `import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) {\n  if (url.startsWith("file:")) appendFileSync(${JSON.stringify(log)}, url + "\\n");\n  return next(url, context);\n}\n`,
   );
-  writeFileSync(join(dir, "register.mjs"), `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)});\n`);
-  const r = await runProgram([process.execPath, "--import", join(dir, "register.mjs"), "--", jobrtBin, ...args], { env: { ...process.env, JOBRT_CONF_DIR: dir, ...env } });
+  writeFileSync(
+    join(dir, "register.mjs"),
+    `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)});\n`,
+  );
+  const r = await runProgram([process.execPath, "--import", join(dir, "register.mjs"), "--", jobrtBin, ...args], {
+    env: { ...process.env, JOBRT_CONF_DIR: dir, ...env },
+  });
   const loaded = readFileSync(log, "utf8")
     .split("\n")
     .filter(Boolean)
@@ -38,14 +46,22 @@ describe("what a command loads", () => {
     const r = await loadedModules(["exec", "--runtime", "none", "/bin/true"], SLURM_TASK);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(r.loaded.sort()).toEqual(["packages/cli/dist/bin.js", "packages/core/dist/index.js", "packages/runtime-none/dist/index.js"]);
+    expect(r.loaded.sort()).toEqual([
+      "packages/cli/dist/bin.js",
+      "packages/core/dist/index.js",
+      "packages/runtime-none/dist/index.js",
+    ]);
   }, 60_000);
 
   it("jobrt run: the same", async () => {
     const r = await loadedModules(["run", "--runtime", "none", "/bin/true"]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(r.loaded.sort()).toEqual(["packages/cli/dist/bin.js", "packages/core/dist/index.js", "packages/runtime-none/dist/index.js"]);
+    expect(r.loaded.sort()).toEqual([
+      "packages/cli/dist/bin.js",
+      "packages/core/dist/index.js",
+      "packages/runtime-none/dist/index.js",
+    ]);
   }, 60_000);
 
   it("jobrt --version loads neither a command nor a runtime", async () => {
@@ -57,24 +73,36 @@ describe("what a command loads", () => {
   it.each([
     ["exec", SLURM_TASK],
     ["run", {}],
-  ] as const)("jobrt %s loads neither node:module nor Node 20's JavaScript rimraf", async (command, env) => {
-    // Each is a builtin compiled at every start for a few lines' work: a runtime's lookup path, the
-    // removal of a step's spool entry.
-    const dir = tempDir("jobrt-startup-");
-    writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
-    writeFileSync(join(dir, "builtins.cjs"), `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(join(dir, "builtins.txt"))}, process.moduleLoadList.join("\\n")));\n`);
-    const r = await runProgram([process.execPath, "-r", join(dir, "builtins.cjs"), "--", jobrtBin, command, "--runtime", "none", "/bin/true"], { env: { ...process.env, JOBRT_CONF_DIR: dir, ...env } });
-    expect(r.stderr).toBe("");
-    expect(r.code).toBe(0);
-    const builtins = readFileSync(join(dir, "builtins.txt"), "utf8").split("\n");
-    // The list is real: what every jobrt start needs is in it.
-    expect(builtins).toContain("NativeModule child_process");
-    expect(builtins.filter((m) => /^NativeModule (module|internal\/source_map\/source_map|internal\/fs\/rimraf)$/.test(m))).toEqual([]);
-    // The step's entry was made and released (a job dir per step; exec's last task takes the journal).
-    const jobs = join(dir, "spool", "jobs");
-    expect(existsSync(join(dir, "spool"))).toBe(true);
-    expect(existsSync(jobs) ? readdirSync(jobs).filter((n) => /^\d+$/.test(n)) : []).toEqual([]);
-  }, 60_000);
+  ] as const)(
+    "jobrt %s loads neither node:module nor Node 20's JavaScript rimraf",
+    async (command, env) => {
+      // Each is a builtin compiled at every start for a few lines' work: a runtime's lookup path, the
+      // removal of a step's spool entry.
+      const dir = tempDir("jobrt-startup-");
+      writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
+      writeFileSync(
+        join(dir, "builtins.cjs"),
+        `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(join(dir, "builtins.txt"))}, process.moduleLoadList.join("\\n")));\n`,
+      );
+      const r = await runProgram(
+        [process.execPath, "-r", join(dir, "builtins.cjs"), "--", jobrtBin, command, "--runtime", "none", "/bin/true"],
+        { env: { ...process.env, JOBRT_CONF_DIR: dir, ...env } },
+      );
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      const builtins = readFileSync(join(dir, "builtins.txt"), "utf8").split("\n");
+      // The list is real: what every jobrt start needs is in it.
+      expect(builtins).toContain("NativeModule child_process");
+      expect(
+        builtins.filter((m) => /^NativeModule (module|internal\/source_map\/source_map|internal\/fs\/rimraf)$/.test(m)),
+      ).toEqual([]);
+      // The step's entry was made and released (a job dir per step; exec's last task takes the journal).
+      const jobs = join(dir, "spool", "jobs");
+      expect(existsSync(join(dir, "spool"))).toBe(true);
+      expect(existsSync(jobs) ? readdirSync(jobs).filter((n) => /^\d+$/.test(n)) : []).toEqual([]);
+    },
+    60_000,
+  );
 
   it("jobrt images loads @jobrt/images and no runtime package (image management is no runtime's)", async () => {
     const r = await loadedModules(["images", "list", "--json"]);
@@ -89,13 +117,24 @@ describe("what a command loads", () => {
     // located from its own import.meta.url) beside the CLI instead: `jobrt images prune` broke so.
     // @jobrt/host-services locates nothing beside itself and shares no state, and the steps script
     // may require nothing but core: it is carried in the bundle like the launcher that imports it.
-    expect(readdirSync(join(repoRoot, "packages/host-services/src")).filter((f) => readFileSync(join(repoRoot, "packages/host-services/src", f), "utf8").includes("import.meta"))).toEqual([]);
+    expect(
+      readdirSync(join(repoRoot, "packages/host-services/src")).filter((f) =>
+        readFileSync(join(repoRoot, "packages/host-services/src", f), "utf8").includes("import.meta"),
+      ),
+    ).toEqual([]);
     const dist = join(repoRoot, "packages/cli/dist");
     const maps = readdirSync(dist).filter((f) => /^(bin(-.*)?\.js|steps\.cjs)\.map$/.test(f));
     expect(maps).toContain("bin.js.map");
     expect(maps).toContain("steps.cjs.map");
     const packages = new Set(
-      maps.flatMap((m) => (JSON.parse(readFileSync(join(dist, m), "utf8")) as { sources: string[] }).sources.map((s) => relative(repoRoot, resolve(dirname(join(dist, m)), s)).split("/").slice(0, 2).join("/"))),
+      maps.flatMap((m) =>
+        (JSON.parse(readFileSync(join(dist, m), "utf8")) as { sources: string[] }).sources.map((s) =>
+          relative(repoRoot, resolve(dirname(join(dist, m)), s))
+            .split("/")
+            .slice(0, 2)
+            .join("/"),
+        ),
+      ),
     );
     expect([...packages].sort()).toEqual(["packages/cli", "packages/host-services", "packages/launcher"]);
   });

@@ -29,11 +29,26 @@ function phasesOf(stderr: string): { phases: [string, number][]; total: number }
 
 describe("JOBRT_TIMINGS", () => {
   it("jobrt exec: every phase from Node's start-up to the flush, in order, adding up to the total", async () => {
-    const r = await jobrt(["exec", "--runtime", "none", "/bin/echo", "hello"], { env: { ...SLURM_TASK, JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: "1" } });
+    const r = await jobrt(["exec", "--runtime", "none", "/bin/echo", "hello"], {
+      env: { ...SLURM_TASK, JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: "1" },
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("hello\n");
     const { phases, total } = phasesOf(r.stderr);
-    expect(phases.map(([n]) => n)).toEqual(["node", "modules", "command", "config", "journal", "runtime", "setup", "spawn", "task", "cleanup", "release", "flush"]);
+    expect(phases.map(([n]) => n)).toEqual([
+      "node",
+      "modules",
+      "command",
+      "config",
+      "journal",
+      "runtime",
+      "setup",
+      "spawn",
+      "task",
+      "cleanup",
+      "release",
+      "flush",
+    ]);
     for (const [name, ms] of phases) expect(ms, name).toBeGreaterThanOrEqual(0);
     const sum = phases.reduce((a, [, ms]) => a + ms, 0);
     // Each part is rounded to 0.1 ms on its own.
@@ -42,14 +57,18 @@ describe("JOBRT_TIMINGS", () => {
   }, 60_000);
 
   it("jobrt run of several tasks: the line goes to stderr after the step, output untouched", async () => {
-    const r = await jobrt(["run", "-n", "3", "--runtime", "none", "/bin/echo", "x"], { env: { JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: "1" } });
+    const r = await jobrt(["run", "-n", "3", "--runtime", "none", "/bin/echo", "x"], {
+      env: { JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: "1" },
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("x\nx\nx\n");
     expect(phasesOf(r.stderr).phases.map(([n]) => n)).toContain("task");
   }, 60_000);
 
   it("a step that fails before its runtime loads: the phases it reached, and its own exit status", async () => {
-    const r = await jobrt(["run", "--runtime", "nope", "/bin/true"], { env: { JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: "1" } });
+    const r = await jobrt(["run", "--runtime", "nope", "/bin/true"], {
+      env: { JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: "1" },
+    });
     expect(r.code).toBe(2);
     const lines = r.stderr.trimEnd().split("\n");
     expect(lines[0]).toMatch(/runtime nope is not allowed/);
@@ -59,7 +78,9 @@ describe("JOBRT_TIMINGS", () => {
 
   it("off unless the variable is exactly 1: nothing more on stderr", async () => {
     for (const value of ["", "0", "yes"]) {
-      const r = await jobrt(["exec", "--runtime", "none", "/bin/true"], { env: { ...SLURM_TASK, JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: value } });
+      const r = await jobrt(["exec", "--runtime", "none", "/bin/true"], {
+        env: { ...SLURM_TASK, JOBRT_CONF_DIR: confDir(), JOBRT_TIMINGS: value },
+      });
       expect(r.code).toBe(0);
       expect(r.stderr).toBe("");
     }

@@ -43,7 +43,8 @@ function runtimeImports(dir: string): string[] {
   for (const file of readdirSync(src, { recursive: true, encoding: "utf8" })) {
     if (!/\.[cm]?ts$/.test(file)) continue;
     const text = readFileSync(join(src, file), "utf8");
-    for (const m of text.matchAll(/(?:from\s*|import\s*\(\s*)["']((?:@jobrt\/runtime-|jobrt-runtime-)[^"']*)["']/g)) found.push(`${dir}/src/${file}: ${m[1]}`);
+    for (const m of text.matchAll(/(?:from\s*|import\s*\(\s*)["']((?:@jobrt\/runtime-|jobrt-runtime-)[^"']*)["']/g))
+      found.push(`${dir}/src/${file}: ${m[1]}`);
   }
   return found;
 }
@@ -56,6 +57,10 @@ describe("runtime packages", () => {
     expect([...runtimeImports("cli"), ...runtimeImports("images")]).toEqual([]);
   });
   it("are no dependency of @jobrt/images", () => {
-    expect(declared().get("@jobrt/images")?.filter((n) => n.startsWith("@jobrt/runtime-"))).toEqual([]);
+    expect(
+      declared()
+        .get("@jobrt/images")
+        ?.filter((n) => n.startsWith("@jobrt/runtime-")),
+    ).toEqual([]);
   });
 });

@@ -25,7 +25,9 @@ describe("file names (docs/architecture.md)", () => {
         .flatMap((d) => (d.isDirectory() ? sources(join(repoRoot, top, d.name)) : [])),
     );
     expect(files.length).toBeGreaterThan(300);
-    const offending = files.map((f) => relative(repoRoot, f)).filter((f) => !/^[a-z0-9]+(\.[a-z0-9]+)*$/.test(f.split("/").pop() ?? ""));
+    const offending = files
+      .map((f) => relative(repoRoot, f))
+      .filter((f) => !/^[a-z0-9]+(\.[a-z0-9]+)*$/.test(f.split("/").pop() ?? ""));
     expect(offending).toEqual([]);
   });
 });

@@ -80,7 +80,8 @@ beforeAll(() => {
   // The copy sees the repo's dependencies (the root's and each package's own, such as the
   // launcher's yaml); the workspace packages the loaded modules import are its own.
   linkDependencies(repoRoot, copy);
-  for (const dir of readdirSync(join(repoRoot, "packages"))) linkDependencies(join(repoRoot, "packages", dir), join(copy, "packages", dir));
+  for (const dir of readdirSync(join(repoRoot, "packages")))
+    linkDependencies(join(repoRoot, "packages", dir), join(copy, "packages", dir));
   for (const [name, dir] of [
     ["@jobrt/core", "packages/core"],
     ["@jobrt/launcher", "packages/launcher"],
@@ -105,13 +106,24 @@ describe("a --container-* option added to the option table (scratch copy)", () =
   it("is parsed by run, check and exec into its request field, and unknown to gc", async () => {
     const { parseCommandLine, requestFromOptions } = await load<Args>("packages/cli/src/args.ts");
     for (const command of ["run", "check", "exec"] as const) {
-      const parsed = parseCommandLine(["--container-foo", "a", "--container-foo=b", "true"], { command, components: command !== "exec", needCommand: true });
+      const parsed = parseCommandLine(["--container-foo", "a", "--container-foo=b", "true"], {
+        command,
+        components: command !== "exec",
+        needCommand: true,
+      });
       const request = requestFromOptions(parsed.components[0]?.options ?? new Map());
-      expect(request, command).toEqual({ volumes: [], modules: [], env: [], clearEnv: false, options: {}, foos: ["a", "b"] });
+      expect(request, command).toEqual({
+        volumes: [],
+        modules: [],
+        env: [],
+        clearEnv: false,
+        options: {},
+        foos: ["a", "b"],
+      });
     }
-    expect(() => parseCommandLine(["--container-foo", "a"], { command: "gc", components: false, needCommand: false })).toThrow(
-      "gc: unknown option --container-foo (see jobrt gc --help)",
-    );
+    expect(() =>
+      parseCommandLine(["--container-foo", "a"], { command: "gc", components: false, needCommand: false }),
+    ).toThrow("gc: unknown option --container-foo (see jobrt gc --help)");
   });
 
   it("is in run's and exec's --help and in the man page", async () => {
@@ -121,14 +133,21 @@ describe("a --container-* option added to the option table (scratch copy)", () =
     // scripts/man.mjs reads the built help module: the copy's values, written as that module.
     const dist = join(copy, "packages/cli/dist");
     mkdirSync(dist, { recursive: true });
-    writeFileSync(join(dist, "help.js"), `export const MAIN_HELP = ${JSON.stringify(MAIN_HELP)};\nexport const COMMAND_HELP = ${JSON.stringify(COMMAND_HELP)};\n`);
+    writeFileSync(
+      join(dist, "help.js"),
+      `export const MAIN_HELP = ${JSON.stringify(MAIN_HELP)};\nexport const COMMAND_HELP = ${JSON.stringify(COMMAND_HELP)};\n`,
+    );
     const made = await runProgram([process.execPath, join(copy, "scripts/man.mjs")]);
     expect(made.stderr).toBe("");
-    expect(readFileSync(join(dist, "man/jobrt.1"), "utf8")).toContain("\\-\\-container\\-foo F     a foo for the runtime (repeatable)");
+    expect(readFileSync(join(dist, "man/jobrt.1"), "utf8")).toContain(
+      "\\-\\-container\\-foo F     a foo for the runtime (repeatable)",
+    );
   });
 
   it("is completed for run, check and exec, as an option that takes a value", async () => {
-    const { completionCommand } = await load<typeof import("../../packages/cli/src/completion.js")>("packages/cli/src/completion.ts");
+    const { completionCommand } = await load<typeof import("../../packages/cli/src/completion.js")>(
+      "packages/cli/src/completion.ts",
+    );
     let script = "";
     const write = process.stdout.write;
     process.stdout.write = ((text: string) => {
@@ -141,7 +160,8 @@ describe("a --container-* option added to the option table (scratch copy)", () =
       process.stdout.write = write;
     }
     const words = (name: string) => (script.match(new RegExp(`^${name}='([^']*)'$`, "m"))?.[1] ?? "").split(" ");
-    for (const command of ["run", "check", "exec"]) expect(words(`_jobrt_opts_${command}`), command).toContain("--container-foo");
+    for (const command of ["run", "check", "exec"])
+      expect(words(`_jobrt_opts_${command}`), command).toContain("--container-foo");
     expect(words("_jobrt_opts_gc")).not.toContain("--container-foo");
     expect(words("_jobrt_valued")).toContain("--container-foo");
   });
@@ -155,15 +175,21 @@ describe("a --container-* option added to the option table (scratch copy)", () =
     );
     const shifter = (await load<{ default: Parameters<typeof assertRuntimePlugin>[0] }>(RUNTIME)).default;
     expect(() => assertRuntimePlugin(shifter, "runtime/shifter")).not.toThrow();
-    expect(() => checkAccepted("runtime/shifter", (shifter as { meta: { accepts: string[] } }).meta.accepts, request)).not.toThrow();
+    expect(() =>
+      checkAccepted("runtime/shifter", (shifter as { meta: { accepts: string[] } }).meta.accepts, request),
+    ).not.toThrow();
   });
 
   it("is in the testkit's container request fixture's type, and the copy's packages type-check", async () => {
-    const { containerRequest } = await load<typeof import("../../packages/testkit/src/fixtures.js")>("packages/testkit/src/fixtures.ts");
+    const { containerRequest } = await load<typeof import("../../packages/testkit/src/fixtures.js")>(
+      "packages/testkit/src/fixtures.ts",
+    );
     expect(containerRequest({ foos: ["y"] } as never)).toMatchObject({ foos: ["y"], volumes: [] });
     const paths: Record<string, string[]> = {};
     for (const dir of readdirSync(join(copy, "packages"))) {
-      const { name } = JSON.parse(readFileSync(join(copy, "packages", dir, "package.json"), "utf8")) as { name: string };
+      const { name } = JSON.parse(readFileSync(join(copy, "packages", dir, "package.json"), "utf8")) as {
+        name: string;
+      };
       paths[name] = [`./packages/${dir}/src/index.ts`];
     }
     mkdirSync(join(copy, ".probe"), { recursive: true });
@@ -174,7 +200,14 @@ describe("a --container-* option added to the option table (scratch copy)", () =
     );
     const tsconfig = {
       extends: join(repoRoot, "tsconfig.base.json"),
-      compilerOptions: { composite: false, declaration: false, declarationMap: false, noEmit: true, paths, typeRoots: [join(repoRoot, "node_modules/@types")] },
+      compilerOptions: {
+        composite: false,
+        declaration: false,
+        declarationMap: false,
+        noEmit: true,
+        paths,
+        typeRoots: [join(repoRoot, "node_modules/@types")],
+      },
       include: ["packages/*/src", ".probe/probe.ts"],
     };
     writeFileSync(join(copy, "tsconfig.json"), JSON.stringify(tsconfig));

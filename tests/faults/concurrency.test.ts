@@ -27,7 +27,10 @@ interface Finished {
 }
 
 function start(site: FaultSite, args: string[]): { child: ChildProcess; done: Promise<Finished> } {
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], {
+    env: { ...process.env, ...site.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let stdout = "";
   let stderr = "";
@@ -54,11 +57,28 @@ describe("concurrency: 16 jobrt run at once, 4 containers each", () => {
     // Every container says it is up in a shared dir, then waits for "go": so all 64 exist at once.
     const sync = join(site.dir, "sync");
     mkdirSync(sync);
-    const script = 'touch /sync/up-$SLURM_JOB_ID-$SLURM_LOCALID; while [ ! -e /sync/go ]; do sleep 0.05; done; echo "$SLURM_JOB_ID $SLURM_STEP_ID $SLURM_LOCALID"; exit $((BASE + SLURM_LOCALID))';
+    const script =
+      'touch /sync/up-$SLURM_JOB_ID-$SLURM_LOCALID; while [ ! -e /sync/go ]; do sleep 0.05; done; echo "$SLURM_JOB_ID $SLURM_STEP_ID $SLURM_LOCALID"; exit $((BASE + SLURM_LOCALID))';
     const runs = Array.from({ length: 16 }, (_, i) =>
-      start(site, ["-n", "4", "--export", `ALL,BASE=${20 + 4 * i}`, "--container", bundle, "--container-volume", `${sync}:/sync`, "sh", "-c", script]),
+      start(site, [
+        "-n",
+        "4",
+        "--export",
+        `ALL,BASE=${20 + 4 * i}`,
+        "--container",
+        bundle,
+        "--container-volume",
+        `${sync}:/sync`,
+        "sh",
+        "-c",
+        script,
+      ]),
     );
-    await waitFor(() => readdirSync(sync).length === 64, `64 containers to be up (up: ${readdirSync(sync).length})`, 90_000);
+    await waitFor(
+      () => readdirSync(sync).length === 64,
+      `64 containers to be up (up: ${readdirSync(sync).length})`,
+      90_000,
+    );
     const live = runcContainers(site.dir);
     expect(live).toHaveLength(64);
     expect(new Set(live).size).toBe(64);
@@ -67,7 +87,9 @@ describe("concurrency: 16 jobrt run at once, 4 containers each", () => {
 
     const jobIds = new Set<string>();
     results.forEach((r, i) => {
-      expect(r.stderr).toBe([0, 1, 2, 3].map((t) => failureLine(`task ${t}`, `Exited with exit code ${20 + 4 * i + t}`)).join(""));
+      expect(r.stderr).toBe(
+        [0, 1, 2, 3].map((t) => failureLine(`task ${t}`, `Exited with exit code ${20 + 4 * i + t}`)).join(""),
+      );
       // The highest task status: task 3 exits BASE + 3.
       expect(r.code).toBe(20 + 4 * i + 3);
       const lines = r.stdout.trim().split("\n").sort();
@@ -107,9 +129,26 @@ describe("concurrency: 1,000 tasks in one step (runtime none)", () => {
   it("all complete under ulimit -n 1024", async () => {
     const site = faultSite();
     sites.push(site);
-    const r = await runProgram(["sh", "-c", `ulimit -n 1024; exec "$0" -- "$@" </dev/null`, process.execPath, jobrtBin, "run", "-n", "1000", "--runtime", "none", "sh", "-c", script], {
-      env: { ...process.env, ...site.env },
-    });
+    const r = await runProgram(
+      [
+        "sh",
+        "-c",
+        `ulimit -n 1024; exec "$0" -- "$@" </dev/null`,
+        process.execPath,
+        jobrtBin,
+        "run",
+        "-n",
+        "1000",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        script,
+      ],
+      {
+        env: { ...process.env, ...site.env },
+      },
+    );
     await check(site, r);
   }, 60_000);
 
@@ -117,7 +156,22 @@ describe("concurrency: 1,000 tasks in one step (runtime none)", () => {
     const site = faultSite();
     sites.push(site);
     const r = await runProgram(
-      ["sh", "-c", `ulimit -n 1024; exec "$0" -- "$@" </dev/null`, process.execPath, jobrtBin, "run", "-l", "-n", "1000", "--runtime", "none", "sh", "-c", script],
+      [
+        "sh",
+        "-c",
+        `ulimit -n 1024; exec "$0" -- "$@" </dev/null`,
+        process.execPath,
+        jobrtBin,
+        "run",
+        "-l",
+        "-n",
+        "1000",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        script,
+      ],
       { env: { ...process.env, ...site.env } },
     );
     expect(r.stdout).toBe("");

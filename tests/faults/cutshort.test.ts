@@ -55,7 +55,8 @@ afterEach(async () => {
   // A failed expectation must not leave this file's runc state or cgroup dirs behind.
   for (const id of ids.splice(0)) {
     // runc forgets a state dir without state (a create cut short): delete removes it.
-    if (existsSync(join("/run/runc", id))) spawnSync("runc", ["--root", "/run/runc", "delete", "--force", id], { stdio: "ignore" });
+    if (existsSync(join("/run/runc", id)))
+      spawnSync("runc", ["--root", "/run/runc", "delete", "--force", id], { stdio: "ignore" });
     for (const d of cgroupDirsNamed(id)) {
       try {
         rmdirSync(d);
@@ -72,12 +73,17 @@ let seq = 0;
  * hook holds `runc create` half-way after touching `creating`: for 120 s, so the create is still
  * there when gc comes, however loaded the machine (gc's kill of the step cgroup ends the hook).
  */
-function cutSite(procTrack: string, mode: "create-start" | "run" = "create-start"): { site: FaultSite; bundle: string; id: string; marker: string } {
+function cutSite(
+  procTrack: string,
+  mode: "create-start" | "run" = "create-start",
+): { site: FaultSite; bundle: string; id: string; marker: string } {
   const tag = `jfcut${process.pid}x${++seq}`;
   const c = `${tag}.%j.%s.%t`;
   const conf = [
     `RunTimeQuery="${RUNC} state ${c}"`,
-    ...(mode === "run" ? [`RunTimeRun="${RUNC} run ${c} -b %b"`] : [`RunTimeCreate="${RUNC} create ${c} -b %b"`, `RunTimeStart="${RUNC} start ${c}"`]),
+    ...(mode === "run"
+      ? [`RunTimeRun="${RUNC} run ${c} -b %b"`]
+      : [`RunTimeCreate="${RUNC} create ${c} -b %b"`, `RunTimeStart="${RUNC} start ${c}"`]),
     `RunTimeKill="${RUNC} kill -a ${c}"`,
     `RunTimeDelete="${RUNC} delete --force ${c}"`,
   ].join("\n");
@@ -95,7 +101,10 @@ function cutSite(procTrack: string, mode: "create-start" | "run" = "create-start
 
 /** Starts the step, waits until runc create is half-way, SIGKILLs jobrt; returns the cgroup dirs runc had made. */
 async function killMidCreate(site: FaultSite, bundle: string, id: string, marker: string): Promise<string[]> {
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", bundle, "sleep", "600"], { env: { ...process.env, ...site.env }, stdio: "ignore" });
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", bundle, "sleep", "600"], {
+    env: { ...process.env, ...site.env },
+    stdio: "ignore",
+  });
   children.push(child);
   await waitFor(() => existsSync(marker), "runc create to run its hook", 20_000);
   const made = cgroupDirsNamed(id);
@@ -146,7 +155,10 @@ describe("faults: jobrt SIGKILLed while runc create runs, then gc with a step cg
 
   it("not only gc: SIGTERM to jobrt while runc create is held, so the host kills the step cgroup after KillWait: the run removes the dirs too", async () => {
     const { site, bundle, id, marker } = cutSite("cgroup2");
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", bundle, "sleep", "600"], { env: { ...process.env, ...site.env }, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", bundle, "sleep", "600"], {
+      env: { ...process.env, ...site.env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     children.push(child);
     let stderr = "";
     child.stderr?.setEncoding("utf8").on("data", (d: string) => {

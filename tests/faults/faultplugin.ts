@@ -13,7 +13,10 @@ export function faultPluginDir(): string {
   const pkg = join(dir, "node_modules", "jobrt-runtime-fault");
   mkdirSync(pkg, { recursive: true });
   const core = new URL(`file://${join(repoRoot, "packages/core/dist/index.js")}`).href;
-  writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "jobrt-runtime-fault", version: "0.0.1", type: "module", exports: "./index.js" }));
+  writeFileSync(
+    join(pkg, "package.json"),
+    JSON.stringify({ name: "jobrt-runtime-fault", version: "0.0.1", type: "module", exports: "./index.js" }),
+  );
   writeFileSync(
     join(pkg, "index.js"),
     `import { appendFileSync } from "node:fs";

@@ -28,8 +28,18 @@ describe("faults: tasks", () => {
   it.each([
     ["task exits non-zero", ["sh", "-c", "exit 7"], 7, failureLine("task 0", "Exited with exit code 7")],
     ["task killed by a signal", ["sh", "-c", "kill -KILL $$"], 137, failureLine("task 0", "Killed")],
-    ["program not found", ["/no/such/program"], 127, `jobrt: task 0: cannot execute /no/such/program: command not found\n${failureLine("task 0", "Exited with exit code 127")}`],
-    ["program not executable", ["{dir}/data.txt"], 126, `jobrt: task 0: cannot execute {dir}/data.txt: permission denied\n${failureLine("task 0", "Exited with exit code 126")}`],
+    [
+      "program not found",
+      ["/no/such/program"],
+      127,
+      `jobrt: task 0: cannot execute /no/such/program: command not found\n${failureLine("task 0", "Exited with exit code 127")}`,
+    ],
+    [
+      "program not executable",
+      ["{dir}/data.txt"],
+      126,
+      `jobrt: task 0: cannot execute {dir}/data.txt: permission denied\n${failureLine("task 0", "Exited with exit code 126")}`,
+    ],
   ])("%s", async (_, template, status, stderrTemplate) => {
     const s = site();
     writeFileSync(join(s.dir, "data.txt"), "not a program\n", { mode: 0o644 });
@@ -46,7 +56,9 @@ describe("faults: tasks", () => {
 describe("faults: plugins", () => {
   it("setup throws: exit 1, the runtime's error, no task, cleanup and fini still run", async () => {
     const s = site();
-    const r = await jobrt(["run", "--runtime", "fault", "-n", "2", "touch", join(s.dir, "started")], { env: { ...s.env, JOBRT_FAULT: "setup-throw" } });
+    const r = await jobrt(["run", "--runtime", "fault", "-n", "2", "touch", join(s.dir, "started")], {
+      env: { ...s.env, JOBRT_FAULT: "setup-throw" },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe("jobrt: runtime runtime/fault setup failed: injected setup failure\n");
     expect(existsSync(join(s.dir, "started"))).toBe(false);
@@ -65,7 +77,9 @@ describe("faults: plugins", () => {
 
   it("init hangs: the load fails after PluginInitTimeout with a clear line, nothing starts", async () => {
     const s = site();
-    const r = await jobrt(["run", "--runtime", "fault", "touch", join(s.dir, "started")], { env: { ...s.env, JOBRT_FAULT: "init-hang" } });
+    const r = await jobrt(["run", "--runtime", "fault", "touch", join(s.dir, "started")], {
+      env: { ...s.env, JOBRT_FAULT: "init-hang" },
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe("jobrt: runtime runtime/fault init did not finish within 1000 ms\n");
     expect(existsSync(join(s.dir, "started"))).toBe(false);
@@ -82,8 +96,17 @@ describe("faults: plugins", () => {
 });
 
 /** Starts jobrt, waits until `ready` says the phase is reached, sends `signal`, returns the result. */
-async function signalDuring(s: ReturnType<typeof site>, args: string[], fault: string, ready: () => boolean, signal: NodeJS.Signals) {
-  const child = spawn(process.execPath, ["--", jobrtBin, ...args], { env: { ...process.env, ...s.env, JOBRT_FAULT: fault }, stdio: ["ignore", "pipe", "pipe"] });
+async function signalDuring(
+  s: ReturnType<typeof site>,
+  args: string[],
+  fault: string,
+  ready: () => boolean,
+  signal: NodeJS.Signals,
+) {
+  const child = spawn(process.execPath, ["--", jobrtBin, ...args], {
+    env: { ...process.env, ...s.env, JOBRT_FAULT: fault },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d: string) => {
     stderr += d;
@@ -96,10 +119,19 @@ async function signalDuring(s: ReturnType<typeof site>, args: string[], fault: s
 }
 
 describe("faults: signals to jobrt in every phase", () => {
-  for (const [signal, status] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  for (const [signal, status] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const) {
     it(`${signal} during init (before setup): nothing starts, exit ${status}`, async () => {
       const s = site("PluginInitTimeout=30\n");
-      const r = await signalDuring(s, ["run", "--runtime", "fault", "touch", join(s.dir, "started")], "init-hang", () => calls(s).includes("init"), signal);
+      const r = await signalDuring(
+        s,
+        ["run", "--runtime", "fault", "touch", join(s.dir, "started")],
+        "init-hang",
+        () => calls(s).includes("init"),
+        signal,
+      );
       // init never finishes; the signal abandons the load at once instead of waiting 30 s for it.
       expect(existsSync(join(s.dir, "started"))).toBe(false);
       expect(r.code).toBe(status);
@@ -109,7 +141,13 @@ describe("faults: signals to jobrt in every phase", () => {
 
     it(`${signal} during setup: no task starts, cleanup runs, exit ${status}`, async () => {
       const s = site();
-      const r = await signalDuring(s, ["run", "--runtime", "fault", "touch", join(s.dir, "started")], "setup-slow", () => calls(s).includes("setup-waiting"), signal);
+      const r = await signalDuring(
+        s,
+        ["run", "--runtime", "fault", "touch", join(s.dir, "started")],
+        "setup-slow",
+        () => calls(s).includes("setup-waiting"),
+        signal,
+      );
       expect(r.code).toBe(status);
       expect(existsSync(join(s.dir, "started"))).toBe(false);
       expect(calls(s)).toEqual(["init", "setup", "setup-waiting", "cleanup", "fini"]);
@@ -132,7 +170,13 @@ describe("faults: signals to jobrt in every phase", () => {
 
     it(`${signal} during cleanup: cleanup finishes, the tasks' status stands`, async () => {
       const s = site();
-      const r = await signalDuring(s, ["run", "--runtime", "fault", "sh", "-c", "exit 4"], "cleanup-slow", () => calls(s).includes("cleanup-waiting"), signal);
+      const r = await signalDuring(
+        s,
+        ["run", "--runtime", "fault", "sh", "-c", "exit 4"],
+        "cleanup-slow",
+        () => calls(s).includes("cleanup-waiting"),
+        signal,
+      );
       expect(r.code).toBe(4);
       expect(calls(s)).toEqual(["init", "setup", "cleanup", "cleanup-waiting", "cleanup-done", "fini"]);
       await expectNoLeaks(s);
@@ -141,11 +185,27 @@ describe("faults: signals to jobrt in every phase", () => {
 
   it("a second Ctrl-C kills the tasks at once but does not skip cleanup", async () => {
     const s = site();
-    writeFileSync(join(s.dir, "jobrt.conf"), readFileSync(join(s.dir, "jobrt.conf"), "utf8").replace("KillWait=1", "KillWait=30"));
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "fault", "sh", "-c", `trap '' INT TERM; touch ${s.dir}/up; while :; do sleep 1; done`], {
-      env: { ...process.env, ...s.env },
-      stdio: "ignore",
-    });
+    writeFileSync(
+      join(s.dir, "jobrt.conf"),
+      readFileSync(join(s.dir, "jobrt.conf"), "utf8").replace("KillWait=1", "KillWait=30"),
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "run",
+        "--runtime",
+        "fault",
+        "sh",
+        "-c",
+        `trap '' INT TERM; touch ${s.dir}/up; while :; do sleep 1; done`,
+      ],
+      {
+        env: { ...process.env, ...s.env },
+        stdio: "ignore",
+      },
+    );
     await waitFor(() => existsSync(join(s.dir, "up")), "the task to start");
     const start = Date.now();
     child.kill("SIGINT");
@@ -176,6 +236,8 @@ describe("faults: SpoolDir", () => {
     writeFileSync(join(s.dir, "jobrt.conf"), "SpoolDir=/dev/null/spool\n");
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^jobrt: SpoolDir: cannot create \/dev\/null\/spool: ENOTDIR.*\(check SpoolDir in jobrt.conf\)\n$/);
+    expect(r.stderr).toMatch(
+      /^jobrt: SpoolDir: cannot create \/dev\/null\/spool: ENOTDIR.*\(check SpoolDir in jobrt.conf\)\n$/,
+    );
   });
 });

@@ -17,8 +17,15 @@ const FIFO_BOUND_MS = 15_000;
  * Runs the built jobrt with a hard bound: code that opens a FIFO blocks in a synchronous open,
  * deaf to signals, so the cell SIGKILLs it when the bound passes (and in any case on the way out).
  */
-async function bounded(args: string[], env: Record<string, string>, ms = FIFO_BOUND_MS): Promise<RunResult & { killed: boolean }> {
-  const child = spawn(process.execPath, ["--", jobrtBin, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+async function bounded(
+  args: string[],
+  env: Record<string, string>,
+  ms = FIFO_BOUND_MS,
+): Promise<RunResult & { killed: boolean }> {
+  const child = spawn(process.execPath, ["--", jobrtBin, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -33,7 +40,9 @@ async function bounded(args: string[], env: Record<string, string>, ms = FIFO_BO
     child.kill("SIGKILL");
   }, ms);
   try {
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.once("close", (c, s) => r([c, s])));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) =>
+      child.once("close", (c, s) => r([c, s])),
+    );
     return { code, signal, stdout, stderr, killed };
   } finally {
     clearTimeout(timer);
@@ -68,7 +77,9 @@ describe("faults: configuration files that are not regular files", () => {
     const r = await bounded(["run", "--runtime", "none", ...touch(s)], s.env);
     expect(r.killed).toBe(false);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:3:1: Include: ${s.dir}/extra.conf: is a FIFO; configuration is read only from regular files\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf:3:1: Include: ${s.dir}/extra.conf: is a FIFO; configuration is read only from regular files\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -80,7 +91,9 @@ describe("faults: configuration files that are not regular files", () => {
     const r = await bounded(["run", "--runtime", "oci", "--container", bundle, "true"], s.env);
     expect(r.killed).toBe(false);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: runtime runtime/oci setup failed: ${s.dir}/oci.conf: is a FIFO; configuration is read only from regular files\n`);
+    expect(r.stderr).toBe(
+      `jobrt: runtime runtime/oci setup failed: ${s.dir}/oci.conf: is a FIFO; configuration is read only from regular files\n`,
+    );
     await expectNoLeaks(s);
   });
 
@@ -89,7 +102,9 @@ describe("faults: configuration files that are not regular files", () => {
     const r = await bounded(["run", "--runtime", "none", ...touch(s)], s.env);
     expect(r.killed).toBe(false);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:3:1: Include: /dev/zero: is a character device; configuration is read only from regular files\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf:3:1: Include: /dev/zero: is a character device; configuration is read only from regular files\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -111,7 +126,9 @@ describe("faults: configuration files that are not regular files", () => {
     const bundle = busyboxBundle(join(s.dir, "bundle"));
     const r = await jobrt(["run", "--runtime", "oci", "--container", bundle, ...touch(s)], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: runtime runtime/oci setup failed: ${s.dir}/oci.conf: is a dangling symlink (to "${s.dir}/moved.conf")\n`);
+    expect(r.stderr).toBe(
+      `jobrt: runtime runtime/oci setup failed: ${s.dir}/oci.conf: is a dangling symlink (to "${s.dir}/moved.conf")\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -128,8 +145,15 @@ describe("faults: a FIFO oci.conf met by a later run's gc", () => {
     const bundle = busyboxBundle(join(s.dir, "bundle"));
     let dead: ChildProcess | undefined;
     try {
-      dead = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", "81", "--container", bundle, "sleep", "300"], { env: { ...process.env, ...s.env }, stdio: "ignore" });
-      await waitFor(() => runcContainers(s.dir).some((c) => c.startsWith(`${tag}.81.`)), "the container to run", 30_000);
+      dead = spawn(process.execPath, ["--", jobrtBin, "run", "--jobid", "81", "--container", bundle, "sleep", "300"], {
+        env: { ...process.env, ...s.env },
+        stdio: "ignore",
+      });
+      await waitFor(
+        () => runcContainers(s.dir).some((c) => c.startsWith(`${tag}.81.`)),
+        "the container to run",
+        30_000,
+      );
       const gone = new Promise((r) => dead?.once("exit", r));
       dead.kill("SIGKILL");
       await gone;
@@ -164,7 +188,9 @@ describe("faults: configuration files that are too large", () => {
     writeFileSync(join(s.dir, "jobrt.conf"), text);
     const r = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf: is ${Buffer.byteLength(text)} bytes, more than the 1048576-byte (1 MiB) limit for a configuration file\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf: is ${Buffer.byteLength(text)} bytes, more than the 1048576-byte (1 MiB) limit for a configuration file\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -175,8 +201,12 @@ describe("faults: configuration files that are too large", () => {
     expect(r.code).toBe(0);
     const lines = r.stderr.split("\n").filter(Boolean);
     expect(lines).toHaveLength(11);
-    expect(lines[0]).toBe(`jobrt: warning: ${s.dir}/jobrt.conf:3: KillWait specified more than once (first at line 2); the last value wins`);
-    expect(lines[10]).toBe(`jobrt: warning: ${s.dir}/jobrt.conf: 49990 more keys specified more than once (not shown); the last value of each wins`);
+    expect(lines[0]).toBe(
+      `jobrt: warning: ${s.dir}/jobrt.conf:3: KillWait specified more than once (first at line 2); the last value wins`,
+    );
+    expect(lines[10]).toBe(
+      `jobrt: warning: ${s.dir}/jobrt.conf: 49990 more keys specified more than once (not shown); the last value of each wins`,
+    );
     await expectNoLeaks(s);
   });
 });
@@ -210,7 +240,9 @@ describe("faults: values at and past their limits (one line, exit 2, nothing sta
     writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nSpoolDir=${s.spool}\0x\n`);
     const r = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:2:${"SpoolDir=".length + s.spool.length + 1}: contains a NUL byte\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf:2:${"SpoolDir=".length + s.spool.length + 1}: contains a NUL byte\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -220,7 +252,9 @@ describe("faults: values at and past their limits (one line, exit 2, nothing sta
     writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=/${"a".repeat(50_000_000)}\n`);
     const r = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf: is 50000011 bytes, more than the 1048576-byte (1 MiB) limit for a configuration file\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf: is 50000011 bytes, more than the 1048576-byte (1 MiB) limit for a configuration file\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -230,7 +264,9 @@ describe("faults: values at and past their limits (one line, exit 2, nothing sta
     writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nSpoolDir=/${"a".repeat(900_000)}\n`);
     const r = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:2:10: SpoolDir: a path of 900001 bytes is longer than the 4095-byte limit\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf:2:10: SpoolDir: a path of 900001 bytes is longer than the 4095-byte limit\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });
@@ -239,11 +275,15 @@ describe("faults: values at and past their limits (one line, exit 2, nothing sta
     const s = faultSite();
     writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nNodeName=${"a".repeat(1_000_000)}\n`);
     const r = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
-    expect(r.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:2:10: NodeName: a name of 1000000 characters is longer than the 64-character limit of a host name\n`);
+    expect(r.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf:2:10: NodeName: a name of 1000000 characters is longer than the 64-character limit of a host name\n`,
+    );
     expect(r.code).toBe(2);
     writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nNodeName=${"b".repeat(65)}\n`);
     const over = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
-    expect(over.stderr).toBe(`jobrt: ${s.dir}/jobrt.conf:2:10: NodeName: a name of 65 characters is longer than the 64-character limit of a host name\n`);
+    expect(over.stderr).toBe(
+      `jobrt: ${s.dir}/jobrt.conf:2:10: NodeName: a name of 65 characters is longer than the 64-character limit of a host name\n`,
+    );
     expect(started(s)).toBe(false);
     writeFileSync(join(s.dir, "jobrt.conf"), `KillWait=1\nSpoolDir=${s.spool}\nNodeName=${"c".repeat(64)}\n`);
     const at = await jobrt(["run", "--runtime", "none", ...touch(s)], { env: s.env });
@@ -270,7 +310,10 @@ function namedPluginDir(s: FaultSite, name: string): string {
   const pkg = join(dir, "node_modules", pkgName);
   mkdirSync(pkg, { recursive: true });
   const core = new URL(`file://${join(repoRoot, "packages/core/dist/index.js")}`).href;
-  writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: pkgName, version: "0.0.1", type: "module", exports: "./index.js" }));
+  writeFileSync(
+    join(pkg, "package.json"),
+    JSON.stringify({ name: pkgName, version: "0.0.1", type: "module", exports: "./index.js" }),
+  );
   writeFileSync(
     join(pkg, "index.js"),
     `import { definePlugin } from ${JSON.stringify(core)};\nexport default definePlugin({ name: ${JSON.stringify(name)}, type: ${JSON.stringify(`runtime/${name}`)}, version: "0.0.1" }, {});\n`,
@@ -288,7 +331,10 @@ describe("faults: runtime names of up to 100 characters, as docs/architecture.md
     ["a 93-character name", "n".repeat(93), "n".repeat(93)],
   ])("%s loads and runs the step", async (_, name, given) => {
     const s = faultSite();
-    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${s.spool}\nKillWait=1\nRuntimePlugins=none,${name}\nPluginDir=${namedPluginDir(s, name)}\n`);
+    writeFileSync(
+      join(s.dir, "jobrt.conf"),
+      `SpoolDir=${s.spool}\nKillWait=1\nRuntimePlugins=none,${name}\nPluginDir=${namedPluginDir(s, name)}\n`,
+    );
     const r = await jobrt(["run", "--runtime", given, ...touch(s)], { env: s.env });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -300,7 +346,9 @@ describe("faults: runtime names of up to 100 characters, as docs/architecture.md
     const s = faultSite();
     const r = await jobrt(["run", "--runtime", `runtime/${"r".repeat(101)}`, ...touch(s)], { env: s.env });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`jobrt: invalid runtime name "runtime/${"r".repeat(52)}...": longer than 100 characters after "runtime/"\n`);
+    expect(r.stderr).toBe(
+      `jobrt: invalid runtime name "runtime/${"r".repeat(52)}...": longer than 100 characters after "runtime/"\n`,
+    );
     expect(started(s)).toBe(false);
     await expectNoLeaks(s);
   });

@@ -6,12 +6,31 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle, busyboxRootfs } from "../helpers/fixtures.js";
 import { failureLine, jobrt, jobrtBin, requires } from "../helpers/jobrt.js";
-import { type FaultSite, expectNoLeaks, faultSite, markedProcesses, runcContainers, waitFor } from "../helpers/leaks.js";
+import {
+  type FaultSite,
+  expectNoLeaks,
+  faultSite,
+  markedProcesses,
+  runcContainers,
+  waitFor,
+} from "../helpers/leaks.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
 const isRoot = process.getuid?.() === 0;
@@ -21,12 +40,21 @@ type Key = "RunTimeQuery" | "RunTimeRun" | "RunTimeCreate" | "RunTimeStart" | "R
 
 let seq = 0;
 /** oci.conf for one cell: runc with a container id that is ours alone, some keys replaced. */
-function ociConf(mode: "run" | "create-start", replace: Partial<Record<Key, string>> = {}, extra = ""): { text: string; tag: string } {
+function ociConf(
+  mode: "run" | "create-start",
+  replace: Partial<Record<Key, string>> = {},
+  extra = "",
+): { text: string; tag: string } {
   const tag = `jfoci${process.pid}x${++seq}`;
   const id = `${tag}.%j.%s.%t`;
   const keys: Partial<Record<Key, string>> =
     mode === "run"
-      ? { RunTimeQuery: `${RUNC} state ${id}`, RunTimeRun: `${RUNC} run ${id} -b %b`, RunTimeKill: `${RUNC} kill -a ${id}`, RunTimeDelete: `${RUNC} delete --force ${id}` }
+      ? {
+          RunTimeQuery: `${RUNC} state ${id}`,
+          RunTimeRun: `${RUNC} run ${id} -b %b`,
+          RunTimeKill: `${RUNC} kill -a ${id}`,
+          RunTimeDelete: `${RUNC} delete --force ${id}`,
+        }
       : {
           RunTimeQuery: `${RUNC} state ${id}`,
           RunTimeCreate: `${RUNC} create ${id} -b %b`,
@@ -99,7 +127,9 @@ describe("faults: runtime oci with real runc", () => {
       const s = ociSite(conf);
       const r = await run(s, ["--container", s.bundle, "true"]);
       expect(r.code).toBe(127);
-      expect(r.stderr).toBe(`/bin/sh: 2: exec: /no/such/runc: not found\n${failureLine("task 0", "Exited with exit code 127")}`);
+      expect(r.stderr).toBe(
+        `/bin/sh: 2: exec: /no/such/runc: not found\n${failureLine("task 0", "Exited with exit code 127")}`,
+      );
       await expectNoLeaks(s);
     });
 
@@ -129,7 +159,9 @@ describe("faults: runtime oci with real runc", () => {
       const s = ociSite(conf);
       const r = await run(s, ["--container", s.bundle, "true"]);
       expect(r.code).toBe(125);
-      expect(r.stderr).toBe(`start refused\njobrt-oci: RunTimeStart exited with status 1: echo start refused >&2; exit 1\n${failureLine("task 0", "Exited with exit code 125")}`);
+      expect(r.stderr).toBe(
+        `start refused\njobrt-oci: RunTimeStart exited with status 1: echo start refused >&2; exit 1\n${failureLine("task 0", "Exited with exit code 125")}`,
+      );
       expect(runcContainers(s.dir)).toEqual([]);
       await expectNoLeaks(s);
     });
@@ -142,7 +174,9 @@ describe("faults: runtime oci with real runc", () => {
       const r = await run(s, ["--container", s.bundle, "true"], { JOBRT_OCI_TIMEOUTS: "create=1" });
       expect(Date.now() - start).toBeLessThan(30_000);
       expect(r.code).toBe(125);
-      expect(r.stderr).toBe(`jobrt-oci: RunTimeCreate did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 125")}`);
+      expect(r.stderr).toBe(
+        `jobrt-oci: RunTimeCreate did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 125")}`,
+      );
       await expectNoLeaks(s);
     });
 
@@ -150,7 +184,9 @@ describe("faults: runtime oci with real runc", () => {
       const s = ociSite(ociConf("create-start", { RunTimeStart: "sleep 600" }));
       const r = await run(s, ["--container", s.bundle, "true"], { JOBRT_OCI_TIMEOUTS: "start=1" });
       expect(r.code).toBe(125);
-      expect(r.stderr).toBe(`jobrt-oci: RunTimeStart did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 125")}`);
+      expect(r.stderr).toBe(
+        `jobrt-oci: RunTimeStart did not finish within 1 s and was killed: sleep 600\n${failureLine("task 0", "Exited with exit code 125")}`,
+      );
       await expectNoLeaks(s);
     });
 
@@ -180,7 +216,8 @@ describe("faults: runtime oci with real runc", () => {
       const s = ociSite(ociConf("create-start", { RunTimeQuery: "echo this is not json" }));
       const r = await run(s, ["--container", s.bundle, "true"], { JOBRT_OCI_TIMEOUTS: "create=1" });
       expect(r.code).toBe(125);
-      const warn = 'RunTimeQuery exited 0 but printed no OCI state JSON ("this is not json"); running RunTimeKill and RunTimeDelete anyway';
+      const warn =
+        'RunTimeQuery exited 0 but printed no OCI state JSON ("this is not json"); running RunTimeKill and RunTimeDelete anyway';
       expect(r.stderr).toBe(
         `jobrt-oci: container did not reach "created" within 1 s of RunTimeCreate\njobrt-oci: ${warn}\njobrt: warning: runtime oci: task 0: ${warn}\n${failureLine("task 0", "Exited with exit code 125")}`,
       );
@@ -206,9 +243,20 @@ describe("faults: runtime oci with real runc", () => {
       chmodSync(join(s.dir, "bundle"), 0o755);
       chmodSync(join(s.dir, "bundle", "config.json"), 0o600);
       const file = join(s.bundle, "config.json");
-      const r = await run(s, ["--uid", "nobody", "--gid", "nogroup", "--container", s.bundle, "touch", join(s.dir, "started")]);
+      const r = await run(s, [
+        "--uid",
+        "nobody",
+        "--gid",
+        "nogroup",
+        "--container",
+        s.bundle,
+        "touch",
+        join(s.dir, "started"),
+      ]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`jobrt: runtime runtime/oci setup failed: cannot read ${file}: EACCES: permission denied, open '${file}'\n`);
+      expect(r.stderr).toBe(
+        `jobrt: runtime runtime/oci setup failed: cannot read ${file}: EACCES: permission denied, open '${file}'\n`,
+      );
       expect(existsSync(join(s.dir, "started"))).toBe(false);
       await expectNoLeaks(s);
     });
@@ -218,7 +266,9 @@ describe("faults: runtime oci with real runc", () => {
       const b = bundleWith(s, '{"ociVersion": "1.0.2", "process": {');
       const r = await run(s, ["--container", b, "true"]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(new RegExp(`^jobrt: runtime runtime/oci setup failed: ${join(b, "config.json")}: not valid JSON: [^\\n]+\\n$`));
+      expect(r.stderr).toMatch(
+        new RegExp(`^jobrt: runtime runtime/oci setup failed: ${join(b, "config.json")}: not valid JSON: [^\\n]+\\n$`),
+      );
       await expectNoLeaks(s);
     });
 
@@ -229,7 +279,9 @@ describe("faults: runtime oci with real runc", () => {
       const b = bundleWith(s, JSON.stringify(config));
       const r = await run(s, ["--container", b, "true"]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`jobrt: runtime runtime/oci setup failed: ${join(b, "config.json")}: root.path is missing (an OCI bundle's config.json names its rootfs there)\n`);
+      expect(r.stderr).toBe(
+        `jobrt: runtime runtime/oci setup failed: ${join(b, "config.json")}: root.path is missing (an OCI bundle's config.json names its rootfs there)\n`,
+      );
       await expectNoLeaks(s);
     });
   });
@@ -247,7 +299,8 @@ describe("faults: runtime oci with real runc", () => {
       const r = await run(s, ["-n", "2", "--container", bundle, "true"]);
       expect(r.code).toBe(1);
       // One line per task that could not be launched.
-      const line = (t: number) => `jobrt: runtime runtime/oci run failed: cannot write ${cp}/oci-job1-0/task-${t}/config.json: ENOSPC: no space left on device, write`;
+      const line = (t: number) =>
+        `jobrt: runtime runtime/oci run failed: cannot write ${cp}/oci-job1-0/task-${t}/config.json: ENOSPC: no space left on device, write`;
       expect(r.stderr.split("\n").sort()).toEqual(["", line(0), line(1)]);
       expect(readdirSync(cp)).toEqual(["fill"]);
       await expectNoLeaks(s, cp);
@@ -276,7 +329,9 @@ describe("faults: runtime oci with real runc", () => {
       writeFileSync(join(s.spool, "fill"), Buffer.alloc(1 << 20));
       const r = await run(s, ["--container", s.bundle, "true"]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`jobrt: cannot claim a job id in ${s.spool}/jobs: ENOSPC: no space left on device, write (check SpoolDir in jobrt.conf)\n`);
+      expect(r.stderr).toBe(
+        `jobrt: cannot claim a job id in ${s.spool}/jobs: ENOSPC: no space left on device, write (check SpoolDir in jobrt.conf)\n`,
+      );
       expect(readdirSync(s.spool).sort()).toEqual(["fill", "jobs"]);
       expect(readdirSync(join(s.spool, "jobs")).filter((n) => n !== "next-jobid")).toEqual([]);
       unlinkSync(join(s.spool, "fill"));
@@ -289,7 +344,9 @@ describe("faults: runtime oci with real runc", () => {
       execFileSync("mount", ["-o", "remount,ro", s.spool]);
       const r = await run(s, ["--container", s.bundle, "touch", join(s.dir, "started")]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`jobrt: SpoolDir: cannot create ${s.spool}/jobs: EROFS: read-only file system, mkdir '${s.spool}/jobs' (check SpoolDir in jobrt.conf)\n`);
+      expect(r.stderr).toBe(
+        `jobrt: SpoolDir: cannot create ${s.spool}/jobs: EROFS: read-only file system, mkdir '${s.spool}/jobs' (check SpoolDir in jobrt.conf)\n`,
+      );
       expect(existsSync(join(s.dir, "started"))).toBe(false);
       expect(readdirSync(s.spool)).toEqual([]);
       await expectNoLeaks(s);
@@ -301,17 +358,36 @@ describe("faults: runtime oci with real runc", () => {
       it(`${mode}: every container gets the signal, the tasks' own status (7) is reported, nothing left`, async () => {
         const s = ociSite(ociConf(mode));
         sites.push(s);
-        const child = spawn(process.execPath, ["--", jobrtBin, "run", "-n", "3", "--container", s.bundle, "sh", "-c", "trap 'exit 7' TERM; sleep 600 & wait"], {
-          env: { ...process.env, ...s.env },
-          stdio: ["ignore", "pipe", "pipe"],
-        });
+        const child = spawn(
+          process.execPath,
+          [
+            "--",
+            jobrtBin,
+            "run",
+            "-n",
+            "3",
+            "--container",
+            s.bundle,
+            "sh",
+            "-c",
+            "trap 'exit 7' TERM; sleep 600 & wait",
+          ],
+          {
+            env: { ...process.env, ...s.env },
+            stdio: ["ignore", "pipe", "pipe"],
+          },
+        );
         started.push(child);
         let stderr = "";
         child.stderr?.setEncoding("utf8").on("data", (d: string) => {
           stderr += d;
         });
         child.stdout?.resume();
-        await waitFor(() => runcContainers(s.dir).length === 3 && sleepers(s) === 3, "3 containers with their sleep to run", 20_000);
+        await waitFor(
+          () => runcContainers(s.dir).length === 3 && sleepers(s) === 3,
+          "3 containers with their sleep to run",
+          20_000,
+        );
         child.kill("SIGTERM");
         const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
         expect(stderr).toBe(failureLine("tasks 0-2", "Exited with exit code 7"));
@@ -341,7 +417,9 @@ describe("faults: runtime oci with real runc", () => {
     /** A bundle with its own rootfs copy (root.readonly as `runc spec` writes it: true). */
     function ownBundle(site: FaultSite): string {
       const b = busyboxBundle(join(site.dir, "own-bundle"));
-      expect((JSON.parse(readFileSync(join(b, "config.json"), "utf8")) as { root: { readonly?: boolean } }).root.readonly).toBe(true);
+      expect(
+        (JSON.parse(readFileSync(join(b, "config.json"), "utf8")) as { root: { readonly?: boolean } }).root.readonly,
+      ).toBe(true);
       return b;
     }
 
@@ -417,7 +495,18 @@ describe("faults: runtime oci with real runc", () => {
       lchownSync(join(shared, "nobody"), 65534, 65534);
       const s = ociSite(ociConf("run", {}, `ContainerPath=${shared}/%u\n`));
       chmodSync(s.dir, 0o755);
-      const r = await run(s, ["--uid", "nobody", "--gid", "nogroup", "-D", "/", "--container", s.bundle, "touch", join(probe.dir, "started")]);
+      const r = await run(s, [
+        "--uid",
+        "nobody",
+        "--gid",
+        "nogroup",
+        "-D",
+        "/",
+        "--container",
+        s.bundle,
+        "touch",
+        join(probe.dir, "started"),
+      ]);
       expect(r.stderr).toBe(
         `jobrt: runtime runtime/oci setup failed: cannot create the step spool dir ${shared}/nobody/oci-job1-0: ${shared}/nobody is a symbolic link owned by uid 65534; refusing to follow it\n`,
       );
@@ -443,9 +532,15 @@ describe("faults: runtime oci with real runc", () => {
 
   describe("signals while containers are created but not started (create/start)", () => {
     /** Starts `jobrt run ARGS` for a site; resolves with its status and how long after `since()` it ended. */
-    function start(site: FaultSite, args: string[]): { child: ChildProcess; ended: Promise<{ code: number | null; stderr: string }> } {
+    function start(
+      site: FaultSite,
+      args: string[],
+    ): { child: ChildProcess; ended: Promise<{ code: number | null; stderr: string }> } {
       sites.push(site);
-      const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], {
+        env: { ...process.env, ...site.env },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       started.push(child);
       let stderr = "";
       child.stderr?.setEncoding("utf8").on("data", (d: string) => {
@@ -468,7 +563,9 @@ describe("faults: runtime oci with real runc", () => {
 
     it("SIGINT then SIGTERM while RunTimeStart still sleeps (-n 2): jobrt ends at once, nothing left", async () => {
       const conf = ociConf("create-start");
-      const s = ociSite({ text: conf.text.replace(`RunTimeStart="${RUNC} start`, `RunTimeStart="sleep 3; ${RUNC} start`) });
+      const s = ociSite({
+        text: conf.text.replace(`RunTimeStart="${RUNC} start`, `RunTimeStart="sleep 3; ${RUNC} start`),
+      });
       expect(readFileSync(join(s.dir, "oci.conf"), "utf8")).toContain('RunTimeStart="sleep 3; runc');
       const { child, ended } = start(s, ["-n", "2", "--container", s.bundle, "sleep", "600"]);
       await waitFor(() => runcContainers(s.dir).length === 2, "both containers to be created", 20_000);
@@ -502,7 +599,8 @@ describe("faults: runtime oci with real runc", () => {
       const found: string[] = [];
       if (existsSync(join("/run/runc", id))) found.push(join("/run/runc", id));
       for (const c of readdirSync("/sys/fs/cgroup")) {
-        for (const p of [join("/sys/fs/cgroup", c, id), join("/sys/fs/cgroup", id)]) if (existsSync(p) && !found.includes(p)) found.push(p);
+        for (const p of [join("/sys/fs/cgroup", c, id), join("/sys/fs/cgroup", id)])
+          if (existsSync(p) && !found.includes(p)) found.push(p);
       }
       return found;
     }
@@ -525,7 +623,10 @@ describe("faults: runtime oci with real runc", () => {
         config.hooks = { createRuntime: [{ path: "/bin/sh", args: ["sh", "-c", `touch ${marker}; sleep 2`] }] };
         writeFileSync(join(b, "config.json"), JSON.stringify(config));
         sites.push(s);
-        const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", b, "sleep", "600"], { env: { ...process.env, ...s.env }, stdio: "ignore" });
+        const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", b, "sleep", "600"], {
+          env: { ...process.env, ...s.env },
+          stdio: "ignore",
+        });
         started.push(child);
         await waitFor(() => existsSync(marker), "runc create to run its hook", 20_000);
         child.kill("SIGKILL");
@@ -546,13 +647,20 @@ describe("faults: runtime oci with real runc", () => {
       const s = ociSite(ociConf("run"));
       writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${s.spool}\nKillWait=4\n`);
       sites.push(s);
-      const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", s.bundle, "sleep", "30"], { env: { ...process.env, ...s.env }, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", s.bundle, "sleep", "30"], {
+        env: { ...process.env, ...s.env },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       started.push(child);
       let stderr = "";
       child.stderr?.setEncoding("utf8").on("data", (d: string) => {
         stderr += d;
       });
-      await waitFor(() => runcContainers(s.dir).length === 1 && sleepers(s, "30") === 1, "the container's sleep", 20_000);
+      await waitFor(
+        () => runcContainers(s.dir).length === 1 && sleepers(s, "30") === 1,
+        "the container's sleep",
+        20_000,
+      );
       const t0 = Date.now();
       child.kill("SIGTERM");
       const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));

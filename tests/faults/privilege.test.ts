@@ -4,7 +4,16 @@
  * and a symlink the user plants in its spool dir cannot turn root's cleanup against files outside.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -40,7 +49,8 @@ function nobodySite(precreateSpool = true): FaultSite & { bundle: string; log: s
   const id = `${tag}.%j.%s.%t`;
   const logDir = "LOGDIR";
   const R = "runc --rootless=true --root %m/runc";
-  const cmd = (key: string, command: string) => `${key}="echo ${key} $(id -u) $(id -g) >> ${logDir}/commands; ${command}"`;
+  const cmd = (key: string, command: string) =>
+    `${key}="echo ${key} $(id -u) $(id -g) >> ${logDir}/commands; ${command}"`;
   const conf = [
     cmd("RunTimeQuery", `${R} state ${id}`),
     cmd("RunTimeCreate", `${R} create ${id} -b %b`),
@@ -75,7 +85,10 @@ function nobodySite(precreateSpool = true): FaultSite & { bundle: string; log: s
   return { ...site, bundle, log: join(log, "commands") };
 }
 
-function startAsNobody(site: FaultSite, args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stderr: string }> } {
+function startAsNobody(
+  site: FaultSite,
+  args: string[],
+): { child: ChildProcess; done: Promise<{ code: number | null; stderr: string }> } {
   const child = spawn(process.execPath, ["--", jobrtBin, "run", "--uid", "nobody", "--gid", "nogroup", ...args], {
     env: { ...process.env, ...site.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -93,7 +106,11 @@ function ids(pid: number): { uid: number[]; gid: number[]; groups: string } | un
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     const field = (name: string) => (new RegExp(`^${name}:\\s*(.*)$`, "m").exec(status)?.[1] ?? "").trim();
-    return { uid: field("Uid").split(/\s+/).map(Number), gid: field("Gid").split(/\s+/).map(Number), groups: field("Groups") };
+    return {
+      uid: field("Uid").split(/\s+/).map(Number),
+      gid: field("Gid").split(/\s+/).map(Number),
+      groups: field("Groups"),
+    };
   } catch {
     return undefined;
   }
@@ -105,12 +122,19 @@ function rootlessContainers(stepDir: string): string[] {
   if (!existsSync(join(stepDir, "runc"))) return [];
   const r = spawnSync("runc", ["--root", join(stepDir, "runc"), "list", "--format", "json"], { encoding: "utf8" });
   if (r.status !== 0) return [];
-  return ((JSON.parse(r.stdout || "[]") ?? []) as { id: string; status: string }[]).filter((c) => c.status === "running").map((c) => c.id);
+  return ((JSON.parse(r.stdout || "[]") ?? []) as { id: string; status: string }[])
+    .filter((c) => c.status === "running")
+    .map((c) => c.id);
 }
 
 const owner = (path: string) => {
   const st = lstatSync(path);
-  return { uid: st.uid, gid: st.gid, mode: (st.mode & 0o7777).toString(8), type: st.isDirectory() ? "dir" : st.isSymbolicLink() ? "link" : "file" };
+  return {
+    uid: st.uid,
+    gid: st.gid,
+    mode: (st.mode & 0o7777).toString(8),
+    type: st.isDirectory() ? "dir" : st.isSymbolicLink() ? "link" : "file",
+  };
 };
 
 describe("privilege: host as root, tasks as nobody", () => {
@@ -118,10 +142,29 @@ describe("privilege: host as root, tasks as nobody", () => {
   it("runtime none: every task process runs as nobody:nogroup with no supplementary group", async () => {
     const site = faultSite();
     sites.push(site);
-    const r = await jobrt(["run", "--uid", "nobody", "--gid", "nogroup", "-n", "3", "--runtime", "none", "sh", "-c", 'echo "$(id -u) $(id -g) $(id -G) $USER $HOME"'], { env: site.env });
+    const r = await jobrt(
+      [
+        "run",
+        "--uid",
+        "nobody",
+        "--gid",
+        "nogroup",
+        "-n",
+        "3",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        'echo "$(id -u) $(id -g) $(id -G) $USER $HOME"',
+      ],
+      { env: site.env },
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    const home = readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith("nobody:"))?.split(":")[5];
+    const home = readFileSync("/etc/passwd", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("nobody:"))
+      ?.split(":")[5];
     expect(r.stdout.trim().split("\n")).toEqual(Array(3).fill(`65534 65534 65534 nobody ${home}`));
     await expectNoLeaks(site);
   });
@@ -130,9 +173,24 @@ describe("privilege: host as root, tasks as nobody", () => {
     requires({ runc: haveRunc, "user namespaces": userns });
     it("the supervisor, runc and every RunTime* command (cleanup's too) run as the user; the step's files are owned as documented", async () => {
       const site = nobodySite();
-      const { child, done } = startAsNobody(site, ["-n", "2", "--container", site.bundle, "sh", "-c", "trap 'exit 7' TERM; sleep 600 & wait"]);
+      const { child, done } = startAsNobody(site, [
+        "-n",
+        "2",
+        "--container",
+        site.bundle,
+        "sh",
+        "-c",
+        "trap 'exit 7' TERM; sleep 600 & wait",
+      ]);
       const stepDir = join(site.spool, "oci-job1-0");
-      await waitFor(() => rootlessContainers(stepDir).length === 2 && existsSync(join(stepDir, "task-1", "container.pid")), "2 rootless containers to run", 20_000).catch(async (e) => { child.kill("SIGKILL"); throw new Error(`${e.message}: ${(await done).stderr}`); });
+      await waitFor(
+        () => rootlessContainers(stepDir).length === 2 && existsSync(join(stepDir, "task-1", "container.pid")),
+        "2 rootless containers to run",
+        20_000,
+      ).catch(async (e) => {
+        child.kill("SIGKILL");
+        throw new Error(`${e.message}: ${(await done).stderr}`);
+      });
 
       // Every process of the step the host started, and what they started, is the user's.
       // (jobrt itself, the root host, carries the marker too.)
@@ -141,7 +199,11 @@ describe("privilege: host as root, tasks as nobody", () => {
       for (const pid of procs) {
         const who = ids(pid);
         if (!who) continue;
-        expect({ pid, uid: who.uid, gid: who.gid }).toEqual({ pid, uid: [NOBODY, NOBODY, NOBODY, NOBODY], gid: [NOGROUP, NOGROUP, NOGROUP, NOGROUP] });
+        expect({ pid, uid: who.uid, gid: who.gid }).toEqual({
+          pid,
+          uid: [NOBODY, NOBODY, NOBODY, NOBODY],
+          gid: [NOGROUP, NOGROUP, NOGROUP, NOGROUP],
+        });
       }
 
       // docs/runtime-oci.md, "Lifecycle": S 0770 and task dirs 0770 owned by the job user; the
@@ -151,12 +213,23 @@ describe("privilege: host as root, tasks as nobody", () => {
         const taskDir = join(stepDir, `task-${t}`);
         expect(owner(taskDir)).toEqual({ uid: NOBODY, gid: NOGROUP, mode: "770", type: "dir" });
         for (const f of ["config.json", "environment", "container.pid"]) {
-          expect({ f, ...owner(join(taskDir, f)) }).toEqual({ f, uid: NOBODY, gid: NOGROUP, mode: "600", type: "file" });
+          expect({ f, ...owner(join(taskDir, f)) }).toEqual({
+            f,
+            uid: NOBODY,
+            gid: NOGROUP,
+            mode: "600",
+            type: "file",
+          });
         }
       }
       expect(owner(site.spool)).toMatchObject({ uid: 0, type: "dir" });
       expect(owner(join(site.spool, "jobs"))).toEqual({ uid: 0, gid: 0, mode: "700", type: "dir" });
-      expect(owner(join(site.spool, "jobs", "1", "step-0", "step.json"))).toEqual({ uid: 0, gid: 0, mode: "600", type: "file" });
+      expect(owner(join(site.spool, "jobs", "1", "step-0", "step.json"))).toEqual({
+        uid: 0,
+        gid: 0,
+        mode: "600",
+        type: "file",
+      });
 
       child.kill("SIGTERM");
       const r = await done;
@@ -164,7 +237,8 @@ describe("privilege: host as root, tasks as nobody", () => {
       expect(r.code).toBe(7);
       const lines = readFileSync(site.log, "utf8").trim().split("\n");
       const keys = new Set(lines.map((l) => l.split(" ")[0]));
-      for (const k of ["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"]) expect(keys).toContain(k);
+      for (const k of ["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"])
+        expect(keys).toContain(k);
       for (const l of lines) expect(l).toMatch(/^RunTime[A-Za-z]+ 65534 65534$/);
       // The host's own cleanup queried too (after the supervisors), still as the user.
       expect(lines.at(-1)).toMatch(/^RunTimeQuery /);
@@ -174,7 +248,10 @@ describe("privilege: host as root, tasks as nobody", () => {
     // The job user's file helper must get through SpoolDir to its step dir: jobrt makes it 0755.
     it("a SpoolDir that jobrt creates itself works for a job of user nobody", async () => {
       const site = nobodySite(false);
-      const r = await jobrt(["run", "--uid", "nobody", "--gid", "nogroup", "--container", site.bundle, "sh", "-c", "exit 3"], { env: site.env });
+      const r = await jobrt(
+        ["run", "--uid", "nobody", "--gid", "nogroup", "--container", site.bundle, "sh", "-c", "exit 3"],
+        { env: site.env },
+      );
       expect(r.stderr).toBe(failureLine("task 0", "Exited with exit code 3"));
       expect(r.code).toBe(3);
       await expectNoLeaks(site);
@@ -185,12 +262,32 @@ describe("privilege: host as root, tasks as nobody", () => {
       // Root's files outside the spool dir, named like what cleanup removes.
       const victim = join(site.dir, "victim");
       mkdirSync(victim, { mode: 0o755 });
-      for (const f of ["config.json", "environment", "container.pid", "precious"]) writeFileSync(join(victim, f), `root's ${f}\n`, { mode: 0o644 });
-      const before = readdirSync(victim).map((f) => ({ f, ...owner(join(victim, f)), text: readFileSync(join(victim, f), "utf8") }));
+      for (const f of ["config.json", "environment", "container.pid", "precious"])
+        writeFileSync(join(victim, f), `root's ${f}\n`, { mode: 0o644 });
+      const before = readdirSync(victim).map((f) => ({
+        f,
+        ...owner(join(victim, f)),
+        text: readFileSync(join(victim, f), "utf8"),
+      }));
 
-      const { child, done } = startAsNobody(site, ["-n", "2", "--container", site.bundle, "sh", "-c", "trap 'exit 7' TERM; sleep 600 & wait"]);
+      const { child, done } = startAsNobody(site, [
+        "-n",
+        "2",
+        "--container",
+        site.bundle,
+        "sh",
+        "-c",
+        "trap 'exit 7' TERM; sleep 600 & wait",
+      ]);
       const stepDir = join(site.spool, "oci-job1-0");
-      await waitFor(() => rootlessContainers(stepDir).length === 2 && existsSync(join(stepDir, "task-1", "container.pid")), "2 rootless containers to run", 20_000).catch(async (e) => { child.kill("SIGKILL"); throw new Error(`${e.message}: ${(await done).stderr}`); });
+      await waitFor(
+        () => rootlessContainers(stepDir).length === 2 && existsSync(join(stepDir, "task-1", "container.pid")),
+        "2 rootless containers to run",
+        20_000,
+      ).catch(async (e) => {
+        child.kill("SIGKILL");
+        throw new Error(`${e.message}: ${(await done).stderr}`);
+      });
 
       // As the user (it owns S and the task dirs): swap task-1 for a link to root's dir, put links
       // to root's files and dir into task-0, and a link named like a runtime leftover into S.
@@ -209,10 +306,17 @@ describe("privilege: host as root, tasks as nobody", () => {
 
       child.kill("SIGTERM");
       const r = await done;
-      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 7, stderr: failureLine("tasks 0-1", "Exited with exit code 7") });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({
+        code: 7,
+        stderr: failureLine("tasks 0-1", "Exited with exit code 7"),
+      });
 
       // Nothing outside was removed, rewritten or chowned; the links themselves are gone.
-      const after = readdirSync(victim).map((f) => ({ f, ...owner(join(victim, f)), text: readFileSync(join(victim, f), "utf8") }));
+      const after = readdirSync(victim).map((f) => ({
+        f,
+        ...owner(join(victim, f)),
+        text: readFileSync(join(victim, f), "utf8"),
+      }));
       expect(after).toEqual(before);
       expect(owner(victim)).toEqual({ uid: 0, gid: 0, mode: "755", type: "dir" });
       expect(statSync(join(victim, "precious")).uid).toBe(0);

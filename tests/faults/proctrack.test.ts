@@ -25,23 +25,37 @@ function daemonTask(dir: string, then: string): string[] {
   // Written under a temporary name and renamed: a file that exists holds the whole pid.
   const record = (name: string) => `echo $! > ${file(name)}.tmp && mv ${file(name)}.tmp ${file(name)}`;
   const recorded = `while [ ! -e ${file("setsid")} ] || [ ! -e ${file("double")} ]; do sleep 0.01; done`;
-  return ["sh", "-c", `setsid sh -c 'sleep 777 & ${record("setsid")}; wait' & (sleep 778 & ${record("double")}) ; ${recorded}; ${then}`];
+  return [
+    "sh",
+    "-c",
+    `setsid sh -c 'sleep 777 & ${record("setsid")}; wait' & (sleep 778 & ${record("double")}) ; ${recorded}; ${then}`,
+  ];
 }
 
 function daemonPids(dir: string, expected: number): Promise<number[]> {
   const done = () => readdirSync(dir).filter((f) => !f.endsWith(".tmp"));
-  return waitFor(() => done().length === expected, "the daemons to start").then(() => done().map((f) => Number(readFileSync(join(dir, f), "utf8"))));
+  return waitFor(() => done().length === expected, "the daemons to start").then(() =>
+    done().map((f) => Number(readFileSync(join(dir, f), "utf8"))),
+  );
 }
 
-function startJobrt(site: FaultSite, args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", "pipe", "pipe"] });
+function startJobrt(
+  site: FaultSite,
+  args: string[],
+): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", ...args], {
+    env: { ...process.env, ...site.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
   child.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   // 'exit', not 'close': after a SIGKILL of jobrt, the daemons still hold its stdout until gc.
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on("exit", (code) => resolve({ code, stdout, stderr })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on("exit", (code) => resolve({ code, stdout, stderr })),
+  );
   return { child, done };
 }
 
@@ -53,14 +67,26 @@ for (const mode of ["cgroup2", "cgroup1"] as const) {
       const s = site();
       const dir = tempDir();
       // Several tasks: output is copied line by line, so the daemons hold the tasks' pipes open.
-      const r = await jobrt(["run", "--json", "-n", "2", "--runtime", "none", ...daemonTask(dir, "echo done")], { env: s.env, timeoutMs: 20_000 });
+      const r = await jobrt(["run", "--json", "-n", "2", "--runtime", "none", ...daemonTask(dir, "echo done")], {
+        env: s.env,
+        timeoutMs: 20_000,
+      });
       expect(r.code).toBe(0);
-      const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; data?: string; cgroup?: string });
+      const events = r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { event: string; data?: string; cgroup?: string });
       expect(events.filter((e) => e.event === "output").map((e) => e.data)).toEqual(["done", "done"]);
       const cgroup = events[0]!.cgroup!;
-      expect(cgroup).toMatch(mode === "cgroup2" ? /^\/sys\/fs\/cgroup\/unified\/jobrt-/ : /^\/sys\/fs\/cgroup\/freezer\/jobrt-/);
+      expect(cgroup).toMatch(
+        mode === "cgroup2" ? /^\/sys\/fs\/cgroup\/unified\/jobrt-/ : /^\/sys\/fs\/cgroup\/freezer\/jobrt-/,
+      );
       const pids = await daemonPids(dir, 4);
-      await waitFor(() => !pids.some(exists), `the daemons to be gone and reaped (left: ${pids.filter(exists).join(",")})`, 10_000);
+      await waitFor(
+        () => !pids.some(exists),
+        `the daemons to be gone and reaped (left: ${pids.filter(exists).join(",")})`,
+        10_000,
+      );
       expect(existsSync(cgroup)).toBe(false);
       await expectNoLeaks(s);
     });
@@ -80,7 +106,10 @@ for (const mode of ["cgroup2", "cgroup1"] as const) {
     it("-t expiry kills the daemons too", async () => {
       const s = site();
       const dir = tempDir();
-      const r = await jobrt(["run", "-t", "0:1", "--runtime", "none", ...daemonTask(dir, "exec sleep 600")], { env: s.env, timeoutMs: 20_000 });
+      const r = await jobrt(["run", "-t", "0:1", "--runtime", "none", ...daemonTask(dir, "exec sleep 600")], {
+        env: s.env,
+        timeoutMs: 20_000,
+      });
       expect(r.stderr).toContain("time limit of 1 s reached");
       expect(r.code).toBe(143);
       const pids = await daemonPids(dir, 2);
@@ -101,7 +130,11 @@ for (const mode of ["cgroup2", "cgroup1"] as const) {
       const gc = await jobrt(["gc"], { env: s.env });
       expect(gc.code).toBe(0);
       expect(gc.stdout).toMatch(/^gc: step \d+\.0: killed \d+ task process group\(s\); cleaned up none\n$/);
-      await waitFor(() => !pids.some(exists) && markedProcesses(s).length === 0, "the daemons and the task to be gone", 10_000);
+      await waitFor(
+        () => !pids.some(exists) && markedProcesses(s).length === 0,
+        "the daemons and the task to be gone",
+        10_000,
+      );
       expect(existsSync(cgroup)).toBe(false);
       await expectNoLeaks(s);
     });
@@ -156,9 +189,15 @@ describe("ProcTrack=pgid and the fallback", () => {
 
   it("an explicit cgroup mode that cannot be had fails with one line before anything starts", async () => {
     const s = nobodySite("ProcTrack=cgroup2\n");
-    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", `touch ${s.tmp}/started`], { env: s.env, uid: 65534, gid: 65534 });
+    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", `touch ${s.tmp}/started`], {
+      env: s.env,
+      uid: 65534,
+      gid: 65534,
+    });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^jobrt: ProcTrack=cgroup2: cgroup2: cannot create \/sys\/fs\/cgroup\/unified\/jobrt-\S+: EACCES \(set ProcTrack=auto or pgid in jobrt.conf\)\n$/);
+    expect(r.stderr).toMatch(
+      /^jobrt: ProcTrack=cgroup2: cgroup2: cannot create \/sys\/fs\/cgroup\/unified\/jobrt-\S+: EACCES \(set ProcTrack=auto or pgid in jobrt.conf\)\n$/,
+    );
     expect(existsSync(join(s.tmp, "started"))).toBe(false);
   });
 
@@ -175,12 +214,17 @@ describe("ProcTrack=pgid and the fallback", () => {
   it("a task exit with a setsid daemon holding its pipe does not hang jobrt (output stops being read after KillWait)", async () => {
     const s = faultSite("ProcTrack=pgid\n");
     const dir = tempDir();
-    const r = await jobrt(["run", "-n", "2", "--runtime", "none", ...daemonTask(dir, "echo done")], { env: s.env, timeoutMs: 20_000 });
+    const r = await jobrt(["run", "-n", "2", "--runtime", "none", ...daemonTask(dir, "echo done")], {
+      env: s.env,
+      timeoutMs: 20_000,
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("done\ndone\n");
     expect(r.stderr).toContain("escaped its process group still holds its output");
     // What process groups cannot do: the setsid daemons survive (the double fork stayed in the group).
-    const survivors = readdirSync(dir).filter((f) => f.startsWith("setsid.")).map((f) => Number(readFileSync(join(dir, f), "utf8")));
+    const survivors = readdirSync(dir)
+      .filter((f) => f.startsWith("setsid."))
+      .map((f) => Number(readFileSync(join(dir, f), "utf8")));
     expect(survivors.every(exists)).toBe(true);
     for (const pid of survivors) process.kill(pid, "SIGKILL");
   });

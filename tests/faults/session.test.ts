@@ -5,7 +5,18 @@
  * and late signals. Each cell fails on the host before the step session.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -29,10 +40,18 @@ afterEach(async () => {
   for (const s of killed) await jobrt(["gc"], { env: s.env }).catch(() => undefined);
 });
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+const alive = (pid: number) =>
+  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
 
-function start(site: FaultSite, args: string[], stdio: "pipe" | "ignore" = "pipe"): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--", jobrtBin, ...args], { env: { ...process.env, ...site.env }, stdio: ["ignore", stdio, stdio] });
+function start(
+  site: FaultSite,
+  args: string[],
+  stdio: "pipe" | "ignore" = "pipe",
+): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--", jobrtBin, ...args], {
+    env: { ...process.env, ...site.env },
+    stdio: ["ignore", stdio, stdio],
+  });
   children.push(child);
   siteOf.set(child, site);
   let out = "";
@@ -47,7 +66,8 @@ function childNamed(parent: number, name: string): number {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const ppid = Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
-      if (ppid === parent && readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[0] === name) return Number(entry);
+      if (ppid === parent && readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[0] === name)
+        return Number(entry);
     } catch {
       // gone while listed
     }
@@ -80,13 +100,17 @@ describe("task files are opened as the job user", () => {
   it("-o into a directory the user may not write is refused, and a file it may write is owned by it", async () => {
     const s = faultSite();
     const closed = tempDir();
-    const r = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-o", join(closed, "out"), "true"], { env: s.env });
+    const r = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-o", join(closed, "out"), "true"], {
+      env: s.env,
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`jobrt: --output "${join(closed, "out")}": permission denied\n`);
     expect(readdirSync(closed)).toEqual([]);
     const open = tempDir();
     chmodSync(open, 0o777);
-    const ok = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-o", join(open, "out-%t"), "echo", "hi"], { env: s.env });
+    const ok = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-o", join(open, "out-%t"), "echo", "hi"], {
+      env: s.env,
+    });
     expect(ok.code).toBe(0);
     expect(readFileSync(join(open, "out-0"), "utf8")).toBe("hi\n");
     expect(statSync(join(open, "out-0")).uid).toBe(NOBODY);
@@ -101,10 +125,16 @@ describe("task files are opened as the job user", () => {
     children.push(reader);
     let got = "";
     reader.stdout.setEncoding("utf8").on("data", (d: string) => (got += d));
-    const r = await jobrt(["run", "--runtime", "none", "-o", join(dir, "fifo"), "echo", "through"], { env: s.env, timeoutMs: 15_000 });
+    const r = await jobrt(["run", "--runtime", "none", "-o", join(dir, "fifo"), "echo", "through"], {
+      env: s.env,
+      timeoutMs: 15_000,
+    });
     expect(r.code).toBe(0);
     await waitFor(() => got === "through\n", "the reader to get the line");
-    const i = await jobrt(["run", "--runtime", "none", "-i", join(dir, "fifo"), "cat"], { env: s.env, timeoutMs: 15_000 });
+    const i = await jobrt(["run", "--runtime", "none", "-i", join(dir, "fifo"), "cat"], {
+      env: s.env,
+      timeoutMs: 15_000,
+    });
     expect(i.code).toBe(1);
     expect(i.stderr).toBe(`jobrt: --input "${join(dir, "fifo")}": is a FIFO (pipe it into jobrt's stdin instead)\n`);
   });
@@ -113,9 +143,27 @@ describe("task files are opened as the job user", () => {
 describe("descriptors", () => {
   it("a task starts with exactly fds 0, 1 and 2, whatever jobrt inherited", async () => {
     const s = faultSite();
-    const r = await runProgram(["sh", "-c", `exec 7</etc/shadow 8</etc/hostname; exec "$@"`, "sh", process.execPath, "--", jobrtBin, "run", "--runtime", "none", "--uid", "nobody", "ls", "/proc/self/fd"], {
-      env: { ...process.env, ...s.env },
-    });
+    const r = await runProgram(
+      [
+        "sh",
+        "-c",
+        `exec 7</etc/shadow 8</etc/hostname; exec "$@"`,
+        "sh",
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "--runtime",
+        "none",
+        "--uid",
+        "nobody",
+        "ls",
+        "/proc/self/fd",
+      ],
+      {
+        env: { ...process.env, ...s.env },
+      },
+    );
     expect(r.code).toBe(0);
     // ls's own directory descriptor is the one above 2.
     expect(r.stdout.trim().split("\n").map(Number).sort()).toEqual([0, 1, 2, 3]);
@@ -127,7 +175,9 @@ describe("descriptors", () => {
     // itself holds a pipe's end or a saved descriptor while ls runs, and ls listed it as the task's
     // own (runs under load saw a 3; dash saves fds at 10).
     const script = 'ls /proc/$$/fd; echo end; readlink /proc/$$/fd/0; sed -n "s/^flags:\\t*//p" /proc/$$/fdinfo/0';
-    const r = await jobrt(["run", "-n", "2", "-l", "-i", "none", "--runtime", "none", "/bin/sh", "-c", script], { env: s.env });
+    const r = await jobrt(["run", "-n", "2", "-l", "-i", "none", "--runtime", "none", "/bin/sh", "-c", script], {
+      env: s.env,
+    });
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n").filter(Boolean);
     for (const t of [0, 1]) {
@@ -149,7 +199,9 @@ describe("the spool", () => {
     chownSync(join(s.spool, "jobs"), NOBODY, NOBODY);
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool}/jobs belongs to uid ${NOBODY}, not 0 (made by another user?): remove it\n`);
+    expect(r.stderr).toBe(
+      `jobrt: SpoolDir: ${s.spool}/jobs belongs to uid ${NOBODY}, not 0 (made by another user?): remove it\n`,
+    );
     expect(readdirSync(join(s.spool, "jobs"))).toEqual([]);
   });
 
@@ -160,7 +212,9 @@ describe("the spool", () => {
     symlinkSync(elsewhere, join(s.spool, "jobs"));
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool}/jobs is a symbolic link: remove it (jobrt never follows links in SpoolDir)\n`);
+    expect(r.stderr).toBe(
+      `jobrt: SpoolDir: ${s.spool}/jobs is a symbolic link: remove it (jobrt never follows links in SpoolDir)\n`,
+    );
     expect(readdirSync(elsewhere)).toEqual([]);
   });
 
@@ -170,7 +224,9 @@ describe("the spool", () => {
     chmodSync(s.spool, 0o777);
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool} is writable by other users (mode 777): make it 0755, or 1777 like /tmp\n`);
+    expect(r.stderr).toBe(
+      `jobrt: SpoolDir: ${s.spool} is writable by other users (mode 777): make it 0755, or 1777 like /tmp\n`,
+    );
   });
 
   it("in a shared sticky SpoolDir each user gets a journal of its own, and root's stays root's", async () => {
@@ -195,9 +251,15 @@ describe("the spool", () => {
     chownSync(join(tmp, `jobrt-${NOBODY}`), 1, 1);
     const conf = tempDir();
     chmodSync(conf, 0o755);
-    const r = await jobrt(["run", "--runtime", "none", "true"], { env: { TMPDIR: tmp, JOBRT_CONF_DIR: conf }, uid: NOBODY, gid: NOBODY });
+    const r = await jobrt(["run", "--runtime", "none", "true"], {
+      env: { TMPDIR: tmp, JOBRT_CONF_DIR: conf },
+      uid: NOBODY,
+      gid: NOBODY,
+    });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: SpoolDir: ${tmp}/jobrt-${NOBODY} belongs to uid 1: SpoolDir and its parents must belong to root or uid ${NOBODY}\n`);
+    expect(r.stderr).toBe(
+      `jobrt: SpoolDir: ${tmp}/jobrt-${NOBODY} belongs to uid 1: SpoolDir and its parents must belong to root or uid ${NOBODY}\n`,
+    );
   });
 
   it("a root-owned SpoolDir that is not shared gives another user one line, not a crash", async () => {
@@ -207,7 +269,9 @@ describe("the spool", () => {
     chownSync(s.tmp, NOBODY, NOBODY);
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env, uid: NOBODY, gid: NOBODY });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`jobrt: SpoolDir: ${s.spool} has no place for uid ${NOBODY}'s records: it belongs to root and is not shared (make it 1777 like /tmp, or set a SpoolDir of the user's own)\n`);
+    expect(r.stderr).toBe(
+      `jobrt: SpoolDir: ${s.spool} has no place for uid ${NOBODY}'s records: it belongs to root and is not shared (make it 1777 like /tmp, or set a SpoolDir of the user's own)\n`,
+    );
   });
 
   it("a SpoolDir used by another host (a shared file system) is refused with one line", async () => {
@@ -215,11 +279,30 @@ describe("the spool", () => {
     const first = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });
     expect(first.code).toBe(0);
     // Another node: its own UTS namespace with another host name, the same SpoolDir.
-    const r = await runProgram(["unshare", "--uts", "sh", "-c", 'hostname othernode && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "--runtime", "none", "true"], {
-      env: { ...process.env, ...s.env },
-    });
+    const r = await runProgram(
+      [
+        "unshare",
+        "--uts",
+        "sh",
+        "-c",
+        'hostname othernode && exec "$@"',
+        "sh",
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "--runtime",
+        "none",
+        "true",
+      ],
+      {
+        env: { ...process.env, ...s.env },
+      },
+    );
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^jobrt: SpoolDir: \S+ is in use by host "[^"]+", not "othernode" \(node [^)]+\): each node needs a SpoolDir of its own .*remove \S+\/jobs\/node\n$/);
+    expect(r.stderr).toMatch(
+      /^jobrt: SpoolDir: \S+ is in use by host "[^"]+", not "othernode" \(node [^)]+\): each node needs a SpoolDir of its own .*remove \S+\/jobs\/node\n$/,
+    );
   });
 });
 
@@ -231,20 +314,29 @@ describe("a step's entry in the spool, at its release", () => {
     const outside = tempDir();
     writeFileSync(join(outside, "victim"), "keep\n");
     for (const f of ["host.json", "step.json", "pids"]) writeFileSync(join(outside, f), "keep\n");
-    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", `cd ${s.spool}/jobs/*/step-* && ${plant}`], { env: { ...s.env, OUTSIDE: outside } });
+    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", `cd ${s.spool}/jobs/*/step-* && ${plant}`], {
+      env: { ...s.env, OUTSIDE: outside },
+    });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    for (const f of ["victim", "host.json", "step.json", "pids"]) expect(readFileSync(join(outside, f), "utf8")).toBe("keep\n");
+    for (const f of ["victim", "host.json", "step.json", "pids"])
+      expect(readFileSync(join(outside, f), "utf8")).toBe("keep\n");
     return s;
   };
 
   it("a symlink in place of a record file is removed, not followed", async () => {
     // pids is written just after the task starts.
-    await expectNoLeaks(await plantAndRun('while [ ! -e pids ]; do sleep 0.01; done; rm pids && ln -s "$OUTSIDE/victim" pids && ln -s "$OUTSIDE/victim" extra'));
+    await expectNoLeaks(
+      await plantAndRun(
+        'while [ ! -e pids ]; do sleep 0.01; done; rm pids && ln -s "$OUTSIDE/victim" pids && ln -s "$OUTSIDE/victim" extra',
+      ),
+    );
   });
 
   it("a directory in place of a record file, with files in it, is removed whole", async () => {
-    await expectNoLeaks(await plantAndRun("rm step.json && mkdir -p step.json/deeper && touch step.json/a step.json/deeper/b"));
+    await expectNoLeaks(
+      await plantAndRun("rm step.json && mkdir -p step.json/deeper && touch step.json/a step.json/deeper/b"),
+    );
   });
 
   it("the entry itself swapped for a symlink to a directory with the same file names: only the link goes", async () => {
@@ -259,7 +351,15 @@ describe("crash recovery", () => {
   it("a gc that was killed mid-cleanup leaves a claim the next gc takes over", async () => {
     const s = faultSite();
     const dir = tempDir();
-    const { child, out } = start(s, ["run", "--json", "--runtime", "none", "sh", "-c", `echo go > ${dir}/started; exec sleep 600`]);
+    const { child, out } = start(s, [
+      "run",
+      "--json",
+      "--runtime",
+      "none",
+      "sh",
+      "-c",
+      `echo go > ${dir}/started; exec sleep 600`,
+    ]);
     const task = await eventOf(out, "task-start");
     child.kill("SIGKILL");
     await waitFor(() => child.exitCode !== null || child.signalCode !== null, "jobrt to die");
@@ -278,10 +378,17 @@ describe("crash recovery", () => {
     const s = faultSite();
     const dir = tempDir();
     // exec sleep: the shell's child jobrt gets a parent that never waits for it.
-    const parent = spawn("sh", ["-c", `${process.execPath} -- ${jobrtBin} run --runtime none sh -c 'echo $$ > ${dir}/pid.tmp; mv ${dir}/pid.tmp ${dir}/pid; exec sleep 600' & echo $! > ${dir}/jobrt; exec sleep 600`], {
-      env: { ...process.env, ...s.env },
-      stdio: "ignore",
-    });
+    const parent = spawn(
+      "sh",
+      [
+        "-c",
+        `${process.execPath} -- ${jobrtBin} run --runtime none sh -c 'echo $$ > ${dir}/pid.tmp; mv ${dir}/pid.tmp ${dir}/pid; exec sleep 600' & echo $! > ${dir}/jobrt; exec sleep 600`,
+      ],
+      {
+        env: { ...process.env, ...s.env },
+        stdio: "ignore",
+      },
+    );
     children.push(parent);
     await waitFor(() => existsSync(join(dir, "pid")), "the task to start");
     const jobrtPid = Number(readFileSync(join(dir, "jobrt"), "utf8"));
@@ -302,11 +409,22 @@ describe("gc under the node name the step ran with", () => {
     const s = faultSite();
     const bundle = busyboxBundle(join(s.dir, "bundle"));
     const job = String(700_000 + Math.floor(Math.random() * 100_000));
-    const slurm = { SLURM_JOB_ID: job, SLURM_STEP_ID: "2", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "slurmnode-x" };
-    const child = spawn(process.execPath, ["--", jobrtBin, "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", "600"], {
-      env: { ...process.env, ...s.env, ...slurm },
-      stdio: "ignore",
-    });
+    const slurm = {
+      SLURM_JOB_ID: job,
+      SLURM_STEP_ID: "2",
+      SLURM_PROCID: "0",
+      SLURM_LOCALID: "0",
+      SLURM_NTASKS: "1",
+      SLURMD_NODENAME: "slurmnode-x",
+    };
+    const child = spawn(
+      process.execPath,
+      ["--", jobrtBin, "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", "600"],
+      {
+        env: { ...process.env, ...s.env, ...slurm },
+        stdio: "ignore",
+      },
+    );
     children.push(child);
     const id = `jobrt.slurmnode-x.0.${job}.2.0`;
     // runtime/oci's per-task bundles live in the site's SpoolDir.
@@ -325,10 +443,15 @@ describe("output and time", () => {
   it("a shared -o file that cannot be opened fails the step before any task starts; nothing is left", async () => {
     const s = faultSite();
     for (const target of [join(s.dir, "no", "such", "out"), s.dir, ""]) {
-      const r = await jobrt(["run", "-n", "2", "--runtime", "none", "-o", target, "sh", "-c", `touch ${s.tmp}/started.$SLURM_PROCID`], { env: s.env });
+      const r = await jobrt(
+        ["run", "-n", "2", "--runtime", "none", "-o", target, "sh", "-c", `touch ${s.tmp}/started.$SLURM_PROCID`],
+        { env: s.env },
+      );
       expect(r.code, target).toBe(1);
       expect(r.stderr.split("\n").filter(Boolean)).toHaveLength(1);
-      expect(r.stderr).toMatch(/^jobrt: --output "[^"]*": (no such file or directory|is a directory|empty file name)\n$/);
+      expect(r.stderr).toMatch(
+        /^jobrt: --output "[^"]*": (no such file or directory|is a directory|empty file name)\n$/,
+      );
       expect(readdirSync(s.tmp)).toEqual([]);
       await expectNoLeaks(s);
     }
@@ -356,20 +479,36 @@ describe("output and time", () => {
 
 describe("task exit status", () => {
   type Event = { event: string; code?: number | null; signal?: string | null; status?: number; pid?: number };
-  const events = (stdout: string) => stdout.trim().split("\n").map((l) => JSON.parse(l) as Event);
+  const events = (stdout: string) =>
+    stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Event);
 
   for (const procTrack of ["auto", "pgid"]) {
     it(`a task killed by a real-time signal (34, 50, 64) reports 128+N like one killed by SIGTERM (ProcTrack=${procTrack})`, async () => {
       const s = faultSite(`ProcTrack=${procTrack}\n`);
-      for (const [signo, shown, words] of [[34, "signal 34", "Real-time signal 0"], [50, "signal 50", "Real-time signal 16"], [64, "signal 64", "Real-time signal 30"], [15, "SIGTERM", "Terminated"]] as const) {
-        const r = await jobrt(["run", "--json", "--runtime", "none", "sh", "-c", `echo before; kill -${signo} $$; echo after`], { env: s.env });
+      for (const [signo, shown, words] of [
+        [34, "signal 34", "Real-time signal 0"],
+        [50, "signal 50", "Real-time signal 16"],
+        [64, "signal 64", "Real-time signal 30"],
+        [15, "SIGTERM", "Terminated"],
+      ] as const) {
+        const r = await jobrt(
+          ["run", "--json", "--runtime", "none", "sh", "-c", `echo before; kill -${signo} $$; echo after`],
+          { env: s.env },
+        );
         expect(r.code, `signal ${signo}`).toBe(128 + signo);
         // srun's words (glibc's strsignal) for the task's end.
         expect(r.stderr).toBe(failureLine("task 0", words));
         const e = events(r.stdout);
         expect(e.filter((x) => x.event === "output").length).toBe(1);
         const exit = e.find((x) => x.event === "task-exit")!;
-        expect({ code: exit.code, signal: exit.signal, status: exit.status }).toEqual({ code: null, signal: shown, status: 128 + signo });
+        expect({ code: exit.code, signal: exit.signal, status: exit.status }).toEqual({
+          code: null,
+          signal: shown,
+          status: 128 + signo,
+        });
         expect(e.find((x) => x.event === "step-end")!.status).toBe(128 + signo);
         // Without --json (the task writes to jobrt's own stdout) the status is the same.
         const plain = await jobrt(["run", "--runtime", "none", "sh", "-c", `kill -${signo} $$`], { env: s.env });
@@ -381,15 +520,32 @@ describe("task exit status", () => {
 
   it("the step's status is the highest of its tasks': one killed by signal 50, the others exiting 0 and 3", async () => {
     const s = faultSite();
-    const r = await jobrt(["run", "-n", "3", "-l", "--runtime", "none", "sh", "-c", 'case $SLURM_PROCID in 0) exit 0;; 1) kill -50 $$;; *) exit 3;; esac'], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "-n",
+        "3",
+        "-l",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        "case $SLURM_PROCID in 0) exit 0;; 1) kill -50 $$;; *) exit 3;; esac",
+      ],
+      { env: s.env },
+    );
     expect(r.code).toBe(178);
-    expect(r.stderr.split(/(?<=\n)/).sort()).toEqual([failureLine("task 1", "Real-time signal 16"), failureLine("task 2", "Exited with exit code 3")].sort());
+    expect(r.stderr.split(/(?<=\n)/).sort()).toEqual(
+      [failureLine("task 1", "Real-time signal 16"), failureLine("task 2", "Exited with exit code 3")].sort(),
+    );
   });
 
   it("PERL5OPT and PERL5LIB of whoever runs jobrt run no code in the task forker", async () => {
     const s = faultSite();
     writeFileSync(join(s.dir, "Evil.pm"), `open(my $f, ">", "${s.tmp}/pwned"); 1;\n`);
-    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", "kill -34 $$"], { env: { ...s.env, PERL5LIB: s.dir, PERL5OPT: "-MEvil" } });
+    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", "kill -34 $$"], {
+      env: { ...s.env, PERL5LIB: s.dir, PERL5OPT: "-MEvil" },
+    });
     expect(r.code).toBe(162);
     expect(existsSync(join(s.tmp, "pwned"))).toBe(false);
   });
@@ -404,7 +560,11 @@ describe("task exit status", () => {
     process.kill(forker, "SIGKILL");
     expect(await exit).toBe(1);
     expect(alive(taskPid)).toBe(false);
-    expect(events(out()).filter((e) => e.event === "task-exit").map((e) => e.status)).toEqual([1, 1]);
+    expect(
+      events(out())
+        .filter((e) => e.event === "task-exit")
+        .map((e) => e.status),
+    ).toEqual([1, 1]);
     await expectNoLeaks(s);
   });
 
@@ -417,7 +577,8 @@ describe("task exit status", () => {
     const taskPid = (await eventOf(out, "task-start")).pid as number;
     const forker = Number(readFileSync(`/proc/${taskPid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
     expect(readFileSync(`/proc/${forker}/cmdline`, "utf8").split("\0")[0]).toBe("jobrt-task-forker");
-    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"] as const) process.kill(forker, signal);
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"] as const)
+      process.kill(forker, signal);
     await new Promise((r) => setTimeout(r, 200));
     expect(alive(forker)).toBe(true);
     writeFileSync(join(dir, "go"), "");
@@ -426,18 +587,23 @@ describe("task exit status", () => {
     const mask = /SigIgn:(?:\\t|\s)+([0-9a-f]+)/.exec(out())?.[1];
     expect(mask).toBeDefined();
     // SIGHUP INT QUIT USR1 USR2 ALRM TERM: none ignored by the task (an ignored one would survive exec).
-    for (const n of [1, 2, 3, 10, 12, 14, 15]) expect((BigInt(`0x${mask}`) >> BigInt(n - 1)) & 1n, `signal ${n}`).toBe(0n);
+    for (const n of [1, 2, 3, 10, 12, 14, 15])
+      expect((BigInt(`0x${mask}`) >> BigInt(n - 1)) & 1n, `signal ${n}`).toBe(0n);
     await expectNoLeaks(s);
   });
 
   it("a task given by its path (the forker's own execve) does not ignore SIGFPE as perl does, gets its environment as given, and a file without #! still runs through /bin/sh", async () => {
     const s = faultSite();
-    const r = await jobrt(["run", "--runtime", "none", "/bin/sh", "-c", "grep SigIgn /proc/$$/status; env"], { env: { ...s.env, JOBRT_T_EQ: "a=b=c", JOBRT_T_EMPTY: "" } });
+    const r = await jobrt(["run", "--runtime", "none", "/bin/sh", "-c", "grep SigIgn /proc/$$/status; env"], {
+      env: { ...s.env, JOBRT_T_EQ: "a=b=c", JOBRT_T_EMPTY: "" },
+    });
     expect(r.code).toBe(0);
     const mask = /^SigIgn:\s+([0-9a-f]+)$/m.exec(r.stdout)?.[1];
     expect(mask).toBeDefined();
     expect((BigInt(`0x${mask}`) >> 7n) & 1n, "SIGFPE ignored").toBe(0n);
-    expect(r.stdout.split("\n")).toEqual(expect.arrayContaining(["JOBRT_T_EQ=a=b=c", "JOBRT_T_EMPTY=", `SLURM_PROCID=0`]));
+    expect(r.stdout.split("\n")).toEqual(
+      expect.arrayContaining(["JOBRT_T_EQ=a=b=c", "JOBRT_T_EMPTY=", `SLURM_PROCID=0`]),
+    );
     const script = join(s.dir, "no-shebang");
     writeFileSync(script, "echo run by sh $SLURM_PROCID\n", { mode: 0o755 });
     const noShebang = await jobrt(["run", "-n", "2", "--runtime", "none", script], { env: s.env });
@@ -448,7 +614,17 @@ describe("task exit status", () => {
 
   it("signals at the task forker all through a burst of 300 starts: every task starts once and reports its own status", async () => {
     const s = faultSite();
-    const { child, out, exit } = start(s, ["run", "--json", "-n", "300", "--runtime", "none", "/bin/sh", "-c", "exit 3"]);
+    const { child, out, exit } = start(s, [
+      "run",
+      "--json",
+      "-n",
+      "300",
+      "--runtime",
+      "none",
+      "/bin/sh",
+      "-c",
+      "exit 3",
+    ]);
     await eventOf(out, "task-start");
     // Found as jobrt's child, not as the first task's parent: that task may be gone already (CI at
     // load 10: ENOENT on its /proc/<pid>/stat).
@@ -474,10 +650,30 @@ describe("task exit status", () => {
   it("jobrt reaps its task forker before it exits: the tasks' CPU counts in jobrt's own, as time(1) and the benchmarks read it", async () => {
     const s = faultSite();
     // Each task burns half a second of CPU by its own count, then says how much it used (ticks).
-    const burn = 'while :; do read -r l < /proc/$$/stat; set -- $l; [ $((${14} + ${15})) -ge 50 ] && break; i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; done; echo "cpu $((${14} + ${15}))"';
+    const burn =
+      'while :; do read -r l < /proc/$$/stat; set -- $l; [ $((${14} + ${15})) -ge 50 ] && break; i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; done; echo "cpu $((${14} + ${15}))"';
     // perl's times(): the CPU of every descendant reaped down the chain from jobrt.
-    const wrap = 'system { $ARGV[0] } @ARGV; my (undef, undef, $cu, $cs) = times; print "children ", int(($cu + $cs) * 100), "\\n"';
-    const r = await runProgram(["perl", "-e", wrap, process.execPath, "--", jobrtBin, "run", "-n", "2", "--runtime", "none", "/bin/sh", "-c", burn], { env: { ...process.env, ...s.env }, timeoutMs: 60_000 });
+    const wrap =
+      'system { $ARGV[0] } @ARGV; my (undef, undef, $cu, $cs) = times; print "children ", int(($cu + $cs) * 100), "\\n"';
+    const r = await runProgram(
+      [
+        "perl",
+        "-e",
+        wrap,
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "-n",
+        "2",
+        "--runtime",
+        "none",
+        "/bin/sh",
+        "-c",
+        burn,
+      ],
+      { env: { ...process.env, ...s.env }, timeoutMs: 60_000 },
+    );
     expect(r.code).toBe(0);
     const tasks = [...r.stdout.matchAll(/^cpu (\d+)$/gm)].map((m) => Number(m[1]));
     expect(tasks).toHaveLength(2);
@@ -488,23 +684,67 @@ describe("task exit status", () => {
 
   it("too few descriptors to hand every task's pipes to the forker at once (ulimit -n 1024, 300 tasks, -l): Node starts them, one warning", async () => {
     const s = faultSite();
-    const r = await runProgram(["sh", "-c", 'ulimit -n 1024 && exec "$@"', "sh", process.execPath, "--", jobrtBin, "run", "-n", "300", "-l", "--runtime", "none", "sh", "-c", "echo $SLURM_PROCID"], { env: { ...process.env, ...s.env }, timeoutMs: 120_000 });
+    const r = await runProgram(
+      [
+        "sh",
+        "-c",
+        'ulimit -n 1024 && exec "$@"',
+        "sh",
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "-n",
+        "300",
+        "-l",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        "echo $SLURM_PROCID",
+      ],
+      { env: { ...process.env, ...s.env }, timeoutMs: 120_000 },
+    );
     expect(r.code).toBe(0);
     expect(r.stdout.split("\n").filter(Boolean)).toHaveLength(300);
-    expect(r.stderr).toMatch(/^jobrt: warning: tasks are started by Node \(cannot start \S+ with the stdio of 300 task\(s\)\): a task killed by a real-time signal \(34-64\) is reported as exit 0\n$/);
+    expect(r.stderr).toMatch(
+      /^jobrt: warning: tasks are started by Node \(cannot start \S+ with the stdio of 300 task\(s\)\): a task killed by a real-time signal \(34-64\) is reported as exit 0\n$/,
+    );
     await expectNoLeaks(s);
   });
 
   it("without perl, Node starts the tasks: one warning, everything else as before", async () => {
     const s = faultSite();
     // perl hidden in a mount namespace of this run only.
-    const hide = "for p in /usr/bin/perl /bin/perl /usr/local/bin/perl; do [ -e $p ] && mount --bind /dev/null $p; done; exec \"$@\"";
+    const hide =
+      'for p in /usr/bin/perl /bin/perl /usr/local/bin/perl; do [ -e $p ] && mount --bind /dev/null $p; done; exec "$@"';
     const run = (args: string[]) =>
-      runProgram(["unshare", "-m", "--propagation", "private", "sh", "-c", hide, "sh", process.execPath, "--", jobrtBin, "run", "--runtime", "none", ...args], { env: { ...process.env, ...s.env } });
+      runProgram(
+        [
+          "unshare",
+          "-m",
+          "--propagation",
+          "private",
+          "sh",
+          "-c",
+          hide,
+          "sh",
+          process.execPath,
+          "--",
+          jobrtBin,
+          "run",
+          "--runtime",
+          "none",
+          ...args,
+        ],
+        { env: { ...process.env, ...s.env } },
+      );
     const r = await run(["-n", "2", "-l", "sh", "-c", "echo $SLURM_PROCID; kill -TERM $$"]);
     expect(r.code).toBe(143);
     expect(r.stdout.split("\n").sort()).toEqual(["", "0: 0", "1: 1"]);
-    expect(r.stderr).toBe(`jobrt: warning: tasks are started by Node (no perl in /usr/bin/perl, /bin/perl, /usr/local/bin/perl): a task killed by a real-time signal (34-64) is reported as exit 0\n${failureLine("tasks 0-1", "Terminated")}`);
+    expect(r.stderr).toBe(
+      `jobrt: warning: tasks are started by Node (no perl in /usr/bin/perl, /bin/perl, /usr/local/bin/perl): a task killed by a real-time signal (34-64) is reported as exit 0\n${failureLine("tasks 0-1", "Terminated")}`,
+    );
     // The documented gap (docs/reliability.md, "Known gaps").
     expect((await run(["sh", "-c", "kill -34 $$"])).code).toBe(0);
     await expectNoLeaks(s);
@@ -516,10 +756,34 @@ describe("a reader that goes away", () => {
     const s = faultSite();
     const bundle = busyboxBundle(join(s.dir, "bundle"));
     // sh waits for every member of the pipeline: it returns once jobrt has ended.
-    const r = await runProgram(["sh", "-c", '"$@" | head -1', "sh", process.execPath, "--", jobrtBin, "run", "--jobid", String(800_000 + Math.floor(Math.random() * 100_000)), "-n", "2", "-l", "--runtime", "oci", "--container", bundle, "sh", "-c", "while :; do echo x; done"], {
-      env: { ...process.env, ...s.env },
-      timeoutMs: 30_000,
-    });
+    const r = await runProgram(
+      [
+        "sh",
+        "-c",
+        '"$@" | head -1',
+        "sh",
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "--jobid",
+        String(800_000 + Math.floor(Math.random() * 100_000)),
+        "-n",
+        "2",
+        "-l",
+        "--runtime",
+        "oci",
+        "--container",
+        bundle,
+        "sh",
+        "-c",
+        "while :; do echo x; done",
+      ],
+      {
+        env: { ...process.env, ...s.env },
+        timeoutMs: 30_000,
+      },
+    );
     expect(r.signal).toBe(null);
     // A container's pid 1 ignores SIGPIPE and SIGTERM (no handler), so KillWait's SIGKILL ends it.
     expect(r.stderr).toBe(failureLine("tasks 0-1", "Killed"));

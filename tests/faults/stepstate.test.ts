@@ -33,7 +33,10 @@ afterEach(() => {
 function site(killWait = 1): FaultSite & { log: string } {
   const s = faultSite(`PluginDir=${plugins}\nRuntimePlugins=none,statecheck\n`);
   // faultSite writes KillWait=1; this test needs its own.
-  writeFileSync(join(s.dir, "jobrt.conf"), readFileSync(join(s.dir, "jobrt.conf"), "utf8").replace("KillWait=1", `KillWait=${killWait}`));
+  writeFileSync(
+    join(s.dir, "jobrt.conf"),
+    readFileSync(join(s.dir, "jobrt.conf"), "utf8").replace("KillWait=1", `KillWait=${killWait}`),
+  );
   const log = join(s.dir, "hooks.log");
   s.env.STATECHECK_LOG = log;
   return { ...s, log };
@@ -47,8 +50,15 @@ const entries = (s: { log: string }): Entry[] =>
         .map((l) => JSON.parse(l) as Entry)
     : [];
 
-function start(s: FaultSite, args: string[], env: Record<string, string> = {}): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--", jobrtBin, ...args], { env: { ...process.env, ...s.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+function start(
+  s: FaultSite,
+  args: string[],
+  env: Record<string, string> = {},
+): { child: ChildProcess; out: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--", jobrtBin, ...args], {
+    env: { ...process.env, ...s.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push(child);
   let out = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -60,10 +70,20 @@ describe("step state (API 2)", () => {
   it("one jobrt exec's setup state reaches taskInit, run and cleanup of another jobrt exec of the step, and jobrt gc after SIGKILL", async () => {
     const s = site();
     const job = String(800_000 + Math.floor(Math.random() * 100_000));
-    const slurm = (task: number) => ({ SLURM_JOB_ID: job, SLURM_STEP_ID: "3", SLURM_PROCID: String(task), SLURM_LOCALID: String(task), SLURM_NTASKS: "2" });
+    const slurm = (task: number) => ({
+      SLURM_JOB_ID: job,
+      SLURM_STEP_ID: "3",
+      SLURM_PROCID: String(task),
+      SLURM_LOCALID: String(task),
+      SLURM_NTASKS: "2",
+    });
     const go = join(s.tmp, "go");
     // Task 0's jobrt sets the step up first and keeps running.
-    const a = start(s, ["exec", "--runtime", "statecheck", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done`], slurm(0));
+    const a = start(
+      s,
+      ["exec", "--runtime", "statecheck", "--", "sh", "-c", `while [ ! -e ${go} ]; do sleep 0.05; done`],
+      slurm(0),
+    );
     await waitFor(() => entries(s).some((e) => e.hook === "run" && e.pid === a.child.pid), "task 0's run");
     const published = entries(s).find((e) => e.hook === "setup" && e.pid === a.child.pid)?.returned;
     expect(published?.setupPid).toBe(a.child.pid);
@@ -74,7 +94,8 @@ describe("step state (API 2)", () => {
     expect(b.code).toBe(0);
     const ofB = entries(s).filter((e) => e.pid !== a.child.pid && e.hook !== "setup");
     expect(ofB.map((e) => e.hook)).toEqual(["taskInit", "run", "cleanup"]);
-    for (const e of ofB) expect(e.state).toEqual({ ...published, job: Number(job), nested: { list: [1, "two", null] } });
+    for (const e of ofB)
+      expect(e.state).toEqual({ ...published, job: Number(job), nested: { list: [1, "two", null] } });
     const ownSetupOfB = entries(s).find((e) => e.hook === "setup" && e.pid !== a.child.pid)?.returned;
     expect(ownSetupOfB?.nonce).not.toBe(published?.nonce);
 
@@ -94,35 +115,42 @@ describe("step state (API 2)", () => {
     await expectNoLeaks(s);
   });
 
-  it.each(["symlink", "fifo"])("a %s planted where the step's shared state goes is never followed or read: each jobrt exec keeps its own state", async (kind) => {
-    const s = site();
-    const job = String(900_000 + Math.floor(Math.random() * 90_000));
-    const jobDir = join(s.spool, "jobs", job);
-    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
-    const bait = join(s.tmp, "bait.json");
-    writeFileSync(bait, JSON.stringify({ setupPid: 1, nonce: "planted" }));
-    if (kind === "symlink") symlinkSync(bait, join(jobDir, "exec-3.state"));
-    else execFileSync("mkfifo", [join(jobDir, "exec-3.state")]);
-    const slurm = { SLURM_JOB_ID: job, SLURM_STEP_ID: "3", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1" };
-    const r = await jobrt(["exec", "--runtime", "statecheck", "--", "true"], { env: { ...s.env, ...slurm }, timeoutMs: 30_000 });
-    expect(r.stderr).toBe("");
-    expect(r.code).toBe(0);
-    const own = entries(s).find((e) => e.hook === "setup")?.returned;
-    const later = entries(s).filter((e) => e.hook !== "setup");
-    expect(later.map((e) => e.hook)).toEqual(["taskInit", "run", "cleanup"]);
-    for (const e of later) expect(e.state?.nonce).toBe(own?.nonce);
-    rmSync(bait);
-    // The last entry out removed what was planted (without following it) and the job dir.
-    expect(existsSync(jobDir)).toBe(false);
-    await expectNoLeaks(s);
-  });
+  it.each(["symlink", "fifo"])(
+    "a %s planted where the step's shared state goes is never followed or read: each jobrt exec keeps its own state",
+    async (kind) => {
+      const s = site();
+      const job = String(900_000 + Math.floor(Math.random() * 90_000));
+      const jobDir = join(s.spool, "jobs", job);
+      mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+      const bait = join(s.tmp, "bait.json");
+      writeFileSync(bait, JSON.stringify({ setupPid: 1, nonce: "planted" }));
+      if (kind === "symlink") symlinkSync(bait, join(jobDir, "exec-3.state"));
+      else execFileSync("mkfifo", [join(jobDir, "exec-3.state")]);
+      const slurm = { SLURM_JOB_ID: job, SLURM_STEP_ID: "3", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1" };
+      const r = await jobrt(["exec", "--runtime", "statecheck", "--", "true"], {
+        env: { ...s.env, ...slurm },
+        timeoutMs: 30_000,
+      });
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      const own = entries(s).find((e) => e.hook === "setup")?.returned;
+      const later = entries(s).filter((e) => e.hook !== "setup");
+      expect(later.map((e) => e.hook)).toEqual(["taskInit", "run", "cleanup"]);
+      for (const e of later) expect(e.state?.nonce).toBe(own?.nonce);
+      rmSync(bait);
+      // The last entry out removed what was planted (without following it) and the job dir.
+      expect(existsSync(jobDir)).toBe(false);
+      await expectNoLeaks(s);
+    },
+  );
 
   it("jobrt run's setup state is journaled: jobrt gc after SIGKILL gets it in cleanup (afterCrash)", async () => {
     const s = site();
     const r = start(s, ["run", "-n", "2", "--runtime", "statecheck", "sleep", "600"]);
     await waitFor(() => entries(s).filter((e) => e.hook === "run").length === 2, "both runs");
     const returned = entries(s).find((e) => e.hook === "setup")?.returned;
-    for (const e of entries(s).filter((e) => e.hook === "taskInit" || e.hook === "run")) expect(e.state?.nonce).toBe(returned?.nonce);
+    for (const e of entries(s).filter((e) => e.hook === "taskInit" || e.hook === "run"))
+      expect(e.state?.nonce).toBe(returned?.nonce);
     r.child.kill("SIGKILL");
     await r.exit;
     const gc = await jobrt(["gc"], { env: s.env });
@@ -137,7 +165,9 @@ describe("step state (API 2)", () => {
     const s = site();
     const r = await jobrt(["run", "--runtime", "statecheck", "--container-module", "gpu", "true"], { env: s.env });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe('jobrt: --container-module "gpu": runtime statecheck does not accept --container-module (it takes no container options)\n');
+    expect(r.stderr).toBe(
+      'jobrt: --container-module "gpu": runtime statecheck does not accept --container-module (it takes no container options)\n',
+    );
     expect(entries(s).map((e) => e.hook)).toEqual(["cleanup"]);
     await expectNoLeaks(s);
   });
@@ -166,7 +196,10 @@ describe('ExecSpec signals: "leader"', () => {
     ["group", 141, false],
   ])("signals %s: jobrt exits %i, the SIGTERM handler's last line arrives: %s", async (signals, status, finished) => {
     const s = site(5);
-    const r = start(s, ["run", "--runtime", "statecheck", "perl", "-e", WRAPPER], { STATECHECK_SIGNALS: signals, WORKER });
+    const r = start(s, ["run", "--runtime", "statecheck", "perl", "-e", WRAPPER], {
+      STATECHECK_SIGNALS: signals,
+      WORKER,
+    });
     await waitFor(() => r.out().includes("ready"), "the worker to be ready");
     r.child.kill("SIGTERM");
     expect(await r.exit).toBe(status);
@@ -174,4 +207,3 @@ describe('ExecSpec signals: "leader"', () => {
     await expectNoLeaks(s);
   });
 });
-

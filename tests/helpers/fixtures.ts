@@ -18,6 +18,8 @@ export function busyboxRootfs(): string {
 
 /** A fresh OCI bundle (rootfs + `runc spec` config.json) at `dir`. */
 export function busyboxBundle(dir: string, rootless = false): string {
-  execFileSync("sh", [join(repoRoot, "scripts/busybox-bundle.sh"), dir, ...(rootless ? ["--rootless"] : [])], { stdio: "inherit" });
+  execFileSync("sh", [join(repoRoot, "scripts/busybox-bundle.sh"), dir, ...(rootless ? ["--rootless"] : [])], {
+    stdio: "inherit",
+  });
   return dir;
 }

@@ -77,8 +77,13 @@ export function failureLine(tasks: string, what: string, node = nodeName): strin
  */
 export function requires(what: Record<string, boolean>): void {
   beforeAll(() => {
-    const missing = Object.entries(what).filter(([, ok]) => !ok).map(([name]) => name);
-    if (missing.length > 0) throw new Error(`missing prerequisite: ${missing.join(", ")} (scripts/system-deps.sh and a build provide them; tests never skip)`);
+    const missing = Object.entries(what)
+      .filter(([, ok]) => !ok)
+      .map(([name]) => name);
+    if (missing.length > 0)
+      throw new Error(
+        `missing prerequisite: ${missing.join(", ")} (scripts/system-deps.sh and a build provide them; tests never skip)`,
+      );
   });
 }
 
@@ -93,7 +98,8 @@ export function killExecWithForker(pid: number): void {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]) === pid) process.kill(Number(entry), "SIGKILL");
+      if (Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]) === pid)
+        process.kill(Number(entry), "SIGKILL");
     } catch {
       // gone meanwhile
     }

@@ -47,7 +47,11 @@ export function markedProcesses(site: FaultSite): number[] {
 export function runcContainers(prefix?: string): string[] {
   let out: { id: string; bundle: string }[] = [];
   try {
-    out = JSON.parse(execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }) || "[]") ?? [];
+    out =
+      JSON.parse(
+        execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }) ||
+          "[]",
+      ) ?? [];
   } catch {
     return [];
   }
@@ -62,7 +66,8 @@ export function spoolLeftovers(site: FaultSite): string[] {
     if (entry !== "jobs") left.push(entry);
   }
   const jobs = join(site.spool, "jobs");
-  if (existsSync(jobs)) for (const entry of readdirSync(jobs)) if (entry !== "next-jobid" && entry !== "node") left.push(`jobs/${entry}`);
+  if (existsSync(jobs))
+    for (const entry of readdirSync(jobs)) if (entry !== "next-jobid" && entry !== "node") left.push(`jobs/${entry}`);
   return left;
 }
 
@@ -77,7 +82,11 @@ export async function waitFor(check: () => boolean, what: string, ms = 15_000): 
 /** The leak check every fault cell ends with. */
 export async function expectNoLeaks(site: FaultSite, bundlePrefix?: string): Promise<void> {
   // Killed processes may take a moment to be reaped by init.
-  await waitFor(() => markedProcesses(site).length === 0, `the step's processes to be gone (left: ${markedProcesses(site).join(",")})`, 5_000).catch(() => {});
+  await waitFor(
+    () => markedProcesses(site).length === 0,
+    `the step's processes to be gone (left: ${markedProcesses(site).join(",")})`,
+    5_000,
+  ).catch(() => {});
   const problems: string[] = [];
   const procs = markedProcesses(site);
   if (procs.length) problems.push(`processes left: ${procs.join(", ")}`);

@@ -46,7 +46,11 @@ export function processesWithEnv(name: string, value: string): Straggler[] {
  * killed `jobrt run` cannot). Returns one line per process, empty when there were none; `spare`
  * excludes processes (e.g. vitest's own workers).
  */
-export async function reap(name: string, value: string, spare: (p: Straggler) => boolean = () => false): Promise<string[]> {
+export async function reap(
+  name: string,
+  value: string,
+  spare: (p: Straggler) => boolean = () => false,
+): Promise<string[]> {
   const end = Date.now() + 3_000;
   let found = processesWithEnv(name, value).filter((p) => !spare(p));
   while (found.length > 0 && Date.now() < end) {
@@ -58,7 +62,11 @@ export async function reap(name: string, value: string, spare: (p: Straggler) =>
 
 /** reap() without the grace and without the event loop: for an exit handler (an interrupted run). */
 export function reapNow(name: string, value: string, spare: (p: Straggler) => boolean = () => false): string[] {
-  return kill(name, value, processesWithEnv(name, value).filter((p) => !spare(p)));
+  return kill(
+    name,
+    value,
+    processesWithEnv(name, value).filter((p) => !spare(p)),
+  );
 }
 
 function kill(name: string, value: string, found: Straggler[]): string[] {
@@ -75,7 +83,10 @@ function kill(name: string, value: string, found: Straggler[]): string[] {
   while (processesWithEnv(name, value).some((p) => pids.has(p.pid)) && Date.now() < end) Atomics.wait(nap, 0, 0, 50);
   const busy = [...new Set(found.flatMap((p) => p.cgroups))].filter((dir) => !removeCgroup(dir));
   return [
-    ...found.map((p) => `pid ${p.pid} (${p.comm}, parent ${p.ppid}${p.cgroups.length > 0 ? `, cgroup ${p.cgroups.join(" ")}` : ""}): killed`),
+    ...found.map(
+      (p) =>
+        `pid ${p.pid} (${p.comm}, parent ${p.ppid}${p.cgroups.length > 0 ? `, cgroup ${p.cgroups.join(" ")}` : ""}): killed`,
+    ),
     ...busy.map((dir) => `cgroup ${dir}: still in use, left in place`),
   ];
 }
@@ -99,7 +110,12 @@ function stepCgroups(procCgroup: string, mounts: { v2?: string; freezer?: string
   const dirs: string[] = [];
   for (const line of procCgroup.split("\n")) {
     const [id, controllers, path] = line.split(":");
-    const mount = id === "0" && controllers === "" ? mounts.v2 : controllers?.split(",").includes("freezer") ? mounts.freezer : undefined;
+    const mount =
+      id === "0" && controllers === ""
+        ? mounts.v2
+        : controllers?.split(",").includes("freezer")
+          ? mounts.freezer
+          : undefined;
     if (!mount || !path) continue;
     const parts = path.split("/");
     const step = parts.findIndex((p) => p.startsWith("jobrt-"));

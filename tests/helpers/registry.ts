@@ -43,20 +43,32 @@ export async function startRegistry(users?: Record<string, string>, address = "1
   let auth = "";
   if (users) {
     const file = join(dir, "htpasswd");
-    writeFileSync(file, Object.entries(users).map(([u, p]) => must(["htpasswd", "-nbB", u, p], "htpasswd").trim()).join("\n") + "\n");
+    writeFileSync(
+      file,
+      Object.entries(users)
+        .map(([u, p]) => must(["htpasswd", "-nbB", u, p], "htpasswd").trim())
+        .join("\n") + "\n",
+    );
     auth = `auth:\n  htpasswd:\n    realm: jobrt-test\n    path: ${file}\n`;
   }
   const config = join(dir, "config.yml");
-  writeFileSync(config, `version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: ${storage}\n  delete:\n    enabled: true\nhttp:\n  addr: ${address}:${port}\n${auth}`);
+  writeFileSync(
+    config,
+    `version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: ${storage}\n  delete:\n    enabled: true\nhttp:\n  addr: ${address}:${port}\n${auth}`,
+  );
   const logFile = join(dir, "registry.log");
   const { openSync } = await import("node:fs");
   const out = openSync(logFile, "a");
   const child: ChildProcess = spawn("docker-registry", ["serve", config], { stdio: ["ignore", out, out] });
   const host = `${address}:${port}`;
   for (let i = 0; ; i++) {
-    const ok = await fetch(`http://${host}/v2/`).then((r) => r.status === 200 || r.status === 401, () => false);
+    const ok = await fetch(`http://${host}/v2/`).then(
+      (r) => r.status === 200 || r.status === 401,
+      () => false,
+    );
     if (ok) break;
-    if (i > 100 || child.exitCode !== null) throw new Error(`docker-registry did not start: ${readFileSync(logFile, "utf8")}`);
+    if (i > 100 || child.exitCode !== null)
+      throw new Error(`docker-registry did not start: ${readFileSync(logFile, "utf8")}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
@@ -78,7 +90,19 @@ export async function startRegistry(users?: Record<string, string>, address = "1
  * Builds a busybox OCI image (umoci) whose /etc/jobrt-image holds `marker`, with the given image
  * config, and pushes it as `name:tag`. Returns the manifest digest.
  */
-export function pushBusybox(reg: Registry, name: string, marker: string, o: { creds?: string; env?: string[]; entrypoint?: string[]; workdir?: string; extraFile?: { path: string; bytes: number }; hostile?: boolean } = {}): string {
+export function pushBusybox(
+  reg: Registry,
+  name: string,
+  marker: string,
+  o: {
+    creds?: string;
+    env?: string[];
+    entrypoint?: string[];
+    workdir?: string;
+    extraFile?: { path: string; bytes: number };
+    hostile?: boolean;
+  } = {},
+): string {
   const dir = tempDir("jobrt-image-");
   const layout = join(dir, "layout");
   const bundle = join(dir, "bundle");
@@ -104,6 +128,19 @@ export function pushBusybox(reg: Registry, name: string, marker: string, o: { cr
   cfg.push("--config.cmd", "sh");
   must(cfg, "umoci config");
   const digestFile = join(dir, "digest");
-  must(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", ...(o.creds ? ["--dest-creds", o.creds] : []), "--digestfile", digestFile, `oci:${layout}:img`, `docker://${reg.host}/${name}`], "skopeo copy (push)");
+  must(
+    [
+      "skopeo",
+      "copy",
+      "--quiet",
+      "--dest-tls-verify=false",
+      ...(o.creds ? ["--dest-creds", o.creds] : []),
+      "--digestfile",
+      digestFile,
+      `oci:${layout}:img`,
+      `docker://${reg.host}/${name}`,
+    ],
+    "skopeo copy (push)",
+  );
   return readFileSync(digestFile, "utf8").trim();
 }

@@ -1,5 +1,15 @@
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { once } from "node:events";
 import { dirname, join, relative } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -17,20 +27,45 @@ function mount(args: string[]): () => void {
 // A vitest run of its own: TMPDIR points its run dir into a dir of this test, so what it leaves is
 // seen here and nothing of other runs on the machine is.
 /** `interruptOn`: send vitest SIGINT (a Ctrl-C) once its output shows this text. */
-async function nestedRun(body: string, interruptOn?: string): Promise<{ out: string; code: number | null; tmp: string }> {
+async function nestedRun(
+  body: string,
+  interruptOn?: string,
+): Promise<{ out: string; code: number | null; tmp: string }> {
   const project = tempDir("jobrt-tmptest-project-");
   const tmp = tempDir("jobrt-tmptest-tmpdir-");
   chmodSync(tmp, 0o1777);
   const config = join(repoRoot, "tests/helpers/tmpconfig.ts");
-  writeFileSync(join(project, "vitest.config.mts"), `import { tempDirs } from ${JSON.stringify(config)};\nexport default { test: { include: ["*.check.ts"], globals: true, ...tempDirs } };\n`);
-  writeFileSync(join(project, "leak.check.ts"), `import { execFileSync } from "node:child_process";\nimport { mkdirSync } from "node:fs";\nimport { tempDir } from ${JSON.stringify(join(repoRoot, "tests/helpers/tmp.ts"))};\n${body}\n`);
-  const env: Record<string, string | undefined> = { ...process.env, TMPDIR: tmp, JOBRT_TEST_RUN_TMP: "", JOBRT_TEST_TMP: "", JOBRT_KEEP_TMP: "", NO_COLOR: "1", FORCE_COLOR: undefined };
+  writeFileSync(
+    join(project, "vitest.config.mts"),
+    `import { tempDirs } from ${JSON.stringify(config)};\nexport default { test: { include: ["*.check.ts"], globals: true, ...tempDirs } };\n`,
+  );
+  writeFileSync(
+    join(project, "leak.check.ts"),
+    `import { execFileSync } from "node:child_process";\nimport { mkdirSync } from "node:fs";\nimport { tempDir } from ${JSON.stringify(join(repoRoot, "tests/helpers/tmp.ts"))};\n${body}\n`,
+  );
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    TMPDIR: tmp,
+    JOBRT_TEST_RUN_TMP: "",
+    JOBRT_TEST_TMP: "",
+    JOBRT_KEEP_TMP: "",
+    NO_COLOR: "1",
+    FORCE_COLOR: undefined,
+  };
   const vitest = join(repoRoot, "node_modules/vitest/vitest.mjs");
   if (interruptOn === undefined) {
-    const r = await runProgram([process.execPath, vitest, "run", "--root", project], { env, cwd: project, timeoutMs: 120_000 });
+    const r = await runProgram([process.execPath, vitest, "run", "--root", project], {
+      env,
+      cwd: project,
+      timeoutMs: 120_000,
+    });
     return { out: r.stdout + r.stderr, code: r.code, tmp };
   }
-  const child = spawn(process.execPath, [vitest, "run", "--root", project], { env, cwd: project, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [vitest, "run", "--root", project], {
+    env,
+    cwd: project,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let interrupted = false;
   const collect = (d: Buffer) => {
@@ -72,7 +107,9 @@ describe("removeTree: what a test leaves is removed, and nothing else", () => {
     const unmount = mount(["--bind", data, join(tree, "rootfs", "mnt")]);
     try {
       const problems = removeTree(tree);
-      expect(problems).toEqual([`${tree}: left in place, mounted below it: ${join(tree, "rootfs", "mnt")} (unmount, then remove it)`]);
+      expect(problems).toEqual([
+        `${tree}: left in place, mounted below it: ${join(tree, "rootfs", "mnt")} (unmount, then remove it)`,
+      ]);
       expect(existsSync(join(tree, "other"))).toBe(true);
       expect(readFileSync(join(data, "precious"), "utf8")).toBe("x");
     } finally {
@@ -184,7 +221,9 @@ test("t", async () => {
 });`;
     const r = await nestedRun(body);
     expect(r.code, r.out).not.toBe(0);
-    expect(r.out).toMatch(/this test file left:\n(\s+still running after the file's tests: pid \d+ \((node|sleep), .*\): killed\n){2}/);
+    expect(r.out).toMatch(
+      /this test file left:\n(\s+still running after the file's tests: pid \d+ \((node|sleep), .*\): killed\n){2}/,
+    );
     const cgroups = [...r.out.matchAll(/cgroup (\/sys\/fs\/cgroup\/\S+)/g)].map((m) => m[1] as string);
     expect(cgroups.length, r.out).toBeGreaterThan(0);
     expect(cgroups.filter((c) => existsSync(c))).toEqual([]);
@@ -223,13 +262,18 @@ test("t", async () => {
 }, 700_000);`;
     const r = await nestedRun(body, "STARTED");
     expect(r.code, r.out).not.toBe(0);
-    expect(r.out).toMatch(/leak check \(.*\):\n\s+still running at the end of the run: pid \d+ \(sleep, .*\): killed\n\s+left by test files: f-\w+ \(.*leak\.check\.ts\)/);
+    expect(r.out).toMatch(
+      /leak check \(.*\):\n\s+still running at the end of the run: pid \d+ \(sleep, .*\): killed\n\s+left by test files: f-\w+ \(.*leak\.check\.ts\)/,
+    );
     expect(readdirSync(r.tmp).filter((n) => n.startsWith("jobrt-"))).toEqual([]);
   });
 });
 
 describe("every temp dir of the tests goes through tempDir()", () => {
-  const roots = ["tests", ...["packages", "examples"].flatMap((d) => readdirSync(join(repoRoot, d)).map((p) => `${d}/${p}/test`))].filter((d) => existsSync(join(repoRoot, d)));
+  const roots = [
+    "tests",
+    ...["packages", "examples"].flatMap((d) => readdirSync(join(repoRoot, d)).map((p) => `${d}/${p}/test`)),
+  ].filter((d) => existsSync(join(repoRoot, d)));
   const skip = new Set(["node_modules", "dist", ".turbo"]);
 
   function* files(dir: string): Generator<string> {
@@ -244,7 +288,12 @@ describe("every temp dir of the tests goes through tempDir()", () => {
   test("no test makes one in the system temp dir itself", () => {
     const direct = /mkdtemp(Sync)?\(\s*(join\(\s*(tmpdir\(\)|["'`]\/tmp)|["'`]\/tmp)/;
     // The run's own dir; the fixture plugins whose flaw is a temp dir (the conformance check sets TMPDIR).
-    const allowed = new Set(["tests/helpers/tmprun.ts", "tests/helpers/tmpsetup.ts", "packages/testkit/test/fixtures/plugins.ts", "examples/jobrt-runtime-bwrap/test/flaws/plugins.ts"]);
+    const allowed = new Set([
+      "tests/helpers/tmprun.ts",
+      "tests/helpers/tmpsetup.ts",
+      "packages/testkit/test/fixtures/plugins.ts",
+      "examples/jobrt-runtime-bwrap/test/flaws/plugins.ts",
+    ]);
     const found: string[] = [];
     for (const root of roots) {
       for (const file of files(join(repoRoot, root))) {
@@ -252,7 +301,8 @@ describe("every temp dir of the tests goes through tempDir()", () => {
         readFileSync(file, "utf8")
           .split("\n")
           .forEach((line, i) => {
-            if (direct.test(line) && !allowed.has(rel)) found.push(`${rel}:${i + 1}: ${line.trim()} (use tempDir() from tests/helpers/tmp.ts)`);
+            if (direct.test(line) && !allowed.has(rel))
+              found.push(`${rel}:${i + 1}: ${line.trim()} (use tempDir() from tests/helpers/tmp.ts)`);
           });
       }
     }
@@ -260,8 +310,15 @@ describe("every temp dir of the tests goes through tempDir()", () => {
   });
 
   test("every vitest project is wired to tests/helpers/tmpconfig.ts", () => {
-    const projects = ["tests", ...["packages", "examples"].flatMap((d) => readdirSync(join(repoRoot, d)).map((p) => `${d}/${p}`))];
-    const unwired = projects.filter((p) => existsSync(join(repoRoot, p, "vitest.config.ts")) && !/tempDirs/.test(readFileSync(join(repoRoot, p, "vitest.config.ts"), "utf8")));
+    const projects = [
+      "tests",
+      ...["packages", "examples"].flatMap((d) => readdirSync(join(repoRoot, d)).map((p) => `${d}/${p}`)),
+    ];
+    const unwired = projects.filter(
+      (p) =>
+        existsSync(join(repoRoot, p, "vitest.config.ts")) &&
+        !/tempDirs/.test(readFileSync(join(repoRoot, p, "vitest.config.ts"), "utf8")),
+    );
     expect(unwired).toEqual([]);
   });
 });

@@ -36,7 +36,8 @@ function handOver(dir: string): string[] {
   const problems: string[] = [];
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (lstatSync(path).uid === process.getuid?.()) problems.push(...removeTree(path).map((p) => `temp dir left in place: ${p}`));
+    if (lstatSync(path).uid === process.getuid?.())
+      problems.push(...removeTree(path).map((p) => `temp dir left in place: ${p}`));
   }
   writeFileSync(join(dir, HANDED_OVER), "");
   return problems;

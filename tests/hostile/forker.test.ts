@@ -41,7 +41,10 @@ describe("--chdir is entered as the job user, after the uid drop", () => {
     expect(process.getuid?.()).toBe(0);
     const s = site();
     const { sub } = rootOnlyDir();
-    const r = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", sub, "sh", "-c", "cat secret; touch x; echo started"], { env: s.env });
+    const r = await jobrt(
+      ["run", "--runtime", "none", "--uid", "nobody", "-D", sub, "sh", "-c", "cat secret; touch x; echo started"],
+      { env: s.env },
+    );
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(`jobrt: task 0: cannot change to directory ${sub}: permission denied\n`);
     expect(r.code).toBe(1);
@@ -52,11 +55,39 @@ describe("--chdir is entered as the job user, after the uid drop", () => {
     const s = site();
     const { sub } = rootOnlyDir();
     // perl hidden in a mount namespace of this run only.
-    const hide = "for p in /usr/bin/perl /bin/perl /usr/local/bin/perl; do [ -e $p ] && mount --bind /dev/null $p; done; exec \"$@\"";
-    const r = await runProgram(["unshare", "-m", "--propagation", "private", "sh", "-c", hide, "sh", process.execPath, "--", jobrtBin, "run", "--runtime", "none", "--uid", "nobody", "-D", sub, "sh", "-c", "cat secret; touch x; echo started"], { env: s.env });
+    const hide =
+      'for p in /usr/bin/perl /bin/perl /usr/local/bin/perl; do [ -e $p ] && mount --bind /dev/null $p; done; exec "$@"';
+    const r = await runProgram(
+      [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        hide,
+        "sh",
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "--runtime",
+        "none",
+        "--uid",
+        "nobody",
+        "-D",
+        sub,
+        "sh",
+        "-c",
+        "cat secret; touch x; echo started",
+      ],
+      { env: s.env },
+    );
     expect(r.stdout).toBe("");
     expect(r.stderr).toMatch(/^jobrt: warning: tasks are started by Node \(no perl in [^)]*\): [^\n]*\n/);
-    expect(r.stderr.replace(/^jobrt: warning: [^\n]*\n/, "")).toBe(`jobrt: task 0: cannot change to directory ${sub}: permission denied\n`);
+    expect(r.stderr.replace(/^jobrt: warning: [^\n]*\n/, "")).toBe(
+      `jobrt: task 0: cannot change to directory ${sub}: permission denied\n`,
+    );
     expect(r.code).toBe(1);
     expect(existsSync(join(sub, "x"))).toBe(false);
   });
@@ -65,17 +96,28 @@ describe("--chdir is entered as the job user, after the uid drop", () => {
     const s = site();
     const open = tempDir("jobrt-open-");
     chmodSync(open, 0o777);
-    const ok = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", open, "sh", "-c", "pwd; id -u; touch x"], { env: s.env });
+    const ok = await jobrt(
+      ["run", "--runtime", "none", "--uid", "nobody", "-D", open, "sh", "-c", "pwd; id -u; touch x"],
+      { env: s.env },
+    );
     expect(ok.stderr).toBe("");
     expect(ok.stdout).toBe(`${open}\n${NOBODY}\n`);
     expect(existsSync(join(open, "x"))).toBe(true);
     const { top } = rootOnlyDir();
     // Whether it exists is not nobody's to learn: the same line as for one that does.
-    const hidden = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", join(top, "nothing"), "true"], { env: s.env });
-    expect(hidden.stderr).toBe(`jobrt: task 0: cannot change to directory ${join(top, "nothing")}: permission denied\n`);
+    const hidden = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", join(top, "nothing"), "true"], {
+      env: s.env,
+    });
+    expect(hidden.stderr).toBe(
+      `jobrt: task 0: cannot change to directory ${join(top, "nothing")}: permission denied\n`,
+    );
     expect(hidden.code).toBe(1);
-    const missing = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", join(open, "nothing"), "true"], { env: s.env });
-    expect(missing.stderr).toBe(`jobrt: task 0: cannot change to directory ${join(open, "nothing")}: no such directory\n`);
+    const missing = await jobrt(["run", "--runtime", "none", "--uid", "nobody", "-D", join(open, "nothing"), "true"], {
+      env: s.env,
+    });
+    expect(missing.stderr).toBe(
+      `jobrt: task 0: cannot change to directory ${join(open, "nothing")}: no such directory\n`,
+    );
     expect(missing.code).toBe(1);
   });
 });
@@ -111,13 +153,21 @@ const gone = (pid: number) => ["Z", "X", undefined].includes(stateOf(pid));
 async function stoppedForker(s: ReturnType<typeof site>, options: string[] = []) {
   const marker = tempDir("jobrt-forker-pids-");
   const task = `echo $PPID > ${marker}/forker; kill -STOP $PPID; echo $$ > ${marker}/task; exec sleep 600`;
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", ...options, "sh", "-c", task], { env: s.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", ...options, "sh", "-c", task], {
+    env: s.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => (output += d));
   child.stderr?.setEncoding("utf8").on("data", (d: string) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })));
+  const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
+  );
   const file = (name: string) => join(marker, name);
-  await waitFor(() => existsSync(file("task")) && readFileSync(file("task"), "utf8").endsWith("\n"), "the task to stop its forker").catch((error: Error) => {
+  await waitFor(
+    () => existsSync(file("task")) && readFileSync(file("task"), "utf8").endsWith("\n"),
+    "the task to stop its forker",
+  ).catch((error: Error) => {
     throw new Error(`${error.message}; jobrt said: ${output}`);
   });
   const forker = Number(readFileSync(file("forker"), "utf8"));
@@ -139,7 +189,8 @@ async function stoppedForker(s: ReturnType<typeof site>, options: string[] = [])
 function expectKilledOrReported(code: number | null, output: string, stopSignal = 143): void {
   expect([137, 143, stopSignal], output).toContain(code);
   // 143 is also the task's own reported end, which says nothing about the forker.
-  if (code === 137 || (code === stopSignal && stopSignal !== 143)) expect(output).toMatch(/task forker had not reported its tasks' ends 2 s after the step's SIGKILL/);
+  if (code === 137 || (code === stopSignal && stopSignal !== 143))
+    expect(output).toMatch(/task forker had not reported its tasks' ends 2 s after the step's SIGKILL/);
 }
 
 describe("a task that stops its forker", () => {
@@ -190,7 +241,17 @@ describe("the forker in ps", () => {
   it("its command line is a short name, not its program (6 KB of perl were its argv)", async () => {
     const s = site();
     // The task reads its parent's, the forker's, while the forker runs.
-    const r = await jobrt(["run", "--runtime", "none", "sh", "-c", 'od -An -v -tx1 /proc/$PPID/cmdline; echo "comm $(cat /proc/$PPID/comm)"'], { env: s.env });
+    const r = await jobrt(
+      [
+        "run",
+        "--runtime",
+        "none",
+        "sh",
+        "-c",
+        'od -An -v -tx1 /proc/$PPID/cmdline; echo "comm $(cat /proc/$PPID/comm)"',
+      ],
+      { env: s.env },
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const [hex = "", comm] = r.stdout.split("comm ");
@@ -208,12 +269,31 @@ describe("a forker record the job user rewrote", () => {
     const s = site(1);
     const marker = tempDir("jobrt-forker-user-");
     chmodSync(marker, 0o777);
-    const argv = ["setpriv", "--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", process.execPath, "--", jobrtBin, "run", "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/task; exec sleep 600`];
+    const argv = [
+      "setpriv",
+      "--reuid",
+      String(NOBODY),
+      "--regid",
+      String(NOBODY),
+      "--clear-groups",
+      process.execPath,
+      "--",
+      jobrtBin,
+      "run",
+      "--runtime",
+      "none",
+      "sh",
+      "-c",
+      `echo $$ > ${marker}/task; exec sleep 600`,
+    ];
     const child = spawn(argv[0]!, argv.slice(1), { env: { ...s.env, HOME: "/" }, cwd: "/", stdio: "ignore" });
     const exited = new Promise((resolve) => child.once("exit", resolve));
     started.push(child.pid!);
     const taskFile = join(marker, "task");
-    await waitFor(() => existsSync(taskFile) && readFileSync(taskFile, "utf8").endsWith("\n"), "nobody's task to start");
+    await waitFor(
+      () => existsSync(taskFile) && readFileSync(taskFile, "utf8").endsWith("\n"),
+      "nobody's task to start",
+    );
     const task = Number(readFileSync(taskFile, "utf8"));
     started.push(task);
     const journal = join(s.spool, `jobs.${NOBODY}`);
@@ -221,7 +301,12 @@ describe("a forker record the job user rewrote", () => {
       (existsSync(journal) ? readdirSync(journal) : [])
         .filter((j) => /^\d+$/.test(j))
         .map((j) => join(journal, j, "step-0"))
-        .find((d) => existsSync(join(d, "forker")) && existsSync(join(d, "pids")) && readFileSync(join(d, "pids"), "utf8").startsWith(`${task} `));
+        .find(
+          (d) =>
+            existsSync(join(d, "forker")) &&
+            existsSync(join(d, "pids")) &&
+            readFileSync(join(d, "pids"), "utf8").startsWith(`${task} `),
+        );
     await waitFor(() => entry() !== undefined, "the task and the forker to be recorded");
     const dir = entry()!;
     child.kill("SIGKILL");
@@ -231,7 +316,18 @@ describe("a forker record the job user rewrote", () => {
     const start = processStartTime(victim.pid!);
     expect(start).toBeDefined();
     // What nobody may do to its own journal: the record now names root's process, truly.
-    const forge = spawnSync("sh", ["-c", 'printf "%s %s 0\\n" "$1" "$2" > "$3/forker.x" && mv "$3/forker.x" "$3/forker"', "sh", String(victim.pid), start!, dir], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+    const forge = spawnSync(
+      "sh",
+      [
+        "-c",
+        'printf "%s %s 0\\n" "$1" "$2" > "$3/forker.x" && mv "$3/forker.x" "$3/forker"',
+        "sh",
+        String(victim.pid),
+        start!,
+        dir,
+      ],
+      { uid: NOBODY, gid: NOBODY, encoding: "utf8" },
+    );
     expect(forge.stderr).toBe("");
     expect(forge.status).toBe(0);
     const gc = await jobrt(["gc", "-v"], { env: s.env, timeoutMs: 60_000 });

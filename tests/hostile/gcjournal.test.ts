@@ -6,7 +6,20 @@
  * collected.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { jobrt, jobrtBin, repoRoot, requires, tempDir } from "../helpers/jobrt.js";
@@ -79,7 +92,8 @@ function entryOf(s: Site, pid: number): DeadStep | undefined {
   for (const job of existsSync(s.journal) ? readdirSync(s.journal).filter((j) => /^\d+$/.test(j)) : []) {
     const dir = join(s.journal, job, "step-0");
     const pids = join(dir, "pids");
-    if (existsSync(pids) && readFileSync(pids, "utf8").startsWith(`${pid} `)) return { job: Number(job), jobDir: join(s.journal, job), dir, pid };
+    if (existsSync(pids) && readFileSync(pids, "utf8").startsWith(`${pid} `))
+      return { job: Number(job), jobDir: join(s.journal, job), dir, pid };
   }
   return undefined;
 }
@@ -87,21 +101,27 @@ function entryOf(s: Site, pid: number): DeadStep | undefined {
 async function startUserStep(s: Site): Promise<{ child: ChildProcess; step: DeadStep }> {
   const marker = tempDir();
   chmodSync(marker, 0o777);
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`], {
-    env: { ...s.env, HOME: "/" },
-    cwd: "/",
-    stdio: ["ignore", "ignore", "pipe"],
-    uid: NOBODY,
-    gid: NOBODY,
-  });
+  const child = spawn(
+    process.execPath,
+    ["--", jobrtBin, "run", "--runtime", "none", "sh", "-c", `echo $$ > ${marker}/pid; exec sleep 120`],
+    {
+      env: { ...s.env, HOME: "/" },
+      cwd: "/",
+      stdio: ["ignore", "ignore", "pipe"],
+      uid: NOBODY,
+      gid: NOBODY,
+    },
+  );
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     stderr += d;
   });
   const file = join(marker, "pid");
-  await waitFor(() => existsSync(file) && readFileSync(file, "utf8").endsWith("\n"), "the task to start").catch((error: Error) => {
-    throw new Error(`${error.message}; jobrt said: ${stderr}`);
-  });
+  await waitFor(() => existsSync(file) && readFileSync(file, "utf8").endsWith("\n"), "the task to start").catch(
+    (error: Error) => {
+      throw new Error(`${error.message}; jobrt said: ${stderr}`);
+    },
+  );
   const pid = Number(readFileSync(file, "utf8"));
   orphans.push(pid);
   await waitFor(() => entryOf(s, pid) !== undefined, "the task's record");
@@ -183,7 +203,9 @@ describe("root's jobrt gc on a job user's journal", () => {
     expect(readFileSync(join(root, claim, "victim"), "utf8")).toBe("root's\n");
     expect(gc.signal).toBeNull();
     expect(gc.code).toBe(1);
-    expect(gc.stderr).toMatch(new RegExp(`^jobrt: gc: step ${step.job}\\.0: cleanup failed, .*cannot remove .*permission denied`));
+    expect(gc.stderr).toMatch(
+      new RegExp(`^jobrt: gc: step ${step.job}\\.0: cleanup failed, .*cannot remove .*permission denied`),
+    );
     const others = steps.filter((x) => x !== step);
     expect(gc.stdout.split("\n").filter(Boolean).sort()).toEqual(others.map((x) => collectedLine(x).trim()).sort());
     await expectCollected(others);
@@ -203,12 +225,23 @@ describe("root's jobrt gc on a job user's journal", () => {
     expect(first.stdout).toBe(collectedLine(good));
     const lines = first.stderr.split("\n").filter(Boolean).sort();
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(new RegExp(`^jobrt: gc: step ${Math.min(fifo.job, link.job)}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): cannot kill what the step left: `));
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^jobrt: gc: step ${Math.min(fifo.job, link.job)}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): cannot kill what the step left: `,
+      ),
+    );
     expect(first.stderr).toMatch(/pids is not a regular file/);
     expect(first.stderr).toMatch(/ELOOP/);
-    for (const st of [fifo, link]) expect(readdirSync(st.jobDir).filter((n) => n !== "next-step")).toEqual([expect.stringMatching(/^step-0\.bad-\d+$/)]);
+    for (const st of [fifo, link])
+      expect(readdirSync(st.jobDir).filter((n) => n !== "next-step")).toEqual([
+        expect.stringMatching(/^step-0\.bad-\d+$/),
+      ]);
     const second = await rootGc(s);
-    expect({ code: second.code, stdout: second.stdout, stderr: second.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect({ code: second.code, stdout: second.stdout, stderr: second.stderr }).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: "",
+    });
     expect(readFileSync(secret, "utf8")).toBe("root's\n");
     await expectCollected([good]);
   });
@@ -237,7 +270,11 @@ describe("root's jobrt gc on a job user's journal", () => {
     const steps = await deadUserSteps(s, 4);
     const good = steps.pop() as DeadStep;
     // The user's records name a runtime whose cleanup (as root's gc runs it here) never returns.
-    for (const hang of steps) asNobody(`sed 's/"runtime":"none"/"runtime":"fault"/g' "$1/step.json" > "$1/.x" && mv "$1/.x" "$1/step.json"`, hang.dir);
+    for (const hang of steps)
+      asNobody(
+        `sed 's/"runtime":"none"/"runtime":"fault"/g' "$1/step.json" > "$1/.x" && mv "$1/.x" "$1/step.json"`,
+        hang.dir,
+      );
     const faulty = { JOBRT_FAULT: "cleanup-hang" };
     const gc = await rootGc(s, faulty, 3 * ENTRY_BOUND_MS + 30_000);
     expect(gc.signal).toBeNull();
@@ -248,11 +285,19 @@ describe("root's jobrt gc on a job user's journal", () => {
     const lines = gc.stderr.split("\n").filter(Boolean).sort();
     expect(lines).toHaveLength(steps.length);
     for (const [i, hang] of [...steps].sort((x, y) => String(x.job).localeCompare(String(y.job))).entries()) {
-      expect(lines[i]).toMatch(new RegExp(`^jobrt: gc: step ${hang.job}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): not done within 30 s .*$`));
+      expect(lines[i]).toMatch(
+        new RegExp(
+          `^jobrt: gc: step ${hang.job}\\.0: cleanup failed, set \\S+ aside as \\S+\\.bad-\\d+ \\(not tried again\\): not done within 30 s .*$`,
+        ),
+      );
     }
     await expectCollected([good]);
     const again = await rootGc(s, faulty);
     expect(again.ms).toBeLessThan(15_000);
-    expect({ code: again.code, stdout: again.stdout, stderr: again.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect({ code: again.code, stdout: again.stdout, stderr: again.stderr }).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: "",
+    });
   });
 });

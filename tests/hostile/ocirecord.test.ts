@@ -42,7 +42,8 @@ afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
   // After a failure half-way: nobody's containers, then every process of the cell.
   for (const s of sites.splice(0)) {
-    for (const id of rootlessContainers(s)) spawnSync("runc", ["--root", join(s.stepDir, "runc"), "delete", "--force", id]);
+    for (const id of rootlessContainers(s))
+      spawnSync("runc", ["--root", join(s.stepDir, "runc"), "delete", "--force", id]);
     for (const pid of markedProcesses(s)) spawnSync("kill", ["-KILL", String(pid)]);
   }
 });
@@ -58,10 +59,21 @@ function nobodySite(mode: "run" | "create-start", containerPath?: (dir: string) 
   const R = "runc --rootless=true --root %m/runc";
   const site = faultSite("ProcTrack=pgid\n", {});
   const logDir = join(site.dir, "log");
-  const cmd = (key: string, command: string) => `${key}="echo ${key} $(id -u) $(id -g) >> ${logDir}/commands; ${command}"`;
-  const start = mode === "run" ? [cmd("RunTimeRun", `${R} run ${id} -b %b`)] : [cmd("RunTimeCreate", `${R} create ${id} -b %b`), cmd("RunTimeStart", `${R} start ${id}`)];
+  const cmd = (key: string, command: string) =>
+    `${key}="echo ${key} $(id -u) $(id -g) >> ${logDir}/commands; ${command}"`;
+  const start =
+    mode === "run"
+      ? [cmd("RunTimeRun", `${R} run ${id} -b %b`)]
+      : [cmd("RunTimeCreate", `${R} create ${id} -b %b`), cmd("RunTimeStart", `${R} start ${id}`)];
   const place = containerPath?.(site.dir);
-  const conf = [cmd("RunTimeQuery", `${R} state ${id}`), ...start, cmd("RunTimeKill", `${R} kill ${id} KILL`), cmd("RunTimeDelete", `${R} delete --force ${id}`), ...(place ? [`ContainerPath=${place}`] : []), ""].join("\n");
+  const conf = [
+    cmd("RunTimeQuery", `${R} state ${id}`),
+    ...start,
+    cmd("RunTimeKill", `${R} kill ${id} KILL`),
+    cmd("RunTimeDelete", `${R} delete --force ${id}`),
+    ...(place ? [`ContainerPath=${place}`] : []),
+    "",
+  ].join("\n");
   chmodSync(site.dir, 0o755);
   mkdirSync(site.spool, { mode: 0o755 });
   chmodSync(site.spool, 0o755);
@@ -76,7 +88,13 @@ function nobodySite(mode: "run" | "create-start", containerPath?: (dir: string) 
   config.linux.gidMappings = [{ containerID: 0, hostID: NOBODY, size: 1 }];
   writeFileSync(configFile, JSON.stringify(config));
   chmodSync(configFile, 0o644);
-  const s = { ...site, bundle, log: join(logDir, "commands"), stepDir: join(place?.replace("%u", "nobody") ?? site.spool, "oci-job1-0"), tag };
+  const s = {
+    ...site,
+    bundle,
+    log: join(logDir, "commands"),
+    stepDir: join(place?.replace("%u", "nobody") ?? site.spool, "oci-job1-0"),
+    tag,
+  };
   sites.push(s);
   return s;
 }
@@ -86,11 +104,17 @@ function rootlessContainers(s: Site): string[] {
   if (!existsSync(join(s.stepDir, "runc"))) return [];
   const r = spawnSync("runc", ["--root", join(s.stepDir, "runc"), "list", "--format", "json"], { encoding: "utf8" });
   if (r.status !== 0) return [];
-  return ((JSON.parse(r.stdout || "[]") ?? []) as { id: string; status: string }[]).filter((c) => c.status === "running").map((c) => c.id);
+  return ((JSON.parse(r.stdout || "[]") ?? []) as { id: string; status: string }[])
+    .filter((c) => c.status === "running")
+    .map((c) => c.id);
 }
 
 function containerPid(s: Site, id: string): number {
-  return (JSON.parse(execFileSync("runc", ["--root", join(s.stepDir, "runc"), "state", id], { encoding: "utf8" })) as { pid: number }).pid;
+  return (
+    JSON.parse(execFileSync("runc", ["--root", join(s.stepDir, "runc"), "state", id], { encoding: "utf8" })) as {
+      pid: number;
+    }
+  ).pid;
 }
 
 const running = (pid: number) => {
@@ -106,10 +130,28 @@ const running = (pid: number) => {
  * runs; its record then moves to nobody's journal. Returns the record dir and the container's pid.
  */
 async function deadStepOfNobody(s: Site): Promise<{ entry: string; pid: number }> {
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--uid", String(NOBODY), "--gid", String(NOBODY), "--runtime", "oci", "--container", s.bundle, "sleep", "300"], {
-    env: { ...process.env, ...s.env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--",
+      jobrtBin,
+      "run",
+      "--uid",
+      String(NOBODY),
+      "--gid",
+      String(NOBODY),
+      "--runtime",
+      "oci",
+      "--container",
+      s.bundle,
+      "sleep",
+      "300",
+    ],
+    {
+      env: { ...process.env, ...s.env },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   children.push(child);
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
@@ -139,7 +181,12 @@ function editRecord(entry: string, edit: (state: Json, component: Json) => void)
   const state = JSON.parse(record.stepStates["0"] as string) as Json;
   edit(state, record.components[0] as Json);
   record.stepStates["0"] = JSON.stringify(state);
-  const r = spawnSync("sh", ["-c", 'cat > "$1"', "sh", file], { input: JSON.stringify(record), uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+  const r = spawnSync("sh", ["-c", 'cat > "$1"', "sh", file], {
+    input: JSON.stringify(record),
+    uid: NOBODY,
+    gid: NOBODY,
+    encoding: "utf8",
+  });
   expect(r.stderr).toBe("");
   expect(r.status).toBe(0);
 }
@@ -153,7 +200,11 @@ async function rootGc(s: Site, env: Record<string, string> = {}) {
 
 /** The dead step is gone for good: its container, processes, step dir and record. */
 async function expectCollected(s: Site, gc: Awaited<ReturnType<typeof rootGc>>, containerPid: number): Promise<void> {
-  expect({ signal: gc.signal, code: gc.code, stdout: gc.stdout }).toEqual({ signal: null, code: 0, stdout: "gc: step 1.0: killed 1 task process group(s); cleaned up oci\n" });
+  expect({ signal: gc.signal, code: gc.code, stdout: gc.stdout }).toEqual({
+    signal: null,
+    code: 0,
+    stdout: "gc: step 1.0: killed 1 task process group(s); cleaned up oci\n",
+  });
   expect(gc.ms).toBeLessThan(GC_BOUND_MS);
   await waitFor(() => !running(containerPid), "the container's process to be gone", 5000);
   await waitFor(() => markedProcesses(s).length === 0, "the step's processes to be gone", 5000);
@@ -166,7 +217,12 @@ async function expectCollected(s: Site, gc: Awaited<ReturnType<typeof rootGc>>, 
 }
 
 describe("hostile: root's gc on a runtime-oci record its job user edited", () => {
-  requires({ root: isRoot, runc: haveRunc, "user namespaces": userns, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
+  requires({
+    root: isRoot,
+    runc: haveRunc,
+    "user namespaces": userns,
+    "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin),
+  });
 
   it("stepDir naming an empty dir of root's: root does not rmdir it; the real step dir and container go", async () => {
     const s = nobodySite("run");
@@ -201,9 +257,18 @@ describe("hostile: root's gc on a runtime-oci record its job user edited", () =>
     const s = nobodySite("create-start");
     const { entry, pid } = await deadStepOfNobody(s);
     // nobody's process posing as a create/start watchdog ($0 is what cleanup looks for).
-    const pose = spawn("sh", ["-c", "sleep 100; :", "jobrt-oci-watchdog"], { uid: NOBODY, gid: NOBODY, stdio: "ignore", detached: true });
+    const pose = spawn("sh", ["-c", "sleep 100; :", "jobrt-oci-watchdog"], {
+      uid: NOBODY,
+      gid: NOBODY,
+      stdio: "ignore",
+      detached: true,
+    });
     children.push(pose);
-    const plant = spawnSync("sh", ["-c", `echo ${pose.pid} > '${join(s.stepDir, "task-0", "watchdog.pid")}'`], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+    const plant = spawnSync("sh", ["-c", `echo ${pose.pid} > '${join(s.stepDir, "task-0", "watchdog.pid")}'`], {
+      uid: NOBODY,
+      gid: NOBODY,
+      encoding: "utf8",
+    });
     expect(plant.status).toBe(0);
     editRecord(entry, (state) => {
       state.timeouts = { create: 1e9, start: 1e9, query: 1e9, kill: 1e9, delete: 1e9 };
@@ -227,12 +292,18 @@ describe("hostile: root's gc on a runtime-oci record its job user edited", () =>
     mkdirSync(join(victimParent, "oci-job1-0"), { recursive: true, mode: 0o755 });
     await deadStepOfNobody(s);
     // As the user: its own component moved away and replaced by a link to root's dir.
-    const swap = spawnSync("sh", ["-c", `cd '${shared}' && mv nobody moved && ln -s '${victimParent}' nobody`], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+    const swap = spawnSync("sh", ["-c", `cd '${shared}' && mv nobody moved && ln -s '${victimParent}' nobody`], {
+      uid: NOBODY,
+      gid: NOBODY,
+      encoding: "utf8",
+    });
     expect(swap.stderr).toBe("");
     s.stepDir = join(shared, "moved", "oci-job1-0");
     const gc = await rootGc(s);
     expect(existsSync(join(victimParent, "oci-job1-0"))).toBe(true);
-    expect(gc.stderr).toContain(`jobrt: warning: runtime oci: not removing ${join(shared, "nobody", "oci-job1-0")}: it is not a directory of uid 65534, as setup made it`);
+    expect(gc.stderr).toContain(
+      `jobrt: warning: runtime oci: not removing ${join(shared, "nobody", "oci-job1-0")}: it is not a directory of uid 65534, as setup made it`,
+    );
     expect(gc.code).toBe(0);
   });
 
@@ -250,7 +321,9 @@ describe("hostile: root's gc on a runtime-oci record its job user edited", () =>
     });
     const gc = await rootGc(s);
     expect(readdirSync(victim)).toEqual(["secret"]);
-    expect(gc.stderr).toMatch(/runtime oci: cleanup: the step record is not one jobrt wrote \(job and step ids .* are not numbers\); not acting on it/);
+    expect(gc.stderr).toMatch(
+      /runtime oci: cleanup: the step record is not one jobrt wrote \(job and step ids .* are not numbers\); not acting on it/,
+    );
     // The record is not acted on: nobody's container is left to nobody (as the record asked).
     expect(running(pid)).toBe(true);
   });

@@ -52,18 +52,36 @@ async function userStep(s: Site): Promise<{ child: ChildProcess; task: number; j
   const marker = tempDir();
   chmodSync(marker, 0o777);
   const file = join(marker, "pid");
-  const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "none", "sh", "-c", `echo $$ > ${file}.t; mv ${file}.t ${file}; exec sleep 120`], {
-    env: s.env,
-    cwd: "/",
-    stdio: "ignore",
-    uid: NOBODY,
-    gid: NOBODY,
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--",
+      jobrtBin,
+      "run",
+      "--runtime",
+      "none",
+      "sh",
+      "-c",
+      `echo $$ > ${file}.t; mv ${file}.t ${file}; exec sleep 120`,
+    ],
+    {
+      env: s.env,
+      cwd: "/",
+      stdio: "ignore",
+      uid: NOBODY,
+      gid: NOBODY,
+    },
+  );
   started.push(child);
   await waitFor(() => existsSync(file), "the task to start");
   const task = Number(readFileSync(file, "utf8"));
   tasks.push(task);
-  const job = () => readdirSync(s.journal).find((j) => /^\d+$/.test(j) && readFileSync(join(s.journal, j, "step-0", "pids"), { encoding: "utf8", flag: "r" }).startsWith(`${task} `));
+  const job = () =>
+    readdirSync(s.journal).find(
+      (j) =>
+        /^\d+$/.test(j) &&
+        readFileSync(join(s.journal, j, "step-0", "pids"), { encoding: "utf8", flag: "r" }).startsWith(`${task} `),
+    );
   await waitFor(() => {
     try {
       return job() !== undefined;
@@ -80,8 +98,14 @@ function rootRecordDir(): string {
   chmodSync(dir, 0o700);
   mkdirSync(join(dir, "step-0"));
   writeFileSync(join(dir, "step-0", "host.json"), JSON.stringify(DEAD_HOST));
-  writeFileSync(join(dir, "step-0", "step.json"), JSON.stringify({ host: DEAD_HOST, components: [{ runtime: SECRET, uid: 0, gid: 0, tasks: [] }] }));
-  writeFileSync(join(dir, "secret.json"), JSON.stringify({ host: DEAD_HOST, components: [{ runtime: SECRET, uid: 0, gid: 0, tasks: [] }] }));
+  writeFileSync(
+    join(dir, "step-0", "step.json"),
+    JSON.stringify({ host: DEAD_HOST, components: [{ runtime: SECRET, uid: 0, gid: 0, tasks: [] }] }),
+  );
+  writeFileSync(
+    join(dir, "secret.json"),
+    JSON.stringify({ host: DEAD_HOST, components: [{ runtime: SECRET, uid: 0, gid: 0, tasks: [] }] }),
+  );
   return dir;
 }
 
@@ -117,9 +141,24 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     asNobody('mkdir -p "$1" && mkfifo "$1/host.json" "$1/step.json" "$1/pids"', join(s.journal, "801", "step-0"));
     // 802, 803: JSON of the wrong shape.
     plant(s, 802, { "host.json": host, "step.json": JSON.stringify({ host: DEAD_HOST, components: "ab" }) });
-    plant(s, 803, { "step.json": JSON.stringify({ host: DEAD_HOST, components: [null, 5, { runtime: { x: 1 }, tasks: "many", uid: NOBODY, container: { value: ["a"], options: { image: [7] } } }] }) });
+    plant(s, 803, {
+      "step.json": JSON.stringify({
+        host: DEAD_HOST,
+        components: [
+          null,
+          5,
+          { runtime: { x: 1 }, tasks: "many", uid: NOBODY, container: { value: ["a"], options: { image: [7] } } },
+        ],
+      }),
+    });
     // 804: a good record of the user's whose pids is a FIFO: gc would set it aside.
-    plant(s, 804, { "host.json": host, "step.json": JSON.stringify({ host: DEAD_HOST, components: [{ runtime: "none", uid: NOBODY, gid: NOBODY, tasks: [{}] }] }) });
+    plant(s, 804, {
+      "host.json": host,
+      "step.json": JSON.stringify({
+        host: DEAD_HOST,
+        components: [{ runtime: "none", uid: NOBODY, gid: NOBODY, tasks: [{}] }],
+      }),
+    });
     asNobody('mkfifo "$1"', join(s.journal, "804", "step-0", "pids"));
     // 805: a job dir, 806: an entry, 807: a record file, each a symlink to root's.
     asNobody('ln -s "$2" "$1/805" && mkdir "$1/806" && ln -s "$2/step-0" "$1/806/step-0"', s.journal, root);
@@ -130,7 +169,13 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     // 809: text made to drive root's terminal (an OSC title, a C1 CSI) and fake a row of root's.
     const fake = "none\n1.0   run   root   running";
     const escapes = "\u001b]0;owned\u0007/b\u009b2J";
-    plant(s, 809, { "host.json": host, "step.json": JSON.stringify({ host: DEAD_HOST, components: [{ runtime: fake, uid: NOBODY, gid: NOBODY, tasks: [], container: { value: escapes } }] }) });
+    plant(s, 809, {
+      "host.json": host,
+      "step.json": JSON.stringify({
+        host: DEAD_HOST,
+        components: [{ runtime: fake, uid: NOBODY, gid: NOBODY, tasks: [], container: { value: escapes } }],
+      }),
+    });
 
     const begun = Date.now();
     const r = await jobrt(["ps", "--all", "--json"], { env: s.env, timeoutMs: 20_000 });
@@ -141,23 +186,41 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     expect(r.stdout).not.toContain(SECRET);
     const steps = (JSON.parse(r.stdout) as { steps: PsStep[] }).steps;
     const byJob = Object.fromEntries(steps.map((x) => [x.jobId, x]));
-    expect(Object.keys(byJob).map(Number).sort((a, b) => a - b)).toEqual([live.job, dead.job, 801, 802, 803, 804, 807, 809].sort((a, b) => a - b));
-    expect(byJob[live.job]).toMatchObject({ user: "nobody", state: "running", hostPid: live.child.pid, components: [{ runtime: "none", tasks: 1 }] });
+    expect(
+      Object.keys(byJob)
+        .map(Number)
+        .sort((a, b) => a - b),
+    ).toEqual([live.job, dead.job, 801, 802, 803, 804, 807, 809].sort((a, b) => a - b));
+    expect(byJob[live.job]).toMatchObject({
+      user: "nobody",
+      state: "running",
+      hostPid: live.child.pid,
+      components: [{ runtime: "none", tasks: 1 }],
+    });
     expect(byJob[dead.job]).toMatchObject({ user: "nobody", state: "dead", gcAction: "collect" });
     // No host file that can be read: a claim being written, as gc sees it (left alone).
     expect(byJob[801]).toMatchObject({ state: "starting", components: [] });
-    expect(byJob[802]).toMatchObject({ state: "dead", components: [], problem: "step.json holds no components list", gcAction: "leave" });
+    expect(byJob[802]).toMatchObject({
+      state: "dead",
+      components: [],
+      problem: "step.json holds no components list",
+      gcAction: "leave",
+    });
     expect(byJob[803]).toMatchObject({ state: "dead", components: [{ runtime: "?", tasks: 0 }], gcAction: "leave" });
     expect(byJob[804]?.gcAction).toBe("set-aside");
     expect(byJob[804]?.problem).toMatch(/^pids: .*804\/step-0\/pids is not a regular file$/);
     expect(byJob[807]).toMatchObject({ state: "dead", components: [] });
-    expect(byJob[809]?.components).toEqual([{ runtime: "none\\x0a1.0   run   root   running", container: "\\x1b]0;owned\\x07/b\\x9b2J", tasks: 0 }]);
+    expect(byJob[809]?.components).toEqual([
+      { runtime: "none\\x0a1.0   run   root   running", container: "\\x1b]0;owned\\x07/b\\x9b2J", tasks: 0 },
+    ]);
     const table = await jobrt(["ps", "--all"], { env: s.env, timeoutMs: 20_000 });
     expect(table.code).toBe(0);
     expect(table.stdout).not.toContain(SECRET);
     expect(table.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(table.stdout).not.toContain("\n1.0   run");
-    expect(table.stdout).toContain("  jobrt gc would set it aside as <entry>.bad-<ms>: its pids file can never be read\n");
+    expect(table.stdout).toContain(
+      "  jobrt gc would set it aside as <entry>.bad-<ms>: its pids file can never be read\n",
+    );
   });
 
   it("records whose components are not a list of objects: root's gc does not crash on them and collects the user's other dead step", async () => {
@@ -174,6 +237,10 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     expect(gc.stdout).toBe(`gc: step ${dead.job}.0: killed 1 task process group(s); cleaned up none\n`);
     expect(existsSync(join(s.journal, String(dead.job)))).toBe(false);
     // The junk is the user's to remove: root's gc leaves it as it was.
-    expect(readdirSync(s.journal).filter((n) => /^\d+$/.test(n)).sort()).toEqual(["802", "803"]);
+    expect(
+      readdirSync(s.journal)
+        .filter((n) => /^\d+$/.test(n))
+        .sort(),
+    ).toEqual(["802", "803"]);
   });
 });

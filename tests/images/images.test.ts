@@ -4,7 +4,17 @@
  * with skopeo. Each test has its own conf dir (cache, spool) and job ids.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -22,7 +32,10 @@ function site(reg: Registry | undefined, extra = ""): { dir: string; cache: stri
   const spool = join(dir, "spool");
   const cache = join(dir, "cache");
   writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${spool}\nKillWait=2\n`);
-  writeFileSync(join(dir, "images.conf"), `CacheDir=${cache}\n${reg ? `InsecureRegistries=${reg.host}\n` : ""}${extra}`);
+  writeFileSync(
+    join(dir, "images.conf"),
+    `CacheDir=${cache}\n${reg ? `InsecureRegistries=${reg.host}\n` : ""}${extra}`,
+  );
   return { dir, cache };
 }
 
@@ -67,7 +80,12 @@ function pidWaitsOn(pid: string, lock: string): boolean {
 
 /** Nothing but empty stores, lock files and an empty .tmp: what a failed first pull may leave. */
 function onlyBookkeeping(cache: string): string[] {
-  return cacheContents(cache).filter((p) => !/(^|\/)(public|users|users\/\d+|[^/]+\/\.tmp|[^/]+\/[0-9a-f]{64}\.lock|users\/\d+\/\.tmp|users\/\d+\/[0-9a-f]{64}\.lock)$/.test(p));
+  return cacheContents(cache).filter(
+    (p) =>
+      !/(^|\/)(public|users|users\/\d+|[^/]+\/\.tmp|[^/]+\/[0-9a-f]{64}\.lock|users\/\d+\/\.tmp|users\/\d+\/[0-9a-f]{64}\.lock)$/.test(
+        p,
+      ),
+  );
 }
 
 describe("jobrt run --container-image against a real registry", () => {
@@ -75,7 +93,10 @@ describe("jobrt run --container-image against a real registry", () => {
   let digest1: string;
   beforeAll(async () => {
     for (const tool of ["skopeo", "umoci", "docker-registry", "htpasswd", "runc"]) {
-      expect(spawnSync("sh", ["-c", `command -v ${tool}`]).status, `${tool} is missing: run scripts/system-deps.sh`).toBe(0);
+      expect(
+        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
+        `${tool} is missing: run scripts/system-deps.sh`,
+      ).toBe(0);
     }
     expect(existsSync(jobrtBin), "build first").toBe(true);
     expect(process.getuid?.(), "these tests need root (runc, --uid)").toBe(0);
@@ -89,13 +110,36 @@ describe("jobrt run --container-image against a real registry", () => {
   test("pulls once, runs cat /etc/os-release, honours Env and WorkingDir; the second step uses the cache", async () => {
     const { dir, cache } = site(reg);
     const ref = `docker://${reg.host}/busybox:1`;
-    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "sh", "-c", "cat /etc/os-release; echo $FROM_IMAGE; pwd"]);
+    const r = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "sh",
+      "-c",
+      "cat /etc/os-release; echo $FROM_IMAGE; pwd",
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('NAME="jobrt busybox test image"\nID=jobrt-busybox\nyes\n/etc\n');
     expect(images(cache)).toEqual([`public/${digest1.slice(7)}`]);
     const pulls = (reg.log().match(/GET \/v2\/busybox\/blobs\//g) ?? []).length;
-    const again = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; id -u; touch /x 2>&1"]);
+    const again = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      jobId(),
+      ...NOBODY,
+      "--container-image",
+      ref,
+      "sh",
+      "-c",
+      "cat /etc/jobrt-image; id -u; touch /x 2>&1",
+    ]);
     // touch fails, so the task exits 1 and gets its failure line.
     expect(again.stderr).toBe(failureLine("task 0", "Exited with exit code 1"));
     expect(again.code).toBe(1);
@@ -105,13 +149,27 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toContain(`public\t${digest1}`);
     expect(list.stdout).toContain(`idle\t${ref}`);
-    const json = JSON.parse((await jobrt(["images", "list", "--json", "--conf-dir", dir])).stdout) as { digest: string; reference: string; inUse: number }[];
+    const json = JSON.parse((await jobrt(["images", "list", "--json", "--conf-dir", dir])).stdout) as {
+      digest: string;
+      reference: string;
+      inUse: number;
+    }[];
     expect(json.map((e) => [e.digest, e.reference, e.inUse])).toEqual([[digest1, ref, 0]]);
   });
 
   test("a digest reference runs that image; a wrong digest, an unknown image and a malformed reference fail with one line and leave nothing", async () => {
     const { dir, cache } = site(reg);
-    const ok = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${reg.host}/busybox@${digest1}`, "cat", "/etc/jobrt-image"]);
+    const ok = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      `docker://${reg.host}/busybox@${digest1}`,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(ok.stdout).toBe("image-one\n");
     const { dir: dir2, cache: cache2 } = site(reg);
     for (const [ref, want] of [
@@ -148,7 +206,9 @@ describe("jobrt run --container-image against a real registry", () => {
     const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "true"]);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toContain(`--container-image ${ref}: cannot read the image manifest: ${reg.host} answers plain HTTP, not HTTPS; if the site trusts it, add InsecureRegistries=${reg.host} to ${join(dir, "images.conf")}\n`);
+    expect(r.stderr).toContain(
+      `--container-image ${ref}: cannot read the image manifest: ${reg.host} answers plain HTTP, not HTTPS; if the site trusts it, add InsecureRegistries=${reg.host} to ${join(dir, "images.conf")}\n`,
+    );
     expect(cacheContents(cache)).toEqual([]);
   });
 
@@ -160,7 +220,10 @@ describe("jobrt run --container-image against a real registry", () => {
     try {
       const { dir, cache } = site(undefined);
       writeFileSync(join(dir, "images.conf"), `CacheDir=${cache}\nInsecureRegistries=${host}\nPullTimeout=3\n`);
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${host}/busybox:1`, "true"], { timeoutMs: 60_000 });
+      const r = await jobrt(
+        ["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${host}/busybox:1`, "true"],
+        { timeoutMs: 60_000 },
+      );
       expect(r.signal).toBeNull();
       expect(r.code).toBe(1);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -176,7 +239,9 @@ describe("jobrt run --container-image against a real registry", () => {
     const own = await startRegistry();
     try {
       const d = pushBusybox(own, "busybox:c", "corrupt-me");
-      const manifest = JSON.parse(readFileSync(join(own.storage, "docker/registry/v2/blobs/sha256", d.slice(7, 9), d.slice(7), "data"), "utf8")) as { layers: { digest: string }[] };
+      const manifest = JSON.parse(
+        readFileSync(join(own.storage, "docker/registry/v2/blobs/sha256", d.slice(7, 9), d.slice(7), "data"), "utf8"),
+      ) as { layers: { digest: string }[] };
       const layer = (manifest.layers[0] as { digest: string }).digest.slice(7);
       const data = join(own.storage, "docker/registry/v2/blobs/sha256", layer.slice(0, 2), layer, "data");
       const bytes = readFileSync(data);
@@ -184,7 +249,16 @@ describe("jobrt run --container-image against a real registry", () => {
       bytes[middle] = (bytes[middle] as number) ^ 0xff;
       writeFileSync(data, bytes);
       const { dir, cache } = site(own);
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${own.host}/busybox:c`, "true"]);
+      const r = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        "--container-image",
+        `docker://${own.host}/busybox:c`,
+        "true",
+      ]);
       expect(r.code).toBe(1);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(r.stderr).toMatch(/digest|checksum|gzip|invalid/i);
@@ -201,7 +275,21 @@ describe("jobrt run --container-image against a real registry", () => {
     try {
       const d = pushBusybox(own, "busybox:hostile", "hostile", { hostile: true });
       const { dir, cache } = site(own);
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", `docker://${own.host}/busybox:hostile`, "stat", "-c", "%a", "/etc/suid-root", "/etc/open"]);
+      const r = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        ...NOBODY,
+        "--container-image",
+        `docker://${own.host}/busybox:hostile`,
+        "stat",
+        "-c",
+        "%a",
+        "/etc/suid-root",
+        "/etc/open",
+      ]);
       expect(r.stderr).toBe("");
       expect(r.stdout).toBe("755\n755\n");
       const rootfs = join(cache, "public", d.slice(7), "rootfs");
@@ -214,7 +302,11 @@ describe("jobrt run --container-image against a real registry", () => {
       walk(rootfs);
       expect(loose).toEqual([]);
       // nobody tries to plant a file for the next user of the image.
-      const plant = spawnSync(process.execPath, ["-e", `require("fs").writeFileSync(${JSON.stringify(join(rootfs, "etc/open/planted"))}, "x")`], { uid: 65534, gid: 65534, encoding: "utf8" });
+      const plant = spawnSync(
+        process.execPath,
+        ["-e", `require("fs").writeFileSync(${JSON.stringify(join(rootfs, "etc/open/planted"))}, "x")`],
+        { uid: 65534, gid: 65534, encoding: "utf8" },
+      );
       expect(plant.status).not.toBe(0);
       expect(plant.stderr).toMatch(/EACCES/);
     } finally {
@@ -227,14 +319,49 @@ describe("jobrt run --container-image against a real registry", () => {
     const ref = `docker://${reg.host}/busybox:1`;
     const host = tempDir("jobrt-img-vol-");
     writeFileSync(join(host, "data"), "from the host\n");
-    const refused = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${host}:/newdir`, "--container-image", ref, "true"]);
+    const refused = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      jobId(),
+      "--container-volume",
+      `${host}:/newdir`,
+      "--container-image",
+      ref,
+      "true",
+    ]);
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain("/newdir does not exist in the image");
-    const ok = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${host}:/tmp/in/here`, "--container-image", ref, "cat", "/tmp/in/here/data"]);
+    const ok = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      jobId(),
+      "--container-volume",
+      `${host}:/tmp/in/here`,
+      "--container-image",
+      ref,
+      "cat",
+      "/tmp/in/here/data",
+    ]);
     expect(ok.stdout).toBe("from the host\n");
     const rootfs = join(cache, "public", digest1.slice(7), "rootfs");
-    expect(readdirSync(rootfs).sort()).toEqual(["bin", "dev", "etc", "home", "proc", "root", "sbin", "sys", "tmp", "usr", "var"]);
+    expect(readdirSync(rootfs).sort()).toEqual([
+      "bin",
+      "dev",
+      "etc",
+      "home",
+      "proc",
+      "root",
+      "sbin",
+      "sys",
+      "tmp",
+      "usr",
+      "var",
+    ]);
     expect(readdirSync(join(rootfs, "tmp"))).toEqual([]);
   });
 
@@ -244,7 +371,26 @@ describe("jobrt run --container-image against a real registry", () => {
     const job = jobId();
     const shared = tempDir("jobrt-img-share-");
     chmodSync(shared, 0o777);
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", dir, "--jobid", job, "--container-volume", `${shared}:/tmp/share`, "--container-image", `docker://${reg.host}/busybox:1`, "sh", "-c", "touch /tmp/share/up; exec sleep 60"], { stdio: "ignore" });
+    const child = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        job,
+        "--container-volume",
+        `${shared}:/tmp/share`,
+        "--container-image",
+        `docker://${reg.host}/busybox:1`,
+        "sh",
+        "-c",
+        "touch /tmp/share/up; exec sleep 60",
+      ],
+      { stdio: "ignore" },
+    );
     for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
     expect(existsSync(join(shared, "up"))).toBe(true);
     const exited = new Promise((r) => child.once("exit", r));
@@ -255,7 +401,11 @@ describe("jobrt run --container-image against a real registry", () => {
     expect(readdirSync(spool).filter((n) => n.startsWith("oci-image-"))).toEqual([`oci-image-${job}.0`]);
     const gc = await jobrt(["gc", "--conf-dir", dir]);
     expect(gc.code).toBe(0);
-    expect(spawnSync("runc", ["--root", "/run/runc", "list", "-q"], { encoding: "utf8" }).stdout.split("\n").filter((c) => c.includes(`.${job}.`))).toEqual([]);
+    expect(
+      spawnSync("runc", ["--root", "/run/runc", "list", "-q"], { encoding: "utf8" })
+        .stdout.split("\n")
+        .filter((c) => c.includes(`.${job}.`)),
+    ).toEqual([]);
     expect(readdirSync(spool).filter((n) => n.startsWith("oci-image-") || n.startsWith("oci-job"))).toEqual([]);
     // The mark of the dead jobrt is stale (its pid is gone): prune takes the image, and its lock.
     const prune = await jobrt(["images", "prune", "--all", "--conf-dir", dir]);
@@ -272,10 +422,29 @@ describe("jobrt run --container-image against a real registry", () => {
       const before = (own.log().match(/GET \/v2\/busybox\/blobs\//g) ?? []).length;
       const runs = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
-          jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...(i % 2 ? NOBODY : []), "--container-image", `docker://${own.host}/busybox:8`, "cat", "/etc/jobrt-image"], { timeoutMs: 110_000 }),
+          jobrt(
+            [
+              "run",
+              "--conf-dir",
+              dir,
+              "--jobid",
+              jobId(),
+              ...(i % 2 ? NOBODY : []),
+              "--container-image",
+              `docker://${own.host}/busybox:8`,
+              "cat",
+              "/etc/jobrt-image",
+            ],
+            { timeoutMs: 110_000 },
+          ),
         ),
       );
-      for (const r of runs) expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "eight\n", stderr: "" });
+      for (const r of runs)
+        expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+          code: 0,
+          stdout: "eight\n",
+          stderr: "",
+        });
       // One image pull: the layer and the config blob fetched once each.
       expect((own.log().match(/GET \/v2\/busybox\/blobs\//g) ?? []).length - before).toBe(2);
       expect(images(cache)).toEqual([`public/${d.slice(7)}`]);
@@ -294,15 +463,43 @@ describe("jobrt run --container-image against a real registry", () => {
       chmodSync(shared, 0o777);
       const ref = `docker://${own.host}/busybox:mv`;
       // Task 0 waits until the tag has moved, then reads the image; task 1 reads it at once.
-      const step = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "-n", "2", "-l", "--container-volume", `${shared}:/tmp/share`, "--container-image", ref, "sh", "-c",
-        'if [ $SLURM_PROCID = 0 ]; then touch /tmp/share/started; while [ ! -e /tmp/share/moved ]; do sleep 0.05; done; fi; cat /etc/jobrt-image'], { timeoutMs: 60_000 });
+      const step = jobrt(
+        [
+          "run",
+          "--conf-dir",
+          dir,
+          "--jobid",
+          jobId(),
+          "-n",
+          "2",
+          "-l",
+          "--container-volume",
+          `${shared}:/tmp/share`,
+          "--container-image",
+          ref,
+          "sh",
+          "-c",
+          "if [ $SLURM_PROCID = 0 ]; then touch /tmp/share/started; while [ ! -e /tmp/share/moved ]; do sleep 0.05; done; fi; cat /etc/jobrt-image",
+        ],
+        { timeoutMs: 60_000 },
+      );
       for (let i = 0; !existsSync(join(shared, "started")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       pushBusybox(own, "busybox:mv", "after-move");
       writeFileSync(join(shared, "moved"), "");
       const r = await step;
       expect(r.stderr).toBe("");
       expect(r.stdout.trim().split("\n").sort()).toEqual(["0: before-move", "1: before-move"]);
-      const next = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"]);
+      const next = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        "--container-image",
+        ref,
+        "cat",
+        "/etc/jobrt-image",
+      ]);
       expect(next.stdout).toBe("after-move\n");
     } finally {
       await own.stop();
@@ -319,18 +516,43 @@ describe("jobrt run --container-image against a real registry", () => {
       const job = jobId();
       const shared = tempDir("jobrt-img-share-");
       chmodSync(shared, 0o777);
-      const slurm = (procid: number) => ({ ...process.env, SLURM_JOB_ID: job, SLURM_STEP_ID: "0", SLURM_PROCID: String(procid), SLURM_LOCALID: String(procid), SLURM_STEP_NUM_TASKS: "2" });
+      const slurm = (procid: number) => ({
+        ...process.env,
+        SLURM_JOB_ID: job,
+        SLURM_STEP_ID: "0",
+        SLURM_PROCID: String(procid),
+        SLURM_LOCALID: String(procid),
+        SLURM_STEP_NUM_TASKS: "2",
+      });
       // Task 0 holds the step open (and so its pin) until task 1 has run.
-      const t0 = jobrt(["exec", "--conf-dir", dir, "--container-volume", `${shared}:/tmp/share`, "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; touch /tmp/share/up; while [ ! -e /tmp/share/done ]; do sleep 0.05; done"], { env: slurm(0), timeoutMs: 60_000 });
+      const t0 = jobrt(
+        [
+          "exec",
+          "--conf-dir",
+          dir,
+          "--container-volume",
+          `${shared}:/tmp/share`,
+          "--container-image",
+          ref,
+          "sh",
+          "-c",
+          "cat /etc/jobrt-image; touch /tmp/share/up; while [ ! -e /tmp/share/done ]; do sleep 0.05; done",
+        ],
+        { env: slurm(0), timeoutMs: 60_000 },
+      );
       for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       pushBusybox(own, "busybox:srun", "second");
-      const t1 = await jobrt(["exec", "--conf-dir", dir, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: slurm(1) });
+      const t1 = await jobrt(["exec", "--conf-dir", dir, "--container-image", ref, "cat", "/etc/jobrt-image"], {
+        env: slurm(1),
+      });
       writeFileSync(join(shared, "done"), "");
       const r0 = await t0;
       expect([r0.stdout, r0.stderr, t1.stdout, t1.stderr]).toEqual(["first\n", "", "first\n", ""]);
       // The last task out removed the pin: the next step resolves the tag afresh.
       expect(readdirSync(spool).filter((n) => n.startsWith("oci-image-"))).toEqual([]);
-      const next = await jobrt(["exec", "--conf-dir", dir, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: { ...slurm(0), SLURM_STEP_ID: "1" } });
+      const next = await jobrt(["exec", "--conf-dir", dir, "--container-image", ref, "cat", "/etc/jobrt-image"], {
+        env: { ...slurm(0), SLURM_STEP_ID: "1" },
+      });
       expect(next.stdout).toBe("second\n");
     } finally {
       await own.stop();
@@ -346,11 +568,24 @@ describe("jobrt run --container-image against a real registry", () => {
       const layout = join(layoutDir, "layout");
       const archive = join(layoutDir, "image.tar");
       for (const dest of [`oci:${layout}:ep`, `oci-archive:${archive}:ep`]) {
-        expect(spawnSync("skopeo", ["copy", "--quiet", "--src-tls-verify=false", `docker://${own.host}/busybox:ep`, dest]).status).toBe(0);
+        expect(
+          spawnSync("skopeo", ["copy", "--quiet", "--src-tls-verify=false", `docker://${own.host}/busybox:ep`, dest])
+            .status,
+        ).toBe(0);
       }
       spawnSync("chown", ["-R", "65534:65534", layoutDir]);
       const { dir, cache } = site(own);
-      const viaRegistry = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${own.host}/busybox:ep`, "a", "b"]);
+      const viaRegistry = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        "--container-image",
+        `docker://${own.host}/busybox:ep`,
+        "a",
+        "b",
+      ]);
       expect(viaRegistry.stdout).toBe("from-entrypoint a b\n");
       for (const ref of [`oci:${layout}:ep`, `oci-archive:${archive}:ep`]) {
         const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "x"]);
@@ -361,22 +596,62 @@ describe("jobrt run --container-image against a real registry", () => {
       // A layout the job user cannot read is refused, even though jobrt runs as root.
       chmodSync(layoutDir, 0o700);
       spawnSync("chown", ["root:root", layoutDir]);
-      const hidden = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", `oci:${layout}:ep`, "x"]);
+      const hidden = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        ...NOBODY,
+        "--container-image",
+        `oci:${layout}:ep`,
+        "x",
+      ]);
       expect(hidden.code).toBe(1);
       expect(hidden.stderr).toMatch(/permission denied/);
-      const check = await jobrt(["check", "-v", "--conf-dir", dir, "--runtime", "oci", "--container-image", `docker://${own.host}/busybox:ep`, "true"]);
+      const check = await jobrt([
+        "check",
+        "-v",
+        "--conf-dir",
+        dir,
+        "--runtime",
+        "oci",
+        "--container-image",
+        `docker://${own.host}/busybox:ep`,
+        "true",
+      ]);
       expect(check.code).toBe(0);
       expect(check.stderr).toContain(`is ${d}`);
       // Pulled above: the check hook finds it in this node's cache.
-      expect(check.stdout).toContain(`component 0: runtime oci: image docker://${own.host}/busybox:ep: ok: resolves to ${d}, cached in ${cache}/`);
+      expect(check.stdout).toContain(
+        `component 0: runtime oci: image docker://${own.host}/busybox:ep: ok: resolves to ${d}, cached in ${cache}/`,
+      );
       // An image the registry has and this node never pulled: said to be not checked, not ok.
       const fresh = pushBusybox(own, "busybox:fresh", "fresh");
-      const unpulled = await jobrt(["check", "--conf-dir", dir, "--runtime", "oci", "--container-image", `docker://${own.host}/busybox:fresh`, "true"]);
+      const unpulled = await jobrt([
+        "check",
+        "--conf-dir",
+        dir,
+        "--runtime",
+        "oci",
+        "--container-image",
+        `docker://${own.host}/busybox:fresh`,
+        "true",
+      ]);
       expect(unpulled.code).toBe(0);
       expect(unpulled.stdout).toContain(
         `component 0: runtime oci: image docker://${own.host}/busybox:fresh: not checked: resolves to ${fresh}, not pulled on this node yet: its bundle and rootfs are made when a step pulls it\ncomponent 0: runtime oci: ok (1 not checked)\n`,
       );
-      const bad = await jobrt(["check", "--conf-dir", dir, "--runtime", "oci", "--container-image", `docker://${own.host}/nosuch:1`, "true"]);
+      const bad = await jobrt([
+        "check",
+        "--conf-dir",
+        dir,
+        "--runtime",
+        "oci",
+        "--container-image",
+        `docker://${own.host}/nosuch:1`,
+        "true",
+      ]);
       expect(bad.code).toBe(1);
     } finally {
       await own.stop();
@@ -391,14 +666,37 @@ describe("jobrt run --container-image against a real registry", () => {
       const c = pushBusybox(own, "busybox:c", "image-c");
       // One busybox image is about 2 MiB on disk: room for two, not three.
       const { dir, cache } = site(own, "CacheSize=5M\n");
-      const run = (tag: string, ...cmd: string[]) => jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${own.host}/busybox:${tag}`, ...cmd]);
+      const run = (tag: string, ...cmd: string[]) =>
+        jobrt([
+          "run",
+          "--conf-dir",
+          dir,
+          "--jobid",
+          jobId(),
+          "--container-image",
+          `docker://${own.host}/busybox:${tag}`,
+          ...cmd,
+        ]);
       expect((await run("a", "true")).code).toBe(0);
       expect((await run("b", "true")).code).toBe(0);
       expect(images(cache).sort()).toEqual([`public/${a.slice(7)}`, `public/${b.slice(7)}`].sort());
       // b is in use (a running step) while c is pulled: a (least recently used, idle) goes.
       const shared = tempDir("jobrt-img-share-");
       chmodSync(shared, 0o777);
-      const busy = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-volume", `${shared}:/tmp/share`, "--container-image", `docker://${own.host}/busybox:b`, "sh", "-c", "touch /tmp/share/up; while [ ! -e /tmp/share/done ]; do sleep 0.05; done"]);
+      const busy = jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        "--container-volume",
+        `${shared}:/tmp/share`,
+        "--container-image",
+        `docker://${own.host}/busybox:b`,
+        "sh",
+        "-c",
+        "touch /tmp/share/up; while [ ! -e /tmp/share/done ]; do sleep 0.05; done",
+      ]);
       for (let i = 0; !existsSync(join(shared, "up")) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       expect((await run("c", "true")).code).toBe(0);
       expect(images(cache).sort()).toEqual([`public/${b.slice(7)}`, `public/${c.slice(7)}`].sort());
@@ -432,10 +730,35 @@ describe("jobrt run --container-image against a real registry", () => {
       const lock = join(store, `${d.slice(7)}.lock`);
       const t = tempDir("jobrt-img-stale-");
       const newcomer = `flock -x ${lock} sh -c 'touch ${t}/c-in; sleep 4; touch ${t}/c-out'`;
-      const remover = spawn("flock", ["-o", "-x", lock, "sh", "-c", `touch ${t}/held; while [ ! -e ${t}/go ]; do sleep 0.05; done; rm -f ${lock}; (${newcomer}) & while [ ! -e ${t}/c-in ]; do sleep 0.05; done`], { stdio: "ignore" });
-      const waiting = () => readdirSync("/proc").some((p) => /^\d+$/.test(p) && pidWaitsOn(p, lock) && Number(p) !== remover.pid);
+      const remover = spawn(
+        "flock",
+        [
+          "-o",
+          "-x",
+          lock,
+          "sh",
+          "-c",
+          `touch ${t}/held; while [ ! -e ${t}/go ]; do sleep 0.05; done; rm -f ${lock}; (${newcomer}) & while [ ! -e ${t}/c-in ]; do sleep 0.05; done`,
+        ],
+        { stdio: "ignore" },
+      );
+      const waiting = () =>
+        readdirSync("/proc").some((p) => /^\d+$/.test(p) && pidWaitsOn(p, lock) && Number(p) !== remover.pid);
       for (let i = 0; !existsSync(join(t, "held")) && i < 200; i++) await new Promise((r) => setTimeout(r, 50));
-      const step = jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", `docker://${own.host}/busybox:stale`, "cat", "/etc/jobrt-image"], { timeoutMs: 110_000 });
+      const step = jobrt(
+        [
+          "run",
+          "--conf-dir",
+          dir,
+          "--jobid",
+          jobId(),
+          "--container-image",
+          `docker://${own.host}/busybox:stale`,
+          "cat",
+          "/etc/jobrt-image",
+        ],
+        { timeoutMs: 110_000 },
+      );
       for (let i = 0; !waiting() && i < 400; i++) await new Promise((r) => setTimeout(r, 50));
       expect(waiting()).toBe(true);
       writeFileSync(join(t, "go"), "");
@@ -456,7 +779,21 @@ describe("jobrt run --container-image against a real registry", () => {
       pushBusybox(own, "busybox:race", "race");
       const { dir, cache } = site(own);
       const step = (i: number) =>
-        jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...(i % 2 ? NOBODY : []), "--container-image", `docker://${own.host}/busybox:race`, "cat", "/etc/jobrt-image"], { timeoutMs: 110_000 });
+        jobrt(
+          [
+            "run",
+            "--conf-dir",
+            dir,
+            "--jobid",
+            jobId(),
+            ...(i % 2 ? NOBODY : []),
+            "--container-image",
+            `docker://${own.host}/busybox:race`,
+            "cat",
+            "/etc/jobrt-image",
+          ],
+          { timeoutMs: 110_000 },
+        );
       const prunes = async () => {
         for (let i = 0; i < 6; i++) {
           const p = await jobrt(["images", "prune", "--all", "--conf-dir", dir]);
@@ -464,7 +801,8 @@ describe("jobrt run --container-image against a real registry", () => {
         }
       };
       const [runs] = await Promise.all([Promise.all(Array.from({ length: 6 }, (_, i) => step(i))), prunes()]);
-      for (const r of runs) expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "race\n", stderr: "" });
+      for (const r of runs)
+        expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 0, stdout: "race\n", stderr: "" });
       expect((await step(0)).stdout).toBe("race\n");
       expect(locks(cache)).toHaveLength(1);
       expect((await jobrt(["images", "prune", "--all", "--conf-dir", dir])).code).toBe(0);
@@ -481,11 +819,16 @@ describe("jobrt run --container-image against a real registry", () => {
       const d = pushBusybox(own, "secret:1", "private-image", { creds: "alice:s3cret" });
       const { dir, cache } = site(own);
       const ref = `docker://${own.host}/secret:1`;
-      const authJson = JSON.stringify({ auths: { [own.host]: { auth: Buffer.from("alice:s3cret").toString("base64") } } });
+      const authJson = JSON.stringify({
+        auths: { [own.host]: { auth: Buffer.from("alice:s3cret").toString("base64") } },
+      });
       // Root's credentials, readable by root only, in jobrt's own environment.
       const rootAuth = join(tempDir("jobrt-img-rootauth-"), "auth.json");
       writeFileSync(rootAuth, authJson, { mode: 0o600 });
-      const denied = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "true"], { env: { ...process.env, REGISTRY_AUTH_FILE: rootAuth } });
+      const denied = await jobrt(
+        ["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "true"],
+        { env: { ...process.env, REGISTRY_AUTH_FILE: rootAuth } },
+      );
       expect(denied.code).toBe(1);
       expect(denied.stderr.trim().split("\n")).toHaveLength(1);
       expect(denied.stderr).toMatch(/unauthorized|authentication required|permission denied/i);
@@ -496,7 +839,10 @@ describe("jobrt run --container-image against a real registry", () => {
       const userAuth = join(userDir, "auth.json");
       writeFileSync(userAuth, authJson, { mode: 0o600 });
       chownSync(userAuth, 65534, 65534);
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: { ...process.env, REGISTRY_AUTH_FILE: userAuth } });
+      const r = await jobrt(
+        ["run", "--conf-dir", dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "cat", "/etc/jobrt-image"],
+        { env: { ...process.env, REGISTRY_AUTH_FILE: userAuth } },
+      );
       expect(r.stderr).toBe("");
       expect(r.stdout).toBe("private-image\n");
       expect(images(cache)).toEqual([`users/65534/${d.slice(7)}`]);
@@ -511,7 +857,9 @@ describe("jobrt run --container-image against a real registry", () => {
       expect(list.code).toBe(0);
       expect(list.stdout).toContain("0 images");
       // Root's job without credentials cannot use nobody's private copy: it asks the registry, and is refused.
-      const rootJob = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "true"], { env: { ...process.env, REGISTRY_AUTH_FILE: join(userDir, "none.json") } });
+      const rootJob = await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "true"], {
+        env: { ...process.env, REGISTRY_AUTH_FILE: join(userDir, "none.json") },
+      });
       expect(rootJob.code).toBe(1);
     } finally {
       await own.stop();

@@ -29,7 +29,10 @@ describe("image pull progress", () => {
   let ref: string;
   beforeAll(async () => {
     for (const tool of ["skopeo", "umoci", "docker-registry", "runc", "script"]) {
-      expect(spawnSync("sh", ["-c", `command -v ${tool}`]).status, `${tool} is missing: run scripts/system-deps.sh`).toBe(0);
+      expect(
+        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
+        `${tool} is missing: run scripts/system-deps.sh`,
+      ).toBe(0);
     }
     expect(existsSync(jobrtBin), "build first").toBe(true);
     expect(process.getuid?.(), "these tests need root (runc)").toBe(0);
@@ -43,31 +46,71 @@ describe("image pull progress", () => {
 
   test("on a terminal: one line redrawn in place on stderr (bytes, layers, rate), then the pulled line", () => {
     const dir = site(reg);
-    const cmd = [process.execPath, jobrtBin, "run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"];
+    const cmd = [
+      process.execPath,
+      jobrtBin,
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ];
     // script gives jobrt a pty; the task's stdout goes to a file, so what the terminal showed is stderr.
     const out = join(tempDir("jobrt-progress-out-"), "stdout");
-    const r = spawnSync("script", ["-qfec", `${cmd.map((a) => `'${a}'`).join(" ")} >'${out}'`, "/dev/null"], { encoding: "utf8", timeout: 120_000 });
+    const r = spawnSync("script", ["-qfec", `${cmd.map((a) => `'${a}'`).join(" ")} >'${out}'`, "/dev/null"], {
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(readFileSync(out, "utf8")).toBe("progress\n");
     expect(r.status, r.stderr).toBe(0);
     const screen = r.stdout;
     const redraws = screen.split("\r\x1b[K").slice(1);
     expect(redraws.length, JSON.stringify(screen)).toBeGreaterThanOrEqual(2);
-    for (const d of redraws.slice(0, -1)) expect(d).toMatch(new RegExp(`^jobrt: pulling ${ref.replace(/[.:/]/g, "\\$&")}: ${SUMMARY.source}$`));
+    for (const d of redraws.slice(0, -1))
+      expect(d).toMatch(new RegExp(`^jobrt: pulling ${ref.replace(/[.:/]/g, "\\$&")}: ${SUMMARY.source}$`));
     const last = redraws[redraws.length - 1] as string;
-    expect(last).toMatch(new RegExp(`^jobrt: pulled ${ref.replace(/[.:/]/g, "\\$&")}: ${SUMMARY.source} in \\d+\\.\\d s\\r?\\n$`));
+    expect(last).toMatch(
+      new RegExp(`^jobrt: pulled ${ref.replace(/[.:/]/g, "\\$&")}: ${SUMMARY.source} in \\d+\\.\\d s\\r?\\n$`),
+    );
   });
 
   test("stderr not a terminal: silent; with -v one plain line at the start and one at the end", async () => {
-    const quiet = await jobrt(["run", "--conf-dir", site(reg), "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"]);
+    const quiet = await jobrt([
+      "run",
+      "--conf-dir",
+      site(reg),
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(quiet.stderr).toBe("");
     expect(quiet.stdout).toBe("progress\n");
-    const loud = await jobrt(["run", "-v", "--conf-dir", site(reg), "--jobid", jobId(), "--container-image", ref, "true"]);
+    const loud = await jobrt([
+      "run",
+      "-v",
+      "--conf-dir",
+      site(reg),
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "true",
+    ]);
     expect(loud.code).toBe(0);
     expect(loud.stderr).not.toContain("\r");
     const pulls = loud.stderr.split("\n").filter((l) => /^jobrt: (pulling|pulled) /.test(l));
     expect(pulls).toHaveLength(2);
     expect(pulls[0]).toBe(`jobrt: pulling ${ref}`);
-    expect(pulls[1]).toMatch(new RegExp(`^jobrt: pulled ${ref.replace(/[.:/]/g, "\\$&")}: ${SUMMARY.source} in \\d+\\.\\d s$`));
+    expect(pulls[1]).toMatch(
+      new RegExp(`^jobrt: pulled ${ref.replace(/[.:/]/g, "\\$&")}: ${SUMMARY.source} in \\d+\\.\\d s$`),
+    );
     // A cached image is no pull: no progress lines at all.
     const dir = site(reg);
     await jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "true"]);
@@ -76,10 +119,23 @@ describe("image pull progress", () => {
   });
 
   test("--json: pull events, start, progress and end, with growing bytes, between runtime and setup", async () => {
-    const r = await jobrt(["run", "--json", "--conf-dir", site(reg), "--jobid", jobId(), "--container-image", ref, "true"]);
+    const r = await jobrt([
+      "run",
+      "--json",
+      "--conf-dir",
+      site(reg),
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "true",
+    ]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const names = events.map((e) => e.event);
     const pulls = events.filter((e) => e.event === "pull");
     expect(pulls.map((e) => e.phase)[0]).toBe("start");
@@ -87,7 +143,19 @@ describe("image pull progress", () => {
     expect(pulls.slice(1, -1).every((e) => e.phase === "progress")).toBe(true);
     expect(pulls.length).toBeGreaterThanOrEqual(3);
     for (const e of pulls) {
-      expect(Object.keys(e).sort()).toEqual(["bytes", "component", "elapsedMs", "event", "image", "layers", "phase", "time", ...(e.phase === "end" ? ["ok"] : [])].sort());
+      expect(Object.keys(e).sort()).toEqual(
+        [
+          "bytes",
+          "component",
+          "elapsedMs",
+          "event",
+          "image",
+          "layers",
+          "phase",
+          "time",
+          ...(e.phase === "end" ? ["ok"] : []),
+        ].sort(),
+      );
       expect(e.image).toBe(ref);
       expect(e.component).toBe(0);
     }

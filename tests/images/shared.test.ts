@@ -5,7 +5,16 @@
  * a cluster share one on NFS.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -21,7 +30,10 @@ function nodeSite(reg: Registry, name: string, store: string, extra = ""): { dir
   chmodSync(dir, 0o755);
   const cache = join(dir, "cache");
   writeFileSync(join(dir, "jobrt.conf"), `NodeName=${name}\nSpoolDir=${join(dir, "spool")}\nKillWait=2\n`);
-  writeFileSync(join(dir, "images.conf"), `CacheDir=${cache}\nInsecureRegistries=${reg.host}\nSharedStore=${store}\n${extra}`);
+  writeFileSync(
+    join(dir, "images.conf"),
+    `CacheDir=${cache}\nInsecureRegistries=${reg.host}\nSharedStore=${store}\n${extra}`,
+  );
   return { dir, cache };
 }
 
@@ -32,12 +44,14 @@ function sharedStore(): string {
   return store;
 }
 
-const squashfsFiles = (store: string) => (existsSync(join(store, "images")) ? readdirSync(join(store, "images")).filter((n) => n.endsWith(".sqfs")) : []);
+const squashfsFiles = (store: string) =>
+  existsSync(join(store, "images")) ? readdirSync(join(store, "images")).filter((n) => n.endsWith(".sqfs")) : [];
 
 /** How often each blob of `repo` was fetched (GET, not HEAD), from the registry's access log. */
 function blobFetches(reg: Registry, repo: string): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const m of reg.log().matchAll(new RegExp(`"GET /v2/${repo}/blobs/(sha256:[0-9a-f]{64}) HTTP`, "g"))) counts[m[1] as string] = (counts[m[1] as string] ?? 0) + 1;
+  for (const m of reg.log().matchAll(new RegExp(`"GET /v2/${repo}/blobs/(sha256:[0-9a-f]{64}) HTTP`, "g")))
+    counts[m[1] as string] = (counts[m[1] as string] ?? 0) + 1;
   return counts;
 }
 
@@ -53,7 +67,10 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
   let reg: Registry;
   beforeAll(async () => {
     for (const tool of ["skopeo", "umoci", "docker-registry", "runc", "mksquashfs"]) {
-      expect(spawnSync("sh", ["-c", `command -v ${tool}`]).status, `${tool} is missing: run scripts/system-deps.sh`).toBe(0);
+      expect(
+        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
+        `${tool} is missing: run scripts/system-deps.sh`,
+      ).toBe(0);
     }
     expect(existsSync(jobrtBin), "build first").toBe(true);
     expect(process.getuid?.(), "these tests need root (loop mounts, runc, --uid)").toBe(0);
@@ -69,7 +86,23 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const nodes = [0, 1, 2, 3].map((i) => nodeSite(reg, `node${i}`, store));
     const ref = `docker://${reg.host}/conc:1`;
     const runs = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => jobrt(["run", "--conf-dir", (nodes[i % 4] as { dir: string }).dir, "--jobid", jobId(), "-v", "--container-image", ref, "cat", "/etc/jobrt-image"], { timeoutMs: 120_000 })),
+      Array.from({ length: 8 }, (_, i) =>
+        jobrt(
+          [
+            "run",
+            "--conf-dir",
+            (nodes[i % 4] as { dir: string }).dir,
+            "--jobid",
+            jobId(),
+            "-v",
+            "--container-image",
+            ref,
+            "cat",
+            "/etc/jobrt-image",
+          ],
+          { timeoutMs: 120_000 },
+        ),
+      ),
     );
     for (const r of runs) {
       expect(r.stdout, r.stderr).toBe("concurrent\n");
@@ -101,9 +134,17 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const wrap = tempDir("jobrt-mksquashfs-");
     chmodSync(wrap, 0o755);
     const pidFile = join(wrap, "pid");
-    writeFileSync(join(wrap, "mksquashfs"), `#!/bin/sh\nhead -c 65536 /dev/urandom > "$2"\necho $$ > ${pidFile}\nexec sleep 300\n`, { mode: 0o755 });
+    writeFileSync(
+      join(wrap, "mksquashfs"),
+      `#!/bin/sh\nhead -c 65536 /dev/urandom > "$2"\necho $$ > ${pidFile}\nexec sleep 300\n`,
+      { mode: 0o755 },
+    );
     const killOne = async (site: { dir: string }) => {
-      const child: ChildProcess = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", site.dir, "--jobid", jobId(), "--container-image", ref, "true"], { stdio: "ignore", env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } });
+      const child: ChildProcess = spawn(
+        process.execPath,
+        ["--", jobrtBin, "run", "--conf-dir", site.dir, "--jobid", jobId(), "--container-image", ref, "true"],
+        { stdio: "ignore", env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } },
+      );
       for (let i = 0; !existsSync(pidFile) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
       expect(existsSync(pidFile), "the conversion started").toBe(true);
       const exited = new Promise((r) => child.once("exit", r));
@@ -114,10 +155,15 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     await killOne(a);
     // The half-written squashfs is in tmp/, never in images/; the lease names the dead holder.
     expect(squashfsFiles(store)).toEqual([]);
-    expect(readdirSync(join(store, "tmp")).some((n) => n.startsWith(`${hex}.knode-a.`) && n.endsWith(".sqfs"))).toBe(true);
+    expect(readdirSync(join(store, "tmp")).some((n) => n.startsWith(`${hex}.knode-a.`) && n.endsWith(".sqfs"))).toBe(
+      true,
+    );
     expect(JSON.parse(readFileSync(join(store, "leases", hex), "utf8")).node).toBe("knode-a");
     const t0 = performance.now();
-    const again = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"], { timeoutMs: 120_000 });
+    const again = await jobrt(
+      ["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"],
+      { timeoutMs: 120_000 },
+    );
     expect(again.stdout, again.stderr).toBe("after-kill\n");
     // Well before the lease (SharedLeaseTime, 60 s by default) could expire.
     expect(performance.now() - t0, "a dead holder on this node is taken over at once").toBeLessThan(30_000);
@@ -128,13 +174,20 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const digest2 = pushBusybox(reg, "killed:2", "after-expiry");
     const ref2 = `docker://${reg.host}/killed:2`;
     spawnSync("rm", ["-f", pidFile]);
-    const child: ChildProcess = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", c.dir, "--jobid", jobId(), "--container-image", ref2, "true"], { stdio: "ignore", env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ["--", jobrtBin, "run", "--conf-dir", c.dir, "--jobid", jobId(), "--container-image", ref2, "true"],
+      { stdio: "ignore", env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } },
+    );
     for (let i = 0; !existsSync(pidFile) && i < 600; i++) await new Promise((r) => setTimeout(r, 50));
     const exited = new Promise((r) => child.once("exit", r));
     child.kill("SIGKILL");
     await exited;
     process.kill(Number(readFileSync(pidFile, "utf8")), "SIGKILL");
-    const fromB = await jobrt(["run", "--conf-dir", b.dir, "--jobid", jobId(), "-v", "--container-image", ref2, "cat", "/etc/jobrt-image"], { timeoutMs: 180_000 });
+    const fromB = await jobrt(
+      ["run", "--conf-dir", b.dir, "--jobid", jobId(), "-v", "--container-image", ref2, "cat", "/etc/jobrt-image"],
+      { timeoutMs: 180_000 },
+    );
     expect(fromB.stdout, fromB.stderr).toBe("after-expiry\n");
     expect(fromB.stderr).toContain("being pulled into the shared store by knode-c");
     expect(squashfsFiles(store).sort()).toEqual([`${hex}.sqfs`, `${digest2.slice(7)}.sqfs`].sort());
@@ -151,15 +204,46 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(check.stdout).toContain(`image ${ref}: ${first} (public); runs from the shared store ${store}`);
     expect(check.stdout).toContain(`\nexport JOBRT_CONTAINER_IMAGE='docker://${reg.host}/moving:1@${first}'\n`);
     const job = jobId();
-    const onA = await jobrt(["run", "--conf-dir", a.dir, "--jobid", job, "--container-image", ref, "cat", "/etc/jobrt-image"]);
+    const onA = await jobrt([
+      "run",
+      "--conf-dir",
+      a.dir,
+      "--jobid",
+      job,
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(onA.stdout, onA.stderr).toBe("first\n");
     const second = pushBusybox(reg, "moving:1", "second");
     expect(second).not.toBe(first);
-    const onB = await jobrt(["run", "--conf-dir", b.dir, "--jobid", job, "-v", "--container-image", ref, "cat", "/etc/jobrt-image"]);
+    const onB = await jobrt([
+      "run",
+      "--conf-dir",
+      b.dir,
+      "--jobid",
+      job,
+      "-v",
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(onB.stdout, onB.stderr).toBe("first\n");
     expect(onB.stderr).toContain(`is ${first}, pinned for job ${job} step 0`);
     // Another job resolves the tag anew.
-    const other = await jobrt(["run", "--conf-dir", b.dir, "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"]);
+    const other = await jobrt([
+      "run",
+      "--conf-dir",
+      b.dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(other.stdout, other.stderr).toBe("second\n");
   }, 180_000);
 
@@ -168,9 +252,33 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const store = sharedStore();
     const a = nodeSite(reg, "unode", store);
     const ref = `docker://${reg.host}/users:1`;
-    const asRoot = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; id -u"]);
+    const asRoot = await jobrt([
+      "run",
+      "--conf-dir",
+      a.dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      ref,
+      "sh",
+      "-c",
+      "cat /etc/jobrt-image; id -u",
+    ]);
     expect(asRoot.stdout, asRoot.stderr).toBe("both-users\n0\n");
-    const asUser = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), ...NOBODY, "-v", "--container-image", ref, "sh", "-c", "cat /etc/jobrt-image; touch /x 2>&1 || true"]);
+    const asUser = await jobrt([
+      "run",
+      "--conf-dir",
+      a.dir,
+      "--jobid",
+      jobId(),
+      ...NOBODY,
+      "-v",
+      "--container-image",
+      ref,
+      "sh",
+      "-c",
+      "cat /etc/jobrt-image; touch /x 2>&1 || true",
+    ]);
     expect(asUser.stdout, asUser.stderr).toBe("both-users\ntouch: /x: Read-only file system\n");
     expect(asUser.stderr).toContain("shared store squashfs");
     expect(squashfsFiles(store)).toEqual([`${digest.slice(7)}.sqfs`]);
@@ -189,7 +297,16 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
       [userDir, "belongs to uid 65534, not root"],
     ] as const) {
       const site = nodeSite(reg, "snode", store);
-      const r = await jobrt(["run", "--conf-dir", site.dir, "--jobid", jobId(), "--container-image", `docker://${reg.host}/users:1`, "true"]);
+      const r = await jobrt([
+        "run",
+        "--conf-dir",
+        site.dir,
+        "--jobid",
+        jobId(),
+        "--container-image",
+        `docker://${reg.host}/users:1`,
+        "true",
+      ]);
       expect(r.code).toBe(1);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(r.stderr).toContain(why);
@@ -203,7 +320,21 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const store = sharedStore();
     const a = nodeSite(reg, "pnode", store);
     const ref1 = `docker://${reg.host}/prune:1`;
-    const running = jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref1, "sh", "-c", "cat /etc/jobrt-image; sleep 6"], { timeoutMs: 60_000 });
+    const running = jobrt(
+      [
+        "run",
+        "--conf-dir",
+        a.dir,
+        "--jobid",
+        jobId(),
+        "--container-image",
+        ref1,
+        "sh",
+        "-c",
+        "cat /etc/jobrt-image; sleep 6",
+      ],
+      { timeoutMs: 60_000 },
+    );
     for (let i = 0; mountsUnder(a.cache).length === 0 && i < 400; i++) await new Promise((r) => setTimeout(r, 50));
     expect(mountsUnder(a.cache)).toEqual([join(a.cache, "mnt", d1.slice(7))]);
     const list = await jobrt(["images", "--shared", "list", "--conf-dir", a.dir]);
@@ -217,10 +348,23 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(squashfsFiles(store)).toEqual([`${d1.slice(7)}.sqfs`]);
     expect(mountsUnder(a.cache)).toEqual([]);
     // Two images, room for one: the least recently used goes.
-    const two = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", `docker://${reg.host}/prune:2`, "cat", "/etc/jobrt-image"]);
+    const two = await jobrt([
+      "run",
+      "--conf-dir",
+      a.dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      `docker://${reg.host}/prune:2`,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(two.stdout, two.stderr).toBe("prune-two\n");
     const size2 = readFileSync(join(store, "images", `${d2.slice(7)}.sqfs`)).length;
-    writeFileSync(join(a.dir, "images.conf"), `${readFileSync(join(a.dir, "images.conf"), "utf8")}SharedStoreSize=${size2 + 1}\n`);
+    writeFileSync(
+      join(a.dir, "images.conf"),
+      `${readFileSync(join(a.dir, "images.conf"), "utf8")}SharedStoreSize=${size2 + 1}\n`,
+    );
     const evicted = await jobrt(["images", "--shared", "prune", "--conf-dir", a.dir]);
     expect(evicted.stdout, evicted.stderr).toBe(`removed ${ref1} (${d1}) from ${store}\n`);
     expect(squashfsFiles(store)).toEqual([`${d2.slice(7)}.sqfs`]);
@@ -234,7 +378,23 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const store = sharedStore();
     const a = nodeSite(reg, "gnode", store);
     const job = jobId();
-    const child: ChildProcess = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", a.dir, "--jobid", job, "--container-image", `docker://${reg.host}/gc:1`, "sleep", "60"], { stdio: "ignore" });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "run",
+        "--conf-dir",
+        a.dir,
+        "--jobid",
+        job,
+        "--container-image",
+        `docker://${reg.host}/gc:1`,
+        "sleep",
+        "60",
+      ],
+      { stdio: "ignore" },
+    );
     for (let i = 0; mountsUnder(a.cache).length === 0 && i < 400; i++) await new Promise((r) => setTimeout(r, 50));
     expect(mountsUnder(a.cache)).toHaveLength(1);
     const exited = new Promise((r) => child.once("exit", r));
@@ -261,9 +421,28 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
       const userDir = tempDir("jobrt-shared-userauth-");
       chmodSync(userDir, 0o755);
       const userAuth = join(userDir, "auth.json");
-      writeFileSync(userAuth, JSON.stringify({ auths: { [own.host]: { auth: Buffer.from("alice:s3cret").toString("base64") } } }), { mode: 0o600 });
+      writeFileSync(
+        userAuth,
+        JSON.stringify({ auths: { [own.host]: { auth: Buffer.from("alice:s3cret").toString("base64") } } }),
+        { mode: 0o600 },
+      );
       chownSync(userAuth, 65534, 65534);
-      const r = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), ...NOBODY, "-v", "--container-image", `docker://${own.host}/secret:1`, "cat", "/etc/jobrt-image"], { env: { ...process.env, REGISTRY_AUTH_FILE: userAuth } });
+      const r = await jobrt(
+        [
+          "run",
+          "--conf-dir",
+          a.dir,
+          "--jobid",
+          jobId(),
+          ...NOBODY,
+          "-v",
+          "--container-image",
+          `docker://${own.host}/secret:1`,
+          "cat",
+          "/etc/jobrt-image",
+        ],
+        { env: { ...process.env, REGISTRY_AUTH_FILE: userAuth } },
+      );
       expect(r.stdout, r.stderr).toBe("private-image\n");
       expect(r.stderr).toContain("node cache (a private image stays in its user's node cache)");
       expect(squashfsFiles(store)).toEqual([]);
@@ -281,7 +460,26 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     // The spool dir as a site makes it (jobrt's own dirs under umask 077 are not the point here).
     mkdirSync(join(a.dir, "spool"), { mode: 0o755 });
     chmodSync(join(a.dir, "spool"), 0o755);
-    const r = await runProgram(["sh", "-c", 'umask 077; exec "$0" -- "$@"', process.execPath, jobrtBin, "run", "--conf-dir", a.dir, "--jobid", jobId(), ...NOBODY, "--container-image", ref, "cat", "/etc/jobrt-image"], { env: { ...process.env, JOBRT_CONF_DIR: a.dir } });
+    const r = await runProgram(
+      [
+        "sh",
+        "-c",
+        'umask 077; exec "$0" -- "$@"',
+        process.execPath,
+        jobrtBin,
+        "run",
+        "--conf-dir",
+        a.dir,
+        "--jobid",
+        jobId(),
+        ...NOBODY,
+        "--container-image",
+        ref,
+        "cat",
+        "/etc/jobrt-image",
+      ],
+      { env: { ...process.env, JOBRT_CONF_DIR: a.dir } },
+    );
     expect(r.stdout, r.stderr).toBe("umask-077\n");
   }, 120_000);
 
@@ -292,10 +490,30 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     // A mount(8) that refuses squashfs, as on a node without loop devices; other mounts go through.
     const wrap = tempDir("jobrt-mount-");
     chmodSync(wrap, 0o755);
-    writeFileSync(join(wrap, "mount"), `#!/bin/sh\ncase " $* " in *" squashfs "*) echo "mount: failed to setup loop device" >&2; exit 32;; esac\nexec /usr/bin/mount "$@"\n`, { mode: 0o755 });
-    const r = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "-v", "--container-image", `docker://${reg.host}/nomount:1`, "cat", "/etc/jobrt-image"], { env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } });
+    writeFileSync(
+      join(wrap, "mount"),
+      `#!/bin/sh\ncase " $* " in *" squashfs "*) echo "mount: failed to setup loop device" >&2; exit 32;; esac\nexec /usr/bin/mount "$@"\n`,
+      { mode: 0o755 },
+    );
+    const r = await jobrt(
+      [
+        "run",
+        "--conf-dir",
+        a.dir,
+        "--jobid",
+        jobId(),
+        "-v",
+        "--container-image",
+        `docker://${reg.host}/nomount:1`,
+        "cat",
+        "/etc/jobrt-image",
+      ],
+      { env: { ...process.env, PATH: `${wrap}:${process.env.PATH}` } },
+    );
     expect(r.stdout, r.stderr).toBe("fell-back\n");
-    expect(r.stderr).toMatch(/cannot mount .*\.sqfs \(.*failed to setup loop device\); using the node cache's unpacked tree/);
+    expect(r.stderr).toMatch(
+      /cannot mount .*\.sqfs \(.*failed to setup loop device\); using the node cache's unpacked tree/,
+    );
     expect(readdirSync(join(a.cache, "public")).filter((n) => /^[0-9a-f]{64}$/.test(n))).toHaveLength(1);
     expect(mountsUnder(a.cache)).toEqual([]);
     expect(existsSync(join(store, "inuse"))).toBe(true);

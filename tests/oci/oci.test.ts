@@ -71,7 +71,23 @@ describe("jobrt run --runtime oci with real runc", () => {
         const { dir, spool } = confDir(oci);
         const j = jobId();
         const r = await jobrt(
-          ["run", "--conf-dir", dir, "--jobid", String(j), "-n", "4", "-l", "--container", bundle, "sh", "-c", 'echo "t=$SLURM_PROCID v=$MYVAR a=$1 h=$(hostname)"; [ $SLURM_PROCID = 1 ] && exit 3; exit 0', "sh", "x y"],
+          [
+            "run",
+            "--conf-dir",
+            dir,
+            "--jobid",
+            String(j),
+            "-n",
+            "4",
+            "-l",
+            "--container",
+            bundle,
+            "sh",
+            "-c",
+            'echo "t=$SLURM_PROCID v=$MYVAR a=$1 h=$(hostname)"; [ $SLURM_PROCID = 1 ] && exit 3; exit 0',
+            "sh",
+            "x y",
+          ],
           { env: { ...process.env, MYVAR: "from job" } },
         );
         expect(r.stderr).toBe(failureLine("task 1", "Exited with exit code 3"));
@@ -86,9 +102,26 @@ describe("jobrt run --runtime oci with real runc", () => {
         const { dir, spool } = confDir(oci);
         const j = jobId();
         const marker = `sleep 96${j % 100}`;
-        const child = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", dir, "--jobid", String(j), "-n", "2", "--container", bundle, ...marker.split(" ")], {
-          stdio: ["ignore", "pipe", "pipe"],
-        });
+        const child = spawn(
+          process.execPath,
+          [
+            "--",
+            jobrtBin,
+            "run",
+            "--conf-dir",
+            dir,
+            "--jobid",
+            String(j),
+            "-n",
+            "2",
+            "--container",
+            bundle,
+            ...marker.split(" "),
+          ],
+          {
+            stdio: ["ignore", "pipe", "pipe"],
+          },
+        );
         try {
           // Wait until both containers run, then signal the host.
           const deadline = Date.now() + 15_000;
@@ -112,7 +145,17 @@ describe("jobrt run --runtime oci with real runc", () => {
         for (const name of ["with space", `x$(touch ${pwned})y`]) {
           const b = busyboxBundle(join(base, name));
           const { dir } = confDir(oci);
-          const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", b, "echo", "inside"]);
+          const r = await jobrt([
+            "run",
+            "--conf-dir",
+            dir,
+            "--jobid",
+            String(jobId()),
+            "--container",
+            b,
+            "echo",
+            "inside",
+          ]);
           expect(r.stderr).toBe("");
           expect(r.stdout).toBe("inside\n");
           expect(r.code).toBe(0);
@@ -126,9 +169,23 @@ describe("jobrt run --runtime oci with real runc", () => {
   test("create/start notices the exit event-driven: RunTimeQuery runs twice during a 2.6 s task (after create, at cleanup), Slurm's back-off dozens of times", async () => {
     const log = join(tempDir(), "queries");
     const { dir } = confDir(CREATE_START.replace('RunTimeQuery="', `RunTimeQuery="echo q >> ${log}; `));
-    const r = await jobrt(["run", "--json", "--conf-dir", dir, "--jobid", String(jobId()), "--container", bundle, "sleep", "2.6"]);
+    const r = await jobrt([
+      "run",
+      "--json",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(jobId()),
+      "--container",
+      bundle,
+      "sleep",
+      "2.6",
+    ]);
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { event: string; time: number });
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { event: string; time: number });
     const start = events.find((e) => e.event === "task-start")?.time as number;
     const exit = events.find((e) => e.event === "task-exit")?.time as number;
     expect(exit - start).toBeGreaterThanOrEqual(2600);
@@ -138,7 +195,18 @@ describe("jobrt run --runtime oci with real runc", () => {
   test("no oci.conf: the embedded runc default runs the container", async () => {
     const { dir, spool } = confDir();
     const j = jobId();
-    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(j), "--container", bundle, "sh", "-c", "cat /etc/jobrt-image; exit 3"]);
+    const r = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(j),
+      "--container",
+      bundle,
+      "sh",
+      "-c",
+      "cat /etc/jobrt-image; exit 3",
+    ]);
     expect(r.stdout).toBe("jobrt-busybox-image\n");
     expect(r.code).toBe(3);
     expect(stepDirs(spool)).toEqual([]);
@@ -150,7 +218,23 @@ describe("jobrt run --runtime oci with real runc", () => {
     // `runc spec --rootless` run by root maps uid 0; the embedded default fits it to nobody.
     const b = busyboxBundle(join(base, "bundle"), true);
     const { dir, spool } = confDir();
-    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--uid", "nobody", "--gid", "nogroup", "-D", "/", "--container", b, "cat", "/proc/self/uid_map"]);
+    const r = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(jobId()),
+      "--uid",
+      "nobody",
+      "--gid",
+      "nogroup",
+      "-D",
+      "/",
+      "--container",
+      b,
+      "cat",
+      "/proc/self/uid_map",
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split(/\s+/)).toEqual(["0", "65534", "1"]);
@@ -158,13 +242,34 @@ describe("jobrt run --runtime oci with real runc", () => {
   });
 
   test("--container-id names each task's container: %I in oci.conf patterns and in the embedded default (ID.TASK)", async () => {
-    const cgroupOf = (out: string) => out.trim().split("\n").map((l) => l.replace(/^(\d+): .*\//, "$1 ")).sort();
+    const cgroupOf = (out: string) =>
+      out
+        .trim()
+        .split("\n")
+        .map((l) => l.replace(/^(\d+): .*\//, "$1 "))
+        .sort();
     const task = 'grep "^0::" /proc/self/cgroup';
     for (const oci of [RUN_MODE.replaceAll(ID, "%I.%t"), undefined]) {
       const { dir, spool } = confDir(oci);
       const j = jobId();
       const name = `site+parity.${j}_x`;
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(j), "-n", "2", "-l", "--container-id", name, "--container", bundle, "sh", "-c", task]);
+      const r = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        String(j),
+        "-n",
+        "2",
+        "-l",
+        "--container-id",
+        name,
+        "--container",
+        bundle,
+        "sh",
+        "-c",
+        task,
+      ]);
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
       expect(cgroupOf(r.stdout), oci ?? "embedded").toEqual([`0 ${name}.0`, `1 ${name}.1`]);
@@ -177,12 +282,26 @@ describe("jobrt run --runtime oci with real runc", () => {
   test("SLURM_CONTAINER_ID (srun --container-id) names the container under jobrt exec; --container-id wins", async () => {
     const { dir } = confDir(RUN_MODE.replaceAll(ID, "%I.%t"));
     const j = jobId();
-    const env = { ...process.env, JOBRT_CONF_DIR: dir, SLURM_JOB_ID: String(j), SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "n1" };
+    const env = {
+      ...process.env,
+      JOBRT_CONF_DIR: dir,
+      SLURM_JOB_ID: String(j),
+      SLURM_STEP_ID: "0",
+      SLURM_PROCID: "0",
+      SLURM_LOCALID: "0",
+      SLURM_NTASKS: "1",
+      SLURMD_NODENAME: "n1",
+    };
     const task = ["sh", "-c", 'grep "^0::" /proc/self/cgroup'];
-    const fromEnv = await jobrt(["exec", "--runtime", "oci", "--container", bundle, "--", ...task], { env: { ...env, SLURM_CONTAINER_ID: `env.${j}` } });
+    const fromEnv = await jobrt(["exec", "--runtime", "oci", "--container", bundle, "--", ...task], {
+      env: { ...env, SLURM_CONTAINER_ID: `env.${j}` },
+    });
     expect(fromEnv.stderr).toBe("");
     expect(fromEnv.stdout.trim()).toMatch(new RegExp(`/env\\.${j}\\.0$`));
-    const both = await jobrt(["exec", "--runtime", "oci", "--container-id", `opt.${j}`, "--container", bundle, "--", ...task], { env: { ...env, SLURM_CONTAINER_ID: `env.${j}` } });
+    const both = await jobrt(
+      ["exec", "--runtime", "oci", "--container-id", `opt.${j}`, "--container", bundle, "--", ...task],
+      { env: { ...env, SLURM_CONTAINER_ID: `env.${j}` } },
+    );
     expect(both.stdout.trim()).toMatch(new RegExp(`/opt\\.${j}\\.0$`));
     expect(both.code).toBe(0);
   });
@@ -191,19 +310,71 @@ describe("jobrt run --runtime oci with real runc", () => {
     const { dir, spool } = confDir(RUN_MODE.replaceAll(ID, "%I.%t"));
     const marker = join(tempDir("jobrt-oci-marker-"), "ran");
     const why = "is not a container id (letters, digits, '_', '+', '.', '-', not starting with '-', not . or ..)";
-    for (const [bad, source] of [["--root=/tmp", "--container-id"], ["a b", "--container-id"], ["..", "--container-id"], ["x;touch", "--container-id"], ["é", "--container-id"]] as const) {
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container-id", bad, "--container", bundle, "touch", marker]);
+    for (const [bad, source] of [
+      ["--root=/tmp", "--container-id"],
+      ["a b", "--container-id"],
+      ["..", "--container-id"],
+      ["x;touch", "--container-id"],
+      ["é", "--container-id"],
+    ] as const) {
+      const r = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        String(jobId()),
+        "--container-id",
+        bad,
+        "--container",
+        bundle,
+        "touch",
+        marker,
+      ]);
       expect(r.stderr).toBe(`jobrt: ${source}: ${JSON.stringify(bad)} ${why}\n`);
       expect(r.code).toBe(2);
     }
-    const long = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container-id", "a".repeat(129), "--container", bundle, "touch", marker]);
+    const long = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(jobId()),
+      "--container-id",
+      "a".repeat(129),
+      "--container",
+      bundle,
+      "touch",
+      marker,
+    ]);
     expect(long.stderr).toBe("jobrt: --container-id: 129 characters, at most 128\n");
-    const env = { ...process.env, JOBRT_CONF_DIR: dir, SLURM_JOB_ID: String(jobId()), SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1", SLURMD_NODENAME: "n1", SLURM_CONTAINER_ID: "-rf" };
+    const env = {
+      ...process.env,
+      JOBRT_CONF_DIR: dir,
+      SLURM_JOB_ID: String(jobId()),
+      SLURM_STEP_ID: "0",
+      SLURM_PROCID: "0",
+      SLURM_LOCALID: "0",
+      SLURM_NTASKS: "1",
+      SLURMD_NODENAME: "n1",
+      SLURM_CONTAINER_ID: "-rf",
+    };
     const fromEnv = await jobrt(["exec", "--runtime", "oci", "--container", bundle, "--", "touch", marker], { env });
     expect(fromEnv.stderr).toBe(`jobrt: SLURM_CONTAINER_ID: "-rf" ${why}\n`);
     expect(fromEnv.code).toBe(2);
     // --container-opt id= reaches the runtime unchecked by the CLI: the runtime refuses it.
-    const opt = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container-opt", "id=--root=/", "--container", bundle, "touch", marker]);
+    const opt = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(jobId()),
+      "--container-opt",
+      "id=--root=/",
+      "--container",
+      bundle,
+      "touch",
+      marker,
+    ]);
     expect(opt.stderr).toContain(`--container-id: "--root=/" ${why}`);
     expect(opt.stderr.trim().split("\n")).toHaveLength(1);
     expect(opt.code).toBe(1);
@@ -212,14 +383,34 @@ describe("jobrt run --runtime oci with real runc", () => {
   });
 
   test("scrun-only oci.conf keys: one warning line each naming file:line, and the container still runs", async () => {
-    const keys = ["DebugFlags=Steps", "FileDebug=debug", "StdIODebug=debug", "SyslogDebug=info", "SrunPath=/usr/bin/srun", "SrunArgs=--overlap"];
+    const keys = [
+      "DebugFlags=Steps",
+      "FileDebug=debug",
+      "StdIODebug=debug",
+      "SyslogDebug=info",
+      "SrunPath=/usr/bin/srun",
+      "SrunArgs=--overlap",
+    ];
     const { dir, spool } = confDir(`${RUN_MODE}${keys.join("\n")}\n`);
-    const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", bundle, "cat", "/etc/jobrt-image"]);
+    const r = await jobrt([
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(jobId()),
+      "--container",
+      bundle,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("jobrt-busybox-image\n");
     const first = RUN_MODE.split("\n").length;
     expect(r.stderr.trim().split("\n")).toEqual(
-      keys.map((k, i) => `jobrt: warning: ${join(dir, "oci.conf")}:${first + i}: ${k.split("=")[0]} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`),
+      keys.map(
+        (k, i) =>
+          `jobrt: warning: ${join(dir, "oci.conf")}:${first + i}: ${k.split("=")[0]} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`,
+      ),
     );
     expect(stepDirs(spool)).toEqual([]);
   });
@@ -233,7 +424,17 @@ describe("oci.conf problems stop the step before any task starts", () => {
       const line = Number(/^# expect (\d+):/m.exec(text)?.[1] ?? 0);
       const { dir, spool } = confDir(text);
       const marker = join(tempDir("jobrt-oci-marker-"), "ran");
-      const r = await jobrt(["run", "--conf-dir", dir, "--jobid", String(jobId()), "--container", "/nonexistent", "touch", marker]);
+      const r = await jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        String(jobId()),
+        "--container",
+        "/nonexistent",
+        "touch",
+        marker,
+      ]);
       expect(r.code).toBe(1);
       const lines = r.stderr.trim().split("\n");
       expect(lines).toHaveLength(1);

@@ -18,12 +18,22 @@ let local: RunResult;
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/^(npm|pnpm)_config_/i.test(k)) out[k] = v;
-  return { ...out, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false", TURBO_TELEMETRY_DISABLED: "1", ...extra };
+  return {
+    ...out,
+    npm_config_update_notifier: "false",
+    npm_config_fund: "false",
+    npm_config_audit: "false",
+    TURBO_TELEMETRY_DISABLED: "1",
+    ...extra,
+  };
 }
 
 async function ok(argv: string[], cwd: string, timeoutMs = 300_000): Promise<RunResult> {
   const r = await runProgram(argv, { cwd, env, timeoutMs });
-  if (r.code !== 0) throw new Error(`${argv.join(" ")} (in ${cwd}) exited ${r.code ?? r.signal}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `${argv.join(" ")} (in ${cwd}) exited ${r.code ?? r.signal}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`,
+    );
   return r;
 }
 
@@ -43,26 +53,46 @@ function registryPid(): number {
 beforeAll(async () => {
   root = tempDir("jobrt-local-release-");
   // Its own npm cache: npx would reuse a create-jobrt-runtime of the same version from another run.
-  env = cleanEnv({ JOBRT_LOCAL_REGISTRY_DIR: join(root, "state"), JOBRT_LOCAL_REGISTRY_PORT: String(await freePort()), npm_config_cache: join(root, "npm-cache") });
+  env = cleanEnv({
+    JOBRT_LOCAL_REGISTRY_DIR: join(root, "state"),
+    JOBRT_LOCAL_REGISTRY_PORT: String(await freePort()),
+    npm_config_cache: join(root, "npm-cache"),
+  });
   work = join(root, "repo");
   mkdirSync(work);
   await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);
   await ok(["pnpm", "install", "--frozen-lockfile", "--offline", "--reporter=silent"], work);
   local = await runProgram(["pnpm", "release", "--local"], { cwd: work, env, timeoutMs: 600_000 });
-  if (local.code !== 0) throw new Error(`pnpm release --local exited ${local.code}\n${local.stdout.slice(-3000)}\n${local.stderr.slice(-3000)}`);
+  if (local.code !== 0)
+    throw new Error(
+      `pnpm release --local exited ${local.code}\n${local.stdout.slice(-3000)}\n${local.stderr.slice(-3000)}`,
+    );
   url = readFileSync(join(root, "state/registry.url"), "utf8").trim();
 }, 900_000);
 
 afterAll(async () => {
-  if (work && existsSync(join(root, "state/registry.pid"))) await runProgram(["pnpm", "release", "--local-stop"], { cwd: work, env, timeoutMs: 60_000 });
+  if (work && existsSync(join(root, "state/registry.pid")))
+    await runProgram(["pnpm", "release", "--local-stop"], { cwd: work, env, timeoutMs: 60_000 });
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
 describe("pnpm release --local: trying jobrt before its first npm release", () => {
   it("publishes every package of the tree to a registry on loopback and says how to use it", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
-    for (const name of ["@jobrt/cli", "@jobrt/core", "@jobrt/launcher", "@jobrt/testkit", "create-jobrt-runtime", "jobrt-runtime-charliecloud"]) {
-      const version = JSON.parse(readFileSync(join(work, name.startsWith("@jobrt/") ? `packages/${name.slice(7)}` : `examples/${name}`, "package.json"), "utf8")).version;
+    for (const name of [
+      "@jobrt/cli",
+      "@jobrt/core",
+      "@jobrt/launcher",
+      "@jobrt/testkit",
+      "create-jobrt-runtime",
+      "jobrt-runtime-charliecloud",
+    ]) {
+      const version = JSON.parse(
+        readFileSync(
+          join(work, name.startsWith("@jobrt/") ? `packages/${name.slice(7)}` : `examples/${name}`, "package.json"),
+          "utf8",
+        ),
+      ).version;
       expect(local.stderr).toContain(`  ${name}@${version}\n`);
     }
     expect(local.stderr).toContain(`npm create --registry=${url} jobrt-runtime`);
@@ -85,9 +115,16 @@ describe("pnpm release --local: trying jobrt before its first npm release", () =
     await ok(["npm", "install", "@jobrt/cli", join(project, packed)], site);
     const conf = join(root, "etc");
     mkdirSync(conf);
-    writeFileSync(join(conf, "jobrt.conf"), `RuntimePlugins=hello\nDefRuntimePlugin=hello\nSpoolDir=${join(root, "spool")}\n`);
+    writeFileSync(
+      join(conf, "jobrt.conf"),
+      `RuntimePlugins=hello\nDefRuntimePlugin=hello\nSpoolDir=${join(root, "spool")}\n`,
+    );
     env = { ...env, JOBRT_CONF_DIR: conf };
-    const r = await ok(["npx", "jobrt", "run", "-n", "2", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME"'], site, 120_000);
+    const r = await ok(
+      ["npx", "jobrt", "run", "-n", "2", "sh", "-c", 'echo "$SLURM_PROCID $SLURM_RUNTIME"'],
+      site,
+      120_000,
+    );
     expect(r.stdout.trim().split("\n").sort()).toEqual(["0 hello", "1 hello"]);
   });
 

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../helpers/jobrt.js";
 
-const rootEngines = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+const rootEngines = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { engines: { node: string } })
+  .engines.node;
 
 // Packaging gate (docs/decisions.md, "Every package states how it is consumed"): every
 // publishable workspace package states how it is consumed (ESM, exports types-first, files, engines, sideEffects), who may use it (license, repository),
@@ -52,10 +53,17 @@ const EXPLICIT_RANGE = /^(workspace:)?\^\d+\.\d+\.\d+$/;
 describe("package manifests", () => {
   it("every package and example directory is a pnpm workspace member", () => {
     expect(workspaceGlobs()).toEqual(expect.arrayContaining(["packages", "examples"]));
-    expect(publishable.map(([dir]) => dir)).toEqual(expect.arrayContaining(["packages/core", "examples/jobrt-runtime-charliecloud", "examples/create-jobrt-runtime"]));
+    expect(publishable.map(([dir]) => dir)).toEqual(
+      expect.arrayContaining(["packages/core", "examples/jobrt-runtime-charliecloud", "examples/create-jobrt-runtime"]),
+    );
     // The conformance cases below run for these: the filter must not lose one.
     expect(publishable.filter(([, m]) => isRuntime(m.name)).map(([dir]) => dir)).toEqual(
-      expect.arrayContaining(["packages/runtime-none", "packages/runtime-oci", "packages/runtime-shifter", "examples/jobrt-runtime-charliecloud"]),
+      expect.arrayContaining([
+        "packages/runtime-none",
+        "packages/runtime-oci",
+        "packages/runtime-shifter",
+        "examples/jobrt-runtime-charliecloud",
+      ]),
     );
   });
 
@@ -75,7 +83,10 @@ describe("package manifests", () => {
       // The lines CI tests (scripts/test.sh on 20, scripts/node-lines.sh on 22 and 24), as the root says.
       expect(m.engines?.node).toBe(rootEngines);
       // Only a package with a command may have side effects on import (its bin runs on load).
-      expect(m.sideEffects === false || (m.bin !== undefined && m.sideEffects === true), `sideEffects is ${JSON.stringify(m.sideEffects)}`).toBe(true);
+      expect(
+        m.sideEffects === false || (m.bin !== undefined && m.sideEffects === true),
+        `sideEffects is ${JSON.stringify(m.sideEffects)}`,
+      ).toBe(true);
       expect(m.publishConfig?.access).toBe("public");
     });
 
@@ -112,9 +123,17 @@ describe("package manifests", () => {
   describe.each(publishable.filter(([, m]) => isRuntime(m.name)))("%s (runtime)", (dir, m) => {
     it("runs @jobrt/testkit's conformance suite (in its own tests, or in tests/ when it needs a site)", () => {
       const calls = (file: string) => /describeRuntimeConformance\(/.test(readFileSync(file, "utf8"));
-      const tsFiles = (d: string) => (existsSync(d) ? readdirSync(d, { recursive: true }).map(String).filter((f) => f.endsWith(".ts")).map((f) => join(d, f)) : []);
+      const tsFiles = (d: string) =>
+        existsSync(d)
+          ? readdirSync(d, { recursive: true })
+              .map(String)
+              .filter((f) => f.endsWith(".ts"))
+              .map((f) => join(d, f))
+          : [];
       const own = tsFiles(join(repoRoot, dir, "test")).filter(calls);
-      const e2e = tsFiles(join(repoRoot, "tests")).filter((f) => calls(f) && readFileSync(f, "utf8").includes(`${dir}/`));
+      const e2e = tsFiles(join(repoRoot, "tests")).filter(
+        (f) => calls(f) && readFileSync(f, "utf8").includes(`${dir}/`),
+      );
       expect([...own, ...e2e], `no test calls describeRuntimeConformance for ${dir}`).not.toEqual([]);
       if (own.length > 0) expect(m.devDependencies?.["@jobrt/testkit"]).toMatch(EXPLICIT_RANGE);
     });

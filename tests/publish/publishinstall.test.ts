@@ -33,13 +33,26 @@ const plans: Record<string, Plan> = {};
 const changed: Record<string, string[]> = {};
 let releaseOutput = "";
 
-async function run(argv: string[], cwd: string, extraEnv: Record<string, string> = {}, timeoutMs = 300_000): Promise<RunResult> {
+async function run(
+  argv: string[],
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+  timeoutMs = 300_000,
+): Promise<RunResult> {
   return runProgram(argv, { cwd, env: { ...env, ...extraEnv }, timeoutMs });
 }
 
-async function ok(argv: string[], cwd: string, extraEnv: Record<string, string> = {}, timeoutMs?: number): Promise<RunResult> {
+async function ok(
+  argv: string[],
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+  timeoutMs?: number,
+): Promise<RunResult> {
   const r = await run(argv, cwd, extraEnv, timeoutMs);
-  if (r.code !== 0) throw new Error(`${argv.join(" ")} (in ${cwd}) exited ${r.code ?? r.signal}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `${argv.join(" ")} (in ${cwd}) exited ${r.code ?? r.signal}\n${r.stdout.slice(-3000)}\n${r.stderr.slice(-3000)}`,
+    );
   return r;
 }
 
@@ -50,7 +63,11 @@ async function ok(argv: string[], cwd: string, extraEnv: Record<string, string> 
  */
 async function mirrorThirdParty(packages: Manifest[], from: string): Promise<void> {
   const seen = new Set<string>();
-  const queue = packages.flatMap((p) => Object.keys(p.dependencies ?? {}).filter((d) => !d.startsWith("@jobrt/")).map((d) => ({ name: d, by: p.name })));
+  const queue = packages.flatMap((p) =>
+    Object.keys(p.dependencies ?? {})
+      .filter((d) => !d.startsWith("@jobrt/"))
+      .map((d) => ({ name: d, by: p.name })),
+  );
   for (let next = queue.shift(); next; next = queue.shift()) {
     if (seen.has(next.name)) continue;
     seen.add(next.name);
@@ -65,7 +82,11 @@ async function mirrorThirdParty(packages: Manifest[], from: string): Promise<voi
 
 /** Where pnpm installed `name` for the workspace package (or mirrored package) `by`. */
 function installedDir(work: string, by: string, name: string): string {
-  const candidates = [...readdirSync(join(work, "packages")).map((d) => join(work, "packages", d)), ...readdirSync(join(work, "examples")).map((d) => join(work, "examples", d)), work];
+  const candidates = [
+    ...readdirSync(join(work, "packages")).map((d) => join(work, "packages", d)),
+    ...readdirSync(join(work, "examples")).map((d) => join(work, "examples", d)),
+    work,
+  ];
   for (const c of candidates) {
     if (!existsSync(join(c, "package.json"))) continue;
     const own = JSON.parse(readFileSync(join(c, "package.json"), "utf8")) as Manifest;
@@ -75,7 +96,9 @@ function installedDir(work: string, by: string, name: string): string {
   }
   const store = join(work, "node_modules/.pnpm/node_modules", name);
   if (existsSync(join(store, "package.json"))) return realpathSync(store);
-  throw new Error(`${name} (a dependency of ${by}) is not installed in ${work}: cannot mirror it into the test registry`);
+  throw new Error(
+    `${name} (a dependency of ${by}) is not installed in ${work}: cannot mirror it into the test registry`,
+  );
 }
 
 /** Publishable workspace packages of a checkout, by the globs in its pnpm-workspace.yaml. */
@@ -131,18 +154,21 @@ beforeAll(async () => {
   await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);
   // The tree's own pending changesets belong to its next real release: the copy starts without
   // them, so the plans and versions below are this test's alone.
-  for (const f of readdirSync(join(work, ".changeset"))) if (f.endsWith(".md") && f !== "README.md") rmSync(join(work, ".changeset", f));
+  for (const f of readdirSync(join(work, ".changeset")))
+    if (f.endsWith(".md") && f !== "README.md") rmSync(join(work, ".changeset", f));
   if (!/^\s*-\s*["']?examples\/\*["']?\s*$/m.test(readFileSync(join(work, "pnpm-workspace.yaml"), "utf8"))) {
-    throw new Error("pnpm-workspace.yaml does not list examples/*: the example runtime and the starter would be neither versioned nor published");
+    throw new Error(
+      "pnpm-workspace.yaml does not list examples/*: the example runtime and the starter would be neither versioned nor published",
+    );
   }
   await git(work, "init", "-q", "-b", "main");
   await git(work, "add", "-A");
   await git(work, "commit", "-q", "-m", "import");
   // Dependencies come from the machine's usual registry (the store is warm, so offline).
-  const installed = await runProgram(
-    ["pnpm", "install", "--frozen-lockfile", "--offline", "--reporter=silent"],
-    { cwd: work, timeoutMs: 300_000 },
-  );
+  const installed = await runProgram(["pnpm", "install", "--frozen-lockfile", "--offline", "--reporter=silent"], {
+    cwd: work,
+    timeoutMs: 300_000,
+  });
   if (installed.code !== 0) throw new Error(`pnpm install in the copy failed: ${installed.stdout}${installed.stderr}`);
   // From here on every package (scoped and unscoped) goes to the test registry; .npmrc is git-ignored.
   writeFileSync(join(work, ".npmrc"), `registry=${registry.url}\n@jobrt:registry=${registry.url}\n`);
@@ -150,7 +176,10 @@ beforeAll(async () => {
   // Independent versions: a fix to one runtime bumps only it; a core minor forces no majors.
   await plan("core-minor", '---\n"@jobrt/core": minor\n---\n\nA new core API.\n');
   await plan("charliecloud-patch", '---\n"jobrt-runtime-charliecloud": patch\n---\n\nFix a bind message.\n');
-  writeFileSync(join(work, ".changeset", "e2e-charliecloud.md"), '---\n"jobrt-runtime-charliecloud": patch\n---\n\nFix a bind message.\n');
+  writeFileSync(
+    join(work, ".changeset", "e2e-charliecloud.md"),
+    '---\n"jobrt-runtime-charliecloud": patch\n---\n\nFix a bind message.\n',
+  );
   await git(work, "add", "-A");
   await git(work, "commit", "-q", "-m", "changeset");
   await ok(["pnpm", "exec", "changeset", "version"], work);
@@ -171,7 +200,14 @@ beforeAll(async () => {
   mkdirSync(old);
   writeFileSync(
     join(old, "package.json"),
-    JSON.stringify({ name: "jobrt-runtime-oldapi", version: "2.0.0", type: "module", exports: "./index.js", keywords: ["jobrt-runtime"], license: "MIT" }),
+    JSON.stringify({
+      name: "jobrt-runtime-oldapi",
+      version: "2.0.0",
+      type: "module",
+      exports: "./index.js",
+      keywords: ["jobrt-runtime"],
+      license: "MIT",
+    }),
   );
   writeFileSync(
     join(old, "index.js"),
@@ -185,10 +221,16 @@ beforeAll(async () => {
   site = join(root, "site");
   mkdirSync(site);
   writeFileSync(join(site, "package.json"), '{ "name": "hpc-site", "private": true }\n');
-  await ok(["npm", "install", "@jobrt/cli", "@jobrt/runtime-oci", "jobrt-runtime-charliecloud", "jobrt-runtime-oldapi"], site);
+  await ok(
+    ["npm", "install", "@jobrt/cli", "@jobrt/runtime-oci", "jobrt-runtime-charliecloud", "jobrt-runtime-oldapi"],
+    site,
+  );
   confDir = join(root, "etc-jobrt");
   mkdirSync(confDir);
-  writeFileSync(join(confDir, "jobrt.conf"), `RuntimePlugins=none,oci,charliecloud,ghost,oldapi\nSpoolDir=${join(root, "spool")}\n`);
+  writeFileSync(
+    join(confDir, "jobrt.conf"),
+    `RuntimePlugins=none,oci,charliecloud,ghost,oldapi\nSpoolDir=${join(root, "spool")}\n`,
+  );
 }, 900_000);
 
 afterAll(async () => {
@@ -203,11 +245,15 @@ function jobrt(args: string[]): Promise<RunResult> {
 
 describe("release flow", () => {
   it("the examples are workspace packages, so they are versioned and published with the rest", () => {
-    expect([...published.keys()]).toEqual(expect.arrayContaining(["@jobrt/core", "@jobrt/cli", "@jobrt/testkit", "jobrt-runtime-charliecloud"]));
+    expect([...published.keys()]).toEqual(
+      expect.arrayContaining(["@jobrt/core", "@jobrt/cli", "@jobrt/testkit", "jobrt-runtime-charliecloud"]),
+    );
   });
 
   it("a patch to one runtime bumps only that runtime", () => {
-    expect(plans["charliecloud-patch"]?.releases.map((r) => [r.name, r.type, r.newVersion])).toEqual([["jobrt-runtime-charliecloud", "patch", nextPatch(committedVersion("jobrt-runtime-charliecloud"))]]);
+    expect(plans["charliecloud-patch"]?.releases.map((r) => [r.name, r.type, r.newVersion])).toEqual([
+      ["jobrt-runtime-charliecloud", "patch", nextPatch(committedVersion("jobrt-runtime-charliecloud"))],
+    ]);
     expect(changed.version?.sort()).toEqual([
       ".changeset/e2e-charliecloud.md",
       "examples/jobrt-runtime-charliecloud/CHANGELOG.md",
@@ -217,7 +263,10 @@ describe("release flow", () => {
 
   it("a minor of core forces no major on any plugin", () => {
     const releases = plans["core-minor"]?.releases ?? [];
-    expect(releases.find((r) => r.name === "@jobrt/core")).toMatchObject({ type: "minor", newVersion: `${committedVersion("@jobrt/core").split(".")[0]}.1.0` });
+    expect(releases.find((r) => r.name === "@jobrt/core")).toMatchObject({
+      type: "minor",
+      newVersion: `${committedVersion("@jobrt/core").split(".")[0]}.1.0`,
+    });
     expect(releases.filter((r) => r.type === "major")).toEqual([]);
   });
 
@@ -249,7 +298,19 @@ describe("a site installs jobrt and runtimes with npm", () => {
 
   it("jobrt runtimes lists what is allowed, resolved from the site's node_modules, with versions", async () => {
     const r = await jobrt(["runtimes", "--json"]);
-    const list = (JSON.parse(r.stdout) as { runtimes: { name: string; package?: string; version?: string; path?: string; compatible: boolean; code?: string; problem?: string }[] }).runtimes;
+    const list = (
+      JSON.parse(r.stdout) as {
+        runtimes: {
+          name: string;
+          package?: string;
+          version?: string;
+          path?: string;
+          compatible: boolean;
+          code?: string;
+          problem?: string;
+        }[];
+      }
+    ).runtimes;
     const by = new Map(list.map((x) => [x.name, x]));
     expect([...by.keys()]).toEqual(["none", "oci", "charliecloud", "ghost", "oldapi"]);
     const siteModules = realpathSync(join(site, "node_modules"));
@@ -258,17 +319,37 @@ describe("a site installs jobrt and runtimes with npm", () => {
       ["oci", "@jobrt/runtime-oci"],
       ["charliecloud", "jobrt-runtime-charliecloud"],
     ] as const) {
-      expect(by.get(name), name).toMatchObject({ package: pkg, version: published.get(pkg)?.version, compatible: true });
+      expect(by.get(name), name).toMatchObject({
+        package: pkg,
+        version: published.get(pkg)?.version,
+        compatible: true,
+      });
       expect(by.get(name)?.path).toBe(join(siteModules, pkg));
     }
     expect(by.get("ghost")).toMatchObject({ compatible: false, code: "ERR_RUNTIME_NOT_FOUND" });
-    expect(by.get("oldapi")).toMatchObject({ compatible: false, code: "ERR_RUNTIME_API_VERSION", package: "jobrt-runtime-oldapi", version: "2.0.0" });
+    expect(by.get("oldapi")).toMatchObject({
+      compatible: false,
+      code: "ERR_RUNTIME_API_VERSION",
+      package: "jobrt-runtime-oldapi",
+      version: "2.0.0",
+    });
     // Not every allowed runtime is usable, and the command says so.
     expect(r.code).toBe(1);
   });
 
   it("runs tasks through the charliecloud runtime with real ch-run", async () => {
-    const r = await jobrt(["run", "-n", "2", "--runtime", "charliecloud", "--container", busyboxRootfs(), "sh", "-c", 'echo "$(cat /etc/jobrt-image) $SLURM_PROCID"']);
+    const r = await jobrt([
+      "run",
+      "-n",
+      "2",
+      "--runtime",
+      "charliecloud",
+      "--container",
+      busyboxRootfs(),
+      "sh",
+      "-c",
+      'echo "$(cat /etc/jobrt-image) $SLURM_PROCID"',
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split("\n").sort()).toEqual(["jobrt-busybox-image 0", "jobrt-busybox-image 1"]);
@@ -285,20 +366,26 @@ describe("a site installs jobrt and runtimes with npm", () => {
     expect(existsSync(join(site, "node_modules/@jobrt/runtime-shifter/package.json"))).toBe(true);
     const r = await jobrt(["run", "--runtime", "shifter", "true"]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/^jobrt: .*runtime shifter is not allowed on this node \(RuntimePlugins=none,oci,charliecloud,ghost,oldapi\)/);
+    expect(r.stderr).toMatch(
+      /^jobrt: .*runtime shifter is not allowed on this node \(RuntimePlugins=none,oci,charliecloud,ghost,oldapi\)/,
+    );
   });
 
   it("refuses an allowed runtime that is not installed, naming the packages it looked for", async () => {
     const r = await jobrt(["run", "--runtime", "ghost", "true"]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/runtime ghost is not installed: none of @jobrt\/runtime-ghost, jobrt-runtime-ghost can be resolved/);
+    expect(r.stderr).toMatch(
+      /runtime ghost is not installed: none of @jobrt\/runtime-ghost, jobrt-runtime-ghost can be resolved/,
+    );
   });
 
   it("refuses a plugin built for another API major with a clear message", async () => {
     const r = await jobrt(["run", "--runtime", "oldapi", "true"]);
     expect(r.code).not.toBe(0);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/runtime runtime\/oldapi from package jobrt-runtime-oldapi@2\.0\.0 \(.*\) was built for runtime API 1, this jobrt needs API 2: install a version of the plugin made for API 2/);
+    expect(r.stderr).toMatch(
+      /runtime runtime\/oldapi from package jobrt-runtime-oldapi@2\.0\.0 \(.*\) was built for runtime API 1, this jobrt needs API 2: install a version of the plugin made for API 2/,
+    );
   });
 });
 
@@ -324,10 +411,24 @@ describe("a plugin author goes from an empty directory to a published runtime", 
     await ok(["npm", "install", "jobrt-runtime-hello"], site);
     const conf = join(root, "etc-hello");
     mkdirSync(conf);
-    writeFileSync(join(conf, "jobrt.conf"), `RuntimePlugins=hello\nDefRuntimePlugin=hello\nSpoolDir=${join(root, "spool")}\n`);
-    const r = await run(["npx", "jobrt", "run", "-n", "2", "sh", "-c", 'echo "$SLURM_PROCID $JOBRT_RUNTIME_STEP"'], site, { JOBRT_CONF_DIR: conf }, 120_000);
+    writeFileSync(
+      join(conf, "jobrt.conf"),
+      `RuntimePlugins=hello\nDefRuntimePlugin=hello\nSpoolDir=${join(root, "spool")}\n`,
+    );
+    const r = await run(
+      ["npx", "jobrt", "run", "-n", "2", "sh", "-c", 'echo "$SLURM_PROCID $JOBRT_RUNTIME_STEP"'],
+      site,
+      { JOBRT_CONF_DIR: conf },
+      120_000,
+    );
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.trim().split("\n").map((l) => l.split(" ")[0]).sort()).toEqual(["0", "1"]);
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.split(" ")[0])
+        .sort(),
+    ).toEqual(["0", "1"]);
     expect(r.stdout).toMatch(/^0 \d+\.\d+$/m);
   });
 });

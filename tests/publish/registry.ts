@@ -4,13 +4,16 @@ import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { repoRoot, runProgram } from "../helpers/jobrt.js";
 
-
 /**
  * Env for npm/pnpm children that talk ONLY to the test registry: every inherited npm_config_* /
  * pnpm_config_* (pnpm exec sets some, e.g. the machine's registry) is dropped, and a user-level
  * npmrc made in a temp dir carries the registry and token. ~/.npmrc is never read or written.
  */
-export function registryEnv(userconfig: string, registry: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+export function registryEnv(
+  userconfig: string,
+  registry: string,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/^(npm|pnpm)_config_/i.test(k)) env[k] = v;
   return {
@@ -30,9 +33,13 @@ export function registryEnv(userconfig: string, registry: string, extra: Record<
 
 /** verdaccio, installed once per machine by the script `pnpm release --local` uses (one installer). */
 async function installVerdaccio(): Promise<string> {
-  const r = await runProgram([process.execPath, join(repoRoot, "scripts/local-registry.mjs"), "install"], { cwd: repoRoot, timeoutMs: 300_000 });
+  const r = await runProgram([process.execPath, join(repoRoot, "scripts/local-registry.mjs"), "install"], {
+    cwd: repoRoot,
+    timeoutMs: 300_000,
+  });
   const bin = r.stdout.trim();
-  if (r.code !== 0 || !existsSync(bin)) throw new Error(`installing verdaccio failed (exit ${r.code}): ${r.stderr.slice(-2000)}`);
+  if (r.code !== 0 || !existsSync(bin))
+    throw new Error(`installing verdaccio failed (exit ${r.code}): ${r.stderr.slice(-2000)}`);
   return bin;
 }
 
@@ -138,7 +145,10 @@ export async function startRegistry(dir: string): Promise<LocalRegistry> {
     const body = (await res.json()) as { token?: string };
     if (!res.ok || !body.token) throw new Error(`adding a registry user failed: ${res.status} ${JSON.stringify(body)}`);
     const userconfig = join(dir, "user.npmrc");
-    writeFileSync(userconfig, `registry=${url}\n@jobrt:registry=${url}\n//127.0.0.1:${port}/:_authToken=${body.token}\n`);
+    writeFileSync(
+      userconfig,
+      `registry=${url}\n@jobrt:registry=${url}\n//127.0.0.1:${port}/:_authToken=${body.token}\n`,
+    );
     return { url, pid, token: body.token, userconfig, log: () => output, stop };
   } catch (error) {
     await stop();

@@ -10,7 +10,8 @@ import { describeRuntimeConformance } from "../../packages/testkit/dist/index.js
 import { TASK_GID, TASK_UID, createStandinSite } from "./standin/layout.js";
 
 // setuid in a worker thread would change the whole test process; only a forked worker may drop.
-if (!isMainThread) throw new Error("tests/shifter/conformance.test.ts needs vitest's forks pool (it drops root for its own process)");
+if (!isMainThread)
+  throw new Error("tests/shifter/conformance.test.ts needs vitest's forks pool (it drops root for its own process)");
 const site = createStandinSite();
 site.addImage("docker:busybox:latest");
 // Everything but udiRoot.conf (which Shifter wants root-owned) becomes nobody's, so the
@@ -31,7 +32,11 @@ describeRuntimeConformance(() => import("../../packages/runtime-shifter/dist/ind
     { title: "image name Shifter would rewrite", container: { value: "docker:busy box" }, code: "ERR_CONTAINER_IMAGE" },
     { title: "image not on the gateway", container: { value: "docker:nothere:1" }, code: "ERR_CONTAINER_IMAGE" },
     { title: "volume target under /etc", container: { volumes: ["/home:/etc/x"] }, code: "ERR_CONTAINER_REQUEST" },
-    { title: "two volumes in one value", container: { volumes: ["/home/a:/a;/home/b:/b"] }, code: "ERR_CONTAINER_REQUEST" },
+    {
+      title: "two volumes in one value",
+      container: { volumes: ["/home/a:/a;/home/b:/b"] },
+      code: "ERR_CONTAINER_REQUEST",
+    },
     { title: "env name not an identifier", container: { env: ["1BAD=x"] }, code: "ERR_CONTAINER_REQUEST" },
     { title: "relative workdir", container: { workdir: "work" }, code: "ERR_CONTAINER_REQUEST" },
     { title: "unknown module", container: { modules: ["nope"] }, code: "ERR_CONTAINER_REQUEST" },

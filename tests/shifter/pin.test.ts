@@ -40,12 +40,38 @@ afterAll(() => {
 
 describe("one pinned image per step", () => {
   const logs: string[] = [];
-  const node = (): NodeConf => ({ nodeName: "n1", confDir: site.confDir, spoolDir: spool, killWait: 5, hostUid: 0, log: (l, m) => logs.push(`${l}: ${m}`) });
+  const node = (): NodeConf => ({
+    nodeName: "n1",
+    confDir: site.confDir,
+    spoolDir: spool,
+    killWait: 5,
+    hostUid: 0,
+    log: (l, m) => logs.push(`${l}: ${m}`),
+  });
   const record = (stepId: number, localIds: number[]): StepRecord => {
-    const tasks: TaskRecord[] = localIds.map((i) => ({ localId: i, globalId: i, argv: ["true"], env: { PATH: "/usr/bin:/bin" } }));
+    const tasks: TaskRecord[] = localIds.map((i) => ({
+      localId: i,
+      globalId: i,
+      argv: ["true"],
+      env: { PATH: "/usr/bin:/bin" },
+    }));
     return {
-      jobId: 4242, stepId, kind: "normal", runtime: "shifter", uid: TASK_UID, gid: TASK_GID, user: "nobody", home: "/tmp", cwd: "/tmp",
-      argv: ["true"], env: {}, tasks, totalTasks: 2, nodeId: 0, nnodes: 1, pty: false,
+      jobId: 4242,
+      stepId,
+      kind: "normal",
+      runtime: "shifter",
+      uid: TASK_UID,
+      gid: TASK_GID,
+      user: "nobody",
+      home: "/tmp",
+      cwd: "/tmp",
+      argv: ["true"],
+      env: {},
+      tasks,
+      totalTasks: 2,
+      nodeId: 0,
+      nnodes: 1,
+      pty: false,
       container: { value: TAG, volumes: [], modules: [], env: [], clearEnv: false, options: {} },
     };
   };
@@ -91,9 +117,17 @@ describe("one pinned image per step", () => {
       SLURM_JOB_USER: "nobody",
     });
     const args = ["exec", "--conf-dir", site.confDir, "--runtime", "shifter", "--container", TAG, "--"];
-    const first = spawn(process.execPath, ["--", jobrtBin, ...args, "sh", "-c", `cat /etc/jobrt-image; while [ ! -e ${go} ]; do sleep 0.1; done`], {
-      uid: TASK_UID, gid: TASK_GID, cwd: "/tmp", env: env(0), stdio: ["ignore", "pipe", "pipe"],
-    });
+    const first = spawn(
+      process.execPath,
+      ["--", jobrtBin, ...args, "sh", "-c", `cat /etc/jobrt-image; while [ ! -e ${go} ]; do sleep 0.1; done`],
+      {
+        uid: TASK_UID,
+        gid: TASK_GID,
+        cwd: "/tmp",
+        env: env(0),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let firstOut = "";
     let firstErr = "";
     first.stderr.on("data", (d: Buffer) => {
@@ -111,7 +145,12 @@ describe("one pinned image per step", () => {
       // "jobs" holds jobrt's own crash records (jobrt gc), not the runtime's.
       expect(readdirSync(spool).filter((n) => n !== "jobs")).toEqual(["shifter-777.0"]);
       retag("docker:app-v2:1");
-      const second = await jobrt([...args, "cat", "/etc/jobrt-image"], { uid: TASK_UID, gid: TASK_GID, cwd: "/tmp", env: env(1) });
+      const second = await jobrt([...args, "cat", "/etc/jobrt-image"], {
+        uid: TASK_UID,
+        gid: TASK_GID,
+        cwd: "/tmp",
+        env: env(1),
+      });
       expect(second).toMatchObject({ code: 0, stdout: `${TAG}\n` });
       mkdirSync(go, { recursive: true });
       expect(await done).toBe(0);

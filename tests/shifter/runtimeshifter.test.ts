@@ -16,7 +16,9 @@ let site: StandinSite;
 let workDir: string;
 
 beforeAll(() => {
-  site = createStandinSite({ udiRoot: ["module_gpu_siteEnv=GPU_MODULE=loaded", "module_gpu_siteEnvPrepend=PATH=/opt/udiImage/modules/gpu/bin"] });
+  site = createStandinSite({
+    udiRoot: ["module_gpu_siteEnv=GPU_MODULE=loaded", "module_gpu_siteEnvPrepend=PATH=/opt/udiImage/modules/gpu/bin"],
+  });
   site.addImage(IMAGE, { dirs: ["data"], env: ["IMAGE_ENV=from-image"] });
   site.addImage("docker:other:1");
   mkdirSync(join(site.siteHome, "work"));
@@ -35,15 +37,30 @@ beforeEach(() => {
 });
 
 function run(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
-  return jobrt(["run", "--conf-dir", site.confDir, ...AS_NOBODY, ...args], { cwd: workDir, env: { JOBRT_CONF_DIR: site.confDir, ...env } });
+  return jobrt(["run", "--conf-dir", site.confDir, ...AS_NOBODY, ...args], {
+    cwd: workDir,
+    env: { JOBRT_CONF_DIR: site.confDir, ...env },
+  });
 }
 
 const traces = () => site.traces();
 
 describe("jobrt run --runtime shifter", () => {
   it("runs each task inside the image, with job env, cwd and exit status passed through", async () => {
-    const r = await run(["-n", "2", "-l", "--runtime", "shifter", "--container", IMAGE, "--export", "ALL,JOBVAR=job-value", "sh", "-c",
-      'echo "$(cat /etc/jobrt-image) $JOBVAR $IMAGE_ENV $SLURM_PROCID $(pwd) $(id -u)"; exit 3']);
+    const r = await run([
+      "-n",
+      "2",
+      "-l",
+      "--runtime",
+      "shifter",
+      "--container",
+      IMAGE,
+      "--export",
+      "ALL,JOBVAR=job-value",
+      "sh",
+      "-c",
+      'echo "$(cat /etc/jobrt-image) $JOBVAR $IMAGE_ENV $SLURM_PROCID $(pwd) $(id -u)"; exit 3',
+    ]);
     expect(r.code).toBe(3);
     const lines = r.stdout.trim().split("\n").sort();
     expect(lines).toEqual([0, 1].map((i) => `${i}: ${IMAGE} job-value from-image ${i} ${workDir} ${TASK_UID}`));
@@ -54,23 +71,67 @@ describe("jobrt run --runtime shifter", () => {
   });
 
   it("mounts volumes read-only and read-write", async () => {
-    const ro = await run(["--runtime", "shifter", "--container", IMAGE, "--container-volume", "/home/work:/data:ro", "sh", "-c",
-      "cat /data/input.txt; touch /data/x 2>/dev/null && echo wrote || echo refused"]);
+    const ro = await run([
+      "--runtime",
+      "shifter",
+      "--container",
+      IMAGE,
+      "--container-volume",
+      "/home/work:/data:ro",
+      "sh",
+      "-c",
+      "cat /data/input.txt; touch /data/x 2>/dev/null && echo wrote || echo refused",
+    ]);
     expect(ro).toMatchObject({ code: 0, stdout: "host-data\nrefused\n" });
-    const rw = await run(["--runtime", "shifter", "--container", IMAGE, "--container-volume", "/home/work:/data", "sh", "-c", "echo out > /data/result.txt"]);
+    const rw = await run([
+      "--runtime",
+      "shifter",
+      "--container",
+      IMAGE,
+      "--container-volume",
+      "/home/work:/data",
+      "sh",
+      "-c",
+      "echo out > /data/result.txt",
+    ]);
     expect(rw.code).toBe(0);
     expect(readFileSync(join(site.siteHome, "work/result.txt"), "utf8")).toBe("out\n");
   });
 
   it("loads a module", async () => {
-    const r = await run(["--runtime", "shifter", "--container", IMAGE, "--container-module", "gpu", "sh", "-c", 'echo "$GPU_MODULE $PATH"']);
+    const r = await run([
+      "--runtime",
+      "shifter",
+      "--container",
+      IMAGE,
+      "--container-module",
+      "gpu",
+      "sh",
+      "-c",
+      'echo "$GPU_MODULE $PATH"',
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^loaded \/opt\/udiImage\/modules\/gpu\/bin:/);
   });
 
   it("passes --container-env, --container-workdir and --container-clearenv", async () => {
-    const r = await run(["--runtime", "shifter", "--container", IMAGE, "--container-env", "A=1", "--container-env", "B=two words",
-      "--container-workdir", "/data", "--container-clearenv", "/bin/env"], { CALLER_ONLY: "x" });
+    const r = await run(
+      [
+        "--runtime",
+        "shifter",
+        "--container",
+        IMAGE,
+        "--container-env",
+        "A=1",
+        "--container-env",
+        "B=two words",
+        "--container-workdir",
+        "/data",
+        "--container-clearenv",
+        "/bin/env",
+      ],
+      { CALLER_ONLY: "x" },
+    );
     expect(r.code).toBe(0);
     const env = r.stdout.trim().split("\n");
     expect(env).toContain("A=1");
@@ -85,7 +146,9 @@ describe("jobrt run --runtime shifter", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/^jobrt: .*--container "docker:nothere:2.0": is not available on this system: run "shifterimg pull docker:nothere:2.0" first/);
+    expect(r.stderr).toMatch(
+      /^jobrt: .*--container "docker:nothere:2.0": is not available on this system: run "shifterimg pull docker:nothere:2.0" first/,
+    );
     expect(traces().map((t) => t.tool)).toEqual(["shifterimg"]);
   });
 
@@ -94,11 +157,11 @@ describe("jobrt run --runtime shifter", () => {
     site.addPullable("docker:fresh:1", "READY");
     const ok = await run(["--runtime", "shifter", "--container", "docker:fresh:1", "cat", "/etc/jobrt-image"]);
     expect(ok).toMatchObject({ code: 0, stdout: "docker:fresh:1\n" });
-    expect(traces().filter((t) => t.tool === "shifterimg").map((t) => (t.args as string[]).join(" "))).toEqual([
-      "lookup docker:fresh:1",
-      "pull docker:fresh:1",
-      "lookup docker:fresh:1",
-    ]);
+    expect(
+      traces()
+        .filter((t) => t.tool === "shifterimg")
+        .map((t) => (t.args as string[]).join(" ")),
+    ).toEqual(["lookup docker:fresh:1", "pull docker:fresh:1", "lookup docker:fresh:1"]);
     site.addPullable("docker:broken:1", "FAILURE");
     const bad = await run(["--runtime", "shifter", "--container", "docker:broken:1", "true"]);
     expect(bad.code).toBe(1);
@@ -107,16 +170,25 @@ describe("jobrt run --runtime shifter", () => {
 
   const corpus: [string[], RegExp][] = [
     [["--container", "docker:my image"], /--container "docker:my image": contains white space/],
-    [["--container", "docker:a$(id)/b"], /--container "docker:a\$\(id\)\/b": contains characters Shifter silently drops/],
+    [
+      ["--container", "docker:a$(id)/b"],
+      /--container "docker:a\$\(id\)\/b": contains characters Shifter silently drops/,
+    ],
     [["--container", "docker:ubuntu;id"], /contains characters Shifter silently drops/],
     [["--container", "docker:../../x"], /contains '\.\.'/],
     [["--container", IMAGE, "--container-volume", "/home/work:/data:ro;/home:/x"], /--container-volume .*contains ';'/],
-    [["--container", IMAGE, "--container-volume", "/home/work,x:/data"], /--container-volume .*characters Shifter silently drops/],
+    [
+      ["--container", IMAGE, "--container-volume", "/home/work,x:/data"],
+      /--container-volume .*characters Shifter silently drops/,
+    ],
     [["--container", IMAGE, "--container-volume", "/home/work:/data:x:y"], /--container-volume .*unknown flag/],
     [["--container", IMAGE, "--container-volume", "/home/../etc:/data"], /--container-volume .*contains '\.\.'/],
     [["--container", IMAGE, "--container-volume", "/home/work:/etc/cron.d"], /--container-volume .*under \/etc/],
     [["--container", IMAGE, "--container-volume", "/home/work:/var/spool"], /--container-volume .*under \/var/],
-    [["--container", IMAGE, "--container-env", "1BAD=x"], /--container-env "1BAD=x": the name "1BAD" is not an identifier/],
+    [
+      ["--container", IMAGE, "--container-env", "1BAD=x"],
+      /--container-env "1BAD=x": the name "1BAD" is not an identifier/,
+    ],
     [["--container", IMAGE, "--container-env", "A;B=x"], /--container-env .*not an identifier/],
     [["--container", IMAGE, "--container-workdir", "data"], /--container-workdir "data": is not an absolute path/],
     [["--container", IMAGE, "--container-module", "none,gpu"], /--container-module .*cannot be combined/],
@@ -134,18 +206,31 @@ describe("jobrt run --runtime shifter", () => {
 
   it("cannot be redirected by SHIFTER_* variables inherited from the caller", async () => {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, run inside the container
-    const r = await run(["--runtime", "shifter", "--container", IMAGE, "sh", "-c", 'cat /etc/jobrt-image; ls /data; echo "${SHIFTER_VOLUME-unset}"'], {
-      SHIFTER_IMAGETYPE: "id",
-      SHIFTER_IMAGE: imageId("docker:other:1"),
-      SHIFTER_VOLUME: "/home/work:/data",
-      SHIFTER_MODULE: "gpu",
-      SLURM_SPANK_SHIFTER_IMAGE: "other:1",
-    });
+    const r = await run(
+      [
+        "--runtime",
+        "shifter",
+        "--container",
+        IMAGE,
+        "sh",
+        "-c",
+        'cat /etc/jobrt-image; ls /data; echo "${SHIFTER_VOLUME-unset}"',
+      ],
+      {
+        SHIFTER_IMAGETYPE: "id",
+        SHIFTER_IMAGE: imageId("docker:other:1"),
+        SHIFTER_VOLUME: "/home/work:/data",
+        SHIFTER_MODULE: "gpu",
+        SLURM_SPANK_SHIFTER_IMAGE: "other:1",
+      },
+    );
     expect(r).toMatchObject({ code: 0, stdout: `${IMAGE}\nunset\n` });
   });
 
   it("refuses to run as root", async () => {
-    const r = await jobrt(["run", "--conf-dir", site.confDir, "--runtime", "shifter", "--container", IMAGE, "true"], { cwd: workDir });
+    const r = await jobrt(["run", "--conf-dir", site.confDir, "--runtime", "shifter", "--container", IMAGE, "true"], {
+      cwd: workDir,
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/shifter refuses to run as root/);
     expect(traces()).toEqual([]);
@@ -159,16 +244,54 @@ describe("jobrt run --runtime shifter", () => {
   });
 
   it("jobrt check looks the image up (submit context) and rejects a bad request without running anything", async () => {
-    const good = await jobrt(["check", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", IMAGE, "true"]);
+    const good = await jobrt([
+      "check",
+      "--conf-dir",
+      site.confDir,
+      ...AS_NOBODY,
+      "--runtime",
+      "shifter",
+      "--container",
+      IMAGE,
+      "true",
+    ]);
     expect(good.code).toBe(0);
     // The check hook: shifter's tools as this node has them, then the image it resolves to.
-    expect(good.stdout).toMatch(/^component 0: runtime shifter: tool shifter \(.*ShifterPath\): ok: \/.*\/shifter, version not reported \(shifter has no --version\)\n/);
-    expect(good.stdout).toMatch(/\ncomponent 0: runtime shifter: tool shifterimg \(.*\): ok: \/.*shifterimg, version not reported/);
-    expect(good.stdout).toMatch(/\ncomponent 0: runtime shifter: image docker:.*: ok: resolves to id:[0-9a-f]{64}\ncomponent 0: runtime shifter: ok\n$/);
-    const missing = await jobrt(["check", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", "docker:nothere:1", "true"]);
+    expect(good.stdout).toMatch(
+      /^component 0: runtime shifter: tool shifter \(.*ShifterPath\): ok: \/.*\/shifter, version not reported \(shifter has no --version\)\n/,
+    );
+    expect(good.stdout).toMatch(
+      /\ncomponent 0: runtime shifter: tool shifterimg \(.*\): ok: \/.*shifterimg, version not reported/,
+    );
+    expect(good.stdout).toMatch(
+      /\ncomponent 0: runtime shifter: image docker:.*: ok: resolves to id:[0-9a-f]{64}\ncomponent 0: runtime shifter: ok\n$/,
+    );
+    const missing = await jobrt([
+      "check",
+      "--conf-dir",
+      site.confDir,
+      ...AS_NOBODY,
+      "--runtime",
+      "shifter",
+      "--container",
+      "docker:nothere:1",
+      "true",
+    ]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/shifterimg pull docker:nothere:1/);
-    const bad = await jobrt(["check", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", IMAGE, "--container-volume", "/home:/etc", "true"]);
+    const bad = await jobrt([
+      "check",
+      "--conf-dir",
+      site.confDir,
+      ...AS_NOBODY,
+      "--runtime",
+      "shifter",
+      "--container",
+      IMAGE,
+      "--container-volume",
+      "/home:/etc",
+      "true",
+    ]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--container-volume "\/home:\/etc": the target \/etc is under \/etc/);
     expect(traces().filter((t) => t.tool === "shifter")).toEqual([]);
@@ -182,13 +305,33 @@ describe("jobrt run --runtime shifter", () => {
   });
 
   it("forwards SIGTERM to the task and exits 128+15", async () => {
-    const child = spawn(process.execPath, ["--", jobrtBin, "run", "--conf-dir", site.confDir, ...AS_NOBODY, "--runtime", "shifter", "--container", IMAGE, "sh", "-c", "echo up; exec sleep 60"], {
-      cwd: workDir,
-      env: { ...process.env, JOBRT_CONF_DIR: site.confDir },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        "--",
+        jobrtBin,
+        "run",
+        "--conf-dir",
+        site.confDir,
+        ...AS_NOBODY,
+        "--runtime",
+        "shifter",
+        "--container",
+        IMAGE,
+        "sh",
+        "-c",
+        "echo up; exec sleep 60",
+      ],
+      {
+        cwd: workDir,
+        env: { ...process.env, JOBRT_CONF_DIR: site.confDir },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     try {
-      await new Promise<void>((resolve) => child.stdout.on("data", (d: Buffer) => d.toString().includes("up") && resolve()));
+      await new Promise<void>((resolve) =>
+        child.stdout.on("data", (d: Buffer) => d.toString().includes("up") && resolve()),
+      );
       const done = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
       child.kill("SIGTERM");
       expect(await done).toBe(143);
@@ -211,8 +354,26 @@ describe("jobrt run --runtime shifter", () => {
     writeFileSync(join(bundle, "config.json"), JSON.stringify(config));
     writeFileSync(join(site.confDir, "jobrt.conf"), `SpoolDir=${spool}\n`);
     try {
-      const r = await run(["-l", "--runtime", "shifter", "--container", IMAGE, "sh", "-c", "echo shifter $(cat /etc/jobrt-image) $SLURM_PROCID",
-        ":", "-D", "/", "--runtime", "oci", "--container", bundle, "sh", "-c", "echo oci $(cat /etc/jobrt-image) $SLURM_PROCID"]);
+      const r = await run([
+        "-l",
+        "--runtime",
+        "shifter",
+        "--container",
+        IMAGE,
+        "sh",
+        "-c",
+        "echo shifter $(cat /etc/jobrt-image) $SLURM_PROCID",
+        ":",
+        "-D",
+        "/",
+        "--runtime",
+        "oci",
+        "--container",
+        bundle,
+        "sh",
+        "-c",
+        "echo oci $(cat /etc/jobrt-image) $SLURM_PROCID",
+      ]);
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
       expect(r.stdout.trim().split("\n").sort()).toEqual([`0: shifter ${IMAGE} 0`, "1: oci jobrt-busybox-image 1"]);

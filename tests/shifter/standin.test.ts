@@ -19,7 +19,10 @@ type Parsed = { options: { opt: string; name?: string; arg: string | null }[]; r
 /** util-linux getopt's normalised output for argv (the oracle). */
 function oracle(args: string[]): { out: string; err: string; code: number } {
   try {
-    const out = execFileSync("getopt", ["-o", SHIFTER_OPTSTRING, "-l", LONG, "-n", "shifter", "--", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const out = execFileSync("getopt", ["-o", SHIFTER_OPTSTRING, "-l", LONG, "-n", "shifter", "--", ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     return { out: out.trim(), err: "", code: 0 };
   } catch (error) {
     const e = error as { stderr: string; status: number };
@@ -28,7 +31,17 @@ function oracle(args: string[]): { out: string; err: string; code: number } {
 }
 
 const sq = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
-const shorts = new Map([["h", "no"], ["n", "no"], ["v", "no"], ["V", "req"], ["i", "req"], ["e", "req"], ["E", "no"], ["w", "opt"], ["m", "req"]]);
+const shorts = new Map([
+  ["h", "no"],
+  ["n", "no"],
+  ["v", "no"],
+  ["V", "req"],
+  ["i", "req"],
+  ["e", "req"],
+  ["E", "no"],
+  ["w", "opt"],
+  ["m", "req"],
+]);
 
 /** The stand-in parser's result in getopt(1)'s output format. */
 function standinNormalised(args: string[]): { out: string; err: string; code: number } {
@@ -114,7 +127,11 @@ beforeAll(() => {
       "siteEnvAppend=LIBS=/site",
     ],
   });
-  site.addImage(BUSYBOX, { dirs: ["data", "deep/existing"], env: ["IMGVAR=image", "MODVAR=image", "EMPTYVAR="], workdir: "/deep" });
+  site.addImage(BUSYBOX, {
+    dirs: ["data", "deep/existing"],
+    env: ["IMGVAR=image", "MODVAR=image", "EMPTYVAR="],
+    workdir: "/deep",
+  });
   site.addImage("docker:private:1", { userAcl: [1234], groupAcl: [4321] });
   site.addImage("docker:entry:1", { entry: "/bin/echo entry", cmd: "from-cmd" });
   site.addImage("docker:warn:1", { extraMeta: ["USER: someone"] });
@@ -124,7 +141,11 @@ beforeAll(() => {
 });
 afterAll(() => site?.remove());
 
-function shifter(args: string[], env: Record<string, string> = {}, opts: { uid?: number; cwd?: string } = {}): Promise<RunResult> {
+function shifter(
+  args: string[],
+  env: Record<string, string> = {},
+  opts: { uid?: number; cwd?: string } = {},
+): Promise<RunResult> {
   return runProgram([site.shifter, ...args], {
     uid: opts.uid ?? TASK_UID,
     gid: opts.uid === 0 ? 0 : TASK_GID,
@@ -135,7 +156,13 @@ function shifter(args: string[], env: Record<string, string> = {}, opts: { uid?:
 
 describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
   it("runs the command in the image as the caller, cwd kept, status passed through", async () => {
-    const r = await shifter([`--image=${BUSYBOX}`, "--", "sh", "-c", "id -u; id -g; cat /etc/jobrt-image; pwd; exit 7"]);
+    const r = await shifter([
+      `--image=${BUSYBOX}`,
+      "--",
+      "sh",
+      "-c",
+      "id -u; id -g; cat /etc/jobrt-image; pwd; exit 7",
+    ]);
     expect(r).toMatchObject({ code: 7, stdout: `${TASK_UID}\n${TASK_GID}\n${BUSYBOX}\n/tmp\n`, stderr: "" });
   });
 
@@ -161,7 +188,11 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
 
   it("a missing cwd stays in / with shifter's warning; a missing command is 127 with argv0: cmd: error", async () => {
     const r = await shifter([`--image=${BUSYBOX}`, "pwd"], {}, { cwd: "/work" });
-    expect(r).toMatchObject({ code: 0, stdout: "/\n", stderr: "Failed to switch to working dir: /work, staying in /\n" });
+    expect(r).toMatchObject({
+      code: 0,
+      stdout: "/\n",
+      stderr: "Failed to switch to working dir: /work, staying in /\n",
+    });
     const missing = await shifter([`--image=${BUSYBOX}`, "no-such-cmd"]);
     expect(missing).toMatchObject({ code: 127, stderr: `${site.shifter}: no-such-cmd: No such file or directory\n` });
   });
@@ -183,16 +214,27 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
     const half = await shifter(["true"], { SHIFTER_IMAGE: id });
     expect(half.code).toBe(1);
     expect(half.stderr).toBe("No image specified, or specified incorrectly!\n");
-    const spank = await shifter(["cat", "/etc/jobrt-image"], { SLURM_SPANK_SHIFTER_IMAGETYPE: "id", SLURM_SPANK_SHIFTER_IMAGE: id });
+    const spank = await shifter(["cat", "/etc/jobrt-image"], {
+      SLURM_SPANK_SHIFTER_IMAGETYPE: "id",
+      SLURM_SPANK_SHIFTER_IMAGE: id,
+    });
     expect(spank.stdout).toBe(`${BUSYBOX}\n`);
-    const cli = await shifter(["--image=docker:entry:1", "cat", "/etc/jobrt-image"], { SHIFTER_IMAGETYPE: "id", SHIFTER_IMAGE: id });
+    const cli = await shifter(["--image=docker:entry:1", "cat", "/etc/jobrt-image"], {
+      SHIFTER_IMAGETYPE: "id",
+      SHIFTER_IMAGE: id,
+    });
     expect(cli.stdout).toBe("docker:entry:1\n");
   });
 
   it("uses SHIFTER_VOLUME unless a --volume is given, which discards it", async () => {
-    const fromEnv = await shifter([`--image=${BUSYBOX}`, "cat", "/data/input.txt"], { SHIFTER_VOLUME: "/home/work:/data" });
+    const fromEnv = await shifter([`--image=${BUSYBOX}`, "cat", "/data/input.txt"], {
+      SHIFTER_VOLUME: "/home/work:/data",
+    });
     expect(fromEnv).toMatchObject({ code: 0, stdout: "from-host\n", stderr: "" });
-    const cli = await shifter([`--image=${BUSYBOX}`, "--volume=/home/work:/other", "sh", "-c", "ls /data; cat /other/input.txt"], { SHIFTER_VOLUME: "/home/work:/data" });
+    const cli = await shifter(
+      [`--image=${BUSYBOX}`, "--volume=/home/work:/other", "sh", "-c", "ls /data; cat /other/input.txt"],
+      { SHIFTER_VOLUME: "/home/work:/data" },
+    );
     expect(cli).toMatchObject({ code: 0, stdout: "from-host\n" });
   });
 
@@ -210,7 +252,9 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
     const noMeta = await shifter([`--image=id:${"f".repeat(64)}`, "true"]);
     expect(noMeta).toMatchObject({ code: 1, stderr: "FAILED to find requested image.\n" });
     // The ACL'd image is hidden from lookup; by id, the .meta ACL refuses it.
-    expect((await shifter(["--image=docker:private:1", "true"])).stderr).toBe("FAILED to lookup docker image private:1\n");
+    expect((await shifter(["--image=docker:private:1", "true"])).stderr).toBe(
+      "FAILED to lookup docker image private:1\n",
+    );
     const acl = await shifter([`--image=id:${imageId("docker:private:1")}`, "true"]);
     expect(acl).toMatchObject({ code: 1, stderr: "FAILED permission denied to image\n" });
     const warn = await shifter(["--image=docker:warn:1", "echo", "ran"]);
@@ -238,14 +282,33 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
 
   it("volume rules at mount time: from inside the container, to creatable only at top level, ro really read-only, /tmp shared", async () => {
     const unknown = await shifter([`--image=${BUSYBOX}`, "--volume=/home/work:/data:bogus", "true"]);
-    expect(unknown.stderr).toBe("Unknown flag: bogus\nInvalid mount flags specified: bogus\nFailed to parse volume map options\n");
+    expect(unknown.stderr).toBe(
+      "Unknown flag: bogus\nInvalid mount flags specified: bogus\nFailed to parse volume map options\n",
+    );
     const hostOnly = await shifter([`--image=${BUSYBOX}`, "--volume=/work:/data", "true"]);
-    expect(hostOnly).toMatchObject({ code: 1, stderr: `FAILED to find real path for volume "from": /work\nFAILED to setup user-requested mounts.\n` });
+    expect(hostOnly).toMatchObject({
+      code: 1,
+      stderr: `FAILED to find real path for volume "from": /work\nFAILED to setup user-requested mounts.\n`,
+    });
     const nested = await shifter([`--image=${BUSYBOX}`, "--volume=/home/work:/deep/new/x", "true"]);
-    expect(nested.stderr).toBe('FAILED to create volume "to": /deep/new/x, cannot create mount points in that location\nFAILED to setup user-requested mounts.\n');
-    const top = await shifter([`--image=${BUSYBOX}`, "--volume=/home/work:/newtop:ro", "sh", "-c", "cat /newtop/input.txt; touch /newtop/x 2>/dev/null || echo ro-refused; touch /rootfile 2>/dev/null || echo root-ro"]);
+    expect(nested.stderr).toBe(
+      'FAILED to create volume "to": /deep/new/x, cannot create mount points in that location\nFAILED to setup user-requested mounts.\n',
+    );
+    const top = await shifter([
+      `--image=${BUSYBOX}`,
+      "--volume=/home/work:/newtop:ro",
+      "sh",
+      "-c",
+      "cat /newtop/input.txt; touch /newtop/x 2>/dev/null || echo ro-refused; touch /rootfile 2>/dev/null || echo root-ro",
+    ]);
     expect(top).toMatchObject({ code: 0, stdout: "from-host\nro-refused\nroot-ro\n" });
-    const rw = await shifter([`--image=${BUSYBOX}`, "--volume=/home/work:/data", "sh", "-c", "echo written > /data/out.txt; echo tmp > /tmp/standin-shared-$$; echo $$"]);
+    const rw = await shifter([
+      `--image=${BUSYBOX}`,
+      "--volume=/home/work:/data",
+      "sh",
+      "-c",
+      "echo written > /data/out.txt; echo tmp > /tmp/standin-shared-$$; echo $$",
+    ]);
     expect(rw.code).toBe(0);
     expect(readFileSync(join(site.siteHome, "work/out.txt"), "utf8")).toBe("written\n");
     const shared = `/tmp/standin-shared-${rw.stdout.trim()}`;
@@ -259,7 +322,12 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
       { CALLER: "caller", IMGVAR: "caller", LIBS: "/caller", LD_LIBRARY_PATH: "/host/lib", TMPDIR: "/host/tmp" },
     );
     expect(r.code).toBe(0);
-    const env = Object.fromEntries(r.stdout.trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    const env = Object.fromEntries(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+    );
     expect(env).toMatchObject({
       CALLER: "caller",
       IMGVAR: "cli",
@@ -275,9 +343,19 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
     expect(env).not.toHaveProperty("LD_LIBRARY_PATH");
     expect(env).not.toHaveProperty("TMPDIR");
     expect(env).not.toHaveProperty("EMPTYVAR");
-    const clear = await shifter([`--image=${BUSYBOX}`, "--clearenv", "--env=PATH=/bin", "/bin/env"], { CALLER: "caller" });
+    const clear = await shifter([`--image=${BUSYBOX}`, "--clearenv", "--env=PATH=/bin", "/bin/env"], {
+      CALLER: "caller",
+    });
     expect(clear.stdout.split("\n").filter(Boolean).sort()).toEqual(
-      ["IMGVAR=image", "LIBS=/site", "MODVAR=image", "PATH=/bin", `SHIFTER_IMAGE=${imageId(BUSYBOX)}`, `SHIFTER_IMAGEREQUEST=${BUSYBOX}`, "SHIFTER_RUNTIME=1"].sort(),
+      [
+        "IMGVAR=image",
+        "LIBS=/site",
+        "MODVAR=image",
+        "PATH=/bin",
+        `SHIFTER_IMAGE=${imageId(BUSYBOX)}`,
+        `SHIFTER_IMAGEREQUEST=${BUSYBOX}`,
+        "SHIFTER_RUNTIME=1",
+      ].sort(),
     );
   });
 
@@ -289,9 +367,13 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
     const none = await shifter([`--image=${BUSYBOX}`, "--module=none,gpu", "true"]);
     expect(none.stderr).toBe("Unknown shifter module: none\nInvalid shifter module selection: none,gpu\n");
     const off = await shifter([`--image=${BUSYBOX}`, "--module=off", "true"]);
-    expect(off.stderr).toBe("WARNING: module off is not enabled for use.\nUnknown shifter module: off\nInvalid shifter module selection: off\n");
+    expect(off.stderr).toBe(
+      "WARNING: module off is not enabled for use.\nUnknown shifter module: off\nInvalid shifter module selection: off\n",
+    );
     const clash = await shifter([`--image=${BUSYBOX}`, "--module=mpich,openmpi", "true"]);
-    expect(clash.stderr).toBe("ERROR: cannot load conflicting modules mpich and openmpi\nInvalid shifter module selection: mpich,openmpi\n");
+    expect(clash.stderr).toBe(
+      "ERROR: cannot load conflicting modules mpich and openmpi\nInvalid shifter module selection: mpich,openmpi\n",
+    );
     const hook = await shifter([`--image=${BUSYBOX}`, "--module=hookfail", "echo", "never"]);
     expect(hook).toMatchObject({ code: 1, stdout: "", stderr: "Failed to setup module hookfail\n" });
   });
@@ -322,7 +404,11 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
   });
 
   it("runs local: images without checking allowLocalChroot, as Shifter 22.02 does (so the plugin must)", async () => {
-    const r = await shifter([`--image=local:${site.imagePath}/${imageId("docker:entry:1")}`, "cat", "/etc/jobrt-image"]);
+    const r = await shifter([
+      `--image=local:${site.imagePath}/${imageId("docker:entry:1")}`,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
     expect(r).toMatchObject({ code: 0, stdout: "docker:entry:1\n" });
   });
 
@@ -350,9 +436,13 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {
-      const pid = await new Promise<string>((resolve) => child.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())));
+      const pid = await new Promise<string>((resolve) =>
+        child.stdout.once("data", (d: Buffer) => resolve(d.toString().trim())),
+      );
       expect(Number(pid)).toBe(child.pid);
-      const done = new Promise<[number | null, string | null]>((resolve) => child.on("close", (code, signal) => resolve([code, signal])));
+      const done = new Promise<[number | null, string | null]>((resolve) =>
+        child.on("close", (code, signal) => resolve([code, signal])),
+      );
       child.kill("SIGTERM");
       expect(await done).toEqual([null, "SIGTERM"]);
     } finally {
@@ -364,7 +454,8 @@ describe("stand-in shifter: behaviour (shifter-interface.md 1.2-1.8)", () => {
 });
 
 describe("stand-in shifterimg (shifter-interface.md 1.9)", () => {
-  const img = (args: string[], uid = TASK_UID) => runProgram([site.shifterimg, ...args], { uid, gid: TASK_GID, env: { PATH: "/usr/bin:/bin" } });
+  const img = (args: string[], uid = TASK_UID) =>
+    runProgram([site.shifterimg, ...args], { uid, gid: TASK_GID, env: { PATH: "/usr/bin:/bin" } });
 
   it("lookup prints exactly one id line and exits 0; a miss is silent with exit 1", async () => {
     expect(await img(["lookup", BUSYBOX])).toMatchObject({ code: 0, stdout: `${imageId(BUSYBOX)}\n`, stderr: "" });
@@ -386,11 +477,18 @@ describe("stand-in shifterimg (shifter-interface.md 1.9)", () => {
     site.addPullable("docker:broken:1", "FAILURE");
     const bad = await img(["pull", "docker:broken:1"]);
     expect(bad.code).toBe(0);
-    expect(bad.stdout).toMatch(/\r\x1b\[2K\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d Pulling Image: docker:broken:1, status: PENDING/);
+    expect(bad.stdout).toMatch(
+      /\r\x1b\[2K\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d Pulling Image: docker:broken:1, status: PENDING/,
+    );
     expect(bad.stdout).toMatch(/status: FAILURE\n$/);
     expect((await img(["lookup", "docker:broken:1"])).code).toBe(1);
     const good = await img(["-v", "pull", "docker:fresh:1"]);
-    expect(good.stdout.split("\n").filter(Boolean).map((l) => l.replace(/^\S+ /, ""))).toEqual([
+    expect(
+      good.stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.replace(/^\S+ /, "")),
+    ).toEqual([
       "Pulling Image: docker:fresh:1, status: PENDING",
       "Pulling Image: docker:fresh:1, status: PULLING",
       "Pulling Image: docker:fresh:1, status: EXAMINATION",
@@ -414,7 +512,10 @@ describe("stand-in shifterimg (shifter-interface.md 1.9)", () => {
     const saved = readFileSync(site.gatewayFile, "utf8");
     execFileSync("mv", [site.gatewayFile, `${site.gatewayFile}.away`]);
     try {
-      expect(await img(["lookup", BUSYBOX])).toMatchObject({ code: 1, stdout: "ERROR: failed to contact the image gateway.\n" });
+      expect(await img(["lookup", BUSYBOX])).toMatchObject({
+        code: 1,
+        stdout: "ERROR: failed to contact the image gateway.\n",
+      });
     } finally {
       execFileSync("mv", [`${site.gatewayFile}.away`, site.gatewayFile]);
     }

@@ -3,8 +3,27 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { killExecWithForker, tempDir } from "../helpers/jobrt.js";
-import { type JobrtSite, jobrtSite, removeRuncContainers, runcContainers, slurm, slurmDir, sortedLines, startCluster, stopClusterAfterAll, waitFor } from "./cluster.js";
-import { execRecords, jobGone, jobrtExecProcesses, markers, sleepers, spoolLeftovers, startSleepStep } from "./sleepstep.js";
+import {
+  type JobrtSite,
+  jobrtSite,
+  removeRuncContainers,
+  runcContainers,
+  slurm,
+  slurmDir,
+  sortedLines,
+  startCluster,
+  stopClusterAfterAll,
+  waitFor,
+} from "./cluster.js";
+import {
+  execRecords,
+  jobGone,
+  jobrtExecProcesses,
+  markers,
+  sleepers,
+  spoolLeftovers,
+  startSleepStep,
+} from "./sleepstep.js";
 
 /** The epilog's log lines on `node` (the Epilog appends gc's output there). */
 function epilogLog(node: string): string {
@@ -48,7 +67,9 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);
       const clean = async () =>
-        runcContainers(roots()).length === 0 && (await sleepers(step.marker)).length === 0 && spoolLeftovers(site, step.jobId).length === 0;
+        runcContainers(roots()).length === 0 &&
+        (await sleepers(step.marker)).length === 0 &&
+        spoolLeftovers(site, step.jobId).length === 0;
       // The Epilog runs before the job leaves squeue; allow for slurmd's scheduling of it.
       await waitFor(clean, 20_000, 200);
       expect(runcContainers(roots())).toEqual([]);
@@ -56,7 +77,9 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       expect(spoolLeftovers(site, step.jobId)).toEqual([]);
       // It was the Epilog on each node (no other jobrt ran there since).
       for (const node of ["nodea", "nodeb"]) {
-        expect(epilogLog(node), node).toContain(`gc: step ${step.jobId}.0: killed 1 task process group(s); cleaned up oci\n`);
+        expect(epilogLog(node), node).toContain(
+          `gc: step ${step.jobId}.0: killed 1 task process group(s); cleaned up oci\n`,
+        );
       }
       // A clean Epilog leaves the nodes in service.
       const nodes = await slurm(["sinfo", "-h", "-N", "-o", "%N %T"]);
@@ -77,7 +100,11 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
     await startCluster(2, join(userSite.binDir, "jobrt"));
     // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
     expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
-    const step = await startSleepStep(userSite, ["--uid=65534", "--gid=65534", "--chdir", dir], ["--runtime", "oci", "--container", rootless]);
+    const step = await startSleepStep(
+      userSite,
+      ["--uid=65534", "--gid=65534", "--chdir", dir],
+      ["--runtime", "oci", "--container", rootless],
+    );
     try {
       expect(execRecords(userSite, step.jobId)).toHaveLength(2);
       const hosts = jobrtExecProcesses(step.marker);
@@ -86,12 +113,18 @@ describe("cleanup under Slurm when jobrt exec is killed", () => {
       for (const h of hosts) killExecWithForker(h.pid);
       expect(await step.exited).not.toBe(0);
       expect(await jobGone(step.jobId)).toBe(true);
-      await waitFor(async () => (await sleepers(step.marker)).length === 0 && spoolLeftovers(userSite, step.jobId).length === 0, 20_000, 200);
+      await waitFor(
+        async () => (await sleepers(step.marker)).length === 0 && spoolLeftovers(userSite, step.jobId).length === 0,
+        20_000,
+        200,
+      );
       expect(await sleepers(step.marker)).toEqual([]);
       // Rootless runc keeps its state in the step's spool dir, so this also covers the containers.
       expect(spoolLeftovers(userSite, step.jobId)).toEqual([]);
       for (const node of ["nodea", "nodeb"]) {
-        expect(epilogLog(node), node).toContain(`gc: step ${step.jobId}.0: killed 1 task process group(s); cleaned up oci\n`);
+        expect(epilogLog(node), node).toContain(
+          `gc: step ${step.jobId}.0: killed 1 task process group(s); cleaned up oci\n`,
+        );
       }
     } finally {
       if (step.job.exitCode === null) step.job.kill("SIGKILL");

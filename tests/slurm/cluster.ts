@@ -24,7 +24,9 @@ let lockHolder: ChildProcess | undefined;
 
 export async function lockCluster(): Promise<void> {
   if (lockHolder) return;
-  const holder = spawn("flock", ["-x", lockFile, "-c", "echo locked; exec cat >/dev/null"], { stdio: ["pipe", "pipe", "inherit"] });
+  const holder = spawn("flock", ["-x", lockFile, "-c", "echo locked; exec cat >/dev/null"], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   await new Promise<void>((resolveLock, reject) => {
     holder.once("error", reject);
     holder.once("exit", (code) => reject(new Error(`flock ${lockFile} exited ${code} before taking the lock`)));
@@ -43,11 +45,28 @@ export function unlockCluster(): void {
  * wrapper); `proctrack`: Slurm's ProctrackType; `gpus`: a GPU GRES of `count` per node on the
  * device `files` (gres.conf File=). A running cluster started otherwise is restarted.
  */
-export async function startCluster(nodes = 2, jobrt?: string, proctrack: "linuxproc" | "cgroup" = "linuxproc", gpus?: { count: number; files: string }): Promise<void> {
+export async function startCluster(
+  nodes = 2,
+  jobrt?: string,
+  proctrack: "linuxproc" | "cgroup" = "linuxproc",
+  gpus?: { count: number; files: string },
+): Promise<void> {
   await lockCluster();
   const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
   const gres = gpus === undefined ? [] : ["--gpus", String(gpus.count), "--gpu-files", gpus.files];
-  const argv = ["sh", script, "start", "--nodes", String(nodes), "--dir", slurmDir, "--proctrack", proctrack, ...epilog, ...gres];
+  const argv = [
+    "sh",
+    script,
+    "start",
+    "--nodes",
+    String(nodes),
+    "--dir",
+    slurmDir,
+    "--proctrack",
+    proctrack,
+    ...epilog,
+    ...gres,
+  ];
   const r = await runProgram(argv, { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
 }
@@ -59,7 +78,8 @@ export async function startCluster(nodes = 2, jobrt?: string, proctrack: "linuxp
 export async function stopCluster(): Promise<void> {
   try {
     const r = await runProgram(["sh", script, "stop", "--dir", slurmDir], { timeoutMs: 120_000 });
-    if (r.code !== 0 && r.code !== 3) throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
+    if (r.code !== 0 && r.code !== 3)
+      throw new Error(`slurm-local.sh stop exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);
   } finally {
     unlockCluster();
   }
@@ -174,7 +194,10 @@ export function runcContainers(roots: string[]): string[] {
   // `runc list` fails when a container (anyone's) vanishes while it reads the state dir: retry.
   for (let attempt = 1; ; attempt++) {
     try {
-      text = execFileSync("runc", ["list", "--format", "json"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+      text = execFileSync("runc", ["list", "--format", "json"], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      }).trim();
       break;
     } catch (error) {
       if (attempt >= 20) throw error;
@@ -182,7 +205,9 @@ export function runcContainers(roots: string[]): string[] {
     }
   }
   const list = (text === "" || text === "null" ? [] : JSON.parse(text)) as { id: string; bundle: string }[];
-  return list.filter((c) => roots.some((r) => c.bundle === r || c.bundle.startsWith(`${r}/`))).map((c) => `${c.id} (${c.bundle})`);
+  return list
+    .filter((c) => roots.some((r) => c.bundle === r || c.bundle.startsWith(`${r}/`)))
+    .map((c) => `${c.id} (${c.bundle})`);
 }
 
 /** Removes (kills and deletes) the containers runcContainers(roots) lists: a failed test's leftovers. */
@@ -198,7 +223,11 @@ export function removeRuncContainers(roots: string[]): void {
 }
 
 /** Polls `check` until it returns true or `limitMs` passes; returns the last result. */
-export async function waitFor(check: () => boolean | Promise<boolean>, limitMs: number, everyMs = 100): Promise<boolean> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  limitMs: number,
+  everyMs = 100,
+): Promise<boolean> {
   const end = Date.now() + limitMs;
   for (;;) {
     if (await check()) return true;

@@ -4,7 +4,19 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
-import { type JobrtSite, jobrtSite, listTree, removeRuncContainers, runcContainers, slurm, slurmEnv, sortedLines, startCluster, stopClusterAfterAll, waitFor } from "./cluster.js";
+import {
+  type JobrtSite,
+  jobrtSite,
+  listTree,
+  removeRuncContainers,
+  runcContainers,
+  slurm,
+  slurmEnv,
+  sortedLines,
+  startCluster,
+  stopClusterAfterAll,
+  waitFor,
+} from "./cluster.js";
 
 // `srun ... jobrt exec ...` on the two-node local Slurm: Slurm distributes the tasks, each task is
 // one `jobrt exec` process running its task through a runtime (none, or oci with real runc).
@@ -48,7 +60,9 @@ describe("jobrt exec as the task of a Slurm step", () => {
     return listTree(site.spoolRoot).filter((p) => mentions.test(p));
   };
   /** What a finished job left in any node's SpoolDir: any file, or anything named after the job. */
-  const spoolLeftovers = (jobId: string) => [...new Set([...listTree(site.spoolRoot).filter((p) => !p.endsWith("/")), ...jobSpool(jobId)])];
+  const spoolLeftovers = (jobId: string) => [
+    ...new Set([...listTree(site.spoolRoot).filter((p) => !p.endsWith("/")), ...jobSpool(jobId)]),
+  ];
 
   it("srun -n 4 jobrt exec --runtime none prints SLURM_PROCID 0-3", async () => {
     const r = await srun(["-n", "4", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", "echo $SLURM_PROCID"]);
@@ -58,7 +72,20 @@ describe("jobrt exec as the task of a Slurm step", () => {
   });
 
   it("srun -N 2 -n 4 spreads jobrt exec tasks over both nodes", async () => {
-    const r = await srun(["-N", "2", "-n", "4", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", 'echo "$SLURM_PROCID $SLURMD_NODENAME $(hostname)"']);
+    const r = await srun([
+      "-N",
+      "2",
+      "-n",
+      "4",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "none",
+      "--",
+      "sh",
+      "-c",
+      'echo "$SLURM_PROCID $SLURMD_NODENAME $(hostname)"',
+    ]);
     expect(r.code).toBe(0);
     const lines = sortedLines(r.stdout);
     expect(lines.map((l) => l.split(" ")[0])).toEqual(["0", "1", "2", "3"]);
@@ -69,14 +96,38 @@ describe("jobrt exec as the task of a Slurm step", () => {
   });
 
   it("the exit status 3 of one task is srun's exit status (runtime none)", async () => {
-    const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
+    const r = await srun([
+      "-n",
+      "2",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "none",
+      "--",
+      "sh",
+      "-c",
+      '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0',
+    ]);
     // srun's own failure line, and none from jobrt exec.
     expect(withoutAllocation(r.stderr)).toMatch(/^srun: error: node[ab]: task 1: Exited with exit code 3\n$/);
     expect(r.code).toBe(3);
   });
 
   it("the exit status 3 of one containerised task is srun's exit status (runtime oci)", async () => {
-    const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0']);
+    const r = await srun([
+      "-n",
+      "2",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "oci",
+      "--container",
+      bundle,
+      "--",
+      "sh",
+      "-c",
+      '[ "$SLURM_PROCID" = 1 ] && exit 3; exit 0',
+    ]);
     expect(withoutAllocation(r.stderr)).toMatch(/^srun: error: node[ab]: task 1: Exited with exit code 3\n$/);
     expect(r.code).toBe(3);
     expect(ourContainers()).toEqual([]);
@@ -84,18 +135,40 @@ describe("jobrt exec as the task of a Slurm step", () => {
 
   it("jobrt run's failure lines are srun's for the same tasks; under srun, jobrt exec prints none (srun does)", async () => {
     // One outcome per task, so srun's grouping (by when slurmstepd reaps the tasks) cannot differ.
-    const argv = ["sh", "-c", "case $SLURM_PROCID in 0) exit 3;; 1) kill -TERM $$;; 2) kill -USR1 $$;; 3) exit 0;; esac"];
+    const argv = [
+      "sh",
+      "-c",
+      "case $SLURM_PROCID in 0) exit 3;; 1) kill -TERM $$;; 2) kill -USR1 $$;; 3) exit 0;; esac",
+    ];
     const plain = await srun(["-N", "1", "-w", "nodea", "-n", "4", "--overcommit", ...argv]);
     expect(plain.code).toBe(143);
     // srun may also say the job waited for the node (the previous job still completing).
     const errors = (text: string) => sortedLines(text).filter((l) => l.startsWith("srun: error: "));
-    const srunLines = ["srun: error: nodea: task 0: Exited with exit code 3", "srun: error: nodea: task 1: Terminated", "srun: error: nodea: task 2: User defined signal 1"];
+    const srunLines = [
+      "srun: error: nodea: task 0: Exited with exit code 3",
+      "srun: error: nodea: task 1: Terminated",
+      "srun: error: nodea: task 2: User defined signal 1",
+    ];
     expect(errors(plain.stderr)).toEqual(srunLines);
     // And that it ended the step once a signal had ended a task.
     expect(plain.stderr).toMatch(/^srun: Force Terminated StepId=\d+\.0$/m);
     // jobrt exec exits with its task's status, 128+N for a task signal N ended (it is not itself
     // killed by the signal), so srun words those as exit codes.
-    const exec = await srun(["-N", "1", "-w", "nodea", "-n", "4", "--overcommit", "jobrt", "exec", "--runtime", "none", "--", ...argv]);
+    const exec = await srun([
+      "-N",
+      "1",
+      "-w",
+      "nodea",
+      "-n",
+      "4",
+      "--overcommit",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "none",
+      "--",
+      ...argv,
+    ]);
     expect(exec.code).toBe(143);
     expect(exec.stderr).not.toMatch(/^jobrt/m);
     expect(errors(exec.stderr)).toEqual([
@@ -105,7 +178,9 @@ describe("jobrt exec as the task of a Slurm step", () => {
     ]);
     const conf = tmp("jobrt-slurm-run-");
     writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(conf, "spool")}\nNodeName=nodea\n`);
-    const run = await runProgram([process.execPath, "--", jobrtBin, "run", "-n", "4", "--runtime", "none", ...argv], { env: { ...process.env, JOBRT_CONF_DIR: conf } });
+    const run = await runProgram([process.execPath, "--", jobrtBin, "run", "-n", "4", "--runtime", "none", ...argv], {
+      env: { ...process.env, JOBRT_CONF_DIR: conf },
+    });
     expect(run.code).toBe(143);
     expect(run.stderr.replace(/^jobrt: /gm, "srun: ")).toBe(`${srunLines.join("\n")}\n`);
   });
@@ -115,19 +190,57 @@ describe("jobrt exec as the task of a Slurm step", () => {
     const plain = await srun(components);
     expect(plain.code).toBe(6);
     // Components run on different nodes; jobrt run has one. Compare with the node names left out.
-    const lines = (text: string) => sortedLines(text.replace(/^(srun|jobrt): error: [^:]+: /gm, "error: N: ").split("\n").filter((l) => l.startsWith("error: ")).join("\n"));
-    expect(lines(plain.stderr)).toEqual(["error: N: task 0: Exited with exit code 3", "error: N: task 0: Exited with exit code 5", "error: N: task 1: Exited with exit code 6"]);
+    const lines = (text: string) =>
+      sortedLines(
+        text
+          .replace(/^(srun|jobrt): error: [^:]+: /gm, "error: N: ")
+          .split("\n")
+          .filter((l) => l.startsWith("error: "))
+          .join("\n"),
+      );
+    expect(lines(plain.stderr)).toEqual([
+      "error: N: task 0: Exited with exit code 3",
+      "error: N: task 0: Exited with exit code 5",
+      "error: N: task 1: Exited with exit code 6",
+    ]);
     const conf = tmp("jobrt-slurm-run-");
     writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${join(conf, "spool")}\n`);
-    const run = await runProgram([process.execPath, "--", jobrtBin, "run", "--runtime", "none", ...components.slice(0, 6), "--runtime", "none", ...components.slice(6)], {
-      env: { ...process.env, JOBRT_CONF_DIR: conf },
-    });
+    const run = await runProgram(
+      [
+        process.execPath,
+        "--",
+        jobrtBin,
+        "run",
+        "--runtime",
+        "none",
+        ...components.slice(0, 6),
+        "--runtime",
+        "none",
+        ...components.slice(6),
+      ],
+      {
+        env: { ...process.env, JOBRT_CONF_DIR: conf },
+      },
+    );
     expect(run.code).toBe(6);
     expect(lines(run.stderr)).toEqual(lines(plain.stderr));
   });
 
   it("srun -n 2 jobrt exec --runtime oci --container <bundle> reads a file only the bundle has", async () => {
-    const r = await srun(["-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", 'echo "$SLURM_JOB_ID $SLURM_PROCID $(cat /etc/jobrt-image)"']);
+    const r = await srun([
+      "-n",
+      "2",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "oci",
+      "--container",
+      bundle,
+      "--",
+      "sh",
+      "-c",
+      'echo "$SLURM_JOB_ID $SLURM_PROCID $(cat /etc/jobrt-image)"',
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const lines = sortedLines(r.stdout);
@@ -141,8 +254,20 @@ describe("jobrt exec as the task of a Slurm step", () => {
   it("two jobrt exec processes of one step on one node: shared setup, and one task's cleanup spares the other's container", async () => {
     // Task 0 ends at once, so its cleanup runs while task 1's container still runs.
     const r = await srun([
-      "-N", "1", "-n", "2", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--",
-      "sh", "-c", 'if [ "$SLURM_PROCID" = 1 ]; then sleep 2; echo "$SLURM_JOB_ID survived"; else echo "$SLURM_JOB_ID quick"; fi',
+      "-N",
+      "1",
+      "-n",
+      "2",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "oci",
+      "--container",
+      bundle,
+      "--",
+      "sh",
+      "-c",
+      'if [ "$SLURM_PROCID" = 1 ]; then sleep 2; echo "$SLURM_JOB_ID survived"; else echo "$SLURM_JOB_ID quick"; fi',
     ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -155,9 +280,27 @@ describe("jobrt exec as the task of a Slurm step", () => {
 
   it("a heterogeneous step runs each component through its own runtime, one per node", async () => {
     const r = await srun([
-      "-n1", "jobrt", "exec", "--runtime", "none", "--", "sh", "-c", 'echo "none $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"',
+      "-n1",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "none",
+      "--",
+      "sh",
+      "-c",
+      'echo "none $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"',
       ":",
-      "-n1", "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sh", "-c", 'echo "oci $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"',
+      "-n1",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "oci",
+      "--container",
+      bundle,
+      "--",
+      "sh",
+      "-c",
+      'echo "oci $SLURMD_NODENAME $(cat /etc/jobrt-image 2>/dev/null || echo host-fs)"',
     ]);
     expect(r.code).toBe(0);
     const lines = sortedLines(r.stdout);
@@ -175,7 +318,9 @@ describe("jobrt exec as the task of a Slurm step", () => {
     expect(fromSlurm.stdout.trim()).toBe("jobrt-busybox-image");
     const fromSrun = await srun(["-n1", "jobrt", "exec", "--container", bundle, ...read], { SRUN_RUNTIME: "oci" });
     expect(fromSrun.stdout.trim()).toBe("jobrt-busybox-image");
-    const flagWins = await srun(["-n1", "jobrt", "exec", "--runtime", "none", "--container", bundle, ...read], { SLURM_RUNTIME: "oci" });
+    const flagWins = await srun(["-n1", "jobrt", "exec", "--runtime", "none", "--container", bundle, ...read], {
+      SLURM_RUNTIME: "oci",
+    });
     expect(flagWins.stdout.trim()).toBe("host-fs");
     expect(ourContainers()).toEqual([]);
   });
@@ -195,7 +340,9 @@ describe("jobrt exec as the task of a Slurm step", () => {
         "",
       ].join("\n"),
     );
-    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), script], { env: site.env });
+    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), script], {
+      env: site.env,
+    });
     const out = readFileSync(join(dir, "out.txt"), "utf8");
     expect(sortedLines(out)).toEqual([
       "none 0 nodea",
@@ -223,7 +370,9 @@ describe("jobrt exec as the task of a Slurm step", () => {
         "",
       ].join("\n"),
     );
-    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), script], { env: site.env });
+    const r = await slurm(["sbatch", "--wait", "-o", join(dir, "out.txt"), "-e", join(dir, "err.txt"), script], {
+      env: site.env,
+    });
     expect(readFileSync(join(dir, "err.txt"), "utf8")).toBe("");
     expect(r.code).toBe(0);
     const lines = sortedLines(readFileSync(join(dir, "out.txt"), "utf8"));
@@ -236,15 +385,39 @@ describe("jobrt exec as the task of a Slurm step", () => {
 
   it("scancel of a running containerised step leaves no container, no spool dir and no process", async () => {
     const marker = String(100000 + Math.floor(Math.random() * 800000));
-    const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", `jobrt-cancel-${marker}`, "jobrt", "exec", "--runtime", "oci", "--container", bundle, "--", "sleep", marker], {
-      env: slurmEnv(site.env),
-      stdio: "ignore",
-    });
+    const job = spawn(
+      "srun",
+      [
+        "-N",
+        "2",
+        "-n",
+        "2",
+        "--job-name",
+        `jobrt-cancel-${marker}`,
+        "jobrt",
+        "exec",
+        "--runtime",
+        "oci",
+        "--container",
+        bundle,
+        "--",
+        "sleep",
+        marker,
+      ],
+      {
+        env: slurmEnv(site.env),
+        stdio: "ignore",
+      },
+    );
     const exited = new Promise<number | null>((res) => job.on("close", (code) => res(code)));
     const sleepers = () => runProgram(["pgrep", "-f", `^(/bin/)?sleep ${marker}$`]).then((p) => sortedLines(p.stdout));
     try {
       // Both containers running (one per node), their sleeps visible from here; stop waiting if srun ended.
-      await waitFor(async () => job.exitCode !== null || ((await sleepers()).length === 2 && ourContainers().length === 2), 60_000, 200);
+      await waitFor(
+        async () => job.exitCode !== null || ((await sleepers()).length === 2 && ourContainers().length === 2),
+        60_000,
+        200,
+      );
       expect(job.exitCode, "srun ended before its containers ran").toBeNull();
       expect(await sleepers()).toHaveLength(2);
       expect(ourContainers()).toHaveLength(2);
@@ -256,7 +429,11 @@ describe("jobrt exec as the task of a Slurm step", () => {
       expect((await slurm(["scancel", jobId])).code).toBe(0);
       expect(await exited).not.toBe(0);
       // Slurm's KillWait (10 s) bounds how long the job may take to end.
-      const gone = await waitFor(async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
+      const gone = await waitFor(
+        async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "",
+        60_000,
+        200,
+      );
       expect(gone).toBe(true);
       expect(ourContainers()).toEqual([]);
       expect(await sleepers()).toEqual([]);
@@ -273,20 +450,38 @@ describe("jobrt exec as the task of a Slurm step", () => {
     // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
     expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
     const asUser = ["--uid=65534", "--gid=65534", "-N", "2", "-n", "2", "--chdir", dir, "jobrt", "exec"];
-    const none = await srun([...asUser, "--runtime", "none", "--", "sh", "-c", 'echo "$(id -u) $(id -g) $SLURMD_NODENAME"']);
+    const none = await srun([
+      ...asUser,
+      "--runtime",
+      "none",
+      "--",
+      "sh",
+      "-c",
+      'echo "$(id -u) $(id -g) $SLURMD_NODENAME"',
+    ]);
     expect(none.stderr).toBe("");
     expect(sortedLines(none.stdout)).toEqual(["65534 65534 nodea", "65534 65534 nodeb"]);
     expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
     const oci = await srun([
-      ...asUser, "--runtime", "oci", "--container", rootless, "--",
-      "sh", "-c", 'echo "$SLURM_JOB_ID $(cat /proc/self/uid_map) $(cat /etc/jobrt-image) $SLURMD_NODENAME"',
+      ...asUser,
+      "--runtime",
+      "oci",
+      "--container",
+      rootless,
+      "--",
+      "sh",
+      "-c",
+      'echo "$SLURM_JOB_ID $(cat /proc/self/uid_map) $(cat /etc/jobrt-image) $SLURMD_NODENAME"',
     ]);
     expect(oci.stderr).not.toMatch(/^jobrt:/m);
     expect(oci.code).toBe(0);
     const lines = sortedLines(oci.stdout).map((l) => l.replace(/\s+/g, " "));
     const jobId = (lines[0] ?? "").split(" ")[0] as string;
     // Root inside the container is nobody outside: runc ran rootless, as the job's user.
-    expect(lines).toEqual([`${jobId} 0 65534 1 jobrt-busybox-image nodea`, `${jobId} 0 65534 1 jobrt-busybox-image nodeb`]);
+    expect(lines).toEqual([
+      `${jobId} 0 65534 1 jobrt-busybox-image nodea`,
+      `${jobId} 0 65534 1 jobrt-busybox-image nodeb`,
+    ]);
     expect(spoolLeftovers(jobId)).toEqual([]);
   });
 
@@ -294,19 +489,46 @@ describe("jobrt exec as the task of a Slurm step", () => {
     // Each task traps SIGTERM, writes a file where this test can see it and exits 7: without
     // jobrt, srun reports 7 for such a step. Both runtimes, both nodes, cancelled at once.
     const runtimes = ["none", "oci"] as const;
-    const runs = new Map<string, { outDir: string; jobId: string; code: number | null; stdout: string; stderr: string }>();
+    const runs = new Map<
+      string,
+      { outDir: string; jobId: string; code: number | null; stdout: string; stderr: string }
+    >();
 
     beforeAll(async () => {
-      const script = 'trap "echo got > $1/term-$SLURM_PROCID; exit 7" TERM; echo ready; while :; do sleep 1 & wait $!; done';
+      const script =
+        'trap "echo got > $1/term-$SLURM_PROCID; exit 7" TERM; echo ready; while :; do sleep 1 & wait $!; done';
       const started = runtimes.map(async (rt) => {
         const outDir = tmp(`jobrt-slurm-sig-${rt}-`);
         const name = `jobrt-sig-${rt}-${process.pid}`;
-        const jobrtArgs = rt === "oci" ? ["--runtime", "oci", "--container", bundle, "--container-volume", `${outDir}:/out`] : ["--runtime", "none"];
+        const jobrtArgs =
+          rt === "oci"
+            ? ["--runtime", "oci", "--container", bundle, "--container-volume", `${outDir}:/out`]
+            : ["--runtime", "none"];
         const inside = rt === "oci" ? "/out" : outDir;
-        const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", name, "jobrt", "exec", ...jobrtArgs, "--", "sh", "-c", script, "sh", inside], {
-          env: slurmEnv(site.env),
-          stdio: ["ignore", "pipe", "pipe"],
-        });
+        const job = spawn(
+          "srun",
+          [
+            "-N",
+            "2",
+            "-n",
+            "2",
+            "--job-name",
+            name,
+            "jobrt",
+            "exec",
+            ...jobrtArgs,
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            inside,
+          ],
+          {
+            env: slurmEnv(site.env),
+            stdio: ["ignore", "pipe", "pipe"],
+          },
+        );
         let stdout = "";
         job.stdout.setEncoding("utf8").on("data", (d: string) => {
           stdout += d;
@@ -334,7 +556,11 @@ describe("jobrt exec as the task of a Slurm step", () => {
         runs.set(j.rt, { outDir: j.outDir, jobId: j.jobId, code, stdout: j.stdout(), stderr: j.stderr() });
       }
       for (const j of jobs) {
-        await waitFor(async () => (await slurm(["squeue", "-h", "-j", j.jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
+        await waitFor(
+          async () => (await slurm(["squeue", "-h", "-j", j.jobId, "-o", "%T"])).stdout.trim() === "",
+          60_000,
+          200,
+        );
       }
     });
 

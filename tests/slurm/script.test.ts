@@ -75,10 +75,17 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
       chownSync(planted, 65534, 65534);
       const groupWritable = tempDir("jobrt-slurm-gw-");
       chmodSync(groupWritable, 0o775);
-      for (const [dir, cmd] of [[planted, "start"], [planted, "stop"], [planted, "status"], [groupWritable, "start"]] as const) {
+      for (const [dir, cmd] of [
+        [planted, "start"],
+        [planted, "stop"],
+        [planted, "status"],
+        [groupWritable, "start"],
+      ] as const) {
         const r = await runProgram(["sh", script, cmd, "--dir", dir]);
         expect(r.code, `${cmd} ${dir}`).toBe(1);
-        expect(r.stderr).toBe(`slurm-local.sh: ${dir}: not a directory owned by root (or you) and writable by no one else (nor is ${dir}/created); refusing to use it\n`);
+        expect(r.stderr).toBe(
+          `slurm-local.sh: ${dir}: not a directory owned by root (or you) and writable by no one else (nor is ${dir}/created); refusing to use it\n`,
+        );
       }
       expect(readdirSync(planted)).toEqual(["created"]);
       expect(readdirSync(groupWritable)).toEqual([]);
@@ -143,7 +150,9 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
       const stop = await runProgram(["sh", script, "stop", "--dir", other]);
       expect(stop.code).toBe(3);
       expect(stop.stdout).toBe("");
-      expect(stop.stderr).toBe(`slurm-local.sh: no cluster in ${other} (${other}/created is missing); nothing stopped\n`);
+      expect(stop.stderr).toBe(
+        `slurm-local.sh: no cluster in ${other} (${other}/created is missing); nothing stopped\n`,
+      );
       expect(readdirSync(other)).toEqual(["keep.txt"]);
     } finally {
       rmSync(other, { recursive: true, force: true });
@@ -151,7 +160,8 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
     // The running cluster is untouched: same namespaces, same bridge, same daemons, and it works.
     expect(await ourNamespaces()).toEqual(namespaces);
     expect(await bridgeIndex()).toBe(bridge);
-    for (const [name, pid] of Object.entries(pids)) expect(runs(pid, name.startsWith("slurmd-") ? "slurmd" : name), name).toBe(true);
+    for (const [name, pid] of Object.entries(pids))
+      expect(runs(pid, name.startsWith("slurmd-") ? "slurmd" : name), name).toBe(true);
     const status = await run("status");
     expect(status.code, status.stdout).toBe(0);
     const r = await slurm(["srun", "-N", "3", "sh", "-c", "echo $SLURMD_NODENAME"]);
@@ -195,7 +205,8 @@ describe("scripts/slurm-local.sh start/status/stop", () => {
     expect(Object.keys(pids)).toHaveLength(5);
     const stop = await run("stop");
     expect(stop.code, stop.stderr).toBe(0);
-    for (const [name, pid] of Object.entries(pids)) expect(runs(pid, name.startsWith("slurmd-") ? "slurmd" : name), name).toBe(false);
+    for (const [name, pid] of Object.entries(pids))
+      expect(runs(pid, name.startsWith("slurmd-") ? "slurmd" : name), name).toBe(false);
     expect(await ourNamespaces()).toEqual([]);
     const links = await runProgram(["ip", "-o", "link", "show"]);
     expect(links.stdout).not.toMatch(/jrt-br0|jrtv-/);

@@ -3,7 +3,17 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
-import { type JobrtSite, clusterLogs, jobrtSite, removeRuncContainers, runcContainers, slurm, sortedLines, startCluster, stopCluster } from "./cluster.js";
+import {
+  type JobrtSite,
+  clusterLogs,
+  jobrtSite,
+  removeRuncContainers,
+  runcContainers,
+  slurm,
+  sortedLines,
+  startCluster,
+  stopCluster,
+} from "./cluster.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -26,7 +36,10 @@ describe("srun -N 2 jobrt exec --container-image with one SharedStore", () => {
     // The charliecloud example installed as a site installs a third-party runtime (writing-a-runtime.md).
     const plugins = join(site.root, "plugins");
     mkdirSync(join(plugins, "node_modules"), { recursive: true });
-    symlinkSync(resolve(here, "../../examples/jobrt-runtime-charliecloud"), join(plugins, "node_modules/jobrt-runtime-charliecloud"));
+    symlinkSync(
+      resolve(here, "../../examples/jobrt-runtime-charliecloud"),
+      join(plugins, "node_modules/jobrt-runtime-charliecloud"),
+    );
     // PluginDir is where every runtime of the site is found, runtime-oci too.
     mkdirSync(join(plugins, "node_modules/@jobrt"));
     symlinkSync(resolve(here, "../../packages/runtime-oci"), join(plugins, "node_modules/@jobrt/runtime-oci"));
@@ -36,8 +49,14 @@ describe("srun -N 2 jobrt exec --container-image with one SharedStore", () => {
     // node cache for a missing parent).
     for (const node of ["nodea", "nodeb"]) {
       const etc = join(site.root, "etc", node);
-      writeFileSync(join(etc, "images.conf"), `CacheDir=${join(site.root, "cache", node)}\nInsecureRegistries=${reg.host}\nSharedStore=${store()}\n`);
-      writeFileSync(join(etc, "jobrt.conf"), `${readFileSync(join(etc, "jobrt.conf"), "utf8")}RuntimePlugins=none,oci,charliecloud\nPluginDir=${plugins}\n`);
+      writeFileSync(
+        join(etc, "images.conf"),
+        `CacheDir=${join(site.root, "cache", node)}\nInsecureRegistries=${reg.host}\nSharedStore=${store()}\n`,
+      );
+      writeFileSync(
+        join(etc, "jobrt.conf"),
+        `${readFileSync(join(etc, "jobrt.conf"), "utf8")}RuntimePlugins=none,oci,charliecloud\nPluginDir=${plugins}\n`,
+      );
     }
   });
   afterEach((ctx) => {
@@ -58,22 +77,58 @@ describe("srun -N 2 jobrt exec --container-image with one SharedStore", () => {
 
   const srun = (args: string[]) => slurm(["srun", ...args], { env: site.env, timeoutMs: 180_000 });
   // srun's own notes while the previous job's nodes are released are not the tasks' output.
-  const errors = (stderr: string) => stderr.split("\n").filter((l) => l !== "" && !/^srun: job \d+ (queued and waiting for resources|has been allocated resources)$/.test(l));
-  const squashfs = () => (existsSync(join(store(), "images")) ? readdirSync(join(store(), "images")).filter((n) => n.endsWith(".sqfs")) : []);
+  const errors = (stderr: string) =>
+    stderr
+      .split("\n")
+      .filter(
+        (l) => l !== "" && !/^srun: job \d+ (queued and waiting for resources|has been allocated resources)$/.test(l),
+      );
+  const squashfs = () =>
+    existsSync(join(store(), "images")) ? readdirSync(join(store(), "images")).filter((n) => n.endsWith(".sqfs")) : [];
   const blobFetches = (repo: string): number[] => {
     const counts: Record<string, number> = {};
-    for (const m of registryOf(reg).log().matchAll(new RegExp(`"GET /v2/${repo}/blobs/(sha256:[0-9a-f]{64}) HTTP`, "g"))) counts[m[1] as string] = (counts[m[1] as string] ?? 0) + 1;
+    for (const m of registryOf(reg)
+      .log()
+      .matchAll(new RegExp(`"GET /v2/${repo}/blobs/(sha256:[0-9a-f]{64}) HTTP`, "g")))
+      counts[m[1] as string] = (counts[m[1] as string] ?? 0) + 1;
     return Object.values(counts);
   };
 
   it("runtime oci on both nodes: each blob fetched once for the cluster, one squashfs, every task ran the one digest", async () => {
     const r = registryOf(reg);
     const digest = pushBusybox(r, "shared:1", "image-one");
-    const run = await srun(["-N", "2", "-n", "4", "jobrt", "exec", "--runtime", "oci", "--container-image", `docker://${r.host}/shared:1`, "--", "sh", "-c", 'echo "$SLURMD_NODENAME $(cat /etc/jobrt-image)"']);
+    const run = await srun([
+      "-N",
+      "2",
+      "-n",
+      "4",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "oci",
+      "--container-image",
+      `docker://${r.host}/shared:1`,
+      "--",
+      "sh",
+      "-c",
+      'echo "$SLURMD_NODENAME $(cat /etc/jobrt-image)"',
+    ]);
     expect(errors(run.stderr)).toEqual([]);
     expect(run.code).toBe(0);
-    expect(sortedLines(run.stdout)).toEqual(["nodea image-one", "nodea image-one", "nodeb image-one", "nodeb image-one"]);
-    expect(blobFetches("shared").every((n) => n === 1), registryOf(reg).log().split("\n").filter((l) => l.includes("GET /v2/shared")).join("\n")).toBe(true);
+    expect(sortedLines(run.stdout)).toEqual([
+      "nodea image-one",
+      "nodea image-one",
+      "nodeb image-one",
+      "nodeb image-one",
+    ]);
+    expect(
+      blobFetches("shared").every((n) => n === 1),
+      registryOf(reg)
+        .log()
+        .split("\n")
+        .filter((l) => l.includes("GET /v2/shared"))
+        .join("\n"),
+    ).toBe(true);
     expect(blobFetches("shared").length).toBeGreaterThan(0);
     expect(squashfs()).toEqual([`${digest.slice(7)}.sqfs`]);
     expect(runcContainers([site.spoolRoot, join(site.root, "cache")])).toEqual([]);
@@ -82,7 +137,22 @@ describe("srun -N 2 jobrt exec --container-image with one SharedStore", () => {
   it("the charliecloud example on both nodes runs the same image from the same store, fetching nothing again", async () => {
     const r = registryOf(reg);
     const before = blobFetches("shared");
-    const run = await srun(["-N", "2", "-n", "2", "jobrt", "exec", "--runtime", "charliecloud", "--container-image", `docker://${r.host}/shared:1`, "--", "sh", "-c", 'echo "$SLURMD_NODENAME $(cat /etc/jobrt-image)"']);
+    const run = await srun([
+      "-N",
+      "2",
+      "-n",
+      "2",
+      "jobrt",
+      "exec",
+      "--runtime",
+      "charliecloud",
+      "--container-image",
+      `docker://${r.host}/shared:1`,
+      "--",
+      "sh",
+      "-c",
+      'echo "$SLURMD_NODENAME $(cat /etc/jobrt-image)"',
+    ]);
     expect(errors(run.stderr)).toEqual([]);
     expect(run.code).toBe(0);
     expect(sortedLines(run.stdout)).toEqual(["nodea image-one", "nodeb image-one"]);

@@ -11,7 +11,8 @@ export function jobrtExecProcesses(marker: string): { pid: number; node: string 
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (argv[0] !== process.execPath || argv[2] !== jobrtBin || argv[3] !== "exec" || !argv.includes(marker)) continue;
+      if (argv[0] !== process.execPath || argv[2] !== jobrtBin || argv[3] !== "exec" || !argv.includes(marker))
+        continue;
       const env = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
       const node = env.find((e) => e.startsWith("SLURMD_NODENAME="))?.slice("SLURMD_NODENAME=".length) ?? "?";
       found.push({ pid: Number(entry), node });
@@ -23,7 +24,8 @@ export function jobrtExecProcesses(marker: string): { pid: number; node: string 
 }
 
 /** Processes whose command line is exactly `sleep <marker>` (the tasks, inside their containers). */
-export const sleepers = (marker: string) => runProgram(["pgrep", "-f", `^(/bin/)?sleep ${marker}$`]).then((p) => sortedLines(p.stdout));
+export const sleepers = (marker: string) =>
+  runProgram(["pgrep", "-f", `^(/bin/)?sleep ${marker}$`]).then((p) => sortedLines(p.stdout));
 
 export interface RunningStep {
   job: ChildProcess;
@@ -40,15 +42,24 @@ export const markers: string[] = [];
  * Starts `srun -N 2 -n 2 jobrt exec ... -- sleep <marker>` (with `env` added to srun's
  * environment, which the tasks get) and waits until both containers' tasks run.
  */
-export async function startSleepStep(site: JobrtSite, srunArgs: string[], jobrtArgs: string[], env: Record<string, string> = {}): Promise<RunningStep> {
+export async function startSleepStep(
+  site: JobrtSite,
+  srunArgs: string[],
+  jobrtArgs: string[],
+  env: Record<string, string> = {},
+): Promise<RunningStep> {
   // A duration no other process on the machine sleeps, to find the tasks from outside.
   const marker = String(100000 + Math.floor(Math.random() * 800000));
   markers.push(marker);
   const name = `jobrt-cleanup-${marker}`;
-  const job = spawn("srun", ["-N", "2", "-n", "2", "--job-name", name, ...srunArgs, "jobrt", "exec", ...jobrtArgs, "--", "sleep", marker], {
-    env: slurmEnv({ ...site.env, ...env }),
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const job = spawn(
+    "srun",
+    ["-N", "2", "-n", "2", "--job-name", name, ...srunArgs, "jobrt", "exec", ...jobrtArgs, "--", "sleep", marker],
+    {
+      env: slurmEnv({ ...site.env, ...env }),
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let stderr = "";
   job.stderr?.setEncoding("utf8").on("data", (d: string) => {
     stderr += d;
@@ -66,7 +77,8 @@ export async function startSleepStep(site: JobrtSite, srunArgs: string[], jobrtA
   }
 }
 
-export const jobGone = (jobId: string) => waitFor(async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
+export const jobGone = (jobId: string) =>
+  waitFor(async () => (await slurm(["squeue", "-h", "-j", jobId, "-o", "%T"])).stdout.trim() === "", 60_000, 200);
 
 /**
  * What a finished job left in any node's SpoolDir of `s`: any file, or anything named after the
@@ -74,12 +86,16 @@ export const jobGone = (jobId: string) => waitFor(async () => (await slurm(["squ
  */
 export function spoolLeftovers(s: JobrtSite, jobId: string): string[] {
   const mentions = new RegExp(`(^|\\D)${jobId}(\\D|$)`);
-  return listTree(s.spoolRoot).filter((p) => !/^node[ab]\/jobs(\.\d+)?\/node$/.test(p) && (!p.endsWith("/") || mentions.test(p)));
+  return listTree(s.spoolRoot).filter(
+    (p) => !/^node[ab]\/jobs(\.\d+)?\/node$/.test(p) && (!p.endsWith("/") || mentions.test(p)),
+  );
 }
 
 /** The journal entries of the job's `jobrt exec` tasks (`jobs`, or `jobs.<uid>` for a job user). */
 export const execRecords = (s: JobrtSite, jobId: string) =>
-  listTree(s.spoolRoot).filter((p) => new RegExp(`^node[ab]/jobs(\\.\\d+)?/${jobId}/exec-\\d+\\.\\d+\\.\\d+/$`).test(p));
+  listTree(s.spoolRoot).filter((p) =>
+    new RegExp(`^node[ab]/jobs(\\.\\d+)?/${jobId}/exec-\\d+\\.\\d+\\.\\d+/$`).test(p),
+  );
 
 /** A process as /proc/PID/stat shows it: its parent, its start time (clock ticks after boot), its state. */
 function procStat(pid: number): { ppid: number; start: string; state: string } | undefined {
@@ -113,8 +129,10 @@ export function descendants(roots: number[]): { pid: number; start: string }[] {
 
 /** Those of `procs` that are still that very process and not a zombie. */
 export function stillRunning(procs: { pid: number; start: string }[]): number[] {
-  return procs.filter((p) => {
-    const s = procStat(p.pid);
-    return s !== undefined && s.start === p.start && s.state !== "Z";
-  }).map((p) => p.pid);
+  return procs
+    .filter((p) => {
+      const s = procStat(p.pid);
+      return s !== undefined && s.start === p.start && s.state !== "Z";
+    })
+    .map((p) => p.pid);
 }

@@ -12,9 +12,18 @@ NAME is what sites pass to --runtime: "x" (package jobrt-runtime-x) or "@scope/x
 `;
 
 function main(argv: string[]): number {
-  let parsed: ReturnType<typeof parseArgs<{ options: { name: { type: "string" }; help: { type: "boolean"; short: "h" } }; allowPositionals: true }>>;
+  let parsed: ReturnType<
+    typeof parseArgs<{
+      options: { name: { type: "string" }; help: { type: "boolean"; short: "h" } };
+      allowPositionals: true;
+    }>
+  >;
   try {
-    parsed = parseArgs({ args: argv, options: { name: { type: "string" }, help: { type: "boolean", short: "h" } }, allowPositionals: true });
+    parsed = parseArgs({
+      args: argv,
+      options: { name: { type: "string" }, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+    });
   } catch (error) {
     process.stderr.write(`create-jobrt-runtime: ${(error as Error).message}\n${USAGE}`);
     return 2;
@@ -28,7 +37,10 @@ function main(argv: string[]): number {
     return 2;
   }
   try {
-    const created = createRuntimeProject({ dir: parsed.positionals[0] as string, ...(parsed.values.name ? { name: parsed.values.name } : {}) });
+    const created = createRuntimeProject({
+      dir: parsed.positionals[0] as string,
+      ...(parsed.values.name ? { name: parsed.values.name } : {}),
+    });
     process.stdout.write(
       `Created ${created.packageName} (--runtime ${created.name}) in ${created.dir}\n\n  cd ${created.dir}\n  npm install\n  npm test\n  npm publish\n`,
     );

@@ -53,10 +53,14 @@ export function createRuntimeProject(options: CreateOptions): Created {
   try {
     name = normalizeRuntimeName(wanted);
   } catch (error) {
-    throw jobrtError("ERR_USAGE", { problem: `--name ${JSON.stringify(wanted)}: ${(error as Error).message.replace(/^invalid runtime name "[^"]*": /, "")}` });
+    throw jobrtError("ERR_USAGE", {
+      problem: `--name ${JSON.stringify(wanted)}: ${(error as Error).message.replace(/^invalid runtime name "[^"]*": /, "")}`,
+    });
   }
-  if (wanted.startsWith("runtime/")) throw jobrtError("ERR_USAGE", { problem: `--name ${JSON.stringify(wanted)}: give the name without "runtime/"` });
-  if (existsSync(dir) && readdirSync(dir).length > 0) throw jobrtError("ERR_USAGE", { problem: `${dir} exists and is not empty: choose a new directory` });
+  if (wanted.startsWith("runtime/"))
+    throw jobrtError("ERR_USAGE", { problem: `--name ${JSON.stringify(wanted)}: give the name without "runtime/"` });
+  if (existsSync(dir) && readdirSync(dir).length > 0)
+    throw jobrtError("ERR_USAGE", { problem: `${dir} exists and is not empty: choose a new directory` });
   const packageName = name.scope ? `@${name.scope}/jobrt-runtime-${name.base}` : `jobrt-runtime-${name.base}`;
   const values: Record<string, string> = {
     __PACKAGE__: packageName,
@@ -67,7 +71,11 @@ export function createRuntimeProject(options: CreateOptions): Created {
   };
   const files: string[] = [];
   for (const file of listFiles(TEMPLATE_DIR)) {
-    const target = join(dir, dirname(file), RENAMES[file.split("/").pop() as string] ?? (file.split("/").pop() as string));
+    const target = join(
+      dir,
+      dirname(file),
+      RENAMES[file.split("/").pop() as string] ?? (file.split("/").pop() as string),
+    );
     const text = readFileSync(join(TEMPLATE_DIR, file), "utf8").replace(/__[A-Z_]+__/g, (m) => values[m] ?? m);
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, text);

@@ -13,7 +13,11 @@ export interface DeviceArgs {
 }
 
 function refuse(what: string, rule: string): Error {
-  return jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-device: ${what}: ${rule}` }, { details: { runtime: "runtime/bwrap", key: "--container-device" } });
+  return jobrtError(
+    "ERR_CONTAINER_REQUEST",
+    { problem: `--container-device: ${what}: ${rule}` },
+    { details: { runtime: "runtime/bwrap", key: "--container-device" } },
+  );
 }
 
 /** bwrap makes a mount point itself only on its own tmpfs (/dev, /tmp); elsewhere the root is read-only. */
@@ -40,7 +44,8 @@ export function deviceArgs(edits: DeviceEdits | undefined, root: string): Device
     out.binds.push("--dev-bind", n.hostPath, n.path);
   }
   for (const m of edits.mounts) {
-    if (m.type !== undefined && m.type !== "bind" && m.type !== "none") throw refuse(`mount ${m.containerPath}`, `a ${m.type} mount (bwrap applies bind mounts only)`);
+    if (m.type !== undefined && m.type !== "bind" && m.type !== "none")
+      throw refuse(`mount ${m.containerPath}`, `a ${m.type} mount (bwrap applies bind mounts only)`);
     checkTarget(root, m.containerPath, `mount ${m.containerPath}`);
     out.binds.push(m.options.includes("ro") ? "--ro-bind" : "--bind", m.hostPath, m.containerPath);
   }

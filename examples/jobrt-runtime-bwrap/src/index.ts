@@ -20,7 +20,11 @@ export default definePlugin<SandboxState>(
     setup({ step, log }) {
       const state = planSandbox(step, process.env.PATH);
       log("verbose", `bwrap: step ${step.jobId}.${step.stepId}: ${state.bwrap} ${state.args.join(" ")}`);
-      if (state.devicesSkipped) log("info", `bwrap: step ${step.jobId}.${step.stepId}: CDI edits bwrap cannot apply: ${state.devicesSkipped.join("; ")} (docs/devices.md)`);
+      if (state.devicesSkipped)
+        log(
+          "info",
+          `bwrap: step ${step.jobId}.${step.stepId}: CDI edits bwrap cannot apply: ${state.devicesSkipped.join("; ")} (docs/devices.md)`,
+        );
       return state;
     },
     run({ step, task, state }) {

@@ -37,12 +37,27 @@ export function planSandbox(step: StepRecord, hostPath: string | undefined): San
   }
   const workdir = request?.workdir;
   if (workdir !== undefined && !isAbsolute(workdir)) {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-workdir "${workdir}": must be an absolute path` });
+    throw jobrtError("ERR_CONTAINER_REQUEST", {
+      problem: `--container-workdir "${workdir}": must be an absolute path`,
+    });
   }
   const args = ["--unshare-pid", "--die-with-parent", "--new-session"];
   if (rootfs === undefined) {
     // The host's own tree, read-only; the task writes to its cwd and a private /tmp.
-    args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", step.cwd, step.cwd);
+    args.push(
+      "--ro-bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--tmpfs",
+      "/tmp",
+      "--bind",
+      step.cwd,
+      step.cwd,
+    );
   } else {
     args.push("--ro-bind", rootfs, "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
   }
@@ -52,12 +67,19 @@ export function planSandbox(step: StepRecord, hostPath: string | undefined): San
   for (const entry of request?.env ?? []) args.push(...envArgs(entry));
   // A rootfs does not hold the host's cwd: such a task starts at the request's workdir or /.
   args.push("--chdir", workdir ?? (rootfs === undefined ? step.cwd : "/"));
-  return { bwrap: findBwrap(hostPath), args, envShim, ...(devices.skipped.length > 0 ? { devicesSkipped: devices.skipped } : {}) };
+  return {
+    bwrap: findBwrap(hostPath),
+    args,
+    envShim,
+    ...(devices.skipped.length > 0 ? { devicesSkipped: devices.skipped } : {}),
+  };
 }
 
 function checkRootfs(rootfs: string): void {
   if (!isAbsolute(rootfs)) {
-    throw jobrtError("ERR_CONTAINER_IMAGE", { problem: `--container "${rootfs}": must be the absolute path of a root file system directory` });
+    throw jobrtError("ERR_CONTAINER_IMAGE", {
+      problem: `--container "${rootfs}": must be the absolute path of a root file system directory`,
+    });
   }
   let isDir = false;
   try {
@@ -65,13 +87,17 @@ function checkRootfs(rootfs: string): void {
   } catch {
     // reported below
   }
-  if (!isDir) throw jobrtError("ERR_CONTAINER_IMAGE", { problem: `--container "${rootfs}": no such directory (it must be a root file system)` });
+  if (!isDir)
+    throw jobrtError("ERR_CONTAINER_IMAGE", {
+      problem: `--container "${rootfs}": no such directory (it must be a root file system)`,
+    });
 }
 
 /** `SRC:DST[:ro|rw]`: SRC on the host, DST an existing path in the sandbox (bwrap cannot create it on a read-only root). */
 function volumeArgs(volume: string, root: string): string[] {
   const [src = "", dst = src, mode = "rw", ...rest] = volume.split(":");
-  const bad = (rule: string) => jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-volume "${volume}": ${rule}` });
+  const bad = (rule: string) =>
+    jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-volume "${volume}": ${rule}` });
   if (rest.length > 0 || (mode !== "ro" && mode !== "rw")) throw bad("use SRC[:DST[:ro|rw]]");
   if (!src || !isAbsolute(src) || !isAbsolute(dst)) throw bad("SRC and DST must be absolute paths");
   if (!existsIn("/", src)) throw bad(`the source ${src} does not exist`);

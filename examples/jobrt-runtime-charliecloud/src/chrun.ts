@@ -4,7 +4,12 @@ import { jobrtError } from "@jobrt/core";
 
 /** Absolute path of ch-run: ChRun= as given when absolute, else looked up on the host's PATH. */
 export function findChRun(chRun: string, path = process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"): string {
-  const candidates = isAbsolute(chRun) ? [chRun] : path.split(delimiter).filter((d) => isAbsolute(d)).map((d) => join(d, chRun));
+  const candidates = isAbsolute(chRun)
+    ? [chRun]
+    : path
+        .split(delimiter)
+        .filter((d) => isAbsolute(d))
+        .map((d) => join(d, chRun));
   for (const c of candidates) {
     try {
       if (statSync(c).isFile()) {
@@ -17,7 +22,9 @@ export function findChRun(chRun: string, path = process.env.PATH ?? "/usr/local/
   }
   throw jobrtError(
     "ERR_RUNTIME_COMMAND",
-    { problem: `ch-run ${JSON.stringify(chRun)} not found${isAbsolute(chRun) ? "" : " on PATH"}: install Charliecloud (Debian: apt-get install charliecloud-runtime) or set ChRun= in charliecloud.conf` },
+    {
+      problem: `ch-run ${JSON.stringify(chRun)} not found${isAbsolute(chRun) ? "" : " on PATH"}: install Charliecloud (Debian: apt-get install charliecloud-runtime) or set ChRun= in charliecloud.conf`,
+    },
     { details: { runtime: "runtime/charliecloud", key: "ChRun" } },
   );
 }

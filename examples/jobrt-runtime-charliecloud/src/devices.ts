@@ -22,7 +22,8 @@ function exists(path: string): boolean {
  */
 function checkTarget(image: string, path: string, devices: string): void {
   const where = path.startsWith("/dev/") ? "the host's /dev, which ch-run binds into the container" : "the image";
-  if (!exists(path.startsWith("/dev/") ? path : join(image, path))) throw reject(FIELD, devices, `the target ${path} does not exist in ${where}, and ch-run cannot create it`);
+  if (!exists(path.startsWith("/dev/") ? path : join(image, path)))
+    throw reject(FIELD, devices, `the target ${path} does not exist in ${where}, and ch-run cannot create it`);
 }
 
 /**
@@ -41,7 +42,8 @@ export function addDeviceEdits(request: ChRunRequest, edits: DeviceEdits | undef
     request.binds.push({ source: n.hostPath, target: n.path });
   }
   for (const m of edits.mounts) {
-    if (m.type !== undefined && m.type !== "bind" && m.type !== "none") throw reject(FIELD, devices, `mount ${m.containerPath} is a ${m.type} mount; ch-run applies bind mounts only`);
+    if (m.type !== undefined && m.type !== "bind" && m.type !== "none")
+      throw reject(FIELD, devices, `mount ${m.containerPath} is a ${m.type} mount; ch-run applies bind mounts only`);
     checkTarget(request.image, m.containerPath, devices);
     request.binds.push({ source: m.hostPath, target: m.containerPath });
   }

@@ -31,7 +31,18 @@ export interface ViewRequest {
  * ch-run's own mounts (Charliecloud 0.31, ch_core.c), whose content is not a host directory
  * known here; a path under one is never called missing.
  */
-const CH_RUN_MOUNTS = ["/dev", "/proc", "/sys", "/etc/hosts", "/etc/machine-id", "/etc/resolv.conf", "/etc/passwd", "/etc/group", "/var/opt/cray/hugetlbfs", "/var/opt/cray/alps/spool"];
+const CH_RUN_MOUNTS = [
+  "/dev",
+  "/proc",
+  "/sys",
+  "/etc/hosts",
+  "/etc/machine-id",
+  "/etc/resolv.conf",
+  "/etc/passwd",
+  "/etc/group",
+  "/var/opt/cray/hugetlbfs",
+  "/var/opt/cray/alps/spool",
+];
 
 /**
  * Without PATH, execvp searches a built-in one: glibc's /bin:/usr/bin, musl's
@@ -64,8 +75,16 @@ export function lookup(spec: LookupSpec): CommandLookup {
 }
 
 /** The status and message for a lookup, or undefined when the command may exist. */
-export function missingStatus(result: CommandLookup, command: string): { status: 126 | 127; message: string } | undefined {
-  if (result.kind === "missing") return { status: 127, message: `charliecloud: ${command}: command not found in the container (exit status 127)` };
-  if (result.kind === "not-executable") return { status: 126, message: `charliecloud: ${command}: ${result.path} in the container is not an executable file (exit status 126)` };
+export function missingStatus(
+  result: CommandLookup,
+  command: string,
+): { status: 126 | 127; message: string } | undefined {
+  if (result.kind === "missing")
+    return { status: 127, message: `charliecloud: ${command}: command not found in the container (exit status 127)` };
+  if (result.kind === "not-executable")
+    return {
+      status: 126,
+      message: `charliecloud: ${command}: ${result.path} in the container is not an executable file (exit status 126)`,
+    };
   return undefined;
 }

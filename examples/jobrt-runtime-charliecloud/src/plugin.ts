@@ -53,10 +53,14 @@ function giveToUser(node: NodeConf, step: StepRecord, path: string): void {
 }
 
 function spoolError(what: string, path: string, error: unknown): JobrtError {
-  return jobrtError("ERR_LAUNCH", { problem: `charliecloud: cannot ${what} ${path}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` }, {
-    cause: error,
-    details: { runtime: TYPE, path },
-  });
+  return jobrtError(
+    "ERR_LAUNCH",
+    { problem: `charliecloud: cannot ${what} ${path}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` },
+    {
+      cause: error,
+      details: { runtime: TYPE, path },
+    },
+  );
 }
 
 function ensureDir(node: NodeConf, step: StepRecord): string {
@@ -109,10 +113,19 @@ function guarded(node: NodeConf, task: TaskRecord, spec: ExecSpec, request: ChRu
 }
 
 /** Setup's step state from the request and, for `--container-image`, the image's directory. */
-function stepState(node: NodeConf, step: StepRecord, conf: ReturnType<typeof loadConf>, image: StepImage | undefined): StepState {
+function stepState(
+  node: NodeConf,
+  step: StepRecord,
+  conf: ReturnType<typeof loadConf>,
+  image: StepImage | undefined,
+): StepState {
   const request = parseRequest(step, conf, image?.rootfs);
   const skipped = addDeviceEdits(request, step.container?.deviceEdits);
-  if (skipped.length > 0) node.log("info", `charliecloud: job ${step.jobId}.${step.stepId}: CDI edits ch-run cannot apply: ${skipped.join("; ")} (docs/devices.md)`);
+  if (skipped.length > 0)
+    node.log(
+      "info",
+      `charliecloud: job ${step.jobId}.${step.stepId}: CDI edits ch-run cannot apply: ${skipped.join("; ")} (docs/devices.md)`,
+    );
   const chRun = findChRun(conf.chRun);
   const state: StepState = { request, chRun, ...(image ? { image } : {}) };
   if (needsTaskFile(request)) state.dir = ensureDir(node, step);
@@ -127,7 +140,18 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
     type: TYPE,
     version: packageVersion(import.meta.url),
     capabilities: ["container", "unprivileged"],
-    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "devices", "options.env-file", "options.private-tmp", "options.home", "options.image"],
+    accepts: [
+      "value",
+      "volumes",
+      "env",
+      "workdir",
+      "clearEnv",
+      "devices",
+      "options.env-file",
+      "options.private-tmp",
+      "options.home",
+      "options.image",
+    ],
   },
   {
     validate({ node, step }) {
@@ -149,11 +173,18 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
     },
 
     taskInit({ node, step, task, state }) {
-      if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "charliecloud: taskInit called before setup" }, { details: { runtime: TYPE, hook: "taskInit" } });
+      if (!state)
+        throw jobrtError(
+          "ERR_RUNTIME_CONTRACT",
+          { problem: "charliecloud: taskInit called before setup" },
+          { details: { runtime: TYPE, hook: "taskInit" } },
+        );
       if (!state.dir) return;
       const r = state.request;
       // With clearEnv the container gets only the task's SLURM_* variables plus --container-env.
-      const vars: [string, string][] = r.clearEnv ? Object.entries(task.env).filter(([k]) => k.startsWith("SLURM")) : [];
+      const vars: [string, string][] = r.clearEnv
+        ? Object.entries(task.env).filter(([k]) => k.startsWith("SLURM"))
+        : [];
       vars.push(...r.env);
       const file = taskEnvPath(state.dir, task);
       try {
@@ -167,9 +198,18 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
     },
 
     run({ node, step, task, state }): ExecSpec {
-      if (!state) throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "charliecloud: run called before setup" }, { details: { runtime: TYPE, hook: "run" } });
+      if (!state)
+        throw jobrtError(
+          "ERR_RUNTIME_CONTRACT",
+          { problem: "charliecloud: run called before setup" },
+          { details: { runtime: TYPE, hook: "run" } },
+        );
       const envFile = state.dir ? taskEnvPath(state.dir, task) : undefined;
-      const spec: ExecSpec = { argv: chRunArgv(state, task, envFile), env: chRunEnv(step, task, state.request), cwd: step.cwd };
+      const spec: ExecSpec = {
+        argv: chRunArgv(state, task, envFile),
+        env: chRunEnv(step, task, state.request),
+        cwd: step.cwd,
+      };
       node.log("debug", `charliecloud: task ${task.globalId}: ${JSON.stringify(spec.argv)}`);
       return guarded(node, task, spec, state.request);
     },

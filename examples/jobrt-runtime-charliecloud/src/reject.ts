@@ -6,6 +6,15 @@ export function show(text: string): string {
 }
 
 /** A refused request: names the option (or conf file:line) and the rule broken, on one line. */
-export function reject(field: string, value: string, rule: string, code: "ERR_CONTAINER_REQUEST" | "ERR_CONTAINER_IMAGE" = "ERR_CONTAINER_REQUEST"): JobrtError {
-  return jobrtError(code, { problem: `${field} ${show(value)}: ${rule}` }, { details: { runtime: "runtime/charliecloud", key: field } });
+export function reject(
+  field: string,
+  value: string,
+  rule: string,
+  code: "ERR_CONTAINER_REQUEST" | "ERR_CONTAINER_IMAGE" = "ERR_CONTAINER_REQUEST",
+): JobrtError {
+  return jobrtError(
+    code,
+    { problem: `${field} ${show(value)}: ${rule}` },
+    { details: { runtime: "runtime/charliecloud", key: field } },
+  );
 }

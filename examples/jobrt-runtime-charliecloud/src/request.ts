@@ -52,30 +52,56 @@ function under(path: string, prefix: string): boolean {
 function parseImage(c: ContainerRequest, conf: CharliecloudConf, cwd: string, rootfs: string | undefined): string {
   const field = rootfs === undefined ? "--container" : "--container-image";
   const value = rootfs ?? (c.value as string);
-  if (value.includes("\0") || value.includes("\n")) throw reject(field, value, "contains a NUL or newline", "ERR_CONTAINER_IMAGE");
+  if (value.includes("\0") || value.includes("\n"))
+    throw reject(field, value, "contains a NUL or newline", "ERR_CONTAINER_IMAGE");
   const path = isAbsolute(value) ? value : resolve(cwd, value);
   let real: string;
   try {
     real = realpathSync(path);
   } catch {
-    throw reject(field, value, `image directory ${path} does not exist (give a Charliecloud image directory, e.g. one made by ch-convert)`, "ERR_CONTAINER_IMAGE");
+    throw reject(
+      field,
+      value,
+      `image directory ${path} does not exist (give a Charliecloud image directory, e.g. one made by ch-convert)`,
+      "ERR_CONTAINER_IMAGE",
+    );
   }
   if (!statSync(real).isDirectory()) {
-    throw reject(field, value, `${real} is not a directory (this runtime runs image directories; SquashFS files are not supported)`, "ERR_CONTAINER_IMAGE");
+    throw reject(
+      field,
+      value,
+      `${real} is not a directory (this runtime runs image directories; SquashFS files are not supported)`,
+      "ERR_CONTAINER_IMAGE",
+    );
   }
   // ImageDirs limits what a job names; the host's image store is not the job's to name.
   if (rootfs === undefined && conf.imageDirs.length > 0 && !conf.imageDirs.some((d) => under(real, d))) {
-    throw reject(field, value, `${real} is not under ImageDirs=${conf.imageDirs.join(",")}${conf.file ? ` (${conf.file})` : ""}`, "ERR_CONTAINER_IMAGE");
+    throw reject(
+      field,
+      value,
+      `${real} is not under ImageDirs=${conf.imageDirs.join(",")}${conf.file ? ` (${conf.file})` : ""}`,
+      "ERR_CONTAINER_IMAGE",
+    );
   }
   for (const f of ["etc/passwd", "etc/group"]) {
     try {
       if (!statSync(join(real, f)).isFile()) throw new Error("not a file");
     } catch {
-      throw reject(field, value, `the image has no /${f}; ch-run binds the host's over it, so create it (an empty file will do)`, "ERR_CONTAINER_IMAGE");
+      throw reject(
+        field,
+        value,
+        `the image has no /${f}; ch-run binds the host's over it, so create it (an empty file will do)`,
+        "ERR_CONTAINER_IMAGE",
+      );
     }
   }
   if (!existsInImage(real, "bin") && !existsInImage(real, "usr/bin")) {
-    throw reject(field, value, `${real} has neither /bin nor /usr/bin: it does not look like an image directory`, "ERR_CONTAINER_IMAGE");
+    throw reject(
+      field,
+      value,
+      `${real} has neither /bin nor /usr/bin: it does not look like an image directory`,
+      "ERR_CONTAINER_IMAGE",
+    );
   }
   return real;
 }
@@ -84,7 +110,8 @@ function parseBind(spec: string, image: string): Bind {
   const field = "--container-volume";
   if (/[\0\n,]/.test(spec)) throw reject(field, spec, "contains a NUL, newline or ','");
   const parts = spec.split(":");
-  if (parts.length > 2) throw reject(field, spec, "write SRC[:DST]; ch-run binds are read-write and take no flags such as :ro");
+  if (parts.length > 2)
+    throw reject(field, spec, "write SRC[:DST]; ch-run binds are read-write and take no flags such as :ro");
   const source = parts[0] as string;
   const target = parts[1] ?? source;
   checkGuestPath(field, spec, "source", source);
@@ -96,7 +123,11 @@ function parseBind(spec: string, image: string): Bind {
     throw reject(field, spec, `the source ${source} does not exist on this node`);
   }
   if (!existsInImage(image, target)) {
-    throw reject(field, spec, `the target ${target} does not exist in the image (ch-run mounts images read-only, so it cannot create it)`);
+    throw reject(
+      field,
+      spec,
+      `the target ${target} does not exist in the image (ch-run mounts images read-only, so it cannot create it)`,
+    );
   }
   return { source, target };
 }
@@ -113,7 +144,12 @@ export function imageReference(step: StepRecord): string | undefined {
   const v = step.container?.options.image;
   if (v === undefined) return undefined;
   if (v.length !== 1 || v[0] === "") throw reject("--container-image", v.join(","), "give it once, not empty");
-  if (step.container?.value) throw reject("--container-image", v[0] as string, "give either --container (an image directory) or --container-image, not both");
+  if (step.container?.value)
+    throw reject(
+      "--container-image",
+      v[0] as string,
+      "give either --container (an image directory) or --container-image, not both",
+    );
   return v[0];
 }
 
@@ -127,21 +163,29 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf, rootfs?: 
   if (!c || (!c.value && rootfs === undefined)) {
     throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
-      { problem: "runtime charliecloud needs --container <image directory> (a Charliecloud image, e.g. made with ch-convert)" },
+      {
+        problem:
+          "runtime charliecloud needs --container <image directory> (a Charliecloud image, e.g. made with ch-convert)",
+      },
       { details: { runtime: "runtime/charliecloud", key: "--container" } },
     );
   }
   // --container-module and --container-entrypoint are refused by the host: meta.accepts leaves them out.
   const image = parseImage(c, conf, step.cwd, rootfs);
   if (c.volumes.length > 0 && !conf.allowBinds) {
-    throw reject("--container-volume", c.volumes[0] as string, `binds are turned off on this node (AllowBinds=no${conf.file ? ` in ${conf.file}` : ""})`);
+    throw reject(
+      "--container-volume",
+      c.volumes[0] as string,
+      `binds are turned off on this node (AllowBinds=no${conf.file ? ` in ${conf.file}` : ""})`,
+    );
   }
   const binds = c.volumes.map((v) => parseBind(v, image));
   const env: [string, string][] = c.env.map((e) => {
     const eq = e.indexOf("=");
     const name = eq < 0 ? e : e.slice(0, eq);
     if (eq < 0) throw reject("--container-env", e, "write NAME=VALUE");
-    if (!ENV_NAME.test(name)) throw reject("--container-env", e, `${show(name)} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`);
+    if (!ENV_NAME.test(name))
+      throw reject("--container-env", e, `${show(name)} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`);
     const value = e.slice(eq + 1);
     if (/[\0\n]/.test(value)) throw reject("--container-env", e, "the value contains a NUL or newline");
     return [name, value];
@@ -150,7 +194,11 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf, rootfs?: 
 
   for (const [key, values] of Object.entries(c.options)) {
     if (!(OPTION_KEYS as readonly string[]).includes(key)) {
-      throw reject("--container-opt", `${key}=${values[0] ?? ""}`, `unknown option for charliecloud (known: ${OPTION_KEYS.join(", ")})`);
+      throw reject(
+        "--container-opt",
+        `${key}=${values[0] ?? ""}`,
+        `unknown option for charliecloud (known: ${OPTION_KEYS.join(", ")})`,
+      );
     }
     if (values.length !== 1) throw reject(`--container-opt ${key}`, values.join(","), "give it once");
     if (key === "image") continue;
@@ -172,7 +220,11 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf, rootfs?: 
   if (c.workdir !== undefined) {
     checkGuestPath("--container-workdir", c.workdir, "directory", c.workdir);
     if (!existsInImage(image, c.workdir) && !insideBind(c.workdir)) {
-      throw reject("--container-workdir", c.workdir, "does not exist in the image or under a --container-volume target");
+      throw reject(
+        "--container-workdir",
+        c.workdir,
+        "does not exist in the image or under a --container-volume target",
+      );
     }
     request.workdir = c.workdir;
   } else if (isAbsolute(step.cwd) && (existsInImage(image, step.cwd) || insideBind(step.cwd))) {

@@ -1,4 +1,12 @@
-import { type ContainerRequest, type JobrtError, REQUEST_OPTIONS, type RequestOption, containerIdProblem, emptyRequest, jobrtError } from "@jobrt/core";
+import {
+  type ContainerRequest,
+  type JobrtError,
+  REQUEST_OPTIONS,
+  type RequestOption,
+  containerIdProblem,
+  emptyRequest,
+  jobrtError,
+} from "@jobrt/core";
 import { type Command, OPTIONS, type OptionDef } from "./optiontable.js";
 
 export type OptionValues = Map<string, string[]>;
@@ -55,11 +63,17 @@ interface ParseState {
  * heterogeneous component, which has its own options and command.
  */
 export function parseCommandLine(args: string[], rules: ParseRules): ParsedCommandLine {
-  const state: ParseState = { step: new Map(), components: [], current: { options: new Map(), argv: [] }, inCommand: false };
+  const state: ParseState = {
+    step: new Map(),
+    components: [],
+    current: { options: new Map(), argv: [] },
+    inCommand: false,
+  };
   for (let i = 0; i < args.length; i++) {
     const token = args[i] as string;
     if (rules.components && token === ":") {
-      if (state.current.argv.length === 0 && rules.needCommand) throw usage(`component ${state.components.length}: no command before ':'`);
+      if (state.current.argv.length === 0 && rules.needCommand)
+        throw usage(`component ${state.components.length}: no command before ':'`);
       state.components.push(state.current);
       state.current = { options: new Map(), argv: [] };
       state.inCommand = false;
@@ -108,7 +122,8 @@ function takeOptions(word: string, next: string | undefined, state: ParseState, 
 
 function store(state: ParseState, def: OptionDef, value: string): void {
   if (value === "" && def.nonEmpty) throw usage(`--${def.long}: empty value (${def.nonEmpty})`);
-  if (def.scope === "step" && state.components.length > 0) throw usage(`--${def.long} applies to the whole step: give it before the first ':'`);
+  if (def.scope === "step" && state.components.length > 0)
+    throw usage(`--${def.long} applies to the whole step: give it before the first ':'`);
   const map = def.scope === "step" ? state.step : state.current.options;
   const list = map.get(def.long) ?? [];
   if (list.length > 0 && !def.repeat) throw usage(`--${def.long} given twice`);
@@ -137,7 +152,8 @@ export function positiveInt(text: string, option: string, max = 1_000_000): numb
  * Slurm 23.02+), checked as runc checks an id.
  */
 function containerId(option: string | undefined, env: string | undefined): string | undefined {
-  const [id, source] = option !== undefined ? [option, "--container-id"] : [env === "" ? undefined : env, "SLURM_CONTAINER_ID"];
+  const [id, source] =
+    option !== undefined ? [option, "--container-id"] : [env === "" ? undefined : env, "SLURM_CONTAINER_ID"];
   if (id === undefined) return undefined;
   const problem = containerIdProblem(id);
   if (problem) throw usage(`${source}: ${problem}`);
@@ -151,7 +167,8 @@ function keyValues(option: string, items: readonly string[]): Record<string, str
     const eq = item.indexOf("=");
     if (eq <= 0) throw usage(`--${option}: ${JSON.stringify(item)} is not key=value`);
     const key = item.slice(0, eq);
-    if (!/^[a-z][a-z0-9_-]*$/.test(key)) throw usage(`--${option}: ${JSON.stringify(key)} is not a valid key (lower case letters, digits, '-', '_')`);
+    if (!/^[a-z][a-z0-9_-]*$/.test(key))
+      throw usage(`--${option}: ${JSON.stringify(key)} is not a valid key (lower case letters, digits, '-', '_')`);
     const values = options[key] ?? [];
     values.push(item.slice(eq + 1));
     options[key] = values;
@@ -169,12 +186,23 @@ function setField(request: ContainerRequest, row: RequestOption, values: readonl
     request.options[key] = [last];
     return;
   }
-  const value = row.kind === "text" ? last : row.kind === "list" ? [...values] : row.kind === "flag" ? true : keyValues(row.name, values);
+  const value =
+    row.kind === "text"
+      ? last
+      : row.kind === "list"
+        ? [...values]
+        : row.kind === "flag"
+          ? true
+          : keyValues(row.name, values);
   Object.assign(request, { [row.field]: value });
 }
 
 /** Each option's values as the request takes them: --container-id falls back to SLURM_CONTAINER_ID. */
-function requestValues(map: OptionValues, row: RequestOption, envContainerId: string | undefined): string[] | undefined {
+function requestValues(
+  map: OptionValues,
+  row: RequestOption,
+  envContainerId: string | undefined,
+): string[] | undefined {
   if (row.name !== "container-id") return map.get(row.name);
   const id = containerId(one(map, row.name), envContainerId);
   return id === undefined ? undefined : [id];
@@ -193,8 +221,10 @@ export function requestFromOptions(map: OptionValues, envContainerId?: string): 
     if (values !== undefined) setField(request, row, values);
   };
   rows.filter((r) => r.kind === "map").forEach(set);
-  for (const row of rows) if (row.nonEmpty && map.get(row.name)?.includes("")) throw usage(`--${row.name}: empty value`);
-  if (map.has("container-image") && map.has("container")) throw usage("give either --container BUNDLE or --container-image REF, not both");
+  for (const row of rows)
+    if (row.nonEmpty && map.get(row.name)?.includes("")) throw usage(`--${row.name}: empty value`);
+  if (map.has("container-image") && map.has("container"))
+    throw usage("give either --container BUNDLE or --container-image REF, not both");
   rows.filter((r) => r.kind !== "map").forEach(set);
   return request;
 }

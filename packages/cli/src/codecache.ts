@@ -1,4 +1,15 @@
-import { type Stats, closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import {
+  type Stats,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Script } from "node:vm";
@@ -39,7 +50,8 @@ export function loadStepCommands(): StepCommands {
   const code = `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
   const script = new Script(code, { filename: file, ...(cached ? { cachedData: cached } : {}) });
   // A missing or rejected cache is written when the command is done, off its critical path.
-  if (cacheFile !== undefined && (!cached || script.cachedDataRejected)) process.once("exit", () => writeCache(cacheFile, code, file));
+  if (cacheFile !== undefined && (!cached || script.cachedDataRejected))
+    process.once("exit", () => writeCache(cacheFile, code, file));
   const module = { exports: {} as StepCommands };
   (script.runInThisContext() as (...args: unknown[]) => void)(module.exports, requireFor, module, file, dirname(file));
   return module.exports;
@@ -57,9 +69,11 @@ function cacheName(hash: string): string {
 
 /** V8's bytes from a cache file, or undefined when its header or CRC-32 does not match (damaged, truncated, old format). */
 function checkedPayload(file: Buffer | undefined): Buffer | undefined {
-  if (file === undefined || file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
+  if (file === undefined || file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC))
+    return undefined;
   const payload = file.subarray(HEADER_BYTES);
-  const ok = file.readUInt32LE(MAGIC.length) === payload.length && file.readUInt32LE(MAGIC.length + 4) === crc32(payload);
+  const ok =
+    file.readUInt32LE(MAGIC.length) === payload.length && file.readUInt32LE(MAGIC.length + 4) === crc32(payload);
   return ok ? payload : undefined;
 }
 
@@ -93,7 +107,8 @@ function flagsKey(): string {
 function requireFor(id: string): unknown {
   if (id === "@jobrt/core") return core;
   const builtin = process.getBuiltinModule(id);
-  if (builtin === undefined) throw new Error(`dist/steps.cjs requires ${JSON.stringify(id)}: only @jobrt/core and Node's builtins are provided`);
+  if (builtin === undefined)
+    throw new Error(`dist/steps.cjs requires ${JSON.stringify(id)}: only @jobrt/core and Node's builtins are provided`);
   return builtin;
 }
 

@@ -21,13 +21,15 @@ function completionData(): string {
     `_jobrt_commands=${quote(Object.keys(COMMAND_HELP))}`,
   ];
   for (const command of Object.keys(COMMAND_HELP)) {
-    if (!/^[a-z]+$/.test(command)) throw new Error(`command name ${JSON.stringify(command)} cannot name a shell variable`);
+    if (!/^[a-z]+$/.test(command))
+      throw new Error(`command name ${JSON.stringify(command)} cannot name a shell variable`);
     const options = optionsOf(command as Command).flatMap((o) => [`--${o.long}`, ...(o.short ? [`-${o.short}`] : [])]);
-    lines.push(`_jobrt_opts_${command}=${quote(options)}`, `_jobrt_words_${command}=${quote(COMMAND_WORDS[command] ?? [])}`);
+    lines.push(
+      `_jobrt_opts_${command}=${quote(options)}`,
+      `_jobrt_words_${command}=${quote(COMMAND_WORDS[command] ?? [])}`,
+    );
   }
-  const valued = OPTIONS
-    .filter((o) => o.value)
-    .flatMap((o) => [`--${o.long}`, ...(o.short ? [`-${o.short}`] : [])]);
+  const valued = OPTIONS.filter((o) => o.value).flatMap((o) => [`--${o.long}`, ...(o.short ? [`-${o.short}`] : [])]);
   lines.push(`_jobrt_valued=${quote(valued)}`);
   return `${lines.join("\n")}\n`;
 }
@@ -45,7 +47,9 @@ export async function completionCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (!SHELLS.includes(shell as (typeof SHELLS)[number]) || more.length > 0) {
-    throw usage(`completion: ${shell === undefined ? "no shell given" : `unknown shell ${JSON.stringify(shell)}`} (one of: ${SHELLS.join(", ")})`);
+    throw usage(
+      `completion: ${shell === undefined ? "no shell given" : `unknown shell ${JSON.stringify(shell)}`} (one of: ${SHELLS.join(", ")})`,
+    );
   }
   process.stdout.write(completionScript(shell as (typeof SHELLS)[number]));
   return 0;

@@ -41,14 +41,21 @@ function confDirFromInstall(root: string | undefined = installRoot()): string | 
   }
   try {
     const stat = fstatSync(fd);
-    const fileWhy = !stat.isFile() ? "not a regular file" : stat.size > 4096 ? "larger than 4096 bytes" : notRootsAlone(stat);
+    const fileWhy = !stat.isFile()
+      ? "not a regular file"
+      : stat.size > 4096
+        ? "larger than 4096 bytes"
+        : notRootsAlone(stat);
     const dirWhy = notRootsAlone(lstatSync(root));
     if (fileWhy !== undefined || dirWhy !== undefined) {
       say(`${file}: ignored: ${fileWhy ?? `its directory is ${dirWhy}`}; using /etc/jobrt`);
       return undefined;
     }
     const buffer = Buffer.alloc(stat.size);
-    const text = buffer.subarray(0, readSync(fd, buffer, 0, stat.size, 0)).toString("utf8").trim();
+    const text = buffer
+      .subarray(0, readSync(fd, buffer, 0, stat.size, 0))
+      .toString("utf8")
+      .trim();
     if (!isAbsolute(text) || text.includes("\n") || text.includes("\0")) {
       say(`${file}: ignored: not one absolute path; using /etc/jobrt`);
       return undefined;

@@ -90,5 +90,7 @@ export function failureLines(nodeName: string, ends: TaskEnd[]): string[] {
     else groups.set(key, { what, tasks: [end.task] });
   }
   // A Map keeps insertion order, and the tasks were visited in order.
-  return [...groups.values()].map(({ what, tasks }) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`);
+  return [...groups.values()].map(
+    ({ what, tasks }) => `error: ${nodeName}: task${tasks.length > 1 ? "s" : ""} ${ranges(tasks)}: ${what}`,
+  );
 }

@@ -11,7 +11,10 @@ const named = (o: OptionDef): string => o.shown ?? `--${o.long}${o.arg ? ` ${o.a
 function optionLine(o: OptionDef, help: string): string {
   const left = `${o.short ? `  -${o.short}, ` : "      "}${named(o)}`;
   const [first, ...more] = `${help}${o.repeat ? " (repeatable)" : ""}`.split("\n");
-  return [`${left.length < COLUMN ? left.padEnd(COLUMN) : `${left}  `}${first}`, ...more.map((line) => `${" ".repeat(COLUMN)}${line}`)].join("\n");
+  return [
+    `${left.length < COLUMN ? left.padEnd(COLUMN) : `${left}  `}${first}`,
+    ...more.map((line) => `${" ".repeat(COLUMN)}${line}`),
+  ].join("\n");
 }
 
 /** The option lines of `command`'s help: the options of `scope` it takes that have a help text, in table order. */

@@ -26,7 +26,17 @@ const GC_ENVIRONMENT = ["PATH", "HOME", "TMPDIR", "SLURMD_NODENAME", "XDG_CACHE_
 export function gcAfterDeath(host: Host): { argv: string[]; env: Record<string, string> } {
   const env: Record<string, string> = {};
   for (const name of GC_ENVIRONMENT) if (process.env[name] !== undefined) env[name] = process.env[name];
-  return { argv: [process.execPath, "--", fileURLToPath(new URL("./bin.js", import.meta.url)), "gc", "--conf-dir", host.site.confDir], env };
+  return {
+    argv: [
+      process.execPath,
+      "--",
+      fileURLToPath(new URL("./bin.js", import.meta.url)),
+      "gc",
+      "--conf-dir",
+      host.site.confDir,
+    ],
+    env,
+  };
 }
 
 /** One line to stderr, prefixed like every jobrt message. */
@@ -37,8 +47,17 @@ export function say(message: string): void {
 /** The launcher's host for this conf dir (--conf-dir, else the environment's or the install's), logging as -v says. */
 export function createHost(confDirOption: string | undefined, verbose: number): Host {
   const log = (level: LogLevel, message: string) => {
-    const shown = level === "error" || level === "warn" || (level === "info" && verbose >= 1) || (level === "verbose" && verbose >= 1) || verbose >= 2;
+    const shown =
+      level === "error" ||
+      level === "warn" ||
+      (level === "info" && verbose >= 1) ||
+      (level === "verbose" && verbose >= 1) ||
+      verbose >= 2;
     if (shown) say(level === "warn" ? `warning: ${message}` : message);
   };
-  return { ...createLauncherHost({ confDir: siteConfDir(confDirOption), installDir: cliPackageDir, log }), verbose, log };
+  return {
+    ...createLauncherHost({ confDir: siteConfDir(confDirOption), installDir: cliPackageDir, log }),
+    verbose,
+    log,
+  };
 }

@@ -29,8 +29,13 @@ export async function checkImagePin(node: NodeConf, step: StepRecord, prefix: st
         : loop
           ? `shared store ${shared.root} (squashfs, loop-mounted read-only)`
           : `node cache's unpacked tree (this node has no loop devices to mount the shared store's squashfs)`;
-    process.stdout.write(`${prefix}: image ${ref.text}: ${resolved.digest}${resolved.public ? " (public)" : " (private)"}; runs from the ${where}\n`);
-    const pinned = ref.transport === "docker" ? `docker://${ref.registry}/${ref.repository}${ref.tag !== undefined ? `:${ref.tag}` : ""}@${resolved.digest}` : ref.text;
+    process.stdout.write(
+      `${prefix}: image ${ref.text}: ${resolved.digest}${resolved.public ? " (public)" : " (private)"}; runs from the ${where}\n`,
+    );
+    const pinned =
+      ref.transport === "docker"
+        ? `docker://${ref.registry}/${ref.repository}${ref.tag !== undefined ? `:${ref.tag}` : ""}@${resolved.digest}`
+        : ref.text;
     process.stdout.write(`export ${IMAGE_PIN_VARIABLE}=${shellQuote(pinned)}\n`);
     return true;
   } catch (error) {

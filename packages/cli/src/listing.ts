@@ -1,4 +1,12 @@
-import { type JobrtError, type JobrtErrorDetails, RUNTIME_API_VERSION, type RuntimeTool, isJobrtError, messageOf, normalizeRuntimeName } from "@jobrt/core";
+import {
+  type JobrtError,
+  type JobrtErrorDetails,
+  RUNTIME_API_VERSION,
+  type RuntimeTool,
+  isJobrtError,
+  messageOf,
+  normalizeRuntimeName,
+} from "@jobrt/core";
 import { cdiInventory } from "@jobrt/launcher";
 import { cdiDeviceLines } from "./cdidevices.js";
 import type { Host } from "./host.js";
@@ -27,7 +35,13 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
   const out: RuntimeListing[] = [];
   for (const allowed of host.site.runtimePlugins) {
     const name = normalizeRuntimeName(allowed);
-    const item: RuntimeListing = { name: name.name, type: name.type, default: name.name === host.site.defRuntimePlugin, compatible: false, capabilities: [] };
+    const item: RuntimeListing = {
+      name: name.name,
+      type: name.type,
+      default: name.name === host.site.defRuntimePlugin,
+      compatible: false,
+      capabilities: [],
+    };
     try {
       // The registry locates the package once; a load that fails after that names it in its error.
       const index = await host.registry.load(name.name, "node");
@@ -54,7 +68,11 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
 /** The package a failed load had located, as its error names it (none when it found none). */
 function originOf(details: JobrtErrorDetails): Pick<RuntimeListing, "package" | "version" | "path"> {
   if (details.package === undefined) return {};
-  return { package: details.package, ...(details.version !== undefined ? { version: details.version } : {}), ...(details.path !== undefined ? { path: details.path } : {}) };
+  return {
+    package: details.package,
+    ...(details.version !== undefined ? { version: details.version } : {}),
+    ...(details.path !== undefined ? { path: details.path } : {}),
+  };
 }
 
 async function describeTools(host: Host, index: number, item: RuntimeListing): Promise<void> {
@@ -69,7 +87,11 @@ async function describeTools(host: Host, index: number, item: RuntimeListing): P
 /** Padded columns, the last one left as it is. */
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return `${[header, ...rows].map(fmt).join("\n")}\n`;
 }
 
@@ -78,9 +100,16 @@ function toolRows(list: RuntimeListing[]): string[][] {
   const rows: string[][] = [];
   for (const r of list) {
     if (r.toolsProblem !== undefined) rows.push([r.name, "-", "-", `cannot list: ${r.toolsProblem}`]);
-    else if (r.tools === undefined) rows.push([r.name, "-", "-", r.compatible ? "not reported (the runtime has no tools hook)" : "-"]);
+    else if (r.tools === undefined)
+      rows.push([r.name, "-", "-", r.compatible ? "not reported (the runtime has no tools hook)" : "-"]);
     else if (r.tools.length === 0) rows.push([r.name, "(none)", "-", "runs no program of its own"]);
-    for (const t of r.tools ?? []) rows.push([r.name, t.name, t.version ?? "-", t.problem !== undefined ? `MISSING: ${t.problem}` : `${t.path ?? "-"} (${t.source})`]);
+    for (const t of r.tools ?? [])
+      rows.push([
+        r.name,
+        t.name,
+        t.version ?? "-",
+        t.problem !== undefined ? `MISSING: ${t.problem}` : `${t.path ?? "-"} (${t.source})`,
+      ]);
   }
   return rows;
 }
@@ -96,7 +125,9 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
   const proctrack = host.tracking();
   const cdi = cdiInventory(host.site.devices);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ apiVersion: RUNTIME_API_VERSION, proctrack, runtimes: list, cdi }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ apiVersion: RUNTIME_API_VERSION, proctrack, runtimes: list, cdi }, null, 2)}\n`,
+    );
   } else {
     const rows = list.map((r) => [
       `${r.name}${r.default ? " (default)" : ""}`,
@@ -107,10 +138,19 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
       r.path ?? "-",
     ]);
     const header = ["RUNTIME", "PACKAGE", "VERSION", "API", "CAPABILITIES", "PATH"];
-    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (i === 3 && !r[3]!.startsWith("ok") ? 0 : r[i]!.length))));
-    const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+    const widths = header.map((h, i) =>
+      Math.max(h.length, ...rows.map((r) => (i === 3 && !r[3]!.startsWith("ok") ? 0 : r[i]!.length))),
+    );
+    const fmt = (r: string[]) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join("  ")
+        .trimEnd();
     process.stdout.write(`${[header, ...rows].map(fmt).join("\n")}\n`);
-    const how = proctrack.kind === "pgid" ? `process groups only${proctrack.fallback ? ` (${proctrack.fallback})` : ""}` : `${proctrack.kind} (below ${proctrack.path?.replace(/\/jobrt-probe\.\d+$/, "")})`;
+    const how =
+      proctrack.kind === "pgid"
+        ? `process groups only${proctrack.fallback ? ` (${proctrack.fallback})` : ""}`
+        : `${proctrack.kind} (below ${proctrack.path?.replace(/\/jobrt-probe\.\d+$/, "")})`;
     process.stdout.write(`\n${table(["RUNTIME", "TOOL", "VERSION", "PATH"], toolRows(list))}\n`);
     process.stdout.write(`process tracking (ProcTrack=${host.site.procTrack}): ${how}\n`);
     const devices = cdiDeviceLines(cdi);
@@ -118,4 +158,3 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
   }
   return list.every((r) => r.compatible) ? 0 : 1;
 }
-

@@ -37,7 +37,11 @@ async function helpCommand(args: string[]): Promise<number> {
   }
   const handler = COMMANDS[topic];
   if (!handler || more.length > 0) {
-    say(more.length > 0 ? `help: one command at a time (see jobrt help --help)` : `help: unknown command ${JSON.stringify(topic)} (commands: ${Object.keys(COMMANDS).join(", ")})`);
+    say(
+      more.length > 0
+        ? `help: one command at a time (see jobrt help --help)`
+        : `help: unknown command ${JSON.stringify(topic)} (commands: ${Object.keys(COMMANDS).join(", ")})`,
+    );
     return 2;
   }
   return await handler(["--help"]);
@@ -58,7 +62,9 @@ export async function main(argv: string[], timings?: Timings): Promise<number> {
     }
     const handler = COMMANDS[command];
     if (!handler) {
-      say(`unknown command ${JSON.stringify(command)} (commands: ${Object.keys(COMMANDS).join(", ")}; see jobrt --help)`);
+      say(
+        `unknown command ${JSON.stringify(command)} (commands: ${Object.keys(COMMANDS).join(", ")}; see jobrt --help)`,
+      );
       return 2;
     }
     return await handler(rest, timings);

@@ -63,14 +63,21 @@ export class NodeLog {
     if (this.#step.target.kind === "off") return;
     if (e.event === "step-start") this.#start(e);
     else if (e.event === "runtime") this.#update(e.component, { runtime: e.type.replace(/^runtime\//, "") });
-    else if (e.event === "setup") this.#update(e.component, { ...(e.bundle ? { bundle: e.bundle } : {}), ...(e.digest ? { digest: e.digest } : {}) });
+    else if (e.event === "setup")
+      this.#update(e.component, {
+        ...(e.bundle ? { bundle: e.bundle } : {}),
+        ...(e.digest ? { digest: e.digest } : {}),
+      });
     else if (e.event === "task-start") this.#writeStart();
     else if (e.event === "step-end") {
       this.#writeStart();
       const seconds = ((performance.now() - this.#startedAt) / 1000).toFixed(3);
       const failure = e.code ? [`code=${e.code}`, ...(e.causeCode ? [`cause=${quote(e.causeCode)}`] : [])] : [];
       const severity = e.code ? SEVERITY.err : e.status !== 0 ? SEVERITY.notice : SEVERITY.info;
-      this.#write(severity, `step-end ${this.#describe()} status=${e.status} duration=${seconds}s${failure.map((f) => ` ${f}`).join("")}`);
+      this.#write(
+        severity,
+        `step-end ${this.#describe()} status=${e.status} duration=${seconds}s${failure.map((f) => ` ${f}`).join("")}`,
+      );
       this.#writer.close();
     }
   };
@@ -113,13 +120,34 @@ export class NodeLog {
     const cs = this.#components;
     return [
       this.#ids,
-      ...field("runtime", cs.map((c) => c.runtime)),
-      ...field("tasks", cs.map((c) => c.ntasks)),
-      ...field("container", cs.map((c) => c.container)),
-      ...field("image", cs.map((c) => c.image)),
-      ...field("container_id", cs.map((c) => c.containerId)),
-      ...field("bundle", cs.map((c) => c.bundle)),
-      ...field("digest", cs.map((c) => c.digest)),
+      ...field(
+        "runtime",
+        cs.map((c) => c.runtime),
+      ),
+      ...field(
+        "tasks",
+        cs.map((c) => c.ntasks),
+      ),
+      ...field(
+        "container",
+        cs.map((c) => c.container),
+      ),
+      ...field(
+        "image",
+        cs.map((c) => c.image),
+      ),
+      ...field(
+        "container_id",
+        cs.map((c) => c.containerId),
+      ),
+      ...field(
+        "bundle",
+        cs.map((c) => c.bundle),
+      ),
+      ...field(
+        "digest",
+        cs.map((c) => c.digest),
+      ),
     ].join(" ");
   }
 

@@ -49,7 +49,11 @@ class DatagramSender {
     const script = join(dirname(fileURLToPath(import.meta.url)), "nodelogsend.pl");
     try {
       // The first line goes in the environment, which only its own user can read, not in argv (ps).
-      const child = spawn(found.perl, ["--", script, this.#socket], { stdio: ["pipe", "ignore", "ignore"], detached: true, env: { JOBRT_NODELOG: line } });
+      const child = spawn(found.perl, ["--", script, this.#socket], {
+        stdio: ["pipe", "ignore", "ignore"],
+        detached: true,
+        env: { JOBRT_NODELOG: line },
+      });
       child.on("error", () => {});
       // A sender that is gone (EPIPE) loses the line, nothing else.
       child.stdin?.on("error", () => {});
@@ -96,11 +100,24 @@ function appendToFile(path: string, line: string): string | undefined {
   let fd: number;
   try {
     // O_NONBLOCK: a FIFO put there must not hold the step (it is refused below, as anything but a file).
-    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY, 0o640);
+    fd = openSync(
+      path,
+      constants.O_WRONLY |
+        constants.O_APPEND |
+        constants.O_CREAT |
+        constants.O_NOFOLLOW |
+        constants.O_NONBLOCK |
+        constants.O_NOCTTY,
+      0o640,
+    );
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // ENXIO: a FIFO without a reader (or a socket) opened O_NONBLOCK.
-    return code === "ELOOP" ? `${path} is a symlink` : code === "ENXIO" ? `${path} is not a regular file` : `${path}: ${(error as Error).message}`;
+    return code === "ELOOP"
+      ? `${path} is a symlink`
+      : code === "ENXIO"
+        ? `${path} is not a regular file`
+        : `${path}: ${(error as Error).message}`;
   }
   try {
     const st = fstatSync(fd);
@@ -147,7 +164,10 @@ export class NodeLogWriter {
     const root = (process.getuid?.() ?? 0) === 0;
     if (target.kind === "file" && root) {
       const now = new Date();
-      const why = appendToFile(target.path, `${now.toISOString()} ${hostname().split(".")[0]} jobrt[${process.pid}]: ${message}\n`);
+      const why = appendToFile(
+        target.path,
+        `${now.toISOString()} ${hostname().split(".")[0]} jobrt[${process.pid}]: ${message}\n`,
+      );
       if (why === undefined) return undefined;
       this.#send("/dev/log", severity, message, now);
       return `node log: not written to ${target.path} (${why}); sent to syslog instead`;

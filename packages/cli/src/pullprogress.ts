@@ -16,7 +16,10 @@ export function pullSummary(e: PullEvent): string {
   const seconds = e.elapsedMs / 1000;
   const rate = seconds > 0 ? e.bytes / seconds : 0;
   const bytes = e.totalBytes !== undefined ? `${mib(e.bytes)} of ${mib(e.totalBytes)}` : mib(e.bytes);
-  const layers = e.totalLayers !== undefined ? `${e.layers} of ${e.totalLayers} layers` : `${e.layers} ${e.layers === 1 ? "layer" : "layers"}`;
+  const layers =
+    e.totalLayers !== undefined
+      ? `${e.layers} of ${e.totalLayers} layers`
+      : `${e.layers} ${e.layers === 1 ? "layer" : "layers"}`;
   return `${bytes}, ${layers}, ${mib(rate)}/s`;
 }
 
@@ -27,11 +30,17 @@ export function pullSummary(e: PullEvent): string {
 export function showPull(e: PullEvent, out: PullOutput): void {
   if (out.isTTY) {
     // \r and erase-to-end-of-line redraw the one line; the end line stays, with a newline.
-    if (e.phase === "end") out.write(`\r\x1b[K${e.ok ? `jobrt: pulled ${e.image}: ${pullSummary(e)} in ${(e.elapsedMs / 1000).toFixed(1)} s\n` : ""}`);
+    if (e.phase === "end")
+      out.write(
+        `\r\x1b[K${e.ok ? `jobrt: pulled ${e.image}: ${pullSummary(e)} in ${(e.elapsedMs / 1000).toFixed(1)} s\n` : ""}`,
+      );
     else out.write(`\r\x1b[Kjobrt: pulling ${e.image}: ${pullSummary(e)}`);
     return;
   }
   if (out.verbose < 1) return;
   if (e.phase === "start") out.write(`jobrt: pulling ${e.image}\n`);
-  if (e.phase === "end") out.write(`jobrt: ${e.ok ? "pulled" : "failed to pull"} ${e.image}: ${pullSummary(e)} in ${(e.elapsedMs / 1000).toFixed(1)} s\n`);
+  if (e.phase === "end")
+    out.write(
+      `jobrt: ${e.ok ? "pulled" : "failed to pull"} ${e.image}: ${pullSummary(e)} in ${(e.elapsedMs / 1000).toFixed(1)} s\n`,
+    );
 }

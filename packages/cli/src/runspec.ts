@@ -28,12 +28,16 @@ export function componentSpecs(parsed: ParsedCommandLine): ComponentSpec[] {
     const ntasks = positiveInt(one(o, "ntasks") ?? "1", "ntasks", 100_000);
     const runtime = one(o, "runtime");
     const cwd = resolve(one(o, "chdir") ?? process.cwd());
-    for (const [name, option] of [["output", "--output"], ["error", "--error"]] as const) {
+    for (const [name, option] of [
+      ["output", "--output"],
+      ["error", "--error"],
+    ] as const) {
       const p = one(o, name);
       if (p !== undefined) checkPattern(p, `${where}${option}`);
     }
     const input = one(o, "input");
-    if (input !== undefined && input !== "all" && input !== "none" && !/^\d+$/.test(input)) checkPattern(input, `${where}--input`);
+    if (input !== undefined && input !== "all" && input !== "none" && !/^\d+$/.test(input))
+      checkPattern(input, `${where}--input`);
     if (input === "") throw usage(`${where}--input: empty value`);
     const container = requestFromOptions(o);
     return {

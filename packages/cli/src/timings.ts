@@ -4,7 +4,20 @@ import type { StepEvent } from "@jobrt/launcher";
  * The phases of one jobrt process in order, each named by the boundary that ends it. A phase whose
  * boundary never came (no setup after a failed runtime load) is counted in the next one that did.
  */
-const PHASES = ["node", "modules", "command", "config", "journal", "runtime", "setup", "spawn", "task", "cleanup", "release", "flush"] as const;
+const PHASES = [
+  "node",
+  "modules",
+  "command",
+  "config",
+  "journal",
+  "runtime",
+  "setup",
+  "spawn",
+  "task",
+  "cleanup",
+  "release",
+  "flush",
+] as const;
 type Phase = (typeof PHASES)[number];
 
 /** The session event that ends each session phase; a repeated event (one per task) moves the end. */

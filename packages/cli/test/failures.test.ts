@@ -15,7 +15,11 @@ describe("srun's per-task failure lines", () => {
       { component: 0, task: 6, code: null, signal: "SIGKILL" },
       { component: 0, task: 5, code: null, signal: "SIGSEGV" },
     ];
-    expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Exited with exit code 3", "error: n1: tasks 2-4,6: Killed", "error: n1: task 5: Segmentation fault"]);
+    expect(failureLines("n1", ends)).toEqual([
+      "error: n1: task 0: Exited with exit code 3",
+      "error: n1: tasks 2-4,6: Killed",
+      "error: n1: task 5: Segmentation fault",
+    ]);
   });
   it("orders lines by each outcome's first task, whatever order the tasks ended in", () => {
     const ends = [
@@ -25,7 +29,10 @@ describe("srun's per-task failure lines", () => {
       { component: 0, task: 2, code: 2, signal: null },
       { component: 0, task: 4, code: null, signal: "SIGTERM" },
     ];
-    expect(failureLines("n1", ends)).toEqual(["error: n1: tasks 1-2,7: Exited with exit code 2", "error: n1: tasks 3-4: Terminated"]);
+    expect(failureLines("n1", ends)).toEqual([
+      "error: n1: tasks 1-2,7: Exited with exit code 2",
+      "error: n1: tasks 3-4: Terminated",
+    ]);
   });
   it("numbers a heterogeneous step's tasks within each component and gives each component its own lines, as srun does", () => {
     const ends = [
@@ -34,7 +41,11 @@ describe("srun's per-task failure lines", () => {
       { component: 1, task: 0, code: 3, signal: null },
       { component: 0, task: 1, code: 5, signal: null },
     ];
-    expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Exited with exit code 3", "error: n1: task 1: Exited with exit code 5", "error: n1: tasks 0-1: Exited with exit code 3"]);
+    expect(failureLines("n1", ends)).toEqual([
+      "error: n1: task 0: Exited with exit code 3",
+      "error: n1: task 1: Exited with exit code 5",
+      "error: n1: tasks 0-1: Exited with exit code 3",
+    ]);
   });
   it("uses glibc's strsignal text; a signal without one is 'Unknown signal' and its name", () => {
     const ends = [
@@ -42,7 +53,11 @@ describe("srun's per-task failure lines", () => {
       { component: 0, task: 1, code: null, signal: "SIGSYS" },
       { component: 0, task: 2, code: null, signal: "SIGRTMAX" },
     ];
-    expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Window changed", "error: n1: task 1: Bad system call", "error: n1: task 2: Unknown signal SIGRTMAX"]);
+    expect(failureLines("n1", ends)).toEqual([
+      "error: n1: task 0: Window changed",
+      "error: n1: task 1: Bad system call",
+      "error: n1: task 2: Unknown signal SIGRTMAX",
+    ]);
   });
   it("after a SIGINT to jobrt, leaves out the tasks a signal ended but keeps exit codes, as srun after Ctrl-C", () => {
     const ends = [
@@ -51,7 +66,10 @@ describe("srun's per-task failure lines", () => {
       { component: 0, task: 2, code: null, signal: "SIGKILL", interrupted: true },
       { component: 0, task: 3, code: null, signal: "SIGSEGV", interrupted: false },
     ];
-    expect(failureLines("n1", ends)).toEqual(["error: n1: task 1: Exited with exit code 130", "error: n1: task 3: Segmentation fault"]);
+    expect(failureLines("n1", ends)).toEqual([
+      "error: n1: task 1: Exited with exit code 130",
+      "error: n1: task 3: Segmentation fault",
+    ]);
   });
 });
 
@@ -63,6 +81,11 @@ describe("signals Node has no name for", () => {
       { component: 0, task: 2, code: null, signal: "signal 50" },
       { component: 0, task: 3, code: null, signal: "signal 99" },
     ];
-    expect(failureLines("n1", ends)).toEqual(["error: n1: task 0: Real-time signal 0", "error: n1: task 1: Real-time signal 30", "error: n1: task 2: Real-time signal 16", "error: n1: task 3: Unknown signal 99"]);
+    expect(failureLines("n1", ends)).toEqual([
+      "error: n1: task 0: Real-time signal 0",
+      "error: n1: task 1: Real-time signal 30",
+      "error: n1: task 2: Real-time signal 16",
+      "error: n1: task 3: Unknown signal 99",
+    ]);
   });
 });

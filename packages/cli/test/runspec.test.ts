@@ -2,11 +2,28 @@ import { describe, expect, it } from "vitest";
 import { parseCommandLine } from "../src/args.js";
 import { componentSpecs } from "../src/runspec.js";
 
-const parse = (args: string[]) => componentSpecs(parseCommandLine(args, { command: "run", components: true, needCommand: true }));
+const parse = (args: string[]) =>
+  componentSpecs(parseCommandLine(args, { command: "run", components: true, needCommand: true }));
 
 describe("componentSpecs: argv to the launcher's step plan", () => {
   it("carries -o, -e, -i, --export and -D over to later components unless they set their own, as srun does", () => {
-    const [a, b, c] = parse(["-n", "2", "-o", "out-%t", "-D", "/tmp", "x", ":", "-e", "err", "y", ":", "-o", "own", "z"]);
+    const [a, b, c] = parse([
+      "-n",
+      "2",
+      "-o",
+      "out-%t",
+      "-D",
+      "/tmp",
+      "x",
+      ":",
+      "-e",
+      "err",
+      "y",
+      ":",
+      "-o",
+      "own",
+      "z",
+    ]);
     expect(a).toMatchObject({ ntasks: 2, cwd: "/tmp", io: { output: "out-%t" }, argv: ["x"] });
     expect(b).toMatchObject({ ntasks: 1, cwd: "/tmp", io: { output: "out-%t", error: "err" }, argv: ["y"] });
     expect(c).toMatchObject({ io: { output: "own", error: "err" }, argv: ["z"] });

@@ -26,7 +26,8 @@ function givenFields(c: ContainerRequest): { field: RequestField; flag: boolean;
     if (kind === "list" && Array.isArray(v) && v.length > 0) out.push({ field, flag: false, shown: v[0] as string });
     if (kind === "flag" && v === true) out.push({ field, flag: true, shown: "" });
     if (kind !== "map" || v === undefined) continue;
-    for (const [key, values] of Object.entries(v as Record<string, string[]>)) out.push({ field, flag: false, key, shown: `${key}=${values[0] ?? ""}` });
+    for (const [key, values] of Object.entries(v as Record<string, string[]>))
+      out.push({ field, flag: false, key, shown: `${key}=${values[0] ?? ""}` });
   }
   return out;
 }
@@ -37,7 +38,9 @@ function accepted(accepts: readonly string[], field: RequestField, key: string |
 
 function describeAccepts(accepts: readonly string[]): string {
   if (accepts.length === 0) return "it takes no container options";
-  const names = accepts.map((f) => (f.startsWith("options.") ? `${optionOf("options")} ${f.slice(8)}=...` : optionOf(f)));
+  const names = accepts.map((f) =>
+    f.startsWith("options.") ? `${optionOf("options")} ${f.slice(8)}=...` : optionOf(f),
+  );
   return `it takes ${names.join(", ")}`;
 }
 
@@ -51,9 +54,15 @@ export function checkAccepted(type: string, accepts: readonly string[], request:
   for (const g of givenFields(request)) {
     if (accepted(accepts, g.field, g.key)) continue;
     const option = optionOf(g.field);
-    const what = g.flag ? option : `${option} ${JSON.stringify(g.shown.length > 120 ? `${g.shown.slice(0, 120)}...` : g.shown)}`;
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${what}: runtime ${runtime} does not accept ${option} (${describeAccepts(accepts)})` }, {
-      details: { runtime: type, key: option },
-    });
+    const what = g.flag
+      ? option
+      : `${option} ${JSON.stringify(g.shown.length > 120 ? `${g.shown.slice(0, 120)}...` : g.shown)}`;
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${what}: runtime ${runtime} does not accept ${option} (${describeAccepts(accepts)})` },
+      {
+        details: { runtime: type, key: option },
+      },
+    );
   }
 }

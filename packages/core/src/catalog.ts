@@ -64,7 +64,8 @@ export const ERROR_CATALOG = {
     exit: 1,
   },
   ERR_RUNTIME_API_VERSION: {
-    template: 'runtime {runtime}{origin} was built for runtime API {pluginApi}, this jobrt needs API {hostApi}: install a version of the plugin made for API {hostApi} (docs/writing-a-runtime.md, "Moving from API 1 to API 2")',
+    template:
+      'runtime {runtime}{origin} was built for runtime API {pluginApi}, this jobrt needs API {hostApi}: install a version of the plugin made for API {hostApi} (docs/writing-a-runtime.md, "Moving from API 1 to API 2")',
     when: "the plugin was built for another runtime API major; names package, version, path and both versions (an API 1 plugin: see [writing-a-runtime.md](writing-a-runtime.md#moving-from-api-1-to-api-2))",
     hint: "install a version of the plugin made for this jobrt's runtime API",
     exit: 1,
@@ -107,7 +108,7 @@ export const ERROR_CATALOG = {
   },
   ERR_CONTAINER_REQUEST: {
     template: "{problem}",
-    when: "the container request breaks a runtime's rules (a volume target under /etc, a relative workdir, an image name with spaces, ...); names the field and the rule. A field the runtime does not list in `meta.accepts` is refused by the host before setup: `--container-module \"gpu\": runtime oci does not accept --container-module (it takes ...)`",
+    when: 'the container request breaks a runtime\'s rules (a volume target under /etc, a relative workdir, an image name with spaces, ...); names the field and the rule. A field the runtime does not list in `meta.accepts` is refused by the host before setup: `--container-module "gpu": runtime oci does not accept --container-module (it takes ...)`',
     hint: "change the `--container*` option or bundle field the message names",
     exit: 1,
   },
@@ -163,16 +164,21 @@ export function catalogEntry(code: string): CatalogEntry | undefined {
 }
 
 /** The parameter names of a template: `"a {x} b {y}"` gives `"x" | "y"`. */
-export type TemplateParams<T extends string> = T extends `${string}{${infer P}}${infer Rest}` ? P | TemplateParams<Rest> : never;
+export type TemplateParams<T extends string> = T extends `${string}{${infer P}}${infer Rest}`
+  ? P | TemplateParams<Rest>
+  : never;
 
 /** The parameters `jobrtError(code, ...)` needs for a code's template. */
-export type ErrorParams<C extends ErrorCode> = { readonly [P in TemplateParams<(typeof ERROR_CATALOG)[C]["template"]>]: string | number };
+export type ErrorParams<C extends ErrorCode> = {
+  readonly [P in TemplateParams<(typeof ERROR_CATALOG)[C]["template"]>]: string | number;
+};
 
 /** Fills a template; a parameter the template names but `params` lacks is a bug, not text. */
 export function formatTemplate(template: string, params: Readonly<Record<string, string | number>>): string {
   return template.replace(/\{([A-Za-z]+)\}/g, (_, name: string) => {
     const value = params[name];
-    if (value === undefined) throw new TypeError(`error template ${JSON.stringify(template)}: parameter ${name} is missing`);
+    if (value === undefined)
+      throw new TypeError(`error template ${JSON.stringify(template)}: parameter ${name} is missing`);
     return String(value);
   });
 }

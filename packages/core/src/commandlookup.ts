@@ -33,7 +33,12 @@ export type CommandLookup =
   | { kind: "not-executable"; path: string }
   | { kind: "unknown"; why: string };
 
-type Entry = { kind: "file"; mode: number } | { kind: "dir" } | { kind: "other" } | { kind: "missing" } | { kind: "unknown"; why: string };
+type Entry =
+  | { kind: "file"; mode: number }
+  | { kind: "dir" }
+  | { kind: "other" }
+  | { kind: "missing" }
+  | { kind: "unknown"; why: string };
 
 /** What one lookup has seen, by host path: the walks share most of their prefixes. */
 type Memo = Map<string, Stats | "missing" | "unknown">;
@@ -67,7 +72,8 @@ function inspect(view: ContainerView, comps: string[], memo: Memo): Stats | "mis
   if (seen === undefined) {
     try {
       // No exception for ENOENT: a PATH search is mostly misses, and throwing costs more than the stat.
-      seen = (atMount ? statSync(host, { throwIfNoEntry: false }) : lstatSync(host, { throwIfNoEntry: false })) ?? "missing";
+      seen =
+        (atMount ? statSync(host, { throwIfNoEntry: false }) : lstatSync(host, { throwIfNoEntry: false })) ?? "missing";
     } catch (error) {
       seen = (error as NodeJS.ErrnoException).code === "ENOTDIR" ? "missing" : "unknown";
     }
@@ -99,7 +105,8 @@ function walk(view: ContainerView, path: string, memo: Memo): { comps: string[];
     }
     const next = [...comps, name];
     const st = inspect(view, next, memo);
-    if (st === "unknown") return { comps: next, entry: { kind: "unknown", why: `cannot see /${next.join("/")} from the host` } };
+    if (st === "unknown")
+      return { comps: next, entry: { kind: "unknown", why: `cannot see /${next.join("/")} from the host` } };
     if (st === "missing") return missingTail(next, queue);
     if (st.isSymbolicLink()) {
       if (++links > MAX_LINKS) return { comps: next, entry: { kind: "unknown", why: "too many symlinks" } };
@@ -116,7 +123,11 @@ function walk(view: ContainerView, path: string, memo: Memo): { comps: string[];
     comps.push(name);
     if (queue.length > 0 && !st.isDirectory()) return missingTail(comps, queue);
     if (queue.length === 0) {
-      const entry: Entry = st.isDirectory() ? { kind: "dir" } : st.isFile() ? { kind: "file", mode: Number(st.mode) } : { kind: "other" };
+      const entry: Entry = st.isDirectory()
+        ? { kind: "dir" }
+        : st.isFile()
+          ? { kind: "file", mode: Number(st.mode) }
+          : { kind: "other" };
       return { comps, entry };
     }
   }
@@ -138,7 +149,10 @@ function canonicalView(view: ContainerView, memo: Memo): ContainerView | string 
     }
     // Inside a mount of unknown content (/dev/pts in /dev's tmpfs): where it lands is not known
     // for certain, so neither is anything under its written destination.
-    const under = mounts.some((u) => u.source === undefined && (m.destination === u.destination || m.destination.startsWith(`${u.destination}/`)));
+    const under = mounts.some(
+      (u) =>
+        u.source === undefined && (m.destination === u.destination || m.destination.startsWith(`${u.destination}/`)),
+    );
     if (!under || split(m.destination).includes("..")) return `mount destination ${m.destination}: ${entry.why}`;
     mounts.push({ destination: `/${split(m.destination).join("/")}` });
   }
@@ -167,13 +181,19 @@ function candidate(view: ContainerView, path: string, memo: Memo): CommandLookup
  * relative), a bare name is searched in `pathVariable` as execvp does, a dir or non-executable
  * file found on the way only remembered (126 when nothing better follows).
  */
-export function lookupCommand(written: ContainerView, command: string, pathVariable: string | undefined, cwd: string): CommandLookup {
+export function lookupCommand(
+  written: ContainerView,
+  command: string,
+  pathVariable: string | undefined,
+  cwd: string,
+): CommandLookup {
   if (command === "") return { kind: "unknown", why: "empty command" };
   const memo: Memo = new Map();
   const view = canonicalView(written, memo);
   if (typeof view === "string") return { kind: "unknown", why: view };
   if (command.includes("/")) {
-    if (!isAbsolute(command) && !isAbsolute(cwd)) return { kind: "unknown", why: "relative command without an absolute cwd" };
+    if (!isAbsolute(command) && !isAbsolute(cwd))
+      return { kind: "unknown", why: "relative command without an absolute cwd" };
     return candidate(view, posix.resolve(cwd, command), memo);
   }
   if (pathVariable === undefined) return { kind: "unknown", why: "the container has no PATH" };

@@ -107,9 +107,13 @@ export function clipText(text: string, max = 300): string {
 export function confError(loc: ConfLocation, key: string | undefined, what: string): JobrtError {
   const prefix = `${loc.file}:${loc.line}:${loc.column}`;
   const shownKey = key === undefined ? undefined : clipText(key, 60);
-  return jobrtError("ERR_CONF", { where: `${prefix}${shownKey ? `: ${shownKey}` : ""}`, problem: clipText(what) }, {
-    details: { file: loc.file, line: loc.line, column: loc.column, ...(shownKey ? { key: shownKey } : {}) },
-  });
+  return jobrtError(
+    "ERR_CONF",
+    { where: `${prefix}${shownKey ? `: ${shownKey}` : ""}`, problem: clipText(what) },
+    {
+      details: { file: loc.file, line: loc.line, column: loc.column, ...(shownKey ? { key: shownKey } : {}) },
+    },
+  );
 }
 
 /** A NUL byte ends a C string: Slurm would silently cut the value there, and paths cannot hold one. */
@@ -172,7 +176,8 @@ function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): Co
   if (t === "string" || t === "array") return raw;
   if (t === "bool") {
     const b = parseSlurmBool(raw);
-    if (b === undefined) throw confError(loc, key, `${JSON.stringify(raw)} is not a boolean (use yes/no, true/false, 1/0, up/down)`);
+    if (b === undefined)
+      throw confError(loc, key, `${JSON.stringify(raw)} is not a boolean (use yes/no, true/false, 1/0, up/down)`);
     return b;
   }
   if (t === "int") {
@@ -200,15 +205,25 @@ function typed(spec: FieldSpec, raw: string, loc: ConfLocation, key: string): Co
 const LINE_RE = /^\s*([A-Za-z0-9_.]+)\s*([+\-*/]?=)\s*/;
 
 /** The text of an `Include` target, relative to the including file; every problem is at the Include line. */
-function readIncluded(target: string, loc: ConfLocation, depth: number, read: (path: string) => string): { body: string; path: string } {
+function readIncluded(
+  target: string,
+  loc: ConfLocation,
+  depth: number,
+  read: (path: string) => string,
+): { body: string; path: string } {
   if (depth >= 8) throw confError(loc, "Include", "includes nest deeper than 8 levels");
-  if (/[*?[%]/.test(target)) throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
+  if (/[*?[%]/.test(target))
+    throw confError(loc, "Include", `${JSON.stringify(target)}: globs and % patterns are not supported`);
   const path = isAbsolute(target) ? target : resolve(dirname(resolve(loc.file)), target);
   try {
     return { body: read(path), path };
   } catch (error) {
     // readConfText's own messages already start with the path.
-    throw confError(loc, "Include", isJobrtError(error) && error.code === "ERR_CONF" ? error.message : `cannot read ${path}: ${messageOf(error)}`);
+    throw confError(
+      loc,
+      "Include",
+      isJobrtError(error) && error.code === "ERR_CONF" ? error.message : `cannot read ${path}: ${messageOf(error)}`,
+    );
   }
 }
 
@@ -227,7 +242,11 @@ interface ParseState {
 function assignLine(p: ParseState, rawLine: string, line: number, file: string): void {
   const m = LINE_RE.exec(rawLine);
   if (!m) {
-    throw confError({ file, line, column: rawLine.search(/\S/) + 1 }, undefined, `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`);
+    throw confError(
+      { file, line, column: rawLine.search(/\S/) + 1 },
+      undefined,
+      `expected Key=Value, got ${JSON.stringify(rawLine.trim())}`,
+    );
   }
   const keyText = m[1] as string;
   const key = p.canonical.get(keyText.toLowerCase());
@@ -250,7 +269,9 @@ function assignLine(p: ParseState, rawLine: string, line: number, file: string):
       const prev = result.where[key] as ConfLocation;
       // A generated file can repeat a key thousands of times: a few lines say it, one counts the rest.
       if (result.warnings.length < MAX_CONF_WARNINGS) {
-        result.warnings.push(`${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`);
+        result.warnings.push(
+          `${file}:${line}: ${key} specified more than once (first at line ${prev.line}); the last value wins`,
+        );
       } else p.unshownWarnings++;
     }
     result.values[key] = value;
@@ -299,11 +320,17 @@ export function parseConf<S extends ConfSchema>(text: string, options: ParseConf
   parseText(text, options.file, 0);
   const { result } = p;
   if (p.unshownWarnings > 0) {
-    result.warnings.push(`${options.file}: ${p.unshownWarnings} more keys specified more than once (not shown); the last value of each wins`);
+    result.warnings.push(
+      `${options.file}: ${p.unshownWarnings} more keys specified more than once (not shown); the last value of each wins`,
+    );
   }
   for (const [key, spec] of Object.entries(options.schema)) {
     if (spec.required && !(key in result.values)) {
-      throw jobrtError("ERR_CONF", { where: options.file, problem: `missing required key ${key}` }, { details: { file: options.file, key } });
+      throw jobrtError(
+        "ERR_CONF",
+        { where: options.file, problem: `missing required key ${key}` },
+        { details: { file: options.file, key } },
+      );
     }
   }
   // Each value was made by typed() from its key's kind, and every required key is there: the
@@ -319,7 +346,11 @@ function valueText(restRaw: string, loc: ConfLocation, key: string): string {
   if (rest.startsWith('"')) {
     const close = rest.indexOf('"', 1);
     if (close < 0) {
-      throw confError(loc, key, "unterminated double quote (note: '#' starts a comment even inside quotes; write \\# for a literal #)");
+      throw confError(
+        loc,
+        key,
+        "unterminated double quote (note: '#' starts a comment even inside quotes; write \\# for a literal #)",
+      );
     }
     raw = rest.slice(1, close);
     after = rest.slice(close + 1);
@@ -329,7 +360,11 @@ function valueText(restRaw: string, loc: ConfLocation, key: string): string {
     after = end < 0 ? "" : rest.slice(end);
   }
   if (after.trim() !== "") {
-    throw confError(loc, key, `unexpected text after the value: ${JSON.stringify(after.trim())} (one Key=Value per line; quote values with spaces)`);
+    throw confError(
+      loc,
+      key,
+      `unexpected text after the value: ${JSON.stringify(after.trim())} (one Key=Value per line; quote values with spaces)`,
+    );
   }
   return raw;
 }

@@ -1,4 +1,14 @@
-import { type Stats, closeSync, constants, fstatSync, lstatSync, openSync, readSync, readlinkSync, statSync } from "node:fs";
+import {
+  type Stats,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  readlinkSync,
+  statSync,
+} from "node:fs";
 import { type JobrtError, jobrtError, messageOf } from "./errors.js";
 
 /**
@@ -23,7 +33,11 @@ function confFileError(path: string, why: string): JobrtError {
 
 function checkRegular(path: string, st: Stats): void {
   if (!st.isFile()) throw confFileError(path, `is ${fileKind(st)}; configuration is read only from regular files`);
-  if (st.size > MAX_CONF_BYTES) throw confFileError(path, `is ${st.size} bytes, more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit for a configuration file`);
+  if (st.size > MAX_CONF_BYTES)
+    throw confFileError(
+      path,
+      `is ${st.size} bytes, more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit for a configuration file`,
+    );
 }
 
 /** What `path` is, following a final symlink; a dangling symlink is an error, not "missing". */
@@ -39,7 +53,8 @@ function statTarget(path: string): { st: Stats; link: boolean } | undefined {
   try {
     return { st: statSync(path), link: true };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw confFileError(path, `cannot read: ${messageOf(error)}`);
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT")
+      throw confFileError(path, `cannot read: ${messageOf(error)}`);
     let target = "?";
     try {
       target = readlinkSync(path);
@@ -63,7 +78,8 @@ function readCapped(path: string, fd: number, size: number): string {
     const n = readSync(fd, buffer, length, buffer.length - length, null);
     if (n === 0) break;
     length += n;
-    if (length > MAX_CONF_BYTES) throw confFileError(path, `is more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit for a configuration file`);
+    if (length > MAX_CONF_BYTES)
+      throw confFileError(path, `is more than the ${MAX_CONF_BYTES}-byte (1 MiB) limit for a configuration file`);
   }
   return buffer.toString("utf8", 0, length);
 }
@@ -82,7 +98,8 @@ export function readConfText(path: string, missingOk: boolean): string | undefin
     throw confFileError(path, "does not exist");
   }
   checkRegular(path, found.st);
-  const flags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (found.link ? 0 : constants.O_NOFOLLOW);
+  const flags =
+    constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (found.link ? 0 : constants.O_NOFOLLOW);
   let fd: number;
   try {
     fd = openSync(path, flags);

@@ -7,14 +7,20 @@ import type { ContainerRequest } from "./requestoptions.js";
  * run the step without the devices the site gives every step. A job's own `--container-device`
  * is refused earlier, by checkAccepted.
  */
-export function checkDevicesAccepted(type: string, accepts: readonly string[], request: ContainerRequest | undefined): void {
+export function checkDevicesAccepted(
+  type: string,
+  accepts: readonly string[],
+  request: ContainerRequest | undefined,
+): void {
   const edits = request?.deviceEdits;
   if (!edits || accepts.includes("devices")) return;
   const runtime = type.replace(/^runtime\//, "");
   const names = edits.devices.join(", ");
   throw jobrtError(
     "ERR_CONTAINER_REQUEST",
-    { problem: `jobrt.conf CdiDefaultDevices gives this step ${names}: runtime ${runtime} cannot apply devices (its meta.accepts has no devices): use a runtime that can (docs/devices.md)` },
+    {
+      problem: `jobrt.conf CdiDefaultDevices gives this step ${names}: runtime ${runtime} cannot apply devices (its meta.accepts has no devices): use a runtime that can (docs/devices.md)`,
+    },
     { details: { runtime: type, key: "CdiDefaultDevices" } },
   );
 }

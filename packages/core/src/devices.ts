@@ -47,5 +47,12 @@ export interface DeviceHookEdit {
   timeout?: number;
 }
 
-export const DEVICE_HOOK_NAMES = ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"] as const;
+export const DEVICE_HOOK_NAMES = [
+  "prestart",
+  "createRuntime",
+  "createContainer",
+  "startContainer",
+  "poststart",
+  "poststop",
+] as const;
 export type DeviceHookName = (typeof DEVICE_HOOK_NAMES)[number];

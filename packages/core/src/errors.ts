@@ -58,7 +58,11 @@ interface JobrtErrorOptions {
  * The way to raise an error: the message comes from the code's catalog template, filled with
  * `params` (the compiler rejects a missing parameter).
  */
-export function jobrtError<C extends ErrorCode>(code: C, params: ErrorParams<C>, options: JobrtErrorOptions = {}): JobrtError {
+export function jobrtError<C extends ErrorCode>(
+  code: C,
+  params: ErrorParams<C>,
+  options: JobrtErrorOptions = {},
+): JobrtError {
   return new JobrtError(code, formatTemplate(ERROR_CATALOG[code].template, params), options);
 }
 

@@ -13,7 +13,14 @@ export {
 export { readConfText } from "./conffile.js";
 export { containerIdProblem } from "./containerid.js";
 export { type AcceptedField, checkAccepted } from "./accepts.js";
-export { type ContainerRequest, REQUEST_FIELDS, REQUEST_OPTIONS, type RequestField, type RequestOption, emptyRequest } from "./requestoptions.js";
+export {
+  type ContainerRequest,
+  REQUEST_FIELDS,
+  REQUEST_OPTIONS,
+  type RequestField,
+  type RequestOption,
+  emptyRequest,
+} from "./requestoptions.js";
 export { checkDevicesAccepted } from "./deviceaccepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
 export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
@@ -29,8 +36,23 @@ export type {
   ToolsContext,
   ValidateContext,
 } from "./context.js";
-export { DEVICE_HOOK_NAMES, type DeviceEdits, type DeviceHookEdit, type DeviceHookName, type DeviceMountEdit, type DeviceNodeEdit } from "./devices.js";
-export { type ErrorCode, JobrtError, type JobrtErrorDetails, exitStatusOf, isJobrtError, jobrtError, messageOf } from "./errors.js";
+export {
+  DEVICE_HOOK_NAMES,
+  type DeviceEdits,
+  type DeviceHookEdit,
+  type DeviceHookName,
+  type DeviceMountEdit,
+  type DeviceNodeEdit,
+} from "./devices.js";
+export {
+  type ErrorCode,
+  JobrtError,
+  type JobrtErrorDetails,
+  exitStatusOf,
+  isJobrtError,
+  jobrtError,
+  messageOf,
+} from "./errors.js";
 export { type RuntimeName, normalizeRuntimeName } from "./names.js";
 export {
   type CheckFinding,

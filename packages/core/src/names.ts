@@ -34,7 +34,8 @@ export function normalizeRuntimeName(input: string): RuntimeName {
   };
   if (typeof input !== "string" || input.length === 0) bad("empty");
   const bare = input.startsWith(TYPE_PREFIX) ? input.slice(TYPE_PREFIX.length) : input;
-  if (bare.length > MAX_RUNTIME_NAME_LENGTH) bad(`longer than ${MAX_RUNTIME_NAME_LENGTH} characters${bare === input ? "" : ` after "${TYPE_PREFIX}"`}`);
+  if (bare.length > MAX_RUNTIME_NAME_LENGTH)
+    bad(`longer than ${MAX_RUNTIME_NAME_LENGTH} characters${bare === input ? "" : ` after "${TYPE_PREFIX}"`}`);
   const m = NAME_RE.exec(input);
   if (!m) bad("use a name like 'oci', 'runtime/oci' or '@scope/name' (lower case letters, digits, '.', '_', '-')");
   const [, scope, base] = m as RegExpExecArray;

@@ -1,5 +1,14 @@
 import { type AcceptedField, isAcceptsList } from "./accepts.js";
-import type { CheckContext, CleanupContext, DescribeContext, InitContext, SetupContext, TaskHookContext, ToolsContext, ValidateContext } from "./context.js";
+import type {
+  CheckContext,
+  CleanupContext,
+  DescribeContext,
+  InitContext,
+  SetupContext,
+  TaskHookContext,
+  ToolsContext,
+  ValidateContext,
+} from "./context.js";
 import { jobrtError } from "./errors.js";
 import type { ExecSpec } from "./types.js";
 import { REQUEST_FIELDS } from "./requestoptions.js";
@@ -122,7 +131,11 @@ export function definePlugin<S = unknown>(
   hooks: Partial<RuntimeHooks<S>>,
 ): RuntimePlugin<S> {
   return Object.freeze({
-    meta: Object.freeze({ ...meta, accepts: Object.freeze([...(meta.accepts ?? [])]), apiVersion: meta.apiVersion ?? RUNTIME_API_VERSION }),
+    meta: Object.freeze({
+      ...meta,
+      accepts: Object.freeze([...(meta.accepts ?? [])]),
+      apiVersion: meta.apiVersion ?? RUNTIME_API_VERSION,
+    }),
     init: hooks.init ?? (() => {}),
     fini: hooks.fini ?? (() => {}),
     setup: hooks.setup ?? (() => undefined),
@@ -156,22 +169,33 @@ function describeOrigin(origin: PluginOrigin): string {
  * Checks that a module's default export is a runtime plugin for `expectedType` built for this
  * core's API major. Throws ERR_RUNTIME_INVALID or ERR_RUNTIME_API_VERSION naming what is wrong.
  */
-export function assertRuntimePlugin(value: unknown, expectedType: string, origin: PluginOrigin = {}): asserts value is RuntimePlugin {
+export function assertRuntimePlugin(
+  value: unknown,
+  expectedType: string,
+  origin: PluginOrigin = {},
+): asserts value is RuntimePlugin {
   const from = describeOrigin(origin);
   const fail = (what: string): never => {
-    throw jobrtError("ERR_RUNTIME_INVALID", { runtime: expectedType, origin: from, problem: what }, {
-      details: { runtime: expectedType, ...origin },
-    });
+    throw jobrtError(
+      "ERR_RUNTIME_INVALID",
+      { runtime: expectedType, origin: from, problem: what },
+      {
+        details: { runtime: expectedType, ...origin },
+      },
+    );
   };
-  if (typeof value !== "object" || value === null) fail(`default export is ${value === null ? "null" : typeof value}, expected a plugin object`);
+  if (typeof value !== "object" || value === null)
+    fail(`default export is ${value === null ? "null" : typeof value}, expected a plugin object`);
   const plugin = value as Record<string, unknown>;
   const meta = plugin.meta as Record<string, unknown> | undefined;
   if (typeof meta !== "object" || meta === null) fail("meta is missing");
   const m = meta as Record<string, unknown>;
   if (typeof m.name !== "string" || m.name === "") fail("meta.name must be a non-empty string");
   if (typeof m.version !== "string" || m.version === "") fail("meta.version must be a non-empty string");
-  if (typeof m.type !== "string" || !TYPE_RE.test(m.type)) fail(`meta.type must look like "runtime/<name>", got ${JSON.stringify(m.type)}`);
-  if (m.type !== expectedType) fail(`meta.type is ${JSON.stringify(m.type)} but it was loaded as ${JSON.stringify(expectedType)}`);
+  if (typeof m.type !== "string" || !TYPE_RE.test(m.type))
+    fail(`meta.type must look like "runtime/<name>", got ${JSON.stringify(m.type)}`);
+  if (m.type !== expectedType)
+    fail(`meta.type is ${JSON.stringify(m.type)} but it was loaded as ${JSON.stringify(expectedType)}`);
   if (typeof m.apiVersion !== "number" || !Number.isInteger(m.apiVersion)) fail("meta.apiVersion must be an integer");
   // Before the shape checks of this API: an older plugin is told which API it needs, not what it lacks.
   if (m.apiVersion !== RUNTIME_API_VERSION) {
@@ -182,16 +206,22 @@ export function assertRuntimePlugin(value: unknown, expectedType: string, origin
     );
   }
   if (m.accepts !== undefined && !isAcceptsList(m.accepts)) {
-    fail(`meta.accepts must list request fields (${REQUEST_FIELDS.join(", ")}, options.KEY), got ${JSON.stringify(m.accepts)?.slice(0, 120)}`);
+    fail(
+      `meta.accepts must list request fields (${REQUEST_FIELDS.join(", ")}, options.KEY), got ${JSON.stringify(m.accepts)?.slice(0, 120)}`,
+    );
   }
-  if (m.capabilities !== undefined && (!Array.isArray(m.capabilities) || !m.capabilities.every((c) => typeof c === "string"))) {
+  if (
+    m.capabilities !== undefined &&
+    (!Array.isArray(m.capabilities) || !m.capabilities.every((c) => typeof c === "string"))
+  ) {
     fail("meta.capabilities must be an array of strings");
   }
   for (const hook of HOOK_NAMES) {
     if (typeof plugin[hook] !== "function") fail(`hook ${hook} is missing (use definePlugin() to get defaults)`);
   }
   for (const hook of OPTIONAL_HOOK_NAMES) {
-    if (plugin[hook] !== undefined && typeof plugin[hook] !== "function") fail(`${hook} must be a function when present`);
+    if (plugin[hook] !== undefined && typeof plugin[hook] !== "function")
+      fail(`${hook} must be a function when present`);
   }
 }
 
@@ -224,7 +254,13 @@ const isOptionalText = (v: unknown): boolean => v === undefined || typeof v === 
 export function isRuntimeTool(value: unknown): value is RuntimeTool {
   if (typeof value !== "object" || value === null) return false;
   const t = value as Record<string, unknown>;
-  return isText(t.name, true) && isText(t.source, true) && (t.path === undefined || (isText(t.path) && t.path.startsWith("/"))) && isOptionalText(t.version) && isOptionalText(t.problem);
+  return (
+    isText(t.name, true) &&
+    isText(t.source, true) &&
+    (t.path === undefined || (isText(t.path) && t.path.startsWith("/"))) &&
+    isOptionalText(t.version) &&
+    isOptionalText(t.problem)
+  );
 }
 
 /** True when `value` is a well-formed CheckFinding; an "unchecked" one must say why (`detail`). */
@@ -232,5 +268,10 @@ export function isCheckFinding(value: unknown): value is CheckFinding {
   if (typeof value !== "object" || value === null) return false;
   const f = value as Record<string, unknown>;
   const status = f.status === "ok" || f.status === "failed" || f.status === "unchecked";
-  return isText(f.subject, true) && status && isOptionalText(f.detail) && (f.status !== "unchecked" || isText(f.detail, true));
+  return (
+    isText(f.subject, true) &&
+    status &&
+    isOptionalText(f.detail) &&
+    (f.status !== "unchecked" || isText(f.detail, true))
+  );
 }

@@ -51,7 +51,8 @@ function validSequenceAt(bytes: Uint8Array, at: number): number {
 
 /** True when `text` carries at least one byte that is not UTF-8 (a lone U+DC80..U+DCFF). */
 export function carriesRawBytes(text: string): boolean {
-  for (let i = nextCandidate(text, 0); i !== -1; i = nextCandidate(text, i + 1)) if (escapedByteAt(text, i) !== -1) return true;
+  for (let i = nextCandidate(text, 0); i !== -1; i = nextCandidate(text, i + 1))
+    if (escapedByteAt(text, i) !== -1) return true;
   return false;
 }
 

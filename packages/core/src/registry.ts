@@ -107,9 +107,13 @@ export class RuntimeRegistry {
       const entry = await prepared;
       if (generation !== this.#generation) {
         await Promise.resolve(entry.plugin.fini()).catch(() => {});
-        throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: "finished loading after the registry was finalised" }, {
-          details: { runtime: type },
-        });
+        throw jobrtError(
+          "ERR_RUNTIME_INIT",
+          { runtime: type, problem: "finished loading after the registry was finalised" },
+          {
+            details: { runtime: type },
+          },
+        );
       }
       const index = this.#entries.length;
       entry.info.index = index;
@@ -136,10 +140,14 @@ export class RuntimeRegistry {
       resolved = await this.#resolve(runtime);
     } catch (error) {
       if (isJobrtError(error)) throw error;
-      throw jobrtError("ERR_RUNTIME_NOT_FOUND", { runtime: type, problem: `could not be loaded: ${messageOf(error)}` }, {
-        cause: error,
-        details: { runtime: type },
-      });
+      throw jobrtError(
+        "ERR_RUNTIME_NOT_FOUND",
+        { runtime: type, problem: `could not be loaded: ${messageOf(error)}` },
+        {
+          cause: error,
+          details: { runtime: type },
+        },
+      );
     }
     // A resolver written in JavaScript may return anything: the shape check below says what is wrong.
     const plugin = resolved?.plugin;
@@ -167,9 +175,13 @@ export class RuntimeRegistry {
       timer = setTimeout(
         () =>
           reject(
-            jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init did not finish within ${this.#initTimeoutMs} ms` }, {
-              details: { runtime: type, hook: "init", ...origin },
-            }),
+            jobrtError(
+              "ERR_RUNTIME_INIT",
+              { runtime: type, problem: `init did not finish within ${this.#initTimeoutMs} ms` },
+              {
+                details: { runtime: type, hook: "init", ...origin },
+              },
+            ),
           ),
         this.#initTimeoutMs,
       );
@@ -178,10 +190,14 @@ export class RuntimeRegistry {
       await Promise.race([Promise.resolve().then(() => plugin.init({ context })), timeout]);
     } catch (error) {
       if (isJobrtError(error, "ERR_RUNTIME_INIT")) throw error;
-      throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem: `init failed: ${messageOf(error)}` }, {
-        cause: error,
-        details: { runtime: type, hook: "init", ...origin },
-      });
+      throw jobrtError(
+        "ERR_RUNTIME_INIT",
+        { runtime: type, problem: `init failed: ${messageOf(error)}` },
+        {
+          cause: error,
+          details: { runtime: type, hook: "init", ...origin },
+        },
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -200,10 +216,14 @@ export class RuntimeRegistry {
     try {
       return await fn(plugin);
     } catch (error) {
-      throw jobrtError("ERR_RUNTIME_HOOK", { runtime: info.type, hook, reason: messageOf(error) }, {
-        cause: error,
-        details: { runtime: info.type, hook, ...(isJobrtError(error) ? { causeCode: error.code } : {}) },
-      });
+      throw jobrtError(
+        "ERR_RUNTIME_HOOK",
+        { runtime: info.type, hook, reason: messageOf(error) },
+        {
+          cause: error,
+          details: { runtime: info.type, hook, ...(isJobrtError(error) ? { causeCode: error.code } : {}) },
+        },
+      );
     }
   }
 
@@ -236,11 +256,15 @@ export class RuntimeRegistry {
   }
 
   cleanup(index: number, call: StatefulCall & { afterCrash?: boolean }): Promise<void> {
-    return this.#call(index, "cleanup", (p) => p.cleanup({ ...this.#context(call), state: parseState(call.state), afterCrash: call.afterCrash ?? false }));
+    return this.#call(index, "cleanup", (p) =>
+      p.cleanup({ ...this.#context(call), state: parseState(call.state), afterCrash: call.afterCrash ?? false }),
+    );
   }
 
   taskInit(index: number, call: StatefulCall & { task: TaskRecord }): Promise<void> {
-    return this.#call(index, "taskInit", (p) => p.taskInit({ ...this.#context(call), state: parseState(call.state), task: call.task }));
+    return this.#call(index, "taskInit", (p) =>
+      p.taskInit({ ...this.#context(call), state: parseState(call.state), task: call.task }),
+    );
   }
 
   /** Submit-context validation; a plugin without `validate` accepts every request it declares. */
@@ -254,7 +278,13 @@ export class RuntimeRegistry {
     const plugin = this.#entry(index).plugin;
     if (!plugin.tools) return undefined;
     const tools = await this.#call(index, "tools", (p) => p.tools?.({ node, log: node.log }));
-    return this.#checked(index, "tools", tools, isRuntimeTool, "RuntimeTool objects {name, source, path?, version?, problem?}");
+    return this.#checked(
+      index,
+      "tools",
+      tools,
+      isRuntimeTool,
+      "RuntimeTool objects {name, source, path?, version?, problem?}",
+    );
   }
 
   /** What this node can see of a request; undefined when the plugin has no `check` hook. */
@@ -262,22 +292,36 @@ export class RuntimeRegistry {
     this.#checkAccepted(index, call.step);
     if (!this.#entry(index).plugin.check) return undefined;
     const findings = await this.#call(index, "check", (p) => p.check?.(this.#context(call)));
-    return this.#checked(index, "check", findings, isCheckFinding, 'CheckFinding objects {subject, status: "ok"|"failed"|"unchecked", detail?}');
+    return this.#checked(
+      index,
+      "check",
+      findings,
+      isCheckFinding,
+      'CheckFinding objects {subject, status: "ok"|"failed"|"unchecked", detail?}',
+    );
   }
 
   #checked<T>(index: number, hook: string, value: unknown, is: (v: unknown) => v is T, what: string): T[] {
     if (Array.isArray(value) && value.every(is)) return value;
     const type = this.#entry(index).info.type;
-    throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: `runtime ${type} ${hook} returned ${describe(value)}; it must return an array of ${what}` }, { details: { runtime: type, hook } });
+    throw jobrtError(
+      "ERR_RUNTIME_CONTRACT",
+      { problem: `runtime ${type} ${hook} returned ${describe(value)}; it must return an array of ${what}` },
+      { details: { runtime: type, hook } },
+    );
   }
 
   async run(index: number, call: StatefulCall & { task: TaskRecord }): Promise<ExecSpec | NotSupported> {
-    const result = await this.#call(index, "run", (p) => p.run({ ...this.#context(call), state: parseState(call.state), task: call.task }));
+    const result = await this.#call(index, "run", (p) =>
+      p.run({ ...this.#context(call), state: parseState(call.state), task: call.task }),
+    );
     if (result === NOT_SUPPORTED || isExecSpec(result)) return result;
     const type = this.#entry(index).info.type;
     throw jobrtError(
       "ERR_RUNTIME_CONTRACT",
-      { problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd, shell?, signals?} or NOT_SUPPORTED` },
+      {
+        problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd, shell?, signals?} or NOT_SUPPORTED`,
+      },
       { details: { runtime: type, hook: "run" } },
     );
   }
@@ -329,10 +373,14 @@ export class RuntimeRegistry {
     }
     if (failures.length > 0) {
       const list = failures.map((f) => `${f.type}: ${messageOf(f.error)}`).join("; ");
-      throw jobrtError("ERR_RUNTIME_FINI", { count: failures.length, failures: list }, {
-        cause: failures.length === 1 ? failures[0]?.error : new AggregateError(failures.map((f) => f.error)),
-        details: { runtimes: failures.map((f) => f.type) },
-      });
+      throw jobrtError(
+        "ERR_RUNTIME_FINI",
+        { count: failures.length, failures: list },
+        {
+          cause: failures.length === 1 ? failures[0]?.error : new AggregateError(failures.map((f) => f.error)),
+          details: { runtimes: failures.map((f) => f.type) },
+        },
+      );
     }
   }
 }

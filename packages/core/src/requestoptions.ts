@@ -29,7 +29,14 @@ export interface RequestOption {
 }
 
 export const REQUEST_OPTIONS = [
-  { name: "container", field: "value", kind: "text", arg: "VALUE", nonEmpty: true, help: "container for the runtime (oci: bundle path; shifter: image)" },
+  {
+    name: "container",
+    field: "value",
+    kind: "text",
+    arg: "VALUE",
+    nonEmpty: true,
+    help: "container for the runtime (oci: bundle path; shifter: image)",
+  },
   {
     name: "container-image",
     field: "options.image",
@@ -48,12 +55,44 @@ export const REQUEST_OPTIONS = [
     arg: "ID",
     help: "runtime oci: the containers' name (%I in oci.conf); default\nfor jobrt exec: $SLURM_CONTAINER_ID",
   },
-  { name: "container-volume", field: "volumes", kind: "list", arg: "V", filled: true, help: "volume/bind for the runtime" },
+  {
+    name: "container-volume",
+    field: "volumes",
+    kind: "list",
+    arg: "V",
+    filled: true,
+    help: "volume/bind for the runtime",
+  },
   { name: "container-module", field: "modules", kind: "list", arg: "M", filled: true, help: "runtime module" },
-  { name: "container-env", field: "env", kind: "list", arg: "N=V", filled: true, help: "environment variable set inside the container" },
-  { name: "container-workdir", field: "workdir", kind: "text", arg: "D", help: "working directory inside the container" },
-  { name: "container-entrypoint", field: "entrypoint", kind: "text", arg: "P", help: "entrypoint inside the container" },
-  { name: "container-clearenv", field: "clearEnv", kind: "flag", filled: true, help: "start the container with an empty environment" },
+  {
+    name: "container-env",
+    field: "env",
+    kind: "list",
+    arg: "N=V",
+    filled: true,
+    help: "environment variable set inside the container",
+  },
+  {
+    name: "container-workdir",
+    field: "workdir",
+    kind: "text",
+    arg: "D",
+    help: "working directory inside the container",
+  },
+  {
+    name: "container-entrypoint",
+    field: "entrypoint",
+    kind: "text",
+    arg: "P",
+    help: "entrypoint inside the container",
+  },
+  {
+    name: "container-clearenv",
+    field: "clearEnv",
+    kind: "flag",
+    filled: true,
+    help: "start the container with an empty environment",
+  },
   { name: "container-opt", field: "options", kind: "map", arg: "K=V", filled: true, help: "runtime-specific option" },
   {
     name: "container-device",
@@ -68,14 +107,22 @@ export const REQUEST_OPTIONS = [
 type Row = (typeof REQUEST_OPTIONS)[number];
 /** The rows that set a field of their own (not an `options.KEY` shorthand). */
 type FieldRow = Exclude<Row, { field: `options.${string}` }>;
-type ValueOf<K extends RequestOption["kind"]> = K extends "text" ? string : K extends "list" ? string[] : K extends "flag" ? boolean : Record<string, string[]>;
+type ValueOf<K extends RequestOption["kind"]> = K extends "text"
+  ? string
+  : K extends "list"
+    ? string[]
+    : K extends "flag"
+      ? boolean
+      : Record<string, string[]>;
 
 /**
  * A job's container request: `--container` (`value`, whose meaning is the runtime's: an OCI bundle
  * path for oci, an image for shifter) plus the runtime options a job may add; `options` holds the
  * free-form `--container-opt key=value` options, for third-party runtimes.
  */
-export type ContainerRequest = { [R in FieldRow as R extends { filled: true } ? R["field"] : never]: ValueOf<R["kind"]> } & {
+export type ContainerRequest = {
+  [R in FieldRow as R extends { filled: true } ? R["field"] : never]: ValueOf<R["kind"]>;
+} & {
   [R in FieldRow as R extends { filled: true } ? never : R["field"]]?: ValueOf<R["kind"]>;
 } & {
   /**

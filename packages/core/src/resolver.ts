@@ -62,16 +62,24 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
     try {
       manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as PackageManifest;
     } catch (error) {
-      throw jobrtError("ERR_RUNTIME_INVALID", { runtime: name.type, origin: "", problem: `cannot read ${manifestPath}: ${messageOf(error)}` }, {
-        details: { runtime: name.type, package: pkg, path: dir },
-      });
+      throw jobrtError(
+        "ERR_RUNTIME_INVALID",
+        { runtime: name.type, origin: "", problem: `cannot read ${manifestPath}: ${messageOf(error)}` },
+        {
+          details: { runtime: name.type, package: pkg, path: dir },
+        },
+      );
     }
     const version = typeof manifest.version === "string" ? manifest.version : "unknown";
     const entry = entryFile(manifest, dir);
     if (!entry) {
       throw jobrtError(
         "ERR_RUNTIME_INVALID",
-        { runtime: name.type, origin: ` from package ${pkg}@${version} (${dir})`, problem: `it has no importable entry point (its "exports" or "main" names no file inside the package)` },
+        {
+          runtime: name.type,
+          origin: ` from package ${pkg}@${version} (${dir})`,
+          problem: `it has no importable entry point (its "exports" or "main" names no file inside the package)`,
+        },
         { details: { runtime: name.type, package: pkg, path: dir, version } },
       );
     }
@@ -80,7 +88,10 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
   if (found.length === 0) {
     throw jobrtError(
       "ERR_RUNTIME_NOT_FOUND",
-      { runtime: name.name, problem: `is not installed: none of ${candidates.join(", ")} can be resolved from ${baseDir}; install one next to @jobrt/cli (or in PluginDir)` },
+      {
+        runtime: name.name,
+        problem: `is not installed: none of ${candidates.join(", ")} can be resolved from ${baseDir}; install one next to @jobrt/cli (or in PluginDir)`,
+      },
       { details: { runtime: name.type, path: baseDir } },
     );
   }
@@ -126,7 +137,12 @@ function exportTarget(exports: unknown): string | undefined {
 
 /** The package's main module as Node would import it, if it is a file inside the package. */
 function entryFile(manifest: PackageManifest, dir: string): string | undefined {
-  const target = manifest.exports !== undefined ? exportTarget(manifest.exports) : typeof manifest.main === "string" ? manifest.main : "index.js";
+  const target =
+    manifest.exports !== undefined
+      ? exportTarget(manifest.exports)
+      : typeof manifest.main === "string"
+        ? manifest.main
+        : "index.js";
   if (!target) return undefined;
   const candidates = manifest.exports !== undefined ? [target] : [target, `${target}.js`, join(target, "index.js")];
   for (const c of candidates) {
@@ -174,8 +190,15 @@ export function createPackageResolver(options: PackageResolverOptions): RuntimeR
     } catch (error) {
       throw jobrtError(
         "ERR_RUNTIME_INVALID",
-        { runtime: name.type, origin: ` from package ${located.package}@${located.version} (${located.dir})`, problem: `importing ${located.entry} failed: ${messageOf(error)}` },
-        { cause: error, details: { runtime: name.type, package: located.package, version: located.version, path: located.dir } },
+        {
+          runtime: name.type,
+          origin: ` from package ${located.package}@${located.version} (${located.dir})`,
+          problem: `importing ${located.entry} failed: ${messageOf(error)}`,
+        },
+        {
+          cause: error,
+          details: { runtime: name.type, package: located.package, version: located.version, path: located.dir },
+        },
       );
     }
     return { plugin: mod.default, origin: { package: located.package, version: located.version, path: located.dir } };

@@ -43,9 +43,15 @@ export function serializeStepState(runtime: string, value: unknown): string | un
   if (value === undefined) return undefined;
   const bad = notJson(value, "state", new Set());
   const fail = (why: string) =>
-    jobrtError("ERR_RUNTIME_CONTRACT", { problem: `runtime ${runtime} setup returned a step state that ${why}; return plain JSON data (objects, arrays, strings, finite numbers, booleans, null)` }, {
-      details: { runtime, hook: "setup" },
-    });
+    jobrtError(
+      "ERR_RUNTIME_CONTRACT",
+      {
+        problem: `runtime ${runtime} setup returned a step state that ${why}; return plain JSON data (objects, arrays, strings, finite numbers, booleans, null)`,
+      },
+      {
+        details: { runtime, hook: "setup" },
+      },
+    );
   if (bad) throw fail(`cannot be journaled: ${bad}`);
   const text = JSON.stringify(value);
   if (Buffer.byteLength(text) > MAX_STEP_STATE_BYTES) throw fail(`is over ${MAX_STEP_STATE_BYTES} bytes as JSON`);

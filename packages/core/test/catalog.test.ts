@@ -61,7 +61,11 @@ describe("error catalog", () => {
 
   it("builds the message from the code's template and keeps code, cause and details", () => {
     const cause = new Error("boom");
-    const e = jobrtError("ERR_RUNTIME_HOOK", { runtime: "runtime/x", hook: "setup", reason: "boom" }, { cause, details: { runtime: "runtime/x" } });
+    const e = jobrtError(
+      "ERR_RUNTIME_HOOK",
+      { runtime: "runtime/x", hook: "setup", reason: "boom" },
+      { cause, details: { runtime: "runtime/x" } },
+    );
     expect(e).toBeInstanceOf(JobrtError);
     expect(e.message).toBe("runtime runtime/x setup failed: boom");
     expect(e.code).toBe("ERR_RUNTIME_HOOK");
@@ -76,7 +80,9 @@ describe("error catalog", () => {
 
   it("refuses a missing parameter at compile time and at run time", () => {
     // @ts-expect-error the template needs runtime, hook and reason
-    expect(() => jobrtError("ERR_RUNTIME_HOOK", { runtime: "runtime/x", hook: "setup" })).toThrow(/parameter reason is missing/);
+    expect(() => jobrtError("ERR_RUNTIME_HOOK", { runtime: "runtime/x", hook: "setup" })).toThrow(
+      /parameter reason is missing/,
+    );
   });
 
   it("gives the CLI's exit status per code, 1 for a code outside the catalog", () => {

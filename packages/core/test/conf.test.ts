@@ -2,7 +2,15 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { type ConfSchema, type ConfValues, type FieldSpec, type ParsedConf, loadConfFile, parseConf, parseSlurmBool } from "../src/index.js";
+import {
+  type ConfSchema,
+  type ConfValues,
+  type FieldSpec,
+  type ParsedConf,
+  loadConfFile,
+  parseConf,
+  parseSlurmBool,
+} from "../src/index.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
 const schema: ConfSchema = {
@@ -62,7 +70,9 @@ describe("parseConf: Slurm syntax", () => {
     const c = parse("RunTimeRun=a\nRunTimeRun=b\nSrunArgs=--x\nSrunArgs=--y");
     expect(c.values.RunTimeRun).toBe("b");
     expect(c.values.SrunArgs).toEqual(["--x", "--y"]);
-    expect(c.warnings).toEqual(["/etc/jobrt/test.conf:2: RunTimeRun specified more than once (first at line 1); the last value wins"]);
+    expect(c.warnings).toEqual([
+      "/etc/jobrt/test.conf:2: RunTimeRun specified more than once (first at line 1); the last value wins",
+    ]);
   });
 
   it("parses lists, ints and enums, case-insensitively for enums", () => {
@@ -79,7 +89,7 @@ describe("parseConf: Slurm syntax", () => {
     ["KillWait=101", /KillWait: 101 is above the maximum 100/],
     ["CreateEnvFile=sometimes", /CreateEnvFile: "sometimes" is not one of null, newline, disabled/],
     ["Name=xyz", /Name: must not start with x/],
-    ["\n\nRunTimeRun=\"open", /test\.conf:3:12: RunTimeRun: unterminated/],
+    ['\n\nRunTimeRun="open', /test\.conf:3:12: RunTimeRun: unterminated/],
   ])("%s is an error with file:line:column and the key", (text, message) => {
     expect(() => parse(text)).toThrow(message);
     try {
@@ -90,14 +100,18 @@ describe("parseConf: Slurm syntax", () => {
   });
 
   it("reports a missing required key", () => {
-    expect(() => parse("", { A: { type: "string", required: true } })).toThrow("/etc/jobrt/test.conf: missing required key A");
+    expect(() => parse("", { A: { type: "string", required: true } })).toThrow(
+      "/etc/jobrt/test.conf: missing required key A",
+    );
   });
 
   it("follows Include relative to the including file and names the included file in errors", () => {
     const dir = tempDir("jobrt-conf-");
     writeFileSync(join(dir, "extra.conf"), "RunTimeQuery=q\nBogus=1\n");
     writeFileSync(join(dir, "main.conf"), "RunTimeRun=r\nInclude extra.conf\n");
-    expect(() => loadConfFile(join(dir, "main.conf"), schema)).toThrow(`${join(dir, "extra.conf")}:2:1: Bogus: unknown key`);
+    expect(() => loadConfFile(join(dir, "main.conf"), schema)).toThrow(
+      `${join(dir, "extra.conf")}:2:1: Bogus: unknown key`,
+    );
     writeFileSync(join(dir, "extra.conf"), "RunTimeQuery=q\n");
     expect(loadConfFile(join(dir, "main.conf"), schema)?.values).toEqual({ RunTimeRun: "r", RunTimeQuery: "q" });
   });
@@ -131,7 +145,7 @@ describe("parseConf: properties", () => {
     );
   });
 
-  it("escaping \\ # and \" round-trips any printable value without spaces or a leading quote", () => {
+  it('escaping \\ # and " round-trips any printable value without spaces or a leading quote', () => {
     fc.assert(
       // A leading " always opens a quote (escapes are removed first), so only later ones are representable.
       fc.property(fc.stringMatching(/^[\x21\x23-\x7e][\x21-\x7e]{0,39}$/), (v) => {
@@ -176,7 +190,12 @@ describe("parseConf: properties", () => {
 });
 
 describe("parseConf: values typed from the schema", () => {
-  const MODES: Record<string, "null" | "newline" | "disabled"> = { null: "null", yes: "null", newline: "newline", no: "disabled" };
+  const MODES: Record<string, "null" | "newline" | "disabled"> = {
+    null: "null",
+    yes: "null",
+    newline: "newline",
+    no: "disabled",
+  };
   const typedSchema = {
     Path: { type: "string", check: (v: string) => (v.startsWith("/") ? undefined : "must be absolute") },
     Wait: { type: "int", min: 0 },
@@ -186,7 +205,7 @@ describe("parseConf: values typed from the schema", () => {
     Mode: { type: { enum: MODES } },
     Name: { type: "string", required: true },
   } satisfies ConfSchema;
-  const text = "Name=n\nPath=/p\nWait=7\nCleanup=yes\nHooks=\"a, b\"\nArgs=x\nArgs=y\nMode=YES";
+  const text = 'Name=n\nPath=/p\nWait=7\nCleanup=yes\nHooks="a, b"\nArgs=x\nArgs=y\nMode=YES';
 
   it("gives each key the type of its kind, optional unless required", () => {
     const { values } = parseConf(text, { file: "t.conf", schema: typedSchema });
@@ -201,7 +220,15 @@ describe("parseConf: values typed from the schema", () => {
     // @ts-expect-error: a key the schema does not declare is never set.
     expect(values.Pth).toBeUndefined();
     // What the types say is what parseConf gives.
-    expect(values).toEqual({ Name: "n", Path: "/p", Wait: 7, Cleanup: true, Hooks: ["a", "b"], Args: ["x", "y"], Mode: "null" });
+    expect(values).toEqual({
+      Name: "n",
+      Path: "/p",
+      Wait: 7,
+      Cleanup: true,
+      Hooks: ["a", "b"],
+      Args: ["x", "y"],
+      Mode: "null",
+    });
     expect(parseConf("Name=n", { file: "t.conf", schema: typedSchema }).values).toEqual({ Name: "n" });
   });
 
@@ -210,16 +237,27 @@ describe("parseConf: values typed from the schema", () => {
     expectTypeOf<Parameters<NonNullable<FieldSpec<"array">["check"]>>[0]>().toEqualTypeOf<string>();
     expectTypeOf<Parameters<NonNullable<FieldSpec<"int">["check"]>>[0]>().toEqualTypeOf<number>();
     expectTypeOf<Parameters<NonNullable<FieldSpec<"bool">["check"]>>[0]>().toEqualTypeOf<boolean>();
-    expect(() => parseConf("Name=n\nHooks=a,b,c,d", { file: "t.conf", schema: typedSchema })).toThrow("t.conf:2:7: Hooks: at most 3");
-    expect(() => parseConf("Name=n\nArgs=x\nArgs=", { file: "t.conf", schema: typedSchema })).toThrow("t.conf:3:6: Args: empty");
+    expect(() => parseConf("Name=n\nHooks=a,b,c,d", { file: "t.conf", schema: typedSchema })).toThrow(
+      "t.conf:2:7: Hooks: at most 3",
+    );
+    expect(() => parseConf("Name=n\nArgs=x\nArgs=", { file: "t.conf", schema: typedSchema })).toThrow(
+      "t.conf:3:6: Args: empty",
+    );
   });
 
   it("keeps a schema typed only as ConfSchema, and a check cast as API 2.0 asked, as they were", () => {
-    const old: ConfSchema = { Hooks: { type: "list", check: ((v: string[]) => (v.length > 1 ? "one" : undefined)) as (v: never) => string | undefined } };
+    const old: ConfSchema = {
+      Hooks: {
+        type: "list",
+        check: ((v: string[]) => (v.length > 1 ? "one" : undefined)) as (v: never) => string | undefined,
+      },
+    };
     const parsed = parseConf("Hooks=a", { file: "t.conf", schema: old });
     expectTypeOf(parsed).toEqualTypeOf<ParsedConf>();
     expectTypeOf(parsed.values).toEqualTypeOf<Record<string, string | boolean | number | string[]>>();
-    expectTypeOf(loadConfFile("/nonexistent/t.conf", typedSchema)).toEqualTypeOf<ParsedConf<typeof typedSchema> | undefined>();
+    expectTypeOf(loadConfFile("/nonexistent/t.conf", typedSchema)).toEqualTypeOf<
+      ParsedConf<typeof typedSchema> | undefined
+    >();
     expect(parsed.values).toEqual({ Hooks: ["a"] });
     expect(() => parseConf("Hooks=a,b", { file: "t.conf", schema: old })).toThrow("Hooks: one");
   });

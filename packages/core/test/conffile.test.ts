@@ -23,7 +23,10 @@ function withFifo(fifo: string, read: () => unknown): () => unknown {
   execFileSync("mkfifo", [fifo]);
   return () => {
     // Its own process group: killing only `timeout` left the shell blocked on the FIFO for good.
-    const releaser = spawn("timeout", ["10", "sh", "-c", 'sleep 3; echo "KillWait=1" > "$1"', "sh", fifo], { stdio: "ignore", detached: true });
+    const releaser = spawn("timeout", ["10", "sh", "-c", 'sleep 3; echo "KillWait=1" > "$1"', "sh", fifo], {
+      stdio: "ignore",
+      detached: true,
+    });
     try {
       return read();
     } finally {
@@ -44,7 +47,10 @@ describe("readConfText / loadConfFile: which files are read", () => {
     const d = dir();
     symlinkSync(join(d, "gone.conf"), join(d, "jobrt.conf"));
     expect(() => loadConfFile(join(d, "jobrt.conf"), schema)).toThrow(
-      expect.objectContaining({ code: "ERR_CONF", message: `${join(d, "jobrt.conf")}: is a dangling symlink (to ${JSON.stringify(join(d, "gone.conf"))})` }),
+      expect.objectContaining({
+        code: "ERR_CONF",
+        message: `${join(d, "jobrt.conf")}: is a dangling symlink (to ${JSON.stringify(join(d, "gone.conf"))})`,
+      }),
     );
   });
 
@@ -59,7 +65,12 @@ describe("readConfText / loadConfFile: which files are read", () => {
     const d = dir();
     const path = join(d, "jobrt.conf");
     const read = withFifo(path, () => loadConfFile(path, schema));
-    expect(read).toThrow(expect.objectContaining({ code: "ERR_CONF", message: `${path}: is a FIFO; configuration is read only from regular files` }));
+    expect(read).toThrow(
+      expect.objectContaining({
+        code: "ERR_CONF",
+        message: `${path}: is a FIFO; configuration is read only from regular files`,
+      }),
+    );
   });
 
   it.each([
@@ -74,7 +85,9 @@ describe("readConfText / loadConfFile: which files are read", () => {
     const d = dir();
     const big = join(d, "big.conf");
     writeFileSync(big, `#${"x".repeat(MAX_CONF_BYTES)}\n`);
-    expect(() => loadConfFile(big, schema)).toThrow(`${big}: is ${MAX_CONF_BYTES + 2} bytes, more than the 1048576-byte (1 MiB) limit for a configuration file`);
+    expect(() => loadConfFile(big, schema)).toThrow(
+      `${big}: is ${MAX_CONF_BYTES + 2} bytes, more than the 1048576-byte (1 MiB) limit for a configuration file`,
+    );
     writeFileSync(big, `#${"x".repeat(MAX_CONF_BYTES - 2)}\n`);
     expect(loadConfFile(big, schema)?.values).toEqual({});
   });
@@ -96,14 +109,18 @@ describe("parseConf: Include targets", () => {
     const main = join(d, "jobrt.conf");
     writeFileSync(main, "Include extra.conf\n");
     const read = withFifo(join(d, "extra.conf"), () => loadConfFile(main, schema));
-    expect(read).toThrow(`${main}:1:1: Include: ${join(d, "extra.conf")}: is a FIFO; configuration is read only from regular files`);
+    expect(read).toThrow(
+      `${main}:1:1: Include: ${join(d, "extra.conf")}: is a FIFO; configuration is read only from regular files`,
+    );
   });
 
   it("a dangling symlink as Include target is an error", () => {
     const d = dir();
     symlinkSync(join(d, "gone.conf"), join(d, "extra.conf"));
     writeFileSync(join(d, "jobrt.conf"), "Include extra.conf\n");
-    expect(() => loadConfFile(join(d, "jobrt.conf"), schema)).toThrow(`Include: ${join(d, "extra.conf")}: is a dangling symlink`);
+    expect(() => loadConfFile(join(d, "jobrt.conf"), schema)).toThrow(
+      `Include: ${join(d, "extra.conf")}: is a dangling symlink`,
+    );
   });
 
   it("the cap counts Includes: files that include each other many times cannot add up past it", () => {
@@ -112,7 +129,9 @@ describe("parseConf: Include targets", () => {
     const line = (name: string) => `Include ${name}\n`.repeat(4);
     writeFileSync(join(d, "leaf.conf"), `#${"x".repeat(510)}\n`);
     for (let i = 0; i < 7; i++) writeFileSync(join(d, `l${i}.conf`), line(i === 6 ? "leaf.conf" : `l${i + 1}.conf`));
-    expect(() => loadConfFile(join(d, "l0.conf"), schema)).toThrow(/Include: .*: the configuration, with its Includes, is more than the 1048576-byte \(1 MiB\) limit$/);
+    expect(() => loadConfFile(join(d, "l0.conf"), schema)).toThrow(
+      /Include: .*: the configuration, with its Includes, is more than the 1048576-byte \(1 MiB\) limit$/,
+    );
   });
 });
 
@@ -121,7 +140,11 @@ describe("parseConf: hostile values", () => {
 
   it("a NUL byte is refused at its file:line:column", () => {
     expect(() => parse("KillWait=1\nSpoolDir=/tmp/a\0b\n")).toThrow(
-      expect.objectContaining({ code: "ERR_CONF", message: "/etc/jobrt/jobrt.conf:2:16: contains a NUL byte", details: expect.objectContaining({ line: 2 }) }),
+      expect.objectContaining({
+        code: "ERR_CONF",
+        message: "/etc/jobrt/jobrt.conf:2:16: contains a NUL byte",
+        details: expect.objectContaining({ line: 2 }),
+      }),
     );
   });
 
@@ -140,16 +163,26 @@ describe("parseConf: hostile values", () => {
     ]) {
       const message = messageOf(`KillWait=${value}\n`);
       expect(message.length).toBeLessThan(400);
-      expect(message).toMatch(new RegExp(`^/etc/jobrt/jobrt\\.conf:1:10: KillWait: "?[9x]+\\.\\.\\.\\[\\d+ characters cut\\]\\.\\.\\.${end}$`));
+      expect(message).toMatch(
+        new RegExp(
+          `^/etc/jobrt/jobrt\\.conf:1:10: KillWait: "?[9x]+\\.\\.\\.\\[\\d+ characters cut\\]\\.\\.\\.${end}$`,
+        ),
+      );
     }
-    expect(messageOf(`${"K".repeat(500_000)}=1`)).toMatch(/^\/etc\/jobrt\/jobrt\.conf:1:1: K+\.\.\.\[\d+ characters cut\]\.\.\.K+: unknown key$/);
+    expect(messageOf(`${"K".repeat(500_000)}=1`)).toMatch(
+      /^\/etc\/jobrt\/jobrt\.conf:1:1: K+\.\.\.\[\d+ characters cut\]\.\.\.K+: unknown key$/,
+    );
     expect(clipText("short")).toBe("short");
   });
 
   it("repeated keys give at most 10 warnings and one line counting the rest", () => {
     const c = parse("KillWait=1\n".repeat(50_000));
     expect(c.warnings).toHaveLength(11);
-    expect(c.warnings[0]).toBe("/etc/jobrt/jobrt.conf:2: KillWait specified more than once (first at line 1); the last value wins");
-    expect(c.warnings[10]).toBe("/etc/jobrt/jobrt.conf: 49989 more keys specified more than once (not shown); the last value of each wins");
+    expect(c.warnings[0]).toBe(
+      "/etc/jobrt/jobrt.conf:2: KillWait specified more than once (first at line 1); the last value wins",
+    );
+    expect(c.warnings[10]).toBe(
+      "/etc/jobrt/jobrt.conf: 49989 more keys specified more than once (not shown); the last value of each wins",
+    );
   });
 });

@@ -12,7 +12,14 @@ import {
 } from "../src/index.js";
 
 const logged: string[] = [];
-const node: NodeConf = { nodeName: "n1", confDir: "/nonexistent", spoolDir: "/tmp", killWait: 1, hostUid: 0, log: (l, m) => logged.push(`${l}:${m}`) };
+const node: NodeConf = {
+  nodeName: "n1",
+  confDir: "/nonexistent",
+  spoolDir: "/tmp",
+  killWait: 1,
+  hostUid: 0,
+  log: (l, m) => logged.push(`${l}:${m}`),
+};
 const task: TaskRecord = { localId: 0, globalId: 3, argv: ["true"], env: {} };
 
 function request(over: Partial<ContainerRequest> = {}): ContainerRequest {
@@ -117,18 +124,24 @@ describe("plugin contract API 2", () => {
     ["a Map", () => ({ m: new Map() }), "state.m is a Map"],
     ["a function", () => ({ f: () => 1 }), "state.f is a function"],
     ["NaN", () => ({ list: [1, Number.NaN] }), "state.list[1] is NaN"],
-    ["a cycle", () => {
-      const a: Record<string, unknown> = {};
-      a.self = a;
-      return a;
-    }, "state.self is a cycle"],
+    [
+      "a cycle",
+      () => {
+        const a: Record<string, unknown> = {};
+        a.self = a;
+        return a;
+      },
+      "state.self is a cycle",
+    ],
     ["a class instance", () => ({ when: new Date(0) }), "state.when is a Date"],
   ])("a state holding %s is ERR_RUNTIME_CONTRACT naming where", async (_, make, where) => {
     const plugin = definePlugin({ name: "t", type: "runtime/t", version: "1", accepts: [] }, { setup: make as never });
     const { registry, index } = await registryFor(plugin);
     const error = await registry.setup(index, { node, step: stepWith() }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_CONTRACT" });
-    expect((error as Error).message).toContain("runtime runtime/t setup returned a step state that cannot be journaled");
+    expect((error as Error).message).toContain(
+      "runtime runtime/t setup returned a step state that cannot be journaled",
+    );
     expect((error as Error).message).toContain(where);
   });
 
@@ -149,13 +162,37 @@ describe("plugin contract API 2", () => {
       );
 
     it.each([
-      [["value"], request({ value: "img", modules: ["gpu"] }), '--container-module "gpu": runtime t does not accept --container-module (it takes --container)'],
-      [["value", "volumes"], request({ value: "img", entrypoint: "/x" }), '--container-entrypoint "/x": runtime t does not accept --container-entrypoint (it takes --container, --container-volume)'],
-      [["value", "options.image"], request({ options: { image: ["a"], foo: ["b"] } }), '--container-opt "foo=b": runtime t does not accept --container-opt (it takes --container, --container-opt image=...)'],
+      [
+        ["value"],
+        request({ value: "img", modules: ["gpu"] }),
+        '--container-module "gpu": runtime t does not accept --container-module (it takes --container)',
+      ],
+      [
+        ["value", "volumes"],
+        request({ value: "img", entrypoint: "/x" }),
+        '--container-entrypoint "/x": runtime t does not accept --container-entrypoint (it takes --container, --container-volume)',
+      ],
+      [
+        ["value", "options.image"],
+        request({ options: { image: ["a"], foo: ["b"] } }),
+        '--container-opt "foo=b": runtime t does not accept --container-opt (it takes --container, --container-opt image=...)',
+      ],
       // A runtime that cannot apply devices must not run the step without them.
-      [["value"], request({ value: "b", devices: ["nvidia.com/gpu=0"] }), '--container-device "nvidia.com/gpu=0": runtime t does not accept --container-device (it takes --container)'],
-      [[], request({ clearEnv: true }), "--container-clearenv: runtime t does not accept --container-clearenv (it takes no container options)"],
-      [undefined, request({ value: "img" }), '--container "img": runtime t does not accept --container (it takes no container options)'],
+      [
+        ["value"],
+        request({ value: "b", devices: ["nvidia.com/gpu=0"] }),
+        '--container-device "nvidia.com/gpu=0": runtime t does not accept --container-device (it takes --container)',
+      ],
+      [
+        [],
+        request({ clearEnv: true }),
+        "--container-clearenv: runtime t does not accept --container-clearenv (it takes no container options)",
+      ],
+      [
+        undefined,
+        request({ value: "img" }),
+        '--container "img": runtime t does not accept --container (it takes no container options)',
+      ],
     ])("accepts %j refuses the others before setup or validate runs, in one message", async (accepts, c, message) => {
       calls.length = 0;
       const { registry, index } = await registryFor(accepting(accepts));
@@ -170,10 +207,23 @@ describe("plugin contract API 2", () => {
     // given: a runtime that cannot apply them must not run the step without the site's devices.
     it("refuses a site default device (deviceEdits without --container-device) to a runtime without devices, before setup", async () => {
       calls.length = 0;
-      const edits = { devices: ["nvidia.com/gpu=0"], deviceNodes: [], mounts: [], env: [], additionalGids: [], hooks: [] };
+      const edits = {
+        devices: ["nvidia.com/gpu=0"],
+        deviceNodes: [],
+        mounts: [],
+        env: [],
+        additionalGids: [],
+        hooks: [],
+      };
       const { registry, index } = await registryFor(accepting(["value"]));
-      const error = await registry.setup(index, { node, step: stepWith(request({ value: "b", deviceEdits: edits })) }).catch((e: unknown) => e);
-      expect(error).toMatchObject({ code: "ERR_CONTAINER_REQUEST", runtime: "runtime/t", details: { key: "CdiDefaultDevices" } });
+      const error = await registry
+        .setup(index, { node, step: stepWith(request({ value: "b", deviceEdits: edits })) })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: "ERR_CONTAINER_REQUEST",
+        runtime: "runtime/t",
+        details: { key: "CdiDefaultDevices" },
+      });
       expect((error as Error).message).toBe(
         "jobrt.conf CdiDefaultDevices gives this step nvidia.com/gpu=0: runtime t cannot apply devices (its meta.accepts has no devices): use a runtime that can (docs/devices.md)",
       );
@@ -186,7 +236,10 @@ describe("plugin contract API 2", () => {
     it("lets through what is declared (options as a whole, or by key)", async () => {
       calls.length = 0;
       const { registry, index } = await registryFor(accepting(["value", "volumes", "env", "options.image"]));
-      await registry.setup(index, { node, step: stepWith(request({ value: "i", volumes: ["/a:/b"], env: ["A=1"], options: { image: ["r"] } })) });
+      await registry.setup(index, {
+        node,
+        step: stepWith(request({ value: "i", volumes: ["/a:/b"], env: ["A=1"], options: { image: ["r"] } })),
+      });
       const all = await registryFor(accepting(["options"]));
       await all.registry.validate(all.index, { node, step: stepWith(request({ options: { anything: ["1"] } })) });
       await all.registry.setup(all.index, { node, step: stepWith() });
@@ -195,7 +248,10 @@ describe("plugin contract API 2", () => {
 
     it("a malformed accepts list is ERR_RUNTIME_INVALID at load", async () => {
       const registry = new RuntimeRegistry({ resolve: async () => ({ plugin: accepting(["volume"]) }) });
-      await expect(registry.load("t")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("meta.accepts must list request fields") });
+      await expect(registry.load("t")).rejects.toMatchObject({
+        code: "ERR_RUNTIME_INVALID",
+        message: expect.stringContaining("meta.accepts must list request fields"),
+      });
     });
   });
 
@@ -256,10 +312,22 @@ describe("the optional tools and check hooks (jobrt runtimes, jobrt check)", () 
   });
 
   it.each([
-    ["tools", { tools: (): unknown => [{ name: "x", path: "rel/x", source: "s" }] }, /tools returned .*; it must return an array of RuntimeTool objects/],
+    [
+      "tools",
+      { tools: (): unknown => [{ name: "x", path: "rel/x", source: "s" }] },
+      /tools returned .*; it must return an array of RuntimeTool objects/,
+    ],
     ["tools", { tools: (): unknown => "runc" }, /tools returned string runc; it must return an array/],
-    ["check", { check: (): unknown => [{ subject: "x", status: "unchecked" }] }, /check returned .*; it must return an array of CheckFinding objects/],
-    ["check", { check: (): unknown => [{ subject: "x", status: "maybe", detail: "?" }] }, /check returned .*CheckFinding/],
+    [
+      "check",
+      { check: (): unknown => [{ subject: "x", status: "unchecked" }] },
+      /check returned .*; it must return an array of CheckFinding objects/,
+    ],
+    [
+      "check",
+      { check: (): unknown => [{ subject: "x", status: "maybe", detail: "?" }] },
+      /check returned .*CheckFinding/,
+    ],
   ] as const)("a malformed %s answer is ERR_RUNTIME_CONTRACT", async (hook, hooks, message) => {
     const { registry, index } = await registryFor(definePlugin(base, hooks as never));
     const call = hook === "tools" ? registry.tools(index, node) : registry.check(index, { node, step: stepWith() });
@@ -269,7 +337,10 @@ describe("the optional tools and check hooks (jobrt runtimes, jobrt check)", () 
   it("a tools or check that is not a function is refused at load", async () => {
     for (const hook of ["tools", "check"]) {
       const plugin = { ...definePlugin(base, {}), [hook]: "yes" };
-      await expect(registryFor(plugin)).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: new RegExp(`${hook} must be a function when present`) });
+      await expect(registryFor(plugin)).rejects.toMatchObject({
+        code: "ERR_RUNTIME_INVALID",
+        message: new RegExp(`${hook} must be a function when present`),
+      });
     }
   });
 });

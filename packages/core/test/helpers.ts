@@ -5,7 +5,11 @@ export interface Calls {
 }
 
 /** A real plugin object (not a mock of the registry) that records the hooks it sees. */
-export function recordingPlugin(name: string, calls: Calls, overrides: Partial<Parameters<typeof definePlugin>[1]> = {}): RuntimePlugin {
+export function recordingPlugin(
+  name: string,
+  calls: Calls,
+  overrides: Partial<Parameters<typeof definePlugin>[1]> = {},
+): RuntimePlugin {
   return definePlugin(
     { name, type: `runtime/${name}`, version: "1.2.3", capabilities: ["test"], accepts: [] },
     {

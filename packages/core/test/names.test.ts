@@ -54,16 +54,19 @@ describe("normalizeRuntimeName", () => {
     expect(normalizeRuntimeName(input)).toMatchObject({ name, type });
   });
 
-  it.each(MALICIOUS.map((m) => [JSON.stringify(m).slice(0, 40), m]))("rejects %s without importing anything", async (_, bad) => {
-    expect(() => normalizeRuntimeName(bad)).toThrow(expect.objectContaining({ code: "ERR_RUNTIME_NAME" }));
-    const resolve = vi.fn(async () => {
-      throw new Error("resolver must not be called");
-    });
-    const registry = new RuntimeRegistry({ resolve });
-    if (bad === "") return; // "" means the default runtime, which is not a name check
-    await expect(registry.load(bad)).rejects.toMatchObject({ code: "ERR_RUNTIME_NAME" });
-    expect(resolve).not.toHaveBeenCalled();
-  });
+  it.each(MALICIOUS.map((m) => [JSON.stringify(m).slice(0, 40), m]))(
+    "rejects %s without importing anything",
+    async (_, bad) => {
+      expect(() => normalizeRuntimeName(bad)).toThrow(expect.objectContaining({ code: "ERR_RUNTIME_NAME" }));
+      const resolve = vi.fn(async () => {
+        throw new Error("resolver must not be called");
+      });
+      const registry = new RuntimeRegistry({ resolve });
+      if (bad === "") return; // "" means the default runtime, which is not a name check
+      await expect(registry.load(bad)).rejects.toMatchObject({ code: "ERR_RUNTIME_NAME" });
+      expect(resolve).not.toHaveBeenCalled();
+    },
+  );
 
   it("allows 100 characters (not counting runtime/) in every spelling, and refuses 101", () => {
     const base = "a".repeat(100);
@@ -74,7 +77,12 @@ describe("normalizeRuntimeName", () => {
       // The registry and the resolver normalise the type again: it must stay accepted.
       expect(normalizeRuntimeName(normalizeRuntimeName(name).type).name).toBe(name);
       for (const longer of [`${name}x`, `runtime/${name}x`]) {
-        expect(() => normalizeRuntimeName(longer)).toThrow(expect.objectContaining({ code: "ERR_RUNTIME_NAME", message: expect.stringMatching(/longer than 100 characters/) }));
+        expect(() => normalizeRuntimeName(longer)).toThrow(
+          expect.objectContaining({
+            code: "ERR_RUNTIME_NAME",
+            message: expect.stringMatching(/longer than 100 characters/),
+          }),
+        );
       }
     }
   });
@@ -85,7 +93,9 @@ describe("normalizeRuntimeName", () => {
   });
 
   it("property: every accepted name is a fixed point and maps to valid npm package names", () => {
-    const segment = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/).filter((s) => !s.endsWith(".") && s !== "." && s !== "..");
+    const segment = fc
+      .stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/)
+      .filter((s) => !s.endsWith(".") && s !== "." && s !== "..");
     fc.assert(
       fc.property(fc.option(segment, { nil: undefined }), segment, fc.boolean(), (scope, base, prefixed) => {
         const input = `${prefixed ? "runtime/" : ""}${scope ? `@${scope}/` : ""}${base}`;

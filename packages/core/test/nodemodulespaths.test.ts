@@ -30,6 +30,10 @@ describe("nodeModulesPaths", () => {
   });
 
   it("lists every ancestor nearest first and skips node_modules/node_modules", () => {
-    expect(nodeModulesPaths("/a/node_modules/b")).toEqual(["/a/node_modules/b/node_modules", "/a/node_modules", "/node_modules"]);
+    expect(nodeModulesPaths("/a/node_modules/b")).toEqual([
+      "/a/node_modules/b/node_modules",
+      "/a/node_modules",
+      "/node_modules",
+    ]);
   });
 });

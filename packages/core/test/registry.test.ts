@@ -17,7 +17,14 @@ import {
 } from "../src/index.js";
 import { type Calls, deferred, recordingPlugin } from "./helpers.js";
 
-const node: NodeConf = { nodeName: "n1", confDir: "/nonexistent", spoolDir: "/tmp", killWait: 1, hostUid: 0, log: () => {} };
+const node: NodeConf = {
+  nodeName: "n1",
+  confDir: "/nonexistent",
+  spoolDir: "/tmp",
+  killWait: 1,
+  hostUid: 0,
+  log: () => {},
+};
 const step = { jobId: 1, stepId: 0, tasks: [] } as unknown as StepRecord;
 const task = { localId: 0, globalId: 0, argv: ["true"], env: {} };
 
@@ -57,7 +64,11 @@ describe("RuntimeRegistry", () => {
     expect(await registry.load("oci")).toBe(2);
     expect(await registry.load("none")).toBe(1);
     expect(await registry.load("shifter")).toBe(3);
-    expect(calls.log.filter((l) => l.endsWith(".init(step)"))).toEqual(["none.init(step)", "oci.init(step)", "shifter.init(step)"]);
+    expect(calls.log.filter((l) => l.endsWith(".init(step)"))).toEqual([
+      "none.init(step)",
+      "oci.init(step)",
+      "shifter.init(step)",
+    ]);
     expect(() => registry.plugin(RUNTIME_IDX_INVALID)).toThrow(expect.objectContaining({ code: "ERR_RUNTIME_INDEX" }));
   });
 
@@ -79,7 +90,11 @@ describe("RuntimeRegistry", () => {
   });
 
   it("(c) concurrent loads of different names get distinct indexes in call order, even when they finish out of order", async () => {
-    const gates = new Map([["runtime/a", deferred<void>()], ["runtime/b", deferred<void>()], ["runtime/c", deferred<void>()]]);
+    const gates = new Map([
+      ["runtime/a", deferred<void>()],
+      ["runtime/b", deferred<void>()],
+      ["runtime/c", deferred<void>()],
+    ]);
     const calls: Calls = { log: [] };
     const resolve = vi.fn(async ({ type }: RuntimeName) => {
       await gates.get(type)!.promise;
@@ -111,9 +126,15 @@ describe("RuntimeRegistry", () => {
       throw new Error("nope");
     });
     const registry = new RuntimeRegistry({ resolve });
-    await expect(registry.load("missing")).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_FOUND", cause: expect.any(Error) });
+    await expect(registry.load("missing")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_NOT_FOUND",
+      cause: expect.any(Error),
+    });
     await expect(registry.load("shapeless")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID" });
-    await expect(registry.load("flaky")).rejects.toMatchObject({ code: "ERR_RUNTIME_INIT", message: expect.stringContaining("device busy") });
+    await expect(registry.load("flaky")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INIT",
+      message: expect.stringContaining("device busy"),
+    });
     expect(registry.loaded()).toEqual([]);
     expect(await registry.load("good")).toBe(1);
     initFails = false;
@@ -143,7 +164,10 @@ describe("RuntimeRegistry", () => {
     const calls: Calls = { log: [] };
     const plugin = recordingPlugin("slow", calls, { init: () => new Promise(() => {}) });
     const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }), initTimeoutMs: 50 });
-    await expect(registry.load("slow")).rejects.toMatchObject({ code: "ERR_RUNTIME_INIT", message: expect.stringContaining("did not finish") });
+    await expect(registry.load("slow")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INIT",
+      message: expect.stringContaining("did not finish"),
+    });
     expect(registry.loaded()).toEqual([]);
   });
 
@@ -162,9 +186,15 @@ describe("RuntimeRegistry", () => {
     const { registry } = setup();
     await registry.load("oci");
     await expect(registry.setup(bad, { node, step })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
-    await expect(registry.run(bad, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
-    await expect(registry.cleanup(bad, { node, step, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
-    await expect(registry.taskInit(bad, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_INDEX" });
+    await expect(registry.run(bad, { node, step, task, state: undefined })).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INDEX",
+    });
+    await expect(registry.cleanup(bad, { node, step, state: undefined })).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INDEX",
+    });
+    await expect(registry.taskInit(bad, { node, step, task, state: undefined })).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INDEX",
+    });
   });
 
   it("(e) any call after fini throws ERR_RUNTIME_INDEX", async () => {
@@ -186,7 +216,9 @@ describe("RuntimeRegistry", () => {
     const plugin = recordingPlugin("bad", calls, { run: () => value as never });
     const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     const i = await registry.load("bad");
-    await expect(registry.run(i, { node, step, task, state: undefined })).rejects.toMatchObject({ code: "ERR_RUNTIME_CONTRACT" });
+    await expect(registry.run(i, { node, step, task, state: undefined })).rejects.toMatchObject({
+      code: "ERR_RUNTIME_CONTRACT",
+    });
   });
 
   it("(f) a valid ExecSpec passes through", async () => {
@@ -244,36 +276,57 @@ describe("RuntimeRegistry", () => {
     const registry = new RuntimeRegistry({
       resolve: async ({ type }) =>
         type === "runtime/oci"
-          ? { plugin: recordingPlugin("oci", calls), origin: { package: "@jobrt/runtime-oci", version: "1.2.3", path: "/opt/x" } }
+          ? {
+              plugin: recordingPlugin("oci", calls),
+              origin: { package: "@jobrt/runtime-oci", version: "1.2.3", path: "/opt/x" },
+            }
           : { plugin: recordingPlugin("none", calls) },
     });
     await registry.load("none");
     await registry.load("oci");
     expect(registry.loaded()).toEqual([
       { index: 1, type: "runtime/none", name: "none", version: "1.2.3", capabilities: ["test"] },
-      { index: 2, type: "runtime/oci", name: "oci", version: "1.2.3", capabilities: ["test"], package: "@jobrt/runtime-oci", path: "/opt/x" },
+      {
+        index: 2,
+        type: "runtime/oci",
+        name: "oci",
+        version: "1.2.3",
+        capabilities: ["test"],
+        package: "@jobrt/runtime-oci",
+        path: "/opt/x",
+      },
     ]);
   });
 
   it("a resolver that returns no { plugin } (one written in JavaScript against the old contract) is ERR_RUNTIME_INVALID", async () => {
-    const registry = new RuntimeRegistry({ resolve: (async () => undefined) as unknown as RuntimeRegistryOptions["resolve"] });
+    const registry = new RuntimeRegistry({
+      resolve: (async () => undefined) as unknown as RuntimeRegistryOptions["resolve"],
+    });
     await expect(registry.load("oci")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID" });
   });
 
   it("refuses a plugin whose meta.type does not match the name it was loaded under", async () => {
     const calls: Calls = { log: [] };
     const registry = new RuntimeRegistry({ resolve: async () => ({ plugin: recordingPlugin("other", calls) }) });
-    await expect(registry.load("oci")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining('"runtime/other"') });
+    await expect(registry.load("oci")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INVALID",
+      message: expect.stringContaining('"runtime/other"'),
+    });
   });
 
   it("refuses a plugin built for another API major, naming package, path and version", async () => {
     const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 3, accepts: [] }, {});
     const registry = new RuntimeRegistry({
-      resolve: async () => ({ plugin, origin: { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" } }),
+      resolve: async () => ({
+        plugin,
+        origin: { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" },
+      }),
     });
     const error = await registry.load("old").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION" });
-    expect((error as Error).message).toMatch(/jobrt-runtime-old@0\.9\.0 \(\/srv\/node_modules\/jobrt-runtime-old\).*API 3.*API 2/);
+    expect((error as Error).message).toMatch(
+      /jobrt-runtime-old@0\.9\.0 \(\/srv\/node_modules\/jobrt-runtime-old\).*API 3.*API 2/,
+    );
   });
 });
 
@@ -305,7 +358,10 @@ describe("a plugin with its own copy of @jobrt/core", () => {
 describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
   const load = async (describe: (ctx: { state: unknown }) => unknown) => {
     // biome-ignore lint/suspicious/noExplicitAny: a plugin that breaks describe's contract on purpose
-    const plugin = definePlugin({ name: "d", type: "runtime/d", version: "1", accepts: [] }, { describe: describe as any });
+    const plugin = definePlugin(
+      { name: "d", type: "runtime/d", version: "1", accepts: [] },
+      { describe: describe as any },
+    );
     const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
     return { registry, index: await registry.load("d") };
   };
@@ -332,7 +388,9 @@ describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
       const { registry, index } = await load(bad);
       expect(registry.describe(index, undefined)).toEqual({});
     }
-    const plain = new RuntimeRegistry({ resolve: async () => ({ plugin: definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}) }) });
+    const plain = new RuntimeRegistry({
+      resolve: async () => ({ plugin: definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}) }),
+    });
     expect(plain.describe(await plain.load("p"), "{}")).toEqual({});
   });
 });

@@ -8,12 +8,21 @@ import { tempDir } from "../../../tests/helpers/tmp.js";
 const coreEntry = new URL("../dist/index.js", import.meta.url).href;
 
 /** Writes a real package into `root/node_modules/<name>` whose default export is a plugin. */
-function writePlugin(root: string, pkg: string, opts: { type: string; version?: string; apiVersion?: number; body?: string; exports?: unknown }) {
+function writePlugin(
+  root: string,
+  pkg: string,
+  opts: { type: string; version?: string; apiVersion?: number; body?: string; exports?: unknown },
+) {
   const dir = join(root, "node_modules", pkg);
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, "package.json"),
-    JSON.stringify({ name: pkg, version: opts.version ?? "2.0.0", type: "module", exports: opts.exports ?? { ".": "./index.js", "./package.json": "./package.json" } }),
+    JSON.stringify({
+      name: pkg,
+      version: opts.version ?? "2.0.0",
+      type: "module",
+      exports: opts.exports ?? { ".": "./index.js", "./package.json": "./package.json" },
+    }),
   );
   const body =
     opts.body ??
@@ -40,7 +49,9 @@ describe("createPackageResolver", () => {
     const root = site();
     writePlugin(root, "jobrt-runtime-thing", { type: "runtime/thing" });
     writePlugin(root, "@acme/jobrt-runtime-fast", { type: "runtime/@acme/fast" });
-    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["thing", "@acme/fast"] }) });
+    const registry = new RuntimeRegistry({
+      resolve: createPackageResolver({ baseDir: root, allow: ["thing", "@acme/fast"] }),
+    });
     expect(registry.info(await registry.load("thing")).package).toBe("jobrt-runtime-thing");
     expect(registry.info(await registry.load("@acme/fast")).package).toBe("@acme/jobrt-runtime-fast");
   });
@@ -63,7 +74,9 @@ describe("createPackageResolver", () => {
     const registry = new RuntimeRegistry({ resolve });
     await registry.load("thing");
     await expect(registry.load("other")).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_ALLOWED" });
-    await expect(resolve({ name: "none", type: "runtime/none", base: "none" })).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_FOUND" });
+    await expect(resolve({ name: "none", type: "runtime/none", base: "none" })).rejects.toMatchObject({
+      code: "ERR_RUNTIME_NOT_FOUND",
+    });
     expect(reads).toBe(made);
   });
 
@@ -115,16 +128,27 @@ export default definePlugin({ name: "busy", type: "runtime/busy", version: "1.2.
     });
     const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["busy"] }) });
     const error = await registry.load("busy").catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: "ERR_RUNTIME_INIT", details: { runtime: "runtime/busy", hook: "init", package: "jobrt-runtime-busy", version: "1.2.0", path: dir } });
+    expect(error).toMatchObject({
+      code: "ERR_RUNTIME_INIT",
+      details: { runtime: "runtime/busy", hook: "init", package: "jobrt-runtime-busy", version: "1.2.0", path: dir },
+    });
   });
 
   it("refuses a module whose default export is not a plugin, and one that fails to import", async () => {
     const root = site();
     writePlugin(root, "jobrt-runtime-empty", { type: "runtime/empty", body: "export const x = 1;" });
     writePlugin(root, "jobrt-runtime-broken", { type: "runtime/broken", body: "throw new Error('top-level boom');" });
-    const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["empty", "broken"] }) });
-    await expect(registry.load("empty")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("default export is undefined") });
-    await expect(registry.load("broken")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("top-level boom") });
+    const registry = new RuntimeRegistry({
+      resolve: createPackageResolver({ baseDir: root, allow: ["empty", "broken"] }),
+    });
+    await expect(registry.load("empty")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INVALID",
+      message: expect.stringContaining("default export is undefined"),
+    });
+    await expect(registry.load("broken")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INVALID",
+      message: expect.stringContaining("top-level boom"),
+    });
   });
 
   it.each([
@@ -143,7 +167,10 @@ export default definePlugin({ name: "busy", type: "runtime/busy", version: "1.2.
     writePlugin(root, "jobrt-runtime-escape", { type: "runtime/escape", exports: "../jobrt-runtime-other/index.js" });
     writePlugin(root, "jobrt-runtime-other", { type: "runtime/escape" });
     const registry = new RuntimeRegistry({ resolve: createPackageResolver({ baseDir: root, allow: ["escape"] }) });
-    await expect(registry.load("escape")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID", message: expect.stringContaining("no importable entry point") });
+    await expect(registry.load("escape")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INVALID",
+      message: expect.stringContaining("no importable entry point"),
+    });
   });
 
   it("resolves from the base directory, never from the process cwd", async () => {

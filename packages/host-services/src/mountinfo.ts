@@ -28,7 +28,12 @@ export function parseMountInfo(text: string): MountInfo[] {
     const fields = left.split(" ");
     const [fstype = "", , superOptions = ""] = right.split(" ");
     if (fields[4] === undefined) continue;
-    out.push({ root: unescapeMountPath(fields[3] ?? "/"), mountPoint: unescapeMountPath(fields[4]), fstype, superOptions: superOptions.split(",") });
+    out.push({
+      root: unescapeMountPath(fields[3] ?? "/"),
+      mountPoint: unescapeMountPath(fields[4]),
+      fstype,
+      superOptions: superOptions.split(","),
+    });
   }
   return out;
 }

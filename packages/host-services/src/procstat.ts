@@ -21,7 +21,10 @@ export interface ProcStat {
 export function parseProcStat(text: string): ProcStat | undefined {
   // The command name may hold spaces and ')': the fields after it start after the last ')'.
   const close = text.lastIndexOf(")");
-  const fields = text.slice(close + 2).trim().split(" ");
+  const fields = text
+    .slice(close + 2)
+    .trim()
+    .split(" ");
   if (close < 0 || fields.length < 20) return undefined;
   const n = (i: number) => Number(fields[i]);
   return {

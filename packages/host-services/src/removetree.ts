@@ -35,7 +35,8 @@ export function removeTree(path: string, options: RemoveTreeOptions = {}): strin
     return [`${path}: ${(error as Error).message}`];
   }
   const mounts = mountsBelow(real);
-  if (mounts.length > 0) return [`${path}: left in place, mounted below it: ${mounts.join(", ")} (unmount, then remove it)`];
+  if (mounts.length > 0)
+    return [`${path}: left in place, mounted below it: ${mounts.join(", ")} (unmount, then remove it)`];
   removeBelow(path, top.dev, left, options);
   // The top's parent is not the caller's to fix: it may be /tmp.
   if (left.length === 0) attempt(path, left, () => rmdirSync(path));

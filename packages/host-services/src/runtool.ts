@@ -64,7 +64,9 @@ export function runTool(argv: string[], o: ToolOptions): Promise<ToolResult> {
     }, o.timeoutMs);
     child.on("error", (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(Object.assign(new Error(`cannot run ${argv[0]}: ${error.message}`, { cause: error }), { code: error.code }));
+      reject(
+        Object.assign(new Error(`cannot run ${argv[0]}: ${error.message}`, { cause: error }), { code: error.code }),
+      );
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);

@@ -1,4 +1,15 @@
-import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmdirSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -105,6 +116,7 @@ export function leaveStepShare(o: Omit<StepShareOptions, "makeParent">): void {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // ENOENT/ENOTEMPTY: another process of the step finished or started meanwhile.
-    if (code !== "ENOENT" && code !== "ENOTEMPTY") o.log("warn", `could not remove ${o.dir}: ${(error as Error).message}`);
+    if (code !== "ENOENT" && code !== "ENOTEMPTY")
+      o.log("warn", `could not remove ${o.dir}: ${(error as Error).message}`);
   }
 }

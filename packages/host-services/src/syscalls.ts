@@ -1,5 +1,18 @@
 /** The syscalls jobrt's perl helpers make through perl's syscall(), which needs their numbers. */
-export type SyscallName = "setsid" | "dup3" | "fcntl" | "close" | "setgroups" | "setresgid" | "setresuid" | "execve" | "openat" | "write" | "pipe2" | "read" | "prctl";
+export type SyscallName =
+  | "setsid"
+  | "dup3"
+  | "fcntl"
+  | "close"
+  | "setgroups"
+  | "setresgid"
+  | "setresuid"
+  | "execve"
+  | "openat"
+  | "write"
+  | "pipe2"
+  | "read"
+  | "prctl";
 
 /** asm-generic/unistd.h, which arm64, riscv64 and loong64 share. */
 const GENERIC: Record<SyscallName, number> = {
@@ -24,7 +37,21 @@ const GENERIC: Record<SyscallName, number> = {
  * it is not available there and the subreaper prefix still works.
  */
 const TABLE: Partial<Record<string, Partial<Record<SyscallName, number>>>> = {
-  x64: { setsid: 112, dup3: 292, fcntl: 72, close: 3, setgroups: 116, setresgid: 119, setresuid: 117, execve: 59, openat: 257, write: 1, pipe2: 293, read: 0, prctl: 157 },
+  x64: {
+    setsid: 112,
+    dup3: 292,
+    fcntl: 72,
+    close: 3,
+    setgroups: 116,
+    setresgid: 119,
+    setresuid: 117,
+    execve: 59,
+    openat: 257,
+    write: 1,
+    pipe2: 293,
+    read: 0,
+    prctl: 157,
+  },
   arm64: GENERIC,
   riscv64: GENERIC,
   loong64: GENERIC,

@@ -8,8 +8,19 @@ import { decodeWaitStatus } from "../src/waitstatus.js";
 
 describe("/proc/<pid>/stat", () => {
   test("a command name holding spaces and ')' does not shift the fields", () => {
-    const s = parseProcStat("42 (a) b) (c) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 123456 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 256\n");
-    expect(s).toEqual({ pid: 42, comm: "a) b) (c", state: "S", ppid: 1, pgrp: 42, session: 42, startTime: 123456, exitCode: 256 });
+    const s = parseProcStat(
+      "42 (a) b) (c) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 123456 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 256\n",
+    );
+    expect(s).toEqual({
+      pid: 42,
+      comm: "a) b) (c",
+      state: "S",
+      ppid: 1,
+      pgrp: 42,
+      session: 42,
+      startTime: 123456,
+      exitCode: 256,
+    });
     expect(parseProcStat("42 (cut")).toBeUndefined();
   });
 

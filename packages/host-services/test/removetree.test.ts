@@ -65,7 +65,9 @@ describe("removeTree", () => {
     writeFileSync(join(tree, "other"), "y");
     const unmount = mount(["--bind", outside, join(tree, "rootfs", "mnt")]);
     try {
-      expect(removeTree(tree)).toEqual([`${tree}: left in place, mounted below it: ${join(tree, "rootfs", "mnt")} (unmount, then remove it)`]);
+      expect(removeTree(tree)).toEqual([
+        `${tree}: left in place, mounted below it: ${join(tree, "rootfs", "mnt")} (unmount, then remove it)`,
+      ]);
       expect(existsSync(join(tree, "other"))).toBe(true);
       // Given the mount point's parent through a symlink: still seen (mountinfo holds real paths).
       const alias = join(tempDir("hs-alias-"), "alias");

@@ -20,13 +20,20 @@ describe("runTool", () => {
   });
 
   test("output is capped, the rest read and dropped", async () => {
-    const r = await runTool(["sh", "-c", "head -c 100000 /dev/zero; head -c 100000 /dev/zero >&2"], { env, timeoutMs: 10_000, maxOutput: 1000 });
+    const r = await runTool(["sh", "-c", "head -c 100000 /dev/zero; head -c 100000 /dev/zero >&2"], {
+      env,
+      timeoutMs: 10_000,
+      maxOutput: 1000,
+    });
     expect(r.code).toBe(0);
     expect(r.stdout.length).toBe(1000);
     expect(r.stderr.length).toBe(1000);
   });
 
   test("a program that cannot start rejects with the errno code", async () => {
-    await expect(runTool(["/nonexistent/tool"], { env, timeoutMs: 1000 })).rejects.toMatchObject({ code: "ENOENT", message: expect.stringContaining("cannot run /nonexistent/tool") });
+    await expect(runTool(["/nonexistent/tool"], { env, timeoutMs: 1000 })).rejects.toMatchObject({
+      code: "ENOENT",
+      message: expect.stringContaining("cannot run /nonexistent/tool"),
+    });
   });
 });

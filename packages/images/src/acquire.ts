@@ -18,9 +18,21 @@ const hostIsRoot = () => (process.getuid?.() ?? -1) === 0;
  */
 export function sharedStoreUse(settings: ImageSettings): { use: true; root: string } | { use: false; why: string } {
   if (!settings.sharedStore) return { use: false, why: "no SharedStore in images.conf" };
-  if (!hostIsRoot()) return { use: false, why: `SharedStore ${settings.sharedStore} needs a root host (it loop-mounts the squashfs images); using the node cache's unpacked tree` };
+  if (!hostIsRoot())
+    return {
+      use: false,
+      why: `SharedStore ${settings.sharedStore} needs a root host (it loop-mounts the squashfs images); using the node cache's unpacked tree`,
+    };
   const problem = sharedStoreProblem(settings.sharedStore);
-  if (problem) throw jobrtError("ERR_CONF", { where: settings.file ?? "images.conf", problem: `${problem}: root does not use a store a job user could redirect` }, { details: { key: "SharedStore" } });
+  if (problem)
+    throw jobrtError(
+      "ERR_CONF",
+      {
+        where: settings.file ?? "images.conf",
+        problem: `${problem}: root does not use a store a job user could redirect`,
+      },
+      { details: { key: "SharedStore" } },
+    );
   return { use: true, root: settings.sharedStore };
 }
 
@@ -29,14 +41,22 @@ export function sharedStoreUse(settings: ImageSettings): { use: true; root: stri
  * else this node's resolution, recorded for the others (jobpin.ts). Without a usable shared store,
  * this node's resolution.
  */
-export async function resolveForJob(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference): Promise<ResolvedImage> {
+export async function resolveForJob(
+  node: NodeConf,
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+): Promise<ResolvedImage> {
   const shared = sharedStoreUse(settings);
   if (!shared.use) return resolveForStep(step, settings, ref);
   prepareSharedStore(shared.root);
   const file = jobPinFile(shared.root, settings.clusterName, step, ref.text);
   const pinned = readJobPin(file, ref.text);
   if (pinned) {
-    node.log("verbose", `images: ${ref.text} is ${pinned.digest}, pinned for job ${step.jobId} step ${step.stepId} by another node (${file})`);
+    node.log(
+      "verbose",
+      `images: ${ref.text} is ${pinned.digest}, pinned for job ${step.jobId} step ${step.stepId} by another node (${file})`,
+    );
     return pinned;
   }
   return writeJobPin(shared.root, settings.clusterName, file, ref.text, await resolveForStep(step, settings, ref));
@@ -47,10 +67,20 @@ export async function resolveForJob(node: NodeConf, step: StepRecord, settings: 
  * mounted on this node; otherwise (a private image, a rootless host, a mount that failed) the node
  * cache's unpacked tree. Which one is said in `-v`.
  */
-export async function acquireImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, progress?: (p: PullProgress) => void): Promise<CachedImage> {
+export async function acquireImage(
+  node: NodeConf,
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+  progress?: (p: PullProgress) => void,
+): Promise<CachedImage> {
   const shared = sharedStoreUse(settings);
   if (!shared.use || !resolved.public) {
-    node.log("verbose", `images: ${ref.text}: node cache (${shared.use ? "a private image stays in its user's node cache" : shared.why})`);
+    node.log(
+      "verbose",
+      `images: ${ref.text}: node cache (${shared.use ? "a private image stays in its user's node cache" : shared.why})`,
+    );
     return ensureImage(node, step, settings, ref, resolved, progress);
   }
   const hex = resolved.digest.slice("sha256:".length);
@@ -60,7 +90,10 @@ export async function acquireImage(node: NodeConf, step: StepRecord, settings: I
   try {
     bundle = await mountShared(settings.cacheDir, file, hex, mark, { store: shared.root, node: node.nodeName });
   } catch (error) {
-    node.log("verbose", `images: ${ref.text}: cannot mount ${file} (${messageOf(error)}); using the node cache's unpacked tree`);
+    node.log(
+      "verbose",
+      `images: ${ref.text}: cannot mount ${file} (${messageOf(error)}); using the node cache's unpacked tree`,
+    );
     return ensureImage(node, step, settings, ref, resolved, progress);
   }
   node.log("verbose", `images: ${ref.text}: shared store squashfs ${file}, mounted read-only at ${bundle}`);

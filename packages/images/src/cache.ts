@@ -8,7 +8,18 @@ import { type ImageReference, sourceName } from "./reference.js";
 import { progressReader } from "./progress.js";
 import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
-import { type StoreEntry, addMark, dropMark, listEntries, listStores, lockFile, markName, publicStore, useIfPresent, userStore } from "./store.js";
+import {
+  type StoreEntry,
+  addMark,
+  dropMark,
+  listEntries,
+  listStores,
+  lockFile,
+  markName,
+  publicStore,
+  useIfPresent,
+  userStore,
+} from "./store.js";
 import { releaseMount } from "./squashmount.js";
 import { runTool } from "./tool.js";
 
@@ -30,11 +41,32 @@ export interface CachedImage {
 const hostIsRoot = () => (process.getuid?.() ?? -1) === 0;
 
 /** Variables of the job env that skopeo, running as the job user, may use: their auth file and proxies. */
-const USER_VARIABLES = ["REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR", "DOCKER_CONFIG", "CONTAINERS_REGISTRIES_CONF", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
+const USER_VARIABLES = [
+  "REGISTRY_AUTH_FILE",
+  "XDG_RUNTIME_DIR",
+  "DOCKER_CONFIG",
+  "CONTAINERS_REGISTRIES_CONF",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+];
 const PROXY_VARIABLES = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
 
-function toolEnv(from: Record<string, string | undefined>, names: string[], home: string, user: string): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, USER: user, LANG: "C.UTF-8" };
+function toolEnv(
+  from: Record<string, string | undefined>,
+  names: string[],
+  home: string,
+  user: string,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: home,
+    USER: user,
+    LANG: "C.UTF-8",
+  };
   for (const n of names) if (from[n] !== undefined) env[n] = from[n] as string;
   return env;
 }
@@ -54,14 +86,30 @@ export function resolveForStep(step: StepRecord, settings: ImageSettings, ref: I
 const STALE_LOCK_TRIES = 5;
 
 /** Runs the image helper as `as` (else as the host) under the image's lock. */
-async function helper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number, onStderr?: (chunk: string) => void): Promise<HelperResponse | "busy"> {
+async function helper(
+  request: HelperRequest,
+  store: string,
+  hex: string,
+  as: { uid: number; gid: number } | undefined,
+  lock: "wait" | "try",
+  timeoutMs: number,
+  onStderr?: (chunk: string) => void,
+): Promise<HelperResponse | "busy"> {
   for (let tries = 1; ; tries++) {
     const r = await lockedHelper(request, store, hex, as, lock, timeoutMs, onStderr);
     if (r === "busy" || r.ok || !r.staleLock || tries === STALE_LOCK_TRIES) return r;
   }
 }
 
-async function lockedHelper(request: HelperRequest, store: string, hex: string, as: { uid: number; gid: number } | undefined, lock: "wait" | "try", timeoutMs: number, onStderr?: (chunk: string) => void): Promise<HelperResponse | "busy"> {
+async function lockedHelper(
+  request: HelperRequest,
+  store: string,
+  hex: string,
+  as: { uid: number; gid: number } | undefined,
+  lock: "wait" | "try",
+  timeoutMs: number,
+  onStderr?: (chunk: string) => void,
+): Promise<HelperResponse | "busy"> {
   const lockArgs = lock === "wait" ? ["-x", "-w", String(Math.ceil(timeoutMs / 1000))] : ["-x", "-n", "-E", "75"];
   const r = await runTool(["flock", ...lockArgs, lockFile(store, hex), process.execPath, IMAGE_HELPER], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
@@ -74,13 +122,27 @@ async function lockedHelper(request: HelperRequest, store: string, hex: string, 
   try {
     return JSON.parse(r.stdout.toString("utf8")) as HelperResponse;
   } catch {
-    const why = r.timedOut ? "timed out" : r.code === 1 && r.stdout.length === 0 && lock === "wait" ? "could not take the image lock in time" : `exited with ${r.code ?? r.signal}: ${r.stderr.trim().split("\n").filter((l) => !l.startsWith("progress ")).pop() ?? ""}`;
+    const why = r.timedOut
+      ? "timed out"
+      : r.code === 1 && r.stdout.length === 0 && lock === "wait"
+        ? "could not take the image lock in time"
+        : `exited with ${r.code ?? r.signal}: ${
+            r.stderr
+              .trim()
+              .split("\n")
+              .filter((l) => !l.startsWith("progress "))
+              .pop() ?? ""
+          }`;
     return { ok: false, error: `image helper ${why}` };
   }
 }
 
 /** The store for an image, created when missing: the shared one only for public images pulled by a root host. */
-function storeFor(settings: ImageSettings, step: StepRecord, isPublic: boolean): { store: string; owner?: { uid: number; gid: number } } {
+function storeFor(
+  settings: ImageSettings,
+  step: StepRecord,
+  isPublic: boolean,
+): { store: string; owner?: { uid: number; gid: number } } {
   const root = hostIsRoot();
   mkdirSync(settings.cacheDir, { recursive: true, mode: 0o755 });
   if (root && isPublic) {
@@ -99,7 +161,15 @@ function storeFor(settings: ImageSettings, step: StepRecord, isPublic: boolean):
 }
 
 /** What the image helper is asked to fetch: public images anonymously as root, private ones with the user's credentials. */
-export function fetchSpec(step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, store: string, hex: string, mark: string): FetchSpec {
+export function fetchSpec(
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+  store: string,
+  hex: string,
+  mark: string,
+): FetchSpec {
   const root = hostIsRoot();
   const sharedPull = root && resolved.public;
   return {
@@ -122,20 +192,41 @@ export function fetchSpec(step: StepRecord, settings: ImageSettings, ref: ImageR
  * use for this step. Private images are pulled as the job user with their own credentials into
  * their own store; public ones, on a root host, anonymously into the shared store.
  */
-export async function ensureImage(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, progress?: (p: PullProgress) => void): Promise<CachedImage> {
+export async function ensureImage(
+  node: NodeConf,
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+  progress?: (p: PullProgress) => void,
+): Promise<CachedImage> {
   const { store, owner } = storeFor(settings, step, resolved.public);
   const hex = resolved.digest.slice("sha256:".length);
   const mark = markName(step.jobId, step.stepId);
   const request: HelperRequest = { op: "fetch", spec: fetchSpec(step, settings, ref, resolved, store, hex, mark) };
-  node.log("verbose", `runtime oci: image ${ref.text} is ${resolved.digest}${resolved.public ? " (public)" : ""}; cache ${store}`);
+  node.log(
+    "verbose",
+    `runtime oci: image ${ref.text} is ${resolved.digest}${resolved.public ? " (public)" : ""}; cache ${store}`,
+  );
   if (!owner) {
     // The host's own store: a cached image needs no helper process and no lock.
     addMark(store, hex, mark, request.spec.public);
-    if (useIfPresent(store, hex)) return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, cached: true };
+    if (useIfPresent(store, hex))
+      return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, cached: true };
   }
-  const r = await reportedPull(ref.text, progress, (onStderr) => helper(request, store, hex, owner, "wait", settings.pullTimeoutMs, onStderr));
+  const r = await reportedPull(ref.text, progress, (onStderr) =>
+    helper(request, store, hex, owner, "wait", settings.pullTimeoutMs, onStderr),
+  );
   if (r === "busy" || !r.ok) throw imageError(ref, r === "busy" ? "busy" : r.error);
-  return { digest: resolved.digest, bundle: join(store, hex), store, hex, mark, ...(owner ? { owner } : {}), cached: r.cached === true };
+  return {
+    digest: resolved.digest,
+    bundle: join(store, hex),
+    store,
+    hex,
+    mark,
+    ...(owner ? { owner } : {}),
+    cached: r.cached === true,
+  };
 }
 
 /**
@@ -143,12 +234,23 @@ export async function ensureImage(node: NodeConf, step: StepRecord, settings: Im
  * line (a helper that finds the image cached, or waits on another step's pull, writes none), then
  * `progress`, and `end` when a pull was reported.
  */
-export async function reportedPull<R>(image: string, progress: ((p: PullProgress) => void) | undefined, run: (onStderr?: (chunk: string) => void) => Promise<R>): Promise<R> {
+export async function reportedPull<R>(
+  image: string,
+  progress: ((p: PullProgress) => void) | undefined,
+  run: (onStderr?: (chunk: string) => void) => Promise<R>,
+): Promise<R> {
   if (!progress) return run();
   const started = performance.now();
   let last: { bytes: number; blobs: number } | undefined;
   const report = (phase: PullProgress["phase"], p: { bytes: number; blobs: number }, ok?: boolean) =>
-    progress({ phase, image, bytes: p.bytes, layers: p.blobs, elapsedMs: Math.round(performance.now() - started), ...(ok !== undefined ? { ok } : {}) });
+    progress({
+      phase,
+      image,
+      bytes: p.bytes,
+      layers: p.blobs,
+      elapsedMs: Math.round(performance.now() - started),
+      ...(ok !== undefined ? { ok } : {}),
+    });
   const r = await run(
     progressReader((p) => {
       if (!last) report("start", { bytes: 0, blobs: 0 });
@@ -161,7 +263,10 @@ export async function reportedPull<R>(image: string, progress: ((p: PullProgress
 }
 
 /** Gives back a step's use of an image (its mark); never throws. */
-export async function releaseImage(image: Pick<CachedImage, "store" | "hex" | "mark" | "owner" | "mountedIn">, log: (m: string) => void): Promise<void> {
+export async function releaseImage(
+  image: Pick<CachedImage, "store" | "hex" | "mark" | "owner" | "mountedIn">,
+  log: (m: string) => void,
+): Promise<void> {
   if (image.mountedIn !== undefined) {
     const problem = await releaseMount(image.mountedIn, image.hex, image.mark).catch(messageOf);
     if (problem) log(`cannot release image ${image.hex}: ${problem}`);
@@ -171,7 +276,14 @@ export async function releaseImage(image: Pick<CachedImage, "store" | "hex" | "m
     dropMark(image.store, image.hex, image.mark);
     return;
   }
-  const r = await helper({ op: "release", store: image.store, hex: image.hex, mark: image.mark }, image.store, image.hex, image.owner, "wait", 30_000).catch((error: unknown) => ({ ok: false as const, error: messageOf(error) }));
+  const r = await helper(
+    { op: "release", store: image.store, hex: image.hex, mark: image.mark },
+    image.store,
+    image.hex,
+    image.owner,
+    "wait",
+    30_000,
+  ).catch((error: unknown) => ({ ok: false as const, error: messageOf(error) }));
   if (r !== "busy" && !r.ok) log(`cannot release image ${image.hex}: ${r.error}`);
 }
 
@@ -192,7 +304,14 @@ export async function removeImage(entry: StoreEntry): Promise<"removed" | "in us
   let owner: { uid: number; gid: number } | undefined;
   const st = lstatSync(entry.store);
   if (st.uid !== process.getuid?.()) owner = { uid: st.uid, gid: st.gid };
-  const r = await helper({ op: "remove", store: entry.store, hex: entry.hex }, entry.store, entry.hex, owner, "try", 120_000);
+  const r = await helper(
+    { op: "remove", store: entry.store, hex: entry.hex },
+    entry.store,
+    entry.hex,
+    owner,
+    "try",
+    120_000,
+  );
   if (r === "busy") return "in use";
   if (!r.ok) return r.error;
   return r.removed ? "removed" : "in use";
@@ -202,7 +321,11 @@ export async function removeImage(entry: StoreEntry): Promise<"removed" | "in us
  * Keeps the cache under CacheSize: removes least recently used images no running step uses until
  * the total fits (an image in use stays, even past the limit). `keep` is never removed.
  */
-export async function evictImages(settings: ImageSettings, keep: string | undefined, log: (m: string) => void): Promise<void> {
+export async function evictImages(
+  settings: ImageSettings,
+  keep: string | undefined,
+  log: (m: string) => void,
+): Promise<void> {
   const entries = listImages(settings);
   let total = entries.reduce((n, e) => n + e.meta.size, 0);
   for (const e of entries) {
@@ -211,7 +334,9 @@ export async function evictImages(settings: ImageSettings, keep: string | undefi
     const result = await removeImage(e).catch((error: unknown) => messageOf(error));
     if (result === "removed") {
       total -= e.meta.size;
-      log(`evicted ${e.meta.reference} (${e.meta.digest}, ${e.meta.size} bytes) from ${e.store}: the cache is over CacheSize=${settings.cacheSize}`);
+      log(
+        `evicted ${e.meta.reference} (${e.meta.digest}, ${e.meta.size} bytes) from ${e.store}: the cache is over CacheSize=${settings.cacheSize}`,
+      );
     } else if (result !== "in use") log(`cannot evict ${e.dir}: ${result}`);
   }
 }

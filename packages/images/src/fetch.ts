@@ -65,21 +65,35 @@ async function pullAndUnpack(spec: FetchSpec, entry: string, report?: (line: str
     // How far the copy got, from what it wrote (the helper's own dir): skopeo --quiet says nothing.
     const sample = () => report?.(progressLine(layoutProgress(layout)));
     const timer = report ? setInterval(sample, PROGRESS_EVERY_MS) : undefined;
-    const copy = await runTool(["skopeo", "copy", "--quiet", ...spec.copyFlags, spec.source, `oci:${layout}:img`], { env, timeoutMs: spec.timeoutMs }).finally(() => clearInterval(timer));
+    const copy = await runTool(["skopeo", "copy", "--quiet", ...spec.copyFlags, spec.source, `oci:${layout}:img`], {
+      env,
+      timeoutMs: spec.timeoutMs,
+    }).finally(() => clearInterval(timer));
     sample();
     if (copy.code !== 0) throw new FetchError(`skopeo copy failed: ${toolMessage(copy)}`);
     const entrypoint = checkLayout(layout, spec);
     const bundle = join(tmp, "bundle");
-    const unpack = await runTool(["umoci", "unpack", "--rootless", "--image", `${layout}:img`, bundle], { env, timeoutMs: spec.timeoutMs });
+    const unpack = await runTool(["umoci", "unpack", "--rootless", "--image", `${layout}:img`, bundle], {
+      env,
+      timeoutMs: spec.timeoutMs,
+    });
     if (unpack.code !== 0) throw new FetchError(`umoci unpack failed: ${toolMessage(unpack)}`);
-    for (const name of readdirSync(bundle)) if (name !== "rootfs" && name !== "config.json") removeTree(join(bundle, name));
+    for (const name of readdirSync(bundle))
+      if (name !== "rootfs" && name !== "config.json") removeTree(join(bundle, name));
     const rootfs = join(bundle, "rootfs");
     const size = harden(rootfs, spec.public);
     const configFile = join(bundle, "config.json");
     const config = prepareImageConfig(JSON.parse(readFileSync(configFile, "utf8")), rootfs, entrypoint);
     writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
     chmodSync(configFile, spec.public ? 0o644 : 0o600);
-    const meta: ImageMeta = { reference: spec.reference, digest: spec.digest, size, pulledAt: new Date().toISOString(), entrypoint, public: spec.public };
+    const meta: ImageMeta = {
+      reference: spec.reference,
+      digest: spec.digest,
+      size,
+      pulledAt: new Date().toISOString(),
+      entrypoint,
+      public: spec.public,
+    };
     writeFileSync(join(bundle, "image.json"), `${JSON.stringify(meta, null, 2)}\n`, { mode: 0o644 });
     chmodSync(bundle, spec.public ? 0o755 : 0o700);
     renameSync(bundle, entry);
@@ -97,13 +111,17 @@ async function pullAndUnpack(spec: FetchSpec, entry: string, report?: (line: str
 function checkLayout(layout: string, spec: FetchSpec): string[] {
   const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests?: { digest?: string }[] };
   const manifests = index.manifests ?? [];
-  if (manifests.length !== 1 || typeof manifests[0]?.digest !== "string") throw new FetchError(`the copied image has ${manifests.length} manifests, expected 1`);
+  if (manifests.length !== 1 || typeof manifests[0]?.digest !== "string")
+    throw new FetchError(`the copied image has ${manifests.length} manifests, expected 1`);
   const digest = manifests[0].digest;
-  if (spec.checkLayoutDigest && digest !== spec.digest) throw new FetchError(`the copied image is ${digest}, not the pinned ${spec.digest} (the layout changed meanwhile)`);
-  const blob = (d: string) => JSON.parse(readFileSync(join(layout, "blobs", ...d.split(":")), "utf8")) as Record<string, unknown>;
+  if (spec.checkLayoutDigest && digest !== spec.digest)
+    throw new FetchError(`the copied image is ${digest}, not the pinned ${spec.digest} (the layout changed meanwhile)`);
+  const blob = (d: string) =>
+    JSON.parse(readFileSync(join(layout, "blobs", ...d.split(":")), "utf8")) as Record<string, unknown>;
   const manifest = blob(digest) as { config?: { digest?: string } };
   const configDigest = manifest.config?.digest;
-  if (typeof configDigest !== "string" || !/^sha256:[0-9a-f]{64}$/.test(configDigest)) throw new FetchError("the image manifest names no config");
+  if (typeof configDigest !== "string" || !/^sha256:[0-9a-f]{64}$/.test(configDigest))
+    throw new FetchError("the image manifest names no config");
   const entrypoint = (blob(configDigest) as { config?: { Entrypoint?: unknown } }).config?.Entrypoint;
   return Array.isArray(entrypoint) && entrypoint.every((a) => typeof a === "string") ? entrypoint : [];
 }
@@ -127,4 +145,3 @@ function harden(rootfs: string, shared: boolean): number {
   walk(rootfs);
   return size;
 }
-

@@ -37,7 +37,12 @@ export function prepareImageConfig(config: OciConfig, rootfs: string, entrypoint
     return dest.startsWith("/dev/") || exists(rootfs, dest) !== undefined;
   });
   if (exists(rootfs, "/tmp") === "dir") {
-    (config.mounts as unknown[]).push({ destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777"] });
+    (config.mounts as unknown[]).push({
+      destination: "/tmp",
+      type: "tmpfs",
+      source: "tmpfs",
+      options: ["nosuid", "nodev", "mode=1777"],
+    });
   }
   return config;
 }
@@ -52,7 +57,8 @@ export function fitImageUser(config: OciConfig, jobUid: number): string | undefi
   const linux = isObject(config.linux) ? config.linux : undefined;
   if (jobUid === 0) {
     if (linux) {
-      if (Array.isArray(linux.namespaces)) linux.namespaces = linux.namespaces.filter((n) => !(isObject(n) && n.type === "user"));
+      if (Array.isArray(linux.namespaces))
+        linux.namespaces = linux.namespaces.filter((n) => !(isObject(n) && n.type === "user"));
       delete linux.uidMappings;
       delete linux.gidMappings;
     }

@@ -1,5 +1,14 @@
 export { acquireImage, resolveForJob, sharedStoreUse } from "./acquire.js";
-export { type CachedImage, ensureImage, evictImages, listImages, mayRemove, releaseImage, removeImage, resolveForStep } from "./cache.js";
+export {
+  type CachedImage,
+  ensureImage,
+  evictImages,
+  listImages,
+  mayRemove,
+  releaseImage,
+  removeImage,
+  resolveForStep,
+} from "./cache.js";
 export { fitImageUser } from "./imageconfig.js";
 export { DIGEST_RE, type ImageReference, parseImageReference } from "./reference.js";
 export type { ResolvedImage } from "./resolve.js";

@@ -14,7 +14,12 @@ import { sharedPaths } from "./shared.js";
  * so a tag moved while the step launches cannot give two nodes two images. link(2) makes the
  * first writer win, also on NFS.
  */
-export function jobPinFile(root: string, cluster: string, step: Pick<StepRecord, "jobId" | "stepId">, reference: string): string {
+export function jobPinFile(
+  root: string,
+  cluster: string,
+  step: Pick<StepRecord, "jobId" | "stepId">,
+  reference: string,
+): string {
   const hash = createHash("sha256").update(reference).digest("hex").slice(0, 16);
   return join(sharedPaths(root).jobs, cluster, `${step.jobId}.${step.stepId}.${hash}`);
 }
@@ -22,7 +27,8 @@ export function jobPinFile(root: string, cluster: string, step: Pick<StepRecord,
 export function readJobPin(file: string, reference: string): ResolvedImage | undefined {
   try {
     const pin = JSON.parse(readFileSync(file, "utf8")) as { reference?: string; digest?: string; public?: boolean };
-    if (pin.reference === reference && typeof pin.digest === "string" && DIGEST_RE.test(pin.digest)) return { digest: pin.digest, public: pin.public === true };
+    if (pin.reference === reference && typeof pin.digest === "string" && DIGEST_RE.test(pin.digest))
+      return { digest: pin.digest, public: pin.public === true };
   } catch {
     // none yet
   }
@@ -30,7 +36,13 @@ export function readJobPin(file: string, reference: string): ResolvedImage | und
 }
 
 /** Records our digest unless another node got there first; returns the one the step uses. */
-export function writeJobPin(root: string, cluster: string, file: string, reference: string, resolved: ResolvedImage): ResolvedImage {
+export function writeJobPin(
+  root: string,
+  cluster: string,
+  file: string,
+  reference: string,
+  resolved: ResolvedImage,
+): ResolvedImage {
   makeDir(join(sharedPaths(root).jobs, cluster), 0o755);
   const tmp = `${file}.${process.pid}.tmp`;
   try {

@@ -39,7 +39,13 @@ function bootId(): string {
 export function readHolder(file: string): Holder | undefined {
   try {
     const h = JSON.parse(readFileSync(file, "utf8")) as Partial<Holder>;
-    if (typeof h.node === "string" && typeof h.pid === "number" && typeof h.expires === "number" && typeof h.token === "string") return h as Holder;
+    if (
+      typeof h.node === "string" &&
+      typeof h.pid === "number" &&
+      typeof h.expires === "number" &&
+      typeof h.token === "string"
+    )
+      return h as Holder;
   } catch {
     // gone, or torn by a crash of its writer: a torn lease is stale
   }
@@ -66,7 +72,14 @@ export function isStale(holder: Holder | undefined, node: string, now = Date.now
 
 /** One attempt: the lease when we got it, else the holder that keeps it. */
 export function tryLease(file: string, node: string, ttlMs: number): Lease | { heldBy: Holder | undefined } {
-  const holder: Holder = { node, pid: process.pid, start: procStat(process.pid)?.startTime ?? 0, boot: bootId(), expires: Date.now() + ttlMs, token: randomBytes(8).toString("hex") };
+  const holder: Holder = {
+    node,
+    pid: process.pid,
+    start: procStat(process.pid)?.startTime ?? 0,
+    boot: bootId(),
+    expires: Date.now() + ttlMs,
+    token: randomBytes(8).toString("hex"),
+  };
   const tmp = writePrivate(file, holder);
   try {
     linkSync(tmp, file);

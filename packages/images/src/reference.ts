@@ -13,12 +13,17 @@ export type ImageReference =
   | { transport: "oci" | "oci-archive"; text: string; path: string; ref?: string };
 
 export const DIGEST_RE = /^sha256:[0-9a-f]{64}$/;
-const REGISTRY_RE = /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](?::[0-9]{1,5})?$/;
+const REGISTRY_RE =
+  /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](?::[0-9]{1,5})?$/;
 const COMPONENT_RE = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG_RE = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
 function bad(text: string, why: string): JobrtError {
-  return jobrtError("ERR_CONTAINER_IMAGE", { problem: `--container-image ${JSON.stringify(text)}: ${why}` }, { details: { runtime: "runtime/oci", key: "--container-image" } });
+  return jobrtError(
+    "ERR_CONTAINER_IMAGE",
+    { problem: `--container-image ${JSON.stringify(text)}: ${why}` },
+    { details: { runtime: "runtime/oci", key: "--container-image" } },
+  );
 }
 
 /** Parses a `--container-image` value; a malformed one is an ERR_CONTAINER_IMAGE naming the rule. */
@@ -34,10 +39,14 @@ export function parseImageReference(text: string): ImageReference {
     const path = colon < 0 ? rest : rest.slice(0, colon);
     const ref = colon < 0 ? undefined : rest.slice(colon + 1);
     if (!isAbsolute(path)) throw bad(text, `${transport}: needs an absolute path`);
-    if (ref !== undefined && !TAG_RE.test(ref)) throw bad(text, `${JSON.stringify(ref)} is not a valid image reference name`);
+    if (ref !== undefined && !TAG_RE.test(ref))
+      throw bad(text, `${JSON.stringify(ref)} is not a valid image reference name`);
     return { transport, text, path, ...(ref !== undefined ? { ref } : {}) };
   }
-  throw bad(text, "expected docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/PATH[:REF] or oci-archive:/PATH[:REF]");
+  throw bad(
+    text,
+    "expected docker://HOST[:PORT]/NAME[:TAG|@sha256:DIGEST], oci:/PATH[:REF] or oci-archive:/PATH[:REF]",
+  );
 }
 
 /**
@@ -70,7 +79,10 @@ function parseDocker(text: string, rest: string): ImageReference {
   const registry = rest.slice(0, slash);
   let name = rest.slice(slash + 1);
   if (!REGISTRY_RE.test(registry) || !(registry.includes(".") || registry.includes(":") || registry === "localhost")) {
-    throw bad(text, `${JSON.stringify(registry)} is not a registry host (a name with a dot or a port, or localhost): jobrt never guesses a default registry`);
+    throw bad(
+      text,
+      `${JSON.stringify(registry)} is not a registry host (a name with a dot or a port, or localhost): jobrt never guesses a default registry`,
+    );
   }
   let tag: string | undefined;
   const lastColon = name.lastIndexOf(":");
@@ -79,9 +91,17 @@ function parseDocker(text: string, rest: string): ImageReference {
     name = name.slice(0, lastColon);
     if (!TAG_RE.test(tag)) throw bad(text, `${JSON.stringify(tag)} is not a valid tag`);
   }
-  if (name === "" || !name.split("/").every((c) => COMPONENT_RE.test(c))) throw bad(text, `${JSON.stringify(name)} is not a valid repository name (lower-case components separated by '/')`);
+  if (name === "" || !name.split("/").every((c) => COMPONENT_RE.test(c)))
+    throw bad(text, `${JSON.stringify(name)} is not a valid repository name (lower-case components separated by '/')`);
   if (tag === undefined && digest === undefined) tag = "latest";
-  return { transport: "docker", text, registry, repository: name, ...(tag !== undefined ? { tag } : {}), ...(digest !== undefined ? { digest } : {}) };
+  return {
+    transport: "docker",
+    text,
+    registry,
+    repository: name,
+    ...(tag !== undefined ? { tag } : {}),
+    ...(digest !== undefined ? { digest } : {}),
+  };
 }
 
 /** The reference skopeo reads, pinned to `digest` for a registry (tags can move; digests cannot). */

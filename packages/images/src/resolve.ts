@@ -11,11 +11,27 @@ export interface ResolvedImage {
   public: boolean;
 }
 
-const INDEX_TYPES = new Set(["application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"]);
-const GOARCH: Record<string, string> = { x64: "amd64", arm64: "arm64", arm: "arm", ia32: "386", ppc64: "ppc64le", s390x: "s390x", riscv64: "riscv64", loong64: "loong64" };
+const INDEX_TYPES = new Set([
+  "application/vnd.oci.image.index.v1+json",
+  "application/vnd.docker.distribution.manifest.list.v2+json",
+]);
+const GOARCH: Record<string, string> = {
+  x64: "amd64",
+  arm64: "arm64",
+  arm: "arm",
+  ia32: "386",
+  ppc64: "ppc64le",
+  s390x: "s390x",
+  riscv64: "riscv64",
+  loong64: "loong64",
+};
 
 export function imageError(ref: ImageReference, why: string): JobrtError {
-  return jobrtError("ERR_CONTAINER_IMAGE", { problem: `--container-image ${ref.text}: ${why}` }, { details: { runtime: "runtime/oci", key: "--container-image" } });
+  return jobrtError(
+    "ERR_CONTAINER_IMAGE",
+    { problem: `--container-image ${ref.text}: ${why}` },
+    { details: { runtime: "runtime/oci", key: "--container-image" } },
+  );
 }
 
 /** skopeo's TLS flag for a registry the site listed in InsecureRegistries. */
@@ -41,22 +57,49 @@ function manifestProblem(ref: ImageReference, settings: ImageSettings, stderr: s
  * multi-platform index is pinned to this node's platform's manifest, so the pin names exactly the
  * image that will be unpacked.
  */
-export async function resolveImage(ref: ImageReference, settings: ImageSettings, run: Omit<ToolOptions, "timeoutMs">): Promise<ResolvedImage> {
+export async function resolveImage(
+  ref: ImageReference,
+  settings: ImageSettings,
+  run: Omit<ToolOptions, "timeoutMs">,
+): Promise<ResolvedImage> {
   const inspect = (noCreds: boolean) =>
-    runTool(["skopeo", "inspect", "--raw", ...tlsFlags(ref, settings, "--tls-verify"), ...(noCreds ? ["--no-creds"] : []), sourceName(ref)], { ...run, timeoutMs: settings.pullTimeoutMs });
+    runTool(
+      [
+        "skopeo",
+        "inspect",
+        "--raw",
+        ...tlsFlags(ref, settings, "--tls-verify"),
+        ...(noCreds ? ["--no-creds"] : []),
+        sourceName(ref),
+      ],
+      { ...run, timeoutMs: settings.pullTimeoutMs },
+    );
   let isPublic = true;
   let r = await inspect(ref.transport === "docker");
-  if (r.code !== 0 && ref.transport === "docker" && !r.timedOut && !/connection refused|no such host|dial tcp|timeout/i.test(r.stderr) && !PLAIN_HTTP.test(r.stderr)) {
+  if (
+    r.code !== 0 &&
+    ref.transport === "docker" &&
+    !r.timedOut &&
+    !/connection refused|no such host|dial tcp|timeout/i.test(r.stderr) &&
+    !PLAIN_HTTP.test(r.stderr)
+  ) {
     isPublic = false;
     r = await inspect(false);
   }
-  if (r.timedOut) throw imageError(ref, `cannot read the image manifest: the registry did not answer within ${settings.pullTimeoutMs / 1000} s (PullTimeout in images.conf); skopeo inspect timed out and was killed`);
+  if (r.timedOut)
+    throw imageError(
+      ref,
+      `cannot read the image manifest: the registry did not answer within ${settings.pullTimeoutMs / 1000} s (PullTimeout in images.conf); skopeo inspect timed out and was killed`,
+    );
   if (r.code !== 0) throw imageError(ref, manifestProblem(ref, settings, r.stderr, toolMessage(r)));
   let digest = `sha256:${createHash("sha256").update(r.stdout).digest("hex")}`;
   if (ref.transport === "docker" && ref.digest && ref.digest !== digest) {
     throw imageError(ref, `the registry returned a manifest whose digest is ${digest}, not ${ref.digest}`);
   }
-  let manifest: { mediaType?: string; manifests?: { digest?: string; platform?: { os?: string; architecture?: string } }[] };
+  let manifest: {
+    mediaType?: string;
+    manifests?: { digest?: string; platform?: { os?: string; architecture?: string } }[];
+  };
   try {
     manifest = JSON.parse(r.stdout.toString("utf8"));
   } catch {

@@ -37,7 +37,8 @@ export function parseSize(text: string): number | undefined {
   return n > 0 ? n : undefined;
 }
 
-const sizeCheck = (v: string) => (parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (bytes, or a number with K, M, G or T)` : undefined);
+const sizeCheck = (v: string) =>
+  parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (bytes, or a number with K, M, G or T)` : undefined;
 const pathCheck = (v: string) => (isAbsolute(v) ? undefined : `${JSON.stringify(v)} is not an absolute path`);
 
 export const IMAGES_CONF_SCHEMA = {
@@ -48,7 +49,11 @@ export const IMAGES_CONF_SCHEMA = {
   SharedStore: { type: "string", check: pathCheck },
   SharedStoreSize: { type: "string", check: sizeCheck },
   SharedLeaseTime: { type: "int", min: 1, max: 3600 },
-  ClusterName: { type: "string", check: (v: string) => (/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? undefined : `${JSON.stringify(v)} is not a cluster name`) },
+  ClusterName: {
+    type: "string",
+    check: (v: string) =>
+      /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(v) ? undefined : `${JSON.stringify(v)} is not a cluster name`,
+  },
 } satisfies ConfSchema;
 
 /**
@@ -77,7 +82,11 @@ export function loadImageSettings(confDir: string): ImageSettings {
   const insecure = v.InsecureRegistries ?? [];
   for (const r of insecure) {
     if (!/^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](?::[0-9]{1,5})?$/.test(r)) {
-      throw confError(parsed.where.InsecureRegistries ?? { file, line: 1, column: 1 }, "InsecureRegistries", `${JSON.stringify(r)} is not HOST[:PORT]`);
+      throw confError(
+        parsed.where.InsecureRegistries ?? { file, line: 1, column: 1 },
+        "InsecureRegistries",
+        `${JSON.stringify(r)} is not HOST[:PORT]`,
+      );
     }
   }
   return {
@@ -95,5 +104,13 @@ export function loadImageSettings(confDir: string): ImageSettings {
 }
 
 function defaults(): ImageSettings {
-  return { cacheDir: defaultCacheDir(), cacheSize: DEFAULT_CACHE_SIZE, insecureRegistries: [], pullTimeoutMs: 600_000, sharedStoreSize: 200 * 1024 ** 3, sharedLeaseMs: 60_000, clusterName: "cluster" };
+  return {
+    cacheDir: defaultCacheDir(),
+    cacheSize: DEFAULT_CACHE_SIZE,
+    insecureRegistries: [],
+    pullTimeoutMs: 600_000,
+    sharedStoreSize: 200 * 1024 ** 3,
+    sharedLeaseMs: 60_000,
+    clusterName: "cluster",
+  };
 }

@@ -1,4 +1,18 @@
-import { closeSync, constants, fstatSync, futimesSync, lstatSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  futimesSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { makeDir, removeTree } from "@jobrt/host-services";
 import { type ImageMeta, HEX_RE } from "./store.js";
@@ -44,7 +58,8 @@ export function sharedStoreProblem(root: string): string | undefined {
     if (!st.isDirectory()) return `SharedStore ${root}: ${path} is not a directory`;
     if (st.uid !== 0) return `SharedStore ${root}: ${path} belongs to uid ${st.uid}, not root`;
     // A sticky /tmp is fine above the store: nobody else may rename or remove root's entry in it.
-    if ((st.mode & 0o022) !== 0 && !(path !== root && (st.mode & 0o1000) !== 0)) return `SharedStore ${root}: ${path} is writable by others than root`;
+    if ((st.mode & 0o022) !== 0 && !(path !== root && (st.mode & 0o1000) !== 0))
+      return `SharedStore ${root}: ${path} is writable by others than root`;
   }
   return undefined;
 }
@@ -111,7 +126,13 @@ export function listShared(root: string): SharedEntry[] {
     const meta = sharedMeta(root, hex, false);
     if (!meta) continue;
     try {
-      out.push({ hex, file: squashFile(root, hex), meta, size: lstatSync(squashFile(root, hex)).size, lastUsed: statSync(sharedMetaFile(root, hex)).mtimeMs });
+      out.push({
+        hex,
+        file: squashFile(root, hex),
+        meta,
+        size: lstatSync(squashFile(root, hex)).size,
+        lastUsed: statSync(sharedMetaFile(root, hex)).mtimeMs,
+      });
     } catch {
       // removed meanwhile
     }
@@ -133,7 +154,8 @@ export function removeShared(root: string, hex: string): void {
 /** What pulls of this image on `node` left in tmp/ (their holder is dead: we hold the lease now). */
 export function clearLeftovers(root: string, hex: string): void {
   try {
-    for (const n of readdirSync(sharedPaths(root).tmp)) if (n.startsWith(`${hex}.`)) removeTree(join(sharedPaths(root).tmp, n));
+    for (const n of readdirSync(sharedPaths(root).tmp))
+      if (n.startsWith(`${hex}.`)) removeTree(join(sharedPaths(root).tmp, n));
   } catch {
     // no tmp yet
   }

@@ -38,7 +38,12 @@ export function pruneSharedImage(root: string, entry: SharedEntry, who: string):
  * Keeps the shared store under SharedStoreSize, least recently used first (every image with
  * `all`); an image in use anywhere stays. Calls `report` for each image it removed or kept.
  */
-export function pruneShared(settings: ImageSettings, all: boolean, who: string, report: (entry: SharedEntry, result: PruneResult) => void): void {
+export function pruneShared(
+  settings: ImageSettings,
+  all: boolean,
+  who: string,
+  report: (entry: SharedEntry, result: PruneResult) => void,
+): void {
   const root = settings.sharedStore as string;
   const entries = listShared(root);
   let total = entries.reduce((n, e) => n + e.size, 0);

@@ -21,7 +21,14 @@ const POLL_MS = 200;
  * and converts in tmp/ and renames the result in; the others wait for it to appear, and take the
  * lease over when its holder died (lease.ts). Returns the squashfs file and whether it was there.
  */
-export async function ensureShared(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, progress?: (p: PullProgress) => void): Promise<{ file: string; cached: boolean }> {
+export async function ensureShared(
+  node: NodeConf,
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+  progress?: (p: PullProgress) => void,
+): Promise<{ file: string; cached: boolean }> {
   const root = settings.sharedStore as string;
   const hex = resolved.digest.slice("sha256:".length);
   prepareSharedStore(root);
@@ -31,7 +38,9 @@ export async function ensureShared(node: NodeConf, step: StepRecord, settings: I
     if (sharedMeta(root, hex, true)) return { file: squashFile(root, hex), cached: true };
     const got = tryLease(join(sharedPaths(root).leases, hex), node.nodeName, settings.sharedLeaseMs);
     if ("file" in got) {
-      const stop = keepLease(got, () => node.log("warn", `images: the shared-store lease of ${hex} was taken over while this node converted it`));
+      const stop = keepLease(got, () =>
+        node.log("warn", `images: the shared-store lease of ${hex} was taken over while this node converted it`),
+      );
       try {
         if (sharedMeta(root, hex, true)) return { file: squashFile(root, hex), cached: true };
         node.log("verbose", `images: pulling ${ref.text} (${resolved.digest}) into the shared store ${root}`);
@@ -43,22 +52,45 @@ export async function ensureShared(node: NodeConf, step: StepRecord, settings: I
         releaseLease(got);
       }
     }
-    if (!waited && got.heldBy) node.log("verbose", `images: ${ref.text} is being pulled into the shared store by ${got.heldBy.node} (pid ${got.heldBy.pid}); waiting`);
+    if (!waited && got.heldBy)
+      node.log(
+        "verbose",
+        `images: ${ref.text} is being pulled into the shared store by ${got.heldBy.node} (pid ${got.heldBy.pid}); waiting`,
+      );
     waited = true;
-    if (Date.now() > deadline) throw imageError(ref, `the shared store's pull of ${resolved.digest} did not finish within ${settings.pullTimeoutMs / 1000} s (PullTimeout in images.conf)`);
+    if (Date.now() > deadline)
+      throw imageError(
+        ref,
+        `the shared store's pull of ${resolved.digest} did not finish within ${settings.pullTimeoutMs / 1000} s (PullTimeout in images.conf)`,
+      );
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }
 
 /** Pulls and unpacks into a private scratch store in tmp/, turns the bundle into one squashfs, publishes it. */
-async function convert(node: NodeConf, step: StepRecord, settings: ImageSettings, ref: ImageReference, resolved: ResolvedImage, root: string, hex: string, progress?: (p: PullProgress) => void): Promise<void> {
-  const scratch = join(sharedPaths(root).tmp, `${hex}.${node.nodeName}.${process.pid}.${randomBytes(4).toString("hex")}`);
+async function convert(
+  node: NodeConf,
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+  root: string,
+  hex: string,
+  progress?: (p: PullProgress) => void,
+): Promise<void> {
+  const scratch = join(
+    sharedPaths(root).tmp,
+    `${hex}.${node.nodeName}.${process.pid}.${randomBytes(4).toString("hex")}`,
+  );
   makeDir(scratch, 0o700);
   try {
     const spec = fetchSpec(step, settings, ref, resolved, scratch, hex, "pull");
     await reportedPull(ref.text, progress, (onStderr) => fetchImage(spec, onStderr));
     const sqfs = `${scratch}.sqfs`;
-    const r = await runTool(["mksquashfs", join(scratch, hex), sqfs, "-noappend", "-quiet", "-no-progress", "-comp", "gzip"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" }, timeoutMs: settings.pullTimeoutMs });
+    const r = await runTool(
+      ["mksquashfs", join(scratch, hex), sqfs, "-noappend", "-quiet", "-no-progress", "-comp", "gzip"],
+      { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" }, timeoutMs: settings.pullTimeoutMs },
+    );
     if (r.code !== 0) {
       removeTree(sqfs);
       throw imageError(ref, `mksquashfs failed: ${toolMessage(r)}`);

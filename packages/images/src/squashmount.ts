@@ -36,7 +36,13 @@ async function withMountLock<T>(cacheDir: string, hex: string, fn: () => Promise
 }
 
 /** Marks the image in use by this step and mounts it unless mounted; returns the mount point (the bundle). */
-export async function mountShared(cacheDir: string, file: string, hex: string, mark: string, from: { store: string; node: string }): Promise<string> {
+export async function mountShared(
+  cacheDir: string,
+  file: string,
+  hex: string,
+  mark: string,
+  from: { store: string; node: string },
+): Promise<string> {
   // CacheDir with its parents, as the node cache makes it: a node whose CacheDir was not there yet
   // fell back to pulling into its node cache instead of mounting the store's image.
   mkdirSync(cacheDir, { recursive: true, mode: 0o755 });
@@ -50,7 +56,10 @@ export async function mountShared(cacheDir: string, file: string, hex: string, m
       writeFileSync(fromFile(cacheDir, hex), `${JSON.stringify(from)}\n`, { mode: 0o644 });
       addNodeMark(from.store, hex, from.node);
       makeDir(dir, 0o755);
-      const r = await runTool(["mount", "-t", "squashfs", "-o", "ro,loop,nodev,nosuid", file, dir], { env: env(), timeoutMs: 60_000 });
+      const r = await runTool(["mount", "-t", "squashfs", "-o", "ro,loop,nodev,nosuid", file, dir], {
+        env: env(),
+        timeoutMs: 60_000,
+      });
       if (r.code !== 0) throw new Error(`mount -t squashfs ${file} failed: ${toolMessage(r)}`);
       return dir;
     } catch (error) {
@@ -68,7 +77,9 @@ function readFrom(cacheDir: string, hex: string): { store: string; node: string 
   try {
     const f = JSON.parse(readFileSync(fromFile(cacheDir, hex), "utf8")) as { store?: unknown; node?: unknown };
     unlinkSync(fromFile(cacheDir, hex));
-    return typeof f.store === "string" && typeof f.node === "string" && sharedStoreProblem(f.store) === undefined ? { store: f.store, node: f.node } : undefined;
+    return typeof f.store === "string" && typeof f.node === "string" && sharedStoreProblem(f.store) === undefined
+      ? { store: f.store, node: f.node }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -105,7 +116,9 @@ export function releaseMount(cacheDir: string, hex: string, mark: string): Promi
 }
 
 /** `jobrt gc`: unmounts every image of the node whose steps are all gone. Returns what it did, per image. */
-export async function collectMounts(cacheDir: string): Promise<{ hex: string; result: "in use" | "unmounted" | string }[]> {
+export async function collectMounts(
+  cacheDir: string,
+): Promise<{ hex: string; result: "in use" | "unmounted" | string }[]> {
   let names: string[];
   try {
     names = readdirSync(mountRoot(cacheDir)).filter((n) => HEX_RE.test(n));
@@ -113,6 +126,7 @@ export async function collectMounts(cacheDir: string): Promise<{ hex: string; re
     return [];
   }
   const done: { hex: string; result: string }[] = [];
-  for (const hex of names) done.push({ hex, result: await withMountLock(cacheDir, hex, () => unmountIfUnused(cacheDir, hex)) });
+  for (const hex of names)
+    done.push({ hex, result: await withMountLock(cacheDir, hex, () => unmountIfUnused(cacheDir, hex)) });
   return done;
 }

@@ -23,7 +23,13 @@ export interface StepImage extends CachedImage {
  * Resolves and acquires the step's image (pulled and unpacked or mounted if needed). `who` starts
  * each log line (`runtime oci`), as the caller is the one the user asked for.
  */
-export async function acquireStepImage(node: NodeConf, step: StepRecord, text: string, who: string, progress?: (p: PullProgress) => void): Promise<StepImage> {
+export async function acquireStepImage(
+  node: NodeConf,
+  step: StepRecord,
+  text: string,
+  who: string,
+  progress?: (p: PullProgress) => void,
+): Promise<StepImage> {
   const ref = parseImageReference(text);
   const settings = loadImageSettings(node.confDir);
   const shared = joinPin(node, step, who);
@@ -49,7 +55,12 @@ export async function acquireStepImage(node: NodeConf, step: StepRecord, text: s
 }
 
 /** Cleanup's image work: gives back the image and this process's share of the step's pin. */
-export async function releaseStepImage(node: NodeConf, step: StepRecord, image: CachedImage | undefined, who: string): Promise<void> {
+export async function releaseStepImage(
+  node: NodeConf,
+  step: StepRecord,
+  image: CachedImage | undefined,
+  who: string,
+): Promise<void> {
   if (image) await releaseImage(image, (m) => node.log("warn", `${who}: ${m}`));
   leavePin(node, step, who);
 }

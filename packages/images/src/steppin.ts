@@ -38,7 +38,8 @@ export function joinPin(node: NodeConf, step: StepRecord, who: string): string |
 export function readPin(dir: string, request: string): Pin | undefined {
   try {
     const pin = JSON.parse(readStepShare(dir, PIN) ?? "") as Partial<Pin>;
-    if (pin.request === request && typeof pin.digest === "string" && DIGEST_RE.test(pin.digest)) return { request, digest: pin.digest, public: pin.public === true };
+    if (pin.request === request && typeof pin.digest === "string" && DIGEST_RE.test(pin.digest))
+      return { request, digest: pin.digest, public: pin.public === true };
   } catch {
     // no pin yet, or a torn one
   }

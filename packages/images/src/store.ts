@@ -1,4 +1,16 @@
-import { closeSync, constants, fstatSync, futimesSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  futimesSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmdirSync,
+  unlinkSync,
+} from "node:fs";
 import { join } from "node:path";
 import { procStat } from "@jobrt/host-services";
 
@@ -70,7 +82,8 @@ export function listStores(cacheDir: string): string[] {
   const stores: string[] = [];
   if (isDir(publicStore(cacheDir))) stores.push(publicStore(cacheDir));
   try {
-    for (const u of readdirSync(join(cacheDir, "users"))) if (/^[0-9]+$/.test(u) && isDir(userStore(cacheDir, Number(u)))) stores.push(userStore(cacheDir, Number(u)));
+    for (const u of readdirSync(join(cacheDir, "users")))
+      if (/^[0-9]+$/.test(u) && isDir(userStore(cacheDir, Number(u)))) stores.push(userStore(cacheDir, Number(u)));
   } catch {
     // no user stores yet
   }
@@ -99,7 +112,14 @@ export function listEntries(store: string): StoreEntry[] {
     const dir = join(store, hex);
     try {
       const { text, mtimeMs } = readMeta(join(dir, "image.json"), false);
-      entries.push({ store, hex, dir, meta: JSON.parse(text) as ImageMeta, lastUsed: mtimeMs, users: liveMarks(store, hex) });
+      entries.push({
+        store,
+        hex,
+        dir,
+        meta: JSON.parse(text) as ImageMeta,
+        lastUsed: mtimeMs,
+        users: liveMarks(store, hex),
+      });
     } catch {
       // half-removed or foreign: not an image
     }

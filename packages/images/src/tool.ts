@@ -6,7 +6,10 @@ export { type ToolOptions, type ToolResult, runTool } from "@jobrt/host-services
 /** The last meaningful line of a tool's stderr (skopeo prints `time=... level=fatal msg="..."`). */
 export function toolMessage(r: ToolResult): string {
   if (r.timedOut) return "timed out and was killed";
-  const lines = r.stderr.trim().split("\n").filter((l) => l.trim() !== "");
+  const lines = r.stderr
+    .trim()
+    .split("\n")
+    .filter((l) => l.trim() !== "");
   let last = lines[lines.length - 1] ?? "";
   const msg = /msg="((?:[^"\\]|\\.)*)"/.exec(last);
   if (msg) last = (msg[1] as string).replace(/\\(.)/g, "$1");

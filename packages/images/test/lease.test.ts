@@ -9,7 +9,15 @@ import { tempDir } from "../../../tests/helpers/tmp.js";
 const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
 
 function plant(file: string, h: Partial<Holder>): void {
-  const holder: Holder = { node: "n1", pid: process.pid, start: procStat(process.pid)?.startTime ?? 0, boot, expires: Date.now() + 60_000, token: "t0", ...h };
+  const holder: Holder = {
+    node: "n1",
+    pid: process.pid,
+    start: procStat(process.pid)?.startTime ?? 0,
+    boot,
+    expires: Date.now() + 60_000,
+    token: "t0",
+    ...h,
+  };
   writeFileSync(file, JSON.stringify(holder));
 }
 
@@ -43,10 +51,36 @@ describe("the shared-store lease (link/rename, no flock)", () => {
     const pid = Number(dead.stdout.trim());
     expect(isStale({ node: "n1", pid, start: 1, boot, expires: Date.now() + 60_000, token: "x" }, "n1")).toBe(true);
     // Our own pid with another start time: a recycled pid.
-    expect(isStale({ node: "n1", pid: process.pid, start: 1, boot, expires: Date.now() + 60_000, token: "x" }, "n1")).toBe(true);
-    expect(isStale({ node: "n1", pid: process.pid, start: procStat(process.pid)?.startTime ?? 0, boot, expires: Date.now() + 60_000, token: "x" }, "n1")).toBe(false);
+    expect(
+      isStale({ node: "n1", pid: process.pid, start: 1, boot, expires: Date.now() + 60_000, token: "x" }, "n1"),
+    ).toBe(true);
+    expect(
+      isStale(
+        {
+          node: "n1",
+          pid: process.pid,
+          start: procStat(process.pid)?.startTime ?? 0,
+          boot,
+          expires: Date.now() + 60_000,
+          token: "x",
+        },
+        "n1",
+      ),
+    ).toBe(false);
     // The same node name after a reboot: the holder is gone.
-    expect(isStale({ node: "n1", pid: process.pid, start: procStat(process.pid)?.startTime ?? 0, boot: "other-boot", expires: Date.now() + 60_000, token: "x" }, "n1")).toBe(true);
+    expect(
+      isStale(
+        {
+          node: "n1",
+          pid: process.pid,
+          start: procStat(process.pid)?.startTime ?? 0,
+          boot: "other-boot",
+          expires: Date.now() + 60_000,
+          token: "x",
+        },
+        "n1",
+      ),
+    ).toBe(true);
     // A torn lease (a crash of its writer) is stale.
     expect(isStale(undefined, "n1")).toBe(true);
   });

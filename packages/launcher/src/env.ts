@@ -10,7 +10,8 @@ export function exportEnvironment(spec: string, source: NodeJS.ProcessEnv): Reco
     for (const [k, v] of Object.entries(source)) if (v !== undefined) out[k] = v;
   };
   const items = spec.split(",").filter((s) => s !== "");
-  if (items.length === 0) throw jobrtError("ERR_USAGE", { problem: "--export: empty value (use ALL, NONE or NAME[=value],...)" });
+  if (items.length === 0)
+    throw jobrtError("ERR_USAGE", { problem: "--export: empty value (use ALL, NONE or NAME[=value],...)" });
   if (items.length === 1 && items[0]!.toUpperCase() === "NONE") return out;
   for (const item of items) {
     const eq = item.indexOf("=");
@@ -36,7 +37,12 @@ export function exportEnvironment(spec: string, source: NodeJS.ProcessEnv): Reco
  * The Slurm variables a task sees, with the names srun and slurmstepd use, so job scripts behave
  * the same under `jobrt run`. The list is documented in docs/cli.md.
  */
-export function slurmTaskVariables(step: StepRecord, task: TaskRecord, nodeName: string, cpusOnNode: number): Record<string, string> {
+export function slurmTaskVariables(
+  step: StepRecord,
+  task: TaskRecord,
+  nodeName: string,
+  cpusOnNode: number,
+): Record<string, string> {
   const vars: Record<string, string> = {
     SLURM_JOB_ID: String(step.jobId),
     SLURM_JOBID: String(step.jobId),

@@ -28,7 +28,9 @@ export function expandFilePattern(pattern: string, option: string, v: FilePatter
   return pattern.replace(/%(\d*)(.)/g, (_, width: string, c: string) => {
     if (Number(width) > MAX_PAD_WIDTH) {
       const shown = width.length > 12 ? `${width.slice(0, 12)}...` : width;
-      throw jobrtError("ERR_USAGE", { problem: `${option}: padding width ${shown} in %${shown}${c} is more than ${MAX_PAD_WIDTH}` });
+      throw jobrtError("ERR_USAGE", {
+        problem: `${option}: padding width ${shown} in %${shown}${c} is more than ${MAX_PAD_WIDTH}`,
+      });
     }
     const pad = (n: number) => String(n).padStart(width === "" ? 0 : Number(width), "0");
     switch (c) {
@@ -46,7 +48,9 @@ export function expandFilePattern(pattern: string, option: string, v: FilePatter
       case "N":
         return v.nodeName;
       default:
-        throw jobrtError("ERR_USAGE", { problem: `${option}: unknown pattern %${c} in ${JSON.stringify(pattern)} (use %j %s %t %n %N %%)` });
+        throw jobrtError("ERR_USAGE", {
+          problem: `${option}: unknown pattern %${c} in ${JSON.stringify(pattern)} (use %j %s %t %n %N %%)`,
+        });
     }
   });
 }

@@ -61,7 +61,10 @@ export function createHost(options: HostOptions): Host {
     hostUid: process.getuid?.() ?? 0,
     log,
   };
-  log("verbose", `conf dir ${site.confDir}${site.file ? "" : " (no jobrt.conf: embedded defaults)"}; runtimes resolved from ${pluginDir}`);
+  log(
+    "verbose",
+    `conf dir ${site.confDir}${site.file ? "" : " (no jobrt.conf: embedded defaults)"}; runtimes resolved from ${pluginDir}`,
+  );
   return {
     site,
     node,
@@ -73,7 +76,13 @@ export function createHost(options: HostOptions): Host {
       const results: Collected[] = [];
       // Root also collects job users' journals in a shared SpoolDir: the Slurm Epilog (docs/slurm.md).
       for (const spool of journals(node, true)) {
-        results.push(...(await collectOrphans(spool, registry, node, { ...(jobId !== undefined ? { jobId } : {}), ...(hostPid !== undefined ? { hostPid } : {}), log: () => {} })));
+        results.push(
+          ...(await collectOrphans(spool, registry, node, {
+            ...(jobId !== undefined ? { jobId } : {}),
+            ...(hostPid !== undefined ? { hostPid } : {}),
+            log: () => {},
+          })),
+        );
       }
       return results;
     },

@@ -84,7 +84,11 @@ export function pipeLines(source: Readable, dest: LineSink, transform: LineTrans
         start = nl + 1;
       }
       const first = parts[0];
-      write(parts.length === 1 && first !== undefined ? first : Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : p))));
+      write(
+        parts.length === 1 && first !== undefined
+          ? first
+          : Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : p))),
+      );
     };
     source.on("data", (chunk: Buffer) => {
       const buf = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
@@ -106,7 +110,8 @@ export function pipeLines(source: Readable, dest: LineSink, transform: LineTrans
     const finish = () => {
       if (finished) return;
       finished = true;
-      if (pending.length > 0 || !atLineStart) write(transform(Buffer.concat([pending, Buffer.from("\n")]), atLineStart));
+      if (pending.length > 0 || !atLineStart)
+        write(transform(Buffer.concat([pending, Buffer.from("\n")]), atLineStart));
       pending = Buffer.alloc(0);
       resolve();
     };

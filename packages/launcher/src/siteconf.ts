@@ -44,8 +44,25 @@ export type NodeLogTarget = { kind: "off" } | { kind: "syslog"; socket: string }
 
 /** syslog(3)'s facilities a program may log under, and their codes (RFC 5424, section 6.2.1). */
 export const SYSLOG_FACILITIES: Readonly<Record<string, number>> = {
-  user: 1, mail: 2, daemon: 3, auth: 4, syslog: 5, lpr: 6, news: 7, uucp: 8, cron: 9, authpriv: 10, ftp: 11,
-  local0: 16, local1: 17, local2: 18, local3: 19, local4: 20, local5: 21, local6: 22, local7: 23,
+  user: 1,
+  mail: 2,
+  daemon: 3,
+  auth: 4,
+  syslog: 5,
+  lpr: 6,
+  news: 7,
+  uucp: 8,
+  cron: 9,
+  authpriv: 10,
+  ftp: 11,
+  local0: 16,
+  local1: 17,
+  local2: 18,
+  local3: 19,
+  local4: 20,
+  local5: 21,
+  local6: 22,
+  local7: 23,
 };
 
 const SCHEMA = {
@@ -75,7 +92,9 @@ export function confDirFrom(option: string | undefined, env: NodeJS.ProcessEnv =
  * several nodes that share one jobrt.conf (and file system) each get a SpoolDir of their own.
  */
 export function spoolDirFor(spoolDir: string, nodeName: string): string {
-  return spoolDir.replace(/%([nh%])/g, (_, c: string) => (c === "n" ? nodeName : c === "h" ? (hostname().split(".")[0] ?? "localhost") : "%"));
+  return spoolDir.replace(/%([nh%])/g, (_, c: string) =>
+    c === "n" ? nodeName : c === "h" ? (hostname().split(".")[0] ?? "localhost") : "%",
+  );
 }
 
 /**
@@ -105,7 +124,8 @@ const MAX_SOCKET_PATH_BYTES = 107;
 function checkedPath(parsed: SiteConf, key: string, value: string, limit = MAX_PATH_BYTES): string {
   if (!isAbsolute(value)) throw confError(parsed.where[key]!, key, `${JSON.stringify(value)} must be an absolute path`);
   const bytes = Buffer.byteLength(value);
-  if (bytes > limit) throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${limit}-byte limit`);
+  if (bytes > limit)
+    throw confError(parsed.where[key]!, key, `a path of ${bytes} bytes is longer than the ${limit}-byte limit`);
   return value;
 }
 
@@ -117,9 +137,14 @@ function nodeLogFrom(parsed: SiteConf): NodeLogTarget {
   const colon = value.indexOf(":");
   const kind = value.slice(0, colon).toLowerCase();
   const path = value.slice(colon + 1);
-  if (colon > 0 && kind === "syslog") return { kind, socket: checkedPath(parsed, "NodeLog", path, MAX_SOCKET_PATH_BYTES) };
+  if (colon > 0 && kind === "syslog")
+    return { kind, socket: checkedPath(parsed, "NodeLog", path, MAX_SOCKET_PATH_BYTES) };
   if (colon > 0 && kind === "file") return { kind, path: checkedPath(parsed, "NodeLog", path) };
-  throw confError(parsed.where.NodeLog!, "NodeLog", `${JSON.stringify(value)} is not one of syslog, syslog:/SOCKET, file:/PATH, off`);
+  throw confError(
+    parsed.where.NodeLog!,
+    "NodeLog",
+    `${JSON.stringify(value)} is not one of syslog, syslog:/SOCKET, file:/PATH, off`,
+  );
 }
 
 function facilityFrom(parsed: SiteConf): string {
@@ -127,7 +152,11 @@ function facilityFrom(parsed: SiteConf): string {
   if (value === undefined) return "daemon";
   const name = value.toLowerCase();
   if (!Object.hasOwn(SYSLOG_FACILITIES, name)) {
-    throw confError(parsed.where.NodeLogFacility!, "NodeLogFacility", `${JSON.stringify(value)} is not one of ${Object.keys(SYSLOG_FACILITIES).join(", ")}`);
+    throw confError(
+      parsed.where.NodeLogFacility!,
+      "NodeLogFacility",
+      `${JSON.stringify(value)} is not one of ${Object.keys(SYSLOG_FACILITIES).join(", ")}`,
+    );
   }
   return name;
 }
@@ -171,10 +200,12 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   config.file = file;
   config.warnings = parsed.warnings;
   const v = parsed.values;
-  if (v.DefRuntimePlugin !== undefined) config.defRuntimePlugin = runtimeName(parsed, "DefRuntimePlugin", v.DefRuntimePlugin);
+  if (v.DefRuntimePlugin !== undefined)
+    config.defRuntimePlugin = runtimeName(parsed, "DefRuntimePlugin", v.DefRuntimePlugin);
   if (v.RuntimePlugins !== undefined) {
     const list = v.RuntimePlugins.map((n) => runtimeName(parsed, "RuntimePlugins", n));
-    if (list.length === 0) throw confError(parsed.where.RuntimePlugins!, "RuntimePlugins", "must name at least one runtime");
+    if (list.length === 0)
+      throw confError(parsed.where.RuntimePlugins!, "RuntimePlugins", "must name at least one runtime");
     config.runtimePlugins = list;
   }
   const pluginDir = absolutePath(parsed, "PluginDir");
@@ -183,8 +214,14 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   if (v.NodeName !== undefined) {
     const name = v.NodeName;
     // Checked first: a name of a million characters went into every task's environment (E2BIG).
-    if (name.length > MAX_NODE_NAME) throw confError(parsed.where.NodeName!, "NodeName", `a name of ${name.length} characters is longer than the ${MAX_NODE_NAME}-character limit of a host name`);
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
+    if (name.length > MAX_NODE_NAME)
+      throw confError(
+        parsed.where.NodeName!,
+        "NodeName",
+        `a name of ${name.length} characters is longer than the ${MAX_NODE_NAME}-character limit of a host name`,
+      );
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
+      throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
     config.nodeName = name;
   }
   config.nodeLog = nodeLogFrom(parsed);
@@ -194,11 +231,20 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   if (v.ProcTrack !== undefined) {
     const text = v.ProcTrack.toLowerCase();
     const mode = PROCTRACK_MODES.find((m) => m === text);
-    if (mode === undefined) throw confError(parsed.where.ProcTrack!, "ProcTrack", `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`);
+    if (mode === undefined)
+      throw confError(
+        parsed.where.ProcTrack!,
+        "ProcTrack",
+        `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`,
+      );
     config.procTrack = mode;
   }
   if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {
-    throw confError(parsed.where.DefRuntimePlugin!, "DefRuntimePlugin", `${config.defRuntimePlugin} is not in RuntimePlugins (${config.runtimePlugins.join(",")})`);
+    throw confError(
+      parsed.where.DefRuntimePlugin!,
+      "DefRuntimePlugin",
+      `${config.defRuntimePlugin} is not in RuntimePlugins (${config.runtimePlugins.join(",")})`,
+    );
   }
   return config;
 }

@@ -9,7 +9,9 @@ export function parseTimeLimit(text: string): number | undefined {
   const t = text.trim();
   if (/^(infinite|unlimited)$/i.test(t)) return undefined;
   const bad = (): never => {
-    throw jobrtError("ERR_USAGE", { problem: `invalid time limit ${JSON.stringify(text)}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS` });
+    throw jobrtError("ERR_USAGE", {
+      problem: `invalid time limit ${JSON.stringify(text)}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS`,
+    });
   };
   const m = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(t);
   if (!m) bad();

@@ -68,7 +68,12 @@ export function lookupUser(spec: string): UserIdentity {
     }
     throw jobrtError("ERR_USAGE", { problem: `--uid: no such user ${shown(spec)}` });
   }
-  return { user: entry[0]!, uid: checkedId(entry[2], `--uid: user ${shown(spec)} has uid`), gid: checkedId(entry[3], `--uid: user ${shown(spec)} has gid`), home: entry[5] || "/" };
+  return {
+    user: entry[0]!,
+    uid: checkedId(entry[2], `--uid: user ${shown(spec)} has uid`),
+    gid: checkedId(entry[3], `--uid: user ${shown(spec)} has gid`),
+    home: entry[5] || "/",
+  };
 }
 
 export function lookupGroup(spec: string): number {

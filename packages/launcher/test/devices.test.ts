@@ -18,10 +18,16 @@ function gpuSpec(kind = "nvidia.com/gpu", version = "0.6.0") {
   return {
     cdiVersion: version,
     kind,
-    containerEdits: { env: ["FAKE_DRIVER=1"], mounts: [{ hostPath: "/etc/hostname", containerPath: "/usr/lib/fake-driver.so", options: ["ro", "bind"] }] },
+    containerEdits: {
+      env: ["FAKE_DRIVER=1"],
+      mounts: [{ hostPath: "/etc/hostname", containerPath: "/usr/lib/fake-driver.so", options: ["ro", "bind"] }],
+    },
     devices: [0, 1, 2, 3].map((i) => ({
       name: String(i),
-      containerEdits: { deviceNodes: [{ path: `/dev/gpu${i}`, hostPath: i % 2 === 0 ? "/dev/null" : "/dev/zero" }], additionalGids: [0, 44] },
+      containerEdits: {
+        deviceNodes: [{ path: `/dev/gpu${i}`, hostPath: i % 2 === 0 ? "/dev/null" : "/dev/zero" }],
+        additionalGids: [0, 44],
+      },
     })),
   };
 }
@@ -58,11 +64,23 @@ const errorOf = (f: () => unknown) => {
 describe("CDI spec reading", () => {
   it("reads JSON and YAML alike, every version up to 1.1.0", () => {
     write(0, "a.json", gpuSpec());
-    write(1, "b.yaml", "cdiVersion: 1.1.0\nkind: acme.com/fpga\ndevices:\n  - name: f0\n    containerEdits:\n      deviceNodes:\n        - path: /dev/fpga0\n          hostPath: /dev/null\n          permissions: rw\n");
+    write(
+      1,
+      "b.yaml",
+      "cdiVersion: 1.1.0\nkind: acme.com/fpga\ndevices:\n  - name: f0\n    containerEdits:\n      deviceNodes:\n        - path: /dev/fpga0\n          hostPath: /dev/null\n          permissions: rw\n",
+    );
     const registry = loadCdiRegistry(dirs, false);
-    expect([...registry.devices.keys()].sort()).toEqual(["acme.com/fpga=f0", "nvidia.com/gpu=0", "nvidia.com/gpu=1", "nvidia.com/gpu=2", "nvidia.com/gpu=3"]);
+    expect([...registry.devices.keys()].sort()).toEqual([
+      "acme.com/fpga=f0",
+      "nvidia.com/gpu=0",
+      "nvidia.com/gpu=1",
+      "nvidia.com/gpu=2",
+      "nvidia.com/gpu=3",
+    ]);
     const edits = resolve(["acme.com/fpga=f0"]);
-    expect(edits?.deviceNodes).toEqual([{ path: "/dev/fpga0", hostPath: "/dev/null", type: "c", ...devNumbers("/dev/null"), permissions: "rw" }]);
+    expect(edits?.deviceNodes).toEqual([
+      { path: "/dev/fpga0", hostPath: "/dev/null", type: "c", ...devNumbers("/dev/null"), permissions: "rw" },
+    ]);
   });
 
   it("takes type, major and minor from the host's node, not from the spec", () => {
@@ -82,15 +100,39 @@ describe("CDI spec reading", () => {
     const second = write(1, "b.json", gpuSpec());
     const e = errorOf(() => resolve(["nvidia.com/gpu=0"]));
     expect(e.code).toBe("ERR_DEVICE");
-    expect(e.message).toBe(`CDI spec ${second}: devices: nvidia.com/gpu=0 is also described by ${join(dirs[1]!, "a.json")} (two specs of one directory claim one name)`);
+    expect(e.message).toBe(
+      `CDI spec ${second}: devices: nvidia.com/gpu=0 is also described by ${join(dirs[1]!, "a.json")} (two specs of one directory claim one name)`,
+    );
   });
 
   it.each([
-    ["an unknown cdiVersion", (s: ReturnType<typeof gpuSpec>) => Object.assign(s, { cdiVersion: "1.2.0" }), 'cdiVersion: "1.2.0" is not a CDI version jobrt reads'],
-    ["a relative path", (s: ReturnType<typeof gpuSpec>) => Object.assign(s.devices[2]!.containerEdits.deviceNodes[0]!, { path: "dev/gpu2" }), 'devices[2].containerEdits.deviceNodes[0].path: "dev/gpu2" is not an absolute path'],
-    ["a relative mount", (s: ReturnType<typeof gpuSpec>) => Object.assign(s.containerEdits.mounts[0]!, { hostPath: "lib" }), 'containerEdits.mounts[0].hostPath: "lib" is not an absolute path'],
-    ["a bad kind", (s: ReturnType<typeof gpuSpec>) => Object.assign(s, { kind: "gpu" }), 'kind: "gpu" is not vendor.com/class'],
-    ["a bad hook", (s: ReturnType<typeof gpuSpec>) => Object.assign(s.containerEdits, { hooks: [{ hookName: "prerun", path: "/bin/true" }] }), 'containerEdits.hooks[0].hookName: "prerun" is not one of'],
+    [
+      "an unknown cdiVersion",
+      (s: ReturnType<typeof gpuSpec>) => Object.assign(s, { cdiVersion: "1.2.0" }),
+      'cdiVersion: "1.2.0" is not a CDI version jobrt reads',
+    ],
+    [
+      "a relative path",
+      (s: ReturnType<typeof gpuSpec>) =>
+        Object.assign(s.devices[2]!.containerEdits.deviceNodes[0]!, { path: "dev/gpu2" }),
+      'devices[2].containerEdits.deviceNodes[0].path: "dev/gpu2" is not an absolute path',
+    ],
+    [
+      "a relative mount",
+      (s: ReturnType<typeof gpuSpec>) => Object.assign(s.containerEdits.mounts[0]!, { hostPath: "lib" }),
+      'containerEdits.mounts[0].hostPath: "lib" is not an absolute path',
+    ],
+    [
+      "a bad kind",
+      (s: ReturnType<typeof gpuSpec>) => Object.assign(s, { kind: "gpu" }),
+      'kind: "gpu" is not vendor.com/class',
+    ],
+    [
+      "a bad hook",
+      (s: ReturnType<typeof gpuSpec>) =>
+        Object.assign(s.containerEdits, { hooks: [{ hookName: "prerun", path: "/bin/true" }] }),
+      'containerEdits.hooks[0].hookName: "prerun" is not one of',
+    ],
   ])("refuses %s in one line naming the file and field", (_, change, message) => {
     const spec = gpuSpec();
     change(spec);
@@ -106,7 +148,9 @@ describe("CDI spec reading", () => {
     spec.devices[3]!.containerEdits.deviceNodes[0]!.hostPath = join(base, "nothere");
     const file = write(0, "gpu.json", spec);
     expect(resolve(["nvidia.com/gpu=0"])?.devices).toEqual(["nvidia.com/gpu=0"]);
-    expect(errorOf(() => resolve(["nvidia.com/gpu=3"])).message).toBe(`CDI spec ${file}: devices[3].containerEdits.deviceNodes[0]: device node ${join(base, "nothere")} does not exist on this node`);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=3"])).message).toBe(
+      `CDI spec ${file}: devices[3].containerEdits.deviceNodes[0]: device node ${join(base, "nothere")} does not exist on this node`,
+    );
   });
 
   it("refuses YAML that does not parse, and a spec root could be tricked by", () => {
@@ -115,10 +159,14 @@ describe("CDI spec reading", () => {
     rmSync(file);
     const open = write(0, "gpu.json", gpuSpec());
     chmodSync(open, 0o666);
-    expect(errorOf(() => loadCdiRegistry(dirs, true)).message).toBe(`CDI spec ${open}: (file): must be owned by root and writable by no one else`);
+    expect(errorOf(() => loadCdiRegistry(dirs, true)).message).toBe(
+      `CDI spec ${open}: (file): must be owned by root and writable by no one else`,
+    );
     chmodSync(open, 0o644);
     chmodSync(dirs[0]!, 0o777);
-    expect(errorOf(() => loadCdiRegistry(dirs, true)).message).toBe(`CDI spec ${dirs[0]}: (directory): must be owned by root and writable by no one else`);
+    expect(errorOf(() => loadCdiRegistry(dirs, true)).message).toBe(
+      `CDI spec ${dirs[0]}: (directory): must be owned by root and writable by no one else`,
+    );
   });
 
   it("parses the edits every kind of field", () => {
@@ -126,11 +174,27 @@ describe("CDI spec reading", () => {
       JSON.stringify({
         cdiVersion: "0.7.0",
         kind: "vendor.com/class",
-        devices: [{ name: "x", containerEdits: { hooks: [{ hookName: "createContainer", path: "/usr/bin/hook", args: ["hook", "a"], env: ["A=1"], timeout: 5 }], additionalGIDs: [7] } }],
+        devices: [
+          {
+            name: "x",
+            containerEdits: {
+              hooks: [
+                { hookName: "createContainer", path: "/usr/bin/hook", args: ["hook", "a"], env: ["A=1"], timeout: 5 },
+              ],
+              additionalGIDs: [7],
+            },
+          },
+        ],
       }),
       "/x.json",
     );
-    expect(spec.devices[0]?.edits).toEqual({ env: [], deviceNodes: [], mounts: [], additionalGids: [7], hooks: [{ hookName: "createContainer", path: "/usr/bin/hook", args: ["hook", "a"], env: ["A=1"], timeout: 5 }] });
+    expect(spec.devices[0]?.edits).toEqual({
+      env: [],
+      deviceNodes: [],
+      mounts: [],
+      additionalGids: [7],
+      hooks: [{ hookName: "createContainer", path: "/usr/bin/hook", args: ["hook", "a"], env: ["A=1"], timeout: 5 }],
+    });
   });
 });
 
@@ -164,14 +228,23 @@ describe("device requests", () => {
       "--container-device nvidia.com/gpu=2: not allocated to this step (SLURM_STEP_GPUS lists 0,1); use nvidia.com/gpu=gres",
     );
     expect(errorOf(() => resolve(["nvidia.com/gpu=all"], env)).message).toMatch(/nvidia.com\/gpu=2: not allocated/);
-    expect(resolve(["nvidia.com/gpu=all"])?.devices).toEqual(["nvidia.com/gpu=0", "nvidia.com/gpu=1", "nvidia.com/gpu=2", "nvidia.com/gpu=3"]);
+    expect(resolve(["nvidia.com/gpu=all"])?.devices).toEqual([
+      "nvidia.com/gpu=0",
+      "nvidia.com/gpu=1",
+      "nvidia.com/gpu=2",
+      "nvidia.com/gpu=3",
+    ]);
   });
 
   it("refuses unknown names, bad names and =gres with no allocation", () => {
-    expect(errorOf(() => resolve(["nvidia.com/gpu=7"])).message).toBe(`--container-device nvidia.com/gpu=7: no CDI spec describes it (spec dirs: ${dirs.join(", ")})`);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=7"])).message).toBe(
+      `--container-device nvidia.com/gpu=7: no CDI spec describes it (spec dirs: ${dirs.join(", ")})`,
+    );
     expect(errorOf(() => resolve(["gpu0"])).message).toMatch(/not a CDI name/);
     expect(errorOf(() => resolve(["nvidia.com/gpu=gres"])).message).toMatch(/this step has no GPU allocation/);
-    expect(errorOf(() => resolve(["nvidia.com/gpu=gres"], { SLURM_STEP_GPUS: "GPU-1" })).message).toMatch(/is not a GPU index/);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=gres"], { SLURM_STEP_GPUS: "GPU-1" })).message).toMatch(
+      /is not a GPU index/,
+    );
   });
 
   it("site defaults: =gres only where Slurm allocated GPUs", () => {
@@ -182,7 +255,10 @@ describe("device requests", () => {
 
   it("maps by UUID when configured", () => {
     conf.gresMap = "uuid";
-    expect(gresAllocation({ CUDA_VISIBLE_DEVICES: "GPU-a,GPU-b" }, "nvidia.com/gpu", "uuid")?.names).toEqual(["nvidia.com/gpu=GPU-a", "nvidia.com/gpu=GPU-b"]);
+    expect(gresAllocation({ CUDA_VISIBLE_DEVICES: "GPU-a,GPU-b" }, "nvidia.com/gpu", "uuid")?.names).toEqual([
+      "nvidia.com/gpu=GPU-a",
+      "nvidia.com/gpu=GPU-b",
+    ]);
     expect(gresAllocation({ SLURM_STEP_GPUS: "" }, "nvidia.com/gpu", "index")?.names).toEqual([]);
     expect(gresAllocation({}, "nvidia.com/gpu", "index")).toBeUndefined();
   });
@@ -194,8 +270,15 @@ describe("jobrt.conf device keys", () => {
     return loadSiteConfig(base);
   };
   it("defaults, and each key read", () => {
-    expect(site("").devices).toEqual({ specDirs: ["/etc/cdi", "/var/run/cdi"], defaults: [], gresKind: "nvidia.com/gpu", gresMap: "index" });
-    expect(site("CdiSpecDirs=/a,/b\nCdiDefaultDevices=amd.com/gpu=gres\nCdiGresKind=amd.com/gpu\nCdiGresMap=UUID\n").devices).toEqual({
+    expect(site("").devices).toEqual({
+      specDirs: ["/etc/cdi", "/var/run/cdi"],
+      defaults: [],
+      gresKind: "nvidia.com/gpu",
+      gresMap: "index",
+    });
+    expect(
+      site("CdiSpecDirs=/a,/b\nCdiDefaultDevices=amd.com/gpu=gres\nCdiGresKind=amd.com/gpu\nCdiGresMap=UUID\n").devices,
+    ).toEqual({
       specDirs: ["/a", "/b"],
       defaults: ["amd.com/gpu=gres"],
       gresKind: "amd.com/gpu",

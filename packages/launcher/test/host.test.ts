@@ -17,9 +17,16 @@ function confDir(conf: string): string {
 describe("createHost", () => {
   it("assembles the node and a registry that loads the site's default runtime from the install dir", async () => {
     const root = tempDir("jobrt-host-spool-");
-    const dir = confDir(`NodeName=n7\nSpoolDir=${root}/spool-%n\nRuntimePlugins=none,runtime/oci\nDefRuntimePlugin=none\nKillWait=4\nKillWait=3\n`);
+    const dir = confDir(
+      `NodeName=n7\nSpoolDir=${root}/spool-%n\nRuntimePlugins=none,runtime/oci\nDefRuntimePlugin=none\nKillWait=4\nKillWait=3\n`,
+    );
     const lines: string[] = [];
-    const host = createHost({ confDir: dir, installDir, log: (level, message) => lines.push(`${level}: ${message}`), env: {} });
+    const host = createHost({
+      confDir: dir,
+      installDir,
+      log: (level, message) => lines.push(`${level}: ${message}`),
+      env: {},
+    });
     try {
       expect(host.node).toMatchObject({ nodeName: "n7", confDir: dir, spoolDir: `${root}/spool-n7`, killWait: 3 });
       expect(host.pluginDir).toBe(installDir);
@@ -37,14 +44,21 @@ describe("createHost", () => {
 
   it("names the node SLURMD_NODENAME under Slurm, and SpoolDir's %n with it (jobrt exec and jobrt gc agree)", () => {
     const root = tempDir("jobrt-host-spool-");
-    const host = createHost({ confDir: confDir(`NodeName=n7\nSpoolDir=${root}/%n\n`), installDir, log: () => {}, env: { SLURMD_NODENAME: "slurm3" } });
+    const host = createHost({
+      confDir: confDir(`NodeName=n7\nSpoolDir=${root}/%n\n`),
+      installDir,
+      log: () => {},
+      env: { SLURMD_NODENAME: "slurm3" },
+    });
     expect(host.node.nodeName).toBe("slurm3");
     expect(host.node.spoolDir).toBe(`${root}/slurm3`);
   });
 
   it("resolves from PluginDir when jobrt.conf sets it, and runs the embedded defaults without a jobrt.conf", () => {
     const plugins = tempDir("jobrt-host-plugins-");
-    expect(createHost({ confDir: confDir(`PluginDir=${plugins}\n`), installDir, log: () => {} }).pluginDir).toBe(plugins);
+    expect(createHost({ confDir: confDir(`PluginDir=${plugins}\n`), installDir, log: () => {} }).pluginDir).toBe(
+      plugins,
+    );
     const bare = createHost({ confDir: tempDir("jobrt-host-empty-"), installDir, log: () => {} });
     expect(bare.registry.defaultRuntime).toBe("oci");
     expect(bare.site.file).toBeUndefined();
@@ -53,7 +67,11 @@ describe("createHost", () => {
   it("lists and collects nothing in a SpoolDir without journals, and reports its process tracking", async () => {
     const root = tempDir("jobrt-host-spool-");
     mkdirSync(join(root, "spool"));
-    const host = createHost({ confDir: confDir(`SpoolDir=${root}/spool\nProcTrack=pgid\n`), installDir, log: () => {} });
+    const host = createHost({
+      confDir: confDir(`SpoolDir=${root}/spool\nProcTrack=pgid\n`),
+      installDir,
+      log: () => {},
+    });
     expect(host.steps(true)).toEqual([]);
     expect(await host.collectOrphans({ jobId: 1 })).toEqual([]);
     expect(host.tracking()).toEqual({ kind: "pgid" });
@@ -64,7 +82,10 @@ describe("createTaskGroup", () => {
   it("starts a task through the launcher's spawn path, in a process group of its own, and waits for the group to empty", async () => {
     const tasks = createTaskGroup(`host-test.${process.pid}`);
     const me = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-    const child = await tasks.start({ argv: ["/bin/sh", "-c", 'echo "$$ $(ps -o pgid= -p $$)"'], env: { PATH: "/usr/bin:/bin" }, cwd: "/" }, { taskId: 0, ...me, stdio: ["ignore", "pipe", "ignore"] });
+    const child = await tasks.start(
+      { argv: ["/bin/sh", "-c", 'echo "$$ $(ps -o pgid= -p $$)"'], env: { PATH: "/usr/bin:/bin" }, cwd: "/" },
+      { taskId: 0, ...me, stdio: ["ignore", "pipe", "ignore"] },
+    );
     let out = "";
     child.stdout?.setEncoding("utf8").on("data", (d: string) => {
       out += d;

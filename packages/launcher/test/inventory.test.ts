@@ -15,7 +15,14 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 function spec(dir: number, file: string, kind: string, names: string[], hostPath = "/dev/null"): string {
   const path = join(dirs[dir]!, file);
-  writeFileSync(path, JSON.stringify({ cdiVersion: "0.6.0", kind, devices: names.map((name) => ({ name, containerEdits: { deviceNodes: [{ path: `/dev/x${name}`, hostPath }] } })) }));
+  writeFileSync(
+    path,
+    JSON.stringify({
+      cdiVersion: "0.6.0",
+      kind,
+      devices: names.map((name) => ({ name, containerEdits: { deviceNodes: [{ path: `/dev/x${name}`, hostPath }] } })),
+    }),
+  );
   return path;
 }
 
@@ -45,7 +52,11 @@ describe("the node's CDI inventory (jobrt check, jobrt runtimes)", () => {
     ]);
     expect(got.problems).toHaveLength(3);
     expect(got.problems[0]).toMatch(new RegExp(`^CDI spec ${join(dirs[0]!, "broken.yaml")}: `));
-    expect(got.problems[1]).toBe(`CDI spec ${m}: acme.com/fpga=0: device node ${join(root, "no-such-node")} does not exist on this node`);
-    expect(got.problems[2]).toBe(`CDI spec ${c}: devices: acme.com/gpu=0 is also described by ${a} (two specs of one directory claim one name)`);
+    expect(got.problems[1]).toBe(
+      `CDI spec ${m}: acme.com/fpga=0: device node ${join(root, "no-such-node")} does not exist on this node`,
+    );
+    expect(got.problems[2]).toBe(
+      `CDI spec ${c}: devices: acme.com/gpu=0 is also described by ${a} (two specs of one directory claim one name)`,
+    );
   });
 });

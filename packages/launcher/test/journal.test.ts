@@ -18,7 +18,8 @@ describe("a step's journal entry swapped for a symlink while the step runs", () 
     journal.recordForker(process.pid);
     journal.write({ nodeName: "n1", proctrack: { mode: "pgid" } as never, components: [], stepStates: {} });
     journal.release();
-    for (const name of ["pids", "forker", "step.json"]) expect(readFileSync(join(outside, name), "utf8")).toBe("keep\n");
+    for (const name of ["pids", "forker", "step.json"])
+      expect(readFileSync(join(outside, name), "utf8")).toBe("keep\n");
     expect(readdirSync(outside).sort()).toEqual(["forker", "pids", "step.json"]);
     // The moved entry got what the journal wrote.
     expect(readFileSync(join(`${journal.dir}.moved`, "pids"), "utf8")).toMatch(new RegExp(`^${process.pid} \\d+\\n$`));

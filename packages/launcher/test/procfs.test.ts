@@ -74,7 +74,12 @@ describe("removeCgroupTree (cgroup2)", () => {
       child.kill("SIGKILL");
       await gone;
       // The cgroup is unpopulated once the kernel has reaped its last member.
-      for (let i = 0; i < 100 && /^populated 1$/m.test(readFileSync(join(step, "task_2", "cgroup.events"), "utf8")); i++) await new Promise((r) => setTimeout(r, 20));
+      for (
+        let i = 0;
+        i < 100 && /^populated 1$/m.test(readFileSync(join(step, "task_2", "cgroup.events"), "utf8"));
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 20));
       const left = removeCgroupTree(step);
       // Whatever removeCgroupTree got wrong is not left on the machine.
       sweep(step);

@@ -3,7 +3,8 @@ import { planFromSlurm } from "../src/session/plan.js";
 import { expandHostList, expandTasksPerNode, hetFromSlurm } from "../src/session/slurmenv.js";
 
 const USER = { uid: 1000, gid: 1000, user: "alice", home: "/home/alice" };
-const stepFromSlurm = (env: NodeJS.ProcessEnv, argv: string[], runtime: string) => planFromSlurm(env, argv, runtime, USER, "/tmp");
+const stepFromSlurm = (env: NodeJS.ProcessEnv, argv: string[], runtime: string) =>
+  planFromSlurm(env, argv, runtime, USER, "/tmp");
 
 // Recorded from a real heterogeneous step on Slurm 22.05 (`srun -n1 env : -n2 env`, two nodes):
 // the task with SLURM_PROCID=1 on nodeb. Slurm gives no component number; jobrt derives it.
@@ -36,14 +37,26 @@ const HET_TASK = {
 
 describe("Slurm task environment", () => {
   it("expands host lists and tasks-per-node as Slurm prints them", () => {
-    expect(expandHostList("nodea,node[01-03,7],x[1-2]y")).toEqual(["nodea", "node01", "node02", "node03", "node7", "x1y", "x2y"]);
+    expect(expandHostList("nodea,node[01-03,7],x[1-2]y")).toEqual([
+      "nodea",
+      "node01",
+      "node02",
+      "node03",
+      "node7",
+      "x1y",
+      "x2y",
+    ]);
     expect(expandTasksPerNode("2(x3),1")).toEqual([2, 2, 2, 1]);
     expect(expandTasksPerNode("1,2")).toEqual([1, 2]);
   });
 
   it("derives the heterogeneous component and its task offset from a real het task", () => {
     expect(hetFromSlurm(HET_TASK)).toEqual({ component: 1, size: 2, taskOffset: 1 });
-    expect(hetFromSlurm({ ...HET_TASK, SLURMD_NODENAME: "nodea", SLURM_PROCID: "0", SLURM_NODEID: "0" })).toEqual({ component: 0, size: 2, taskOffset: 0 });
+    expect(hetFromSlurm({ ...HET_TASK, SLURMD_NODENAME: "nodea", SLURM_PROCID: "0", SLURM_NODEID: "0" })).toEqual({
+      component: 0,
+      size: 2,
+      taskOffset: 0,
+    });
   });
 
   it("reads the newer _HET_GROUP_ names too, with compressed lists", () => {
@@ -61,7 +74,16 @@ describe("Slurm task environment", () => {
 
   it("builds a one-task StepRecord from the task's variables", () => {
     const step = stepFromSlurm(HET_TASK, ["hostname"], "oci");
-    expect(step).toMatchObject({ jobId: 1, stepId: 0, kind: "normal", runtime: "oci", totalTasks: 3, nodeId: 1, nnodes: 2, het: { component: 1, size: 2, taskOffset: 1 } });
+    expect(step).toMatchObject({
+      jobId: 1,
+      stepId: 0,
+      kind: "normal",
+      runtime: "oci",
+      totalTasks: 3,
+      nodeId: 1,
+      nnodes: 2,
+      het: { component: 1, size: 2, taskOffset: 1 },
+    });
     expect(step.tasks).toHaveLength(1);
     expect(step.tasks[0]).toMatchObject({ localId: 0, globalId: 1, argv: ["hostname"] });
     expect(step.tasks[0]!.env.SLURM_RUNTIME).toBe("oci");
@@ -72,7 +94,9 @@ describe("Slurm task environment", () => {
   });
 
   it("refuses to run outside a Slurm step, naming the variable", () => {
-    expect(() => stepFromSlurm({}, ["x"], "none")).toThrow(/not inside a Slurm job step \(SLURM_JOB_ID\/SLURM_JOBID is not set\)/);
+    expect(() => stepFromSlurm({}, ["x"], "none")).toThrow(
+      /not inside a Slurm job step \(SLURM_JOB_ID\/SLURM_JOBID is not set\)/,
+    );
   });
 });
 

@@ -23,7 +23,11 @@ describe("runtime/none", () => {
 
   it("refuses devices, which a task on the host cannot be given, and accepts every other field", () => {
     const request = { ...emptyRequest(), devices: ["nvidia.com/gpu=0"] };
-    expect(() => checkAccepted(plugin.meta.type, plugin.meta.accepts ?? [], request)).toThrow(/runtime none does not accept --container-device/);
-    expect(() => checkAccepted(plugin.meta.type, plugin.meta.accepts ?? [], { ...emptyRequest(), value: "b", volumes: ["/a:/b"] })).not.toThrow();
+    expect(() => checkAccepted(plugin.meta.type, plugin.meta.accepts ?? [], request)).toThrow(
+      /runtime none does not accept --container-device/,
+    );
+    expect(() =>
+      checkAccepted(plugin.meta.type, plugin.meta.accepts ?? [], { ...emptyRequest(), value: "b", volumes: ["/a:/b"] }),
+    ).not.toThrow();
   });
 });

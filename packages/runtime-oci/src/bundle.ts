@@ -23,21 +23,43 @@ export function parseBundleConfig(text: string, file: string, bundleDir: string)
   try {
     config = JSON.parse(text);
   } catch (error) {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: not valid JSON: ${(error as Error).message}` }, { details: { file } });
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${file}: not valid JSON: ${(error as Error).message}` },
+      { details: { file } },
+    );
   }
-  if (!isObject(config)) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: the top level must be a JSON object` }, { details: { file } });
+  if (!isObject(config))
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${file}: the top level must be a JSON object` },
+      { details: { file } },
+    );
   const root = config.root;
   const path = isObject(root) ? root.path : undefined;
   if (typeof path !== "string" || path === "") {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: root.path is missing (an OCI bundle's config.json names its rootfs there)` }, {
-      details: { file, key: "root.path" },
-    });
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${file}: root.path is missing (an OCI bundle's config.json names its rootfs there)` },
+      {
+        details: { file, key: "root.path" },
+      },
+    );
   }
   const proc = config.process;
-  if (proc !== undefined && !isObject(proc)) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: process must be an object` }, { details: { file, key: "process" } });
+  if (proc !== undefined && !isObject(proc))
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${file}: process must be an object` },
+      { details: { file, key: "process" } },
+    );
   const rawEnv = isObject(proc) ? proc.env : undefined;
   if (rawEnv !== undefined && !(Array.isArray(rawEnv) && rawEnv.every((e) => typeof e === "string"))) {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: process.env must be an array of strings` }, { details: { file, key: "process.env" } });
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${file}: process.env must be an array of strings` },
+      { details: { file, key: "process.env" } },
+    );
   }
   return {
     config,
@@ -86,7 +108,13 @@ export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig
   config.mounts = mounts;
   mounts.push(...o.extraMounts);
   if (o.devices) applyDeviceEdits(config, o.devices);
-  if (o.spoolMount) mounts.push({ destination: o.spoolMount.destination, type: "none", source: o.spoolMount.source, options: ["bind"] });
+  if (o.spoolMount)
+    mounts.push({
+      destination: o.spoolMount.destination,
+      type: "none",
+      source: o.spoolMount.source,
+      options: ["bind"],
+    });
   if (isObject(config.hooks)) {
     const hooks = config.hooks;
     for (const kind of o.disableHooks) delete hooks[kind];
@@ -101,15 +129,30 @@ export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig
 export function parseVolume(spec: string): Mount {
   const parts = spec.split(":");
   const [source, destination, flag] = parts;
-  if (parts.length < 2 || parts.length > 3 || !source || !destination || !isAbsolute(source) || !isAbsolute(destination)) {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-volume ${JSON.stringify(spec)}: expected /host/path:/container/path[:ro|rw]` }, {
-      details: { key: "--container-volume" },
-    });
+  if (
+    parts.length < 2 ||
+    parts.length > 3 ||
+    !source ||
+    !destination ||
+    !isAbsolute(source) ||
+    !isAbsolute(destination)
+  ) {
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `--container-volume ${JSON.stringify(spec)}: expected /host/path:/container/path[:ro|rw]` },
+      {
+        details: { key: "--container-volume" },
+      },
+    );
   }
   if (flag !== undefined && flag !== "ro" && flag !== "rw") {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-volume ${JSON.stringify(spec)}: the third field must be ro or rw` }, {
-      details: { key: "--container-volume" },
-    });
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `--container-volume ${JSON.stringify(spec)}: the third field must be ro or rw` },
+      {
+        details: { key: "--container-volume" },
+      },
+    );
   }
   return { destination, type: "none", source, options: flag === "ro" ? ["rbind", "ro"] : ["rbind"] };
 }
@@ -135,7 +178,8 @@ export function fitRootless(config: OciConfig, uid: number, gid: number): string
   const point = (key: "uidMappings" | "gidMappings", id: number) => {
     const m = linux[key];
     if (m === undefined || (Array.isArray(m) && m.length === 1 && isObject(m[0]) && m[0].size === 1)) {
-      const containerID = Array.isArray(m) && isObject(m[0]) && typeof m[0].containerID === "number" ? m[0].containerID : 0;
+      const containerID =
+        Array.isArray(m) && isObject(m[0]) && typeof m[0].containerID === "number" ? m[0].containerID : 0;
       linux[key] = [{ containerID, hostID: id, size: 1 } satisfies IdMapping];
     }
   };

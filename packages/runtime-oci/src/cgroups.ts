@@ -30,7 +30,8 @@ function hierarchies(): Hierarchy[] {
   for (const { mountPoint: mount, root, fstype, superOptions } of readMountInfo()) {
     if (!mount.startsWith(`${CGROUP_FS}/`) && mount !== CGROUP_FS) continue;
     if (fstype === "cgroup2") out.push({ mount, root, controllers: [""] });
-    else if (fstype === "cgroup") out.push({ mount, root, controllers: superOptions.filter((o) => o !== "rw" && o !== "ro") });
+    else if (fstype === "cgroup")
+      out.push({ mount, root, controllers: superOptions.filter((o) => o !== "rw" && o !== "ro") });
   }
   return out;
 }
@@ -40,8 +41,13 @@ export function hostCgroupDirs(): string[] {
   const own = procCgroups();
   const out: string[] = [];
   for (const h of hierarchies()) {
-    const matches = own.filter((m) => (h.controllers[0] === "" ? isCgroup2(m) : h.controllers.some((c) => m.controllers.includes(c))));
-    const inner = matches.filter((m) => isAbsolute(m.path)).map((m) => relative(h.root, m.path)).find((p) => !p.startsWith(".."));
+    const matches = own.filter((m) =>
+      h.controllers[0] === "" ? isCgroup2(m) : h.controllers.some((c) => m.controllers.includes(c)),
+    );
+    const inner = matches
+      .filter((m) => isAbsolute(m.path))
+      .map((m) => relative(h.root, m.path))
+      .find((p) => !p.startsWith(".."));
     if (inner !== undefined) out.push(join(h.mount, inner));
   }
   return out;
@@ -77,7 +83,11 @@ function realDirBelow(mount: string, dir: string, owner?: number): boolean {
  * cgroups or any of their ancestors, and `absolute` paths from each hierarchy's root, that exist
  * as real directories owned by `owner`. Recorded dirs outside a cgroup mount here are ignored.
  */
-export function findContainerCgroups(names: { relative?: string[]; absolute?: string[] }, recorded: readonly string[], owner?: number): string[] {
+export function findContainerCgroups(
+  names: { relative?: string[]; absolute?: string[] },
+  recorded: readonly string[],
+  owner?: number,
+): string[] {
   const found = new Set<string>();
   const rel = (names.relative ?? []).map(cleanRelative).filter((p): p is string => p !== undefined);
   const abs = (names.absolute ?? []).map(cleanRelative).filter((p): p is string => p !== undefined);
@@ -90,7 +100,10 @@ export function findContainerCgroups(names: { relative?: string[]; absolute?: st
         if (d === h.mount) break;
       }
     }
-    const candidates = [...[...parents].flatMap((p) => rel.map((n) => join(p, n))), ...abs.map((n) => join(h.mount, n))];
+    const candidates = [
+      ...[...parents].flatMap((p) => rel.map((n) => join(p, n))),
+      ...abs.map((n) => join(h.mount, n)),
+    ];
     for (const c of candidates) if (realDirBelow(h.mount, c, owner)) found.add(c);
   }
   return [...found];
@@ -134,7 +147,11 @@ export interface CgroupLeft {
  * (a cut-short create's `runc init` exits on its own moments later); what is then still there is
  * returned, never killed.
  */
-export async function removeCgroups(dirs: readonly string[], as: Identity | undefined, waitMs = 2000): Promise<CgroupLeft[]> {
+export async function removeCgroups(
+  dirs: readonly string[],
+  as: Identity | undefined,
+  waitMs = 2000,
+): Promise<CgroupLeft[]> {
   const end = Date.now() + waitMs;
   for (;;) {
     const order = [...new Set(dirs.flatMap(subtree))].sort((a, b) => b.split("/").length - a.split("/").length);

@@ -16,11 +16,19 @@ import type { UnnamedProgram } from "./tools.js";
 export function toolFinding(tool: RuntimeTool): CheckFinding {
   const subject = `tool ${tool.name} (${tool.source})`;
   if (tool.problem !== undefined) return { subject, status: "failed", detail: tool.problem };
-  return { subject, status: "ok", detail: `${tool.path ?? tool.name}, version ${tool.version ?? "unknown (it printed none for --version)"}` };
+  return {
+    subject,
+    status: "ok",
+    detail: `${tool.path ?? tool.name}, version ${tool.version ?? "unknown (it printed none for --version)"}`,
+  };
 }
 
 export function unnamedFinding(u: UnnamedProgram): CheckFinding {
-  return { subject: `${u.key} program`, status: "unchecked", detail: `the first word of ${JSON.stringify(u.command)} is a pattern or shell syntax: the program is known only when the command runs` };
+  return {
+    subject: `${u.key} program`,
+    status: "unchecked",
+    detail: `the first word of ${JSON.stringify(u.command)} is a pattern or shell syntax: the program is known only when the command runs`,
+  };
 }
 
 /** Looks at `path` as a directory: reading `path/.` opens it (following `path` itself, as runc does) and fails as no regular file. */
@@ -45,18 +53,39 @@ const inside = (dir: string) => `${dir.replace(/\/+$/, "")}/.`;
  * The bundle dir, its config.json (parsed as setup parses it) and the rootfs it names. `rootless`:
  * the job user's ids when the embedded default will run rootless runc, which needs a user namespace.
  */
-export async function bundleFindings(bundle: string, conf: OciConf, as: Identity | undefined, rootless?: Identity): Promise<CheckFinding[]> {
+export async function bundleFindings(
+  bundle: string,
+  conf: OciConf,
+  as: Identity | undefined,
+  rootless?: Identity,
+): Promise<CheckFinding[]> {
   const file = join(bundle, "config.json");
-  const [dir, config] = await runFsOps([{ op: "read", path: inside(bundle) }, { op: "read", path: file }], as);
-  const findings = [dirFinding(`bundle ${bundle}`, dir as FsResult, " (--container names an OCI bundle directory)", as)];
+  const [dir, config] = await runFsOps(
+    [
+      { op: "read", path: inside(bundle) },
+      { op: "read", path: file },
+    ],
+    as,
+  );
+  const findings = [
+    dirFinding(`bundle ${bundle}`, dir as FsResult, " (--container names an OCI bundle directory)", as),
+  ];
   if (findings[0]?.status === "failed") return findings;
   if (conf.ignoreFileConfigJson) {
-    findings.push({ subject: file, status: "unchecked", detail: `${conf.file} sets IgnoreFileConfigJson=true: the runtime command alone knows the rootfs` });
+    findings.push({
+      subject: file,
+      status: "unchecked",
+      detail: `${conf.file} sets IgnoreFileConfigJson=true: the runtime command alone knows the rootfs`,
+    });
     return findings;
   }
   const r = config as FsResult;
   if (!r.ok) {
-    findings.push({ subject: file, status: "failed", detail: r.code === "ENOENT" ? "no such file (an OCI bundle has a config.json)" : r.error });
+    findings.push({
+      subject: file,
+      status: "failed",
+      detail: r.code === "ENOENT" ? "no such file (an OCI bundle has a config.json)" : r.error,
+    });
     return findings;
   }
   let rootfs: string;
@@ -89,6 +118,13 @@ export async function imageFindings(node: NodeConf, step: StepRecord, text: stri
     return [{ subject, status: "failed", detail: messageOf(error) }];
   }
   const cached = listImages(settings).find((e) => e.meta.digest === digest);
-  if (!cached) return [{ subject, status: "unchecked", detail: `resolves to ${digest}, not pulled on this node yet: its bundle and rootfs are made when a step pulls it` }];
+  if (!cached)
+    return [
+      {
+        subject,
+        status: "unchecked",
+        detail: `resolves to ${digest}, not pulled on this node yet: its bundle and rootfs are made when a step pulls it`,
+      },
+    ];
   return [{ subject, status: "ok", detail: `resolves to ${digest}, cached in ${cached.dir}` }];
 }

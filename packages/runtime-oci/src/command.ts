@@ -81,14 +81,18 @@ export function runShellCommand(command: string, o: CommandOptions): Promise<Com
     // Output the command wrote before it exited may still sit in the pipe when 'exit' fires (seen
     // under load: `runc state` JSON cut short, read as "no container"). Wait for both pipes to end,
     // but only briefly: a grandchild that inherited a pipe (runc's container init) may hold it for ever.
-    const ended = (s: NodeJS.ReadableStream | null) => (s ? new Promise<void>((r) => s.once("end", r).once("close", r)) : Promise.resolve());
+    const ended = (s: NodeJS.ReadableStream | null) =>
+      s ? new Promise<void>((r) => s.once("end", r).once("close", r)) : Promise.resolve();
     const drained = Promise.all([ended(child.stdout), ended(child.stderr)]);
     child.on("exit", (code, signal) => {
       clearTimeout(timer);
       let grace: NodeJS.Timeout | undefined;
-      void Promise.race([drained, new Promise<void>((r) => {
-        grace = setTimeout(r, PIPE_GRACE_MS);
-      })]).then(() => {
+      void Promise.race([
+        drained,
+        new Promise<void>((r) => {
+          grace = setTimeout(r, PIPE_GRACE_MS);
+        }),
+      ]).then(() => {
         clearTimeout(grace);
         child.stdout?.destroy();
         child.stderr?.destroy();

@@ -1,16 +1,46 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ConfLocation, type ConfSchema, type FieldSpec, type JobrtError, confError, jobrtError, messageOf, parseConf, readConfText } from "@jobrt/core";
+import {
+  type ConfLocation,
+  type ConfSchema,
+  type FieldSpec,
+  type JobrtError,
+  confError,
+  jobrtError,
+  messageOf,
+  parseConf,
+  readConfText,
+} from "@jobrt/core";
 import { compileEre } from "./ere.js";
-import { type PatternChar, describePatternChar, findPatternProblem, shellQuoteIn, usedPatternChars } from "./pattern.js";
+import {
+  type PatternChar,
+  describePatternChar,
+  findPatternProblem,
+  shellQuoteIn,
+  usedPatternChars,
+} from "./pattern.js";
 
 export type CreateEnvFileMode = "disabled" | "null" | "newline";
 export type OciMode = "run" | "create-start";
 
 /** The OCI hook kinds DisableHooks may name (runtime-spec config.md, "POSIX-platform Hooks"). */
-export const OCI_HOOK_KINDS = ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"] as const;
+export const OCI_HOOK_KINDS = [
+  "prestart",
+  "createRuntime",
+  "createContainer",
+  "startContainer",
+  "poststart",
+  "poststop",
+] as const;
 
-export const RUNTIME_COMMAND_KEYS = ["RunTimeQuery", "RunTimeCreate", "RunTimeStart", "RunTimeRun", "RunTimeKill", "RunTimeDelete"] as const;
+export const RUNTIME_COMMAND_KEYS = [
+  "RunTimeQuery",
+  "RunTimeCreate",
+  "RunTimeStart",
+  "RunTimeRun",
+  "RunTimeKill",
+  "RunTimeDelete",
+] as const;
 export type RuntimeCommandKey = (typeof RUNTIME_COMMAND_KEYS)[number];
 
 /** A validated oci.conf (or the embedded default). */
@@ -79,7 +109,10 @@ function patternCheck(key: string): (value: string) => string | undefined {
     }
     for (const c of FORBIDDEN[key] ?? []) {
       if (usedPatternChars(value).has(c)) {
-        const why = c === "p" ? "the pid is not known before the command starts (a shell's own pid is $$)" : "it has no value there";
+        const why =
+          c === "p"
+            ? "the pid is not known before the command starts (a shell's own pid is $$)"
+            : "it has no value there";
         return `%${c} (${describePatternChar(c)}) cannot be used in ${key}: ${why}`;
       }
     }
@@ -134,13 +167,23 @@ const SCRUN_ONLY_KEYS = ["DebugFlags", "FileDebug", "StdIODebug", "SyslogDebug",
 
 /** One warning per scrun-only key set, at the line that set it, so a site sees that the value has no effect. */
 function ignoredKeyWarnings(where: Record<string, ConfLocation>): string[] {
-  const set = SCRUN_ONLY_KEYS.filter((k) => where[k] !== undefined).sort((a, b) => (where[a]?.line ?? 0) - (where[b]?.line ?? 0));
-  return set.map((key) => `${where[key]?.file}:${where[key]?.line}: ${key} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`);
+  const set = SCRUN_ONLY_KEYS.filter((k) => where[k] !== undefined).sort(
+    (a, b) => (where[a]?.line ?? 0) - (where[b]?.line ?? 0),
+  );
+  return set.map(
+    (key) =>
+      `${where[key]?.file}:${where[key]?.line}: ${key} accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)`,
+  );
 }
 
 function matrixError(file: string, where: Record<string, ConfLocation>, keys: string[], what: string): JobrtError {
   const at = keys.map((k) => where[k]).find((l): l is ConfLocation => l !== undefined);
-  if (at) return confError(at, keys.find((k) => where[k] === at), what);
+  if (at)
+    return confError(
+      at,
+      keys.find((k) => where[k] === at),
+      what,
+    );
   return jobrtError("ERR_CONF", { where: file, problem: what }, { details: { file } });
 }
 
@@ -170,19 +213,37 @@ export function parseOciConf(text: string, file: string): OciConf {
     mode = "run";
   } else {
     if (!RUNTIME_COMMAND_KEYS.some(has)) {
-      throw matrixError(file, where, [], "missing required options: set RunTimeRun, RunTimeKill and RunTimeDelete (run mode) or RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete (create/start mode)");
+      throw matrixError(
+        file,
+        where,
+        [],
+        "missing required options: set RunTimeRun, RunTimeKill and RunTimeDelete (run mode) or RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete (create/start mode)",
+      );
     }
     if (has("RunTimeRun")) {
       if (has("RunTimeCreate") || has("RunTimeStart")) {
-        throw matrixError(file, where, ["RunTimeCreate", "RunTimeStart"], "RunTimeRun and RunTimeCreate/RunTimeStart are mutually exclusive");
+        throw matrixError(
+          file,
+          where,
+          ["RunTimeCreate", "RunTimeStart"],
+          "RunTimeRun and RunTimeCreate/RunTimeStart are mutually exclusive",
+        );
       }
       const missing = (["RunTimeKill", "RunTimeDelete"] as const).filter((k) => !has(k));
-      if (missing.length > 0) throw matrixError(file, where, ["RunTimeRun"], `run mode (RunTimeRun) also needs ${missing.join(" and ")}`);
+      if (missing.length > 0)
+        throw matrixError(file, where, ["RunTimeRun"], `run mode (RunTimeRun) also needs ${missing.join(" and ")}`);
       mode = "run";
     } else {
-      const missing = (["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"] as const).filter((k) => !has(k));
+      const missing = (
+        ["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"] as const
+      ).filter((k) => !has(k));
       if (missing.length > 0) {
-        throw matrixError(file, where, [...RUNTIME_COMMAND_KEYS], `create/start mode needs all of RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete; missing ${missing.join(", ")} (or set RunTimeRun for run mode)`);
+        throw matrixError(
+          file,
+          where,
+          [...RUNTIME_COMMAND_KEYS],
+          `create/start mode needs all of RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete; missing ${missing.join(", ")} (or set RunTimeRun for run mode)`,
+        );
       }
       mode = "create-start";
     }
@@ -263,7 +324,9 @@ export function embeddedDefaultConf(runc: string, rootless: boolean): OciConf {
   const q = shellQuoteIn("none", runc);
   const global = rootless ? `${q} --rootless=true --root %m/runc` : `${q} --root /run/runc`;
   const id = DEFAULT_CONTAINER_ID;
-  const globalArgv = rootless ? [runc.replace(/%/g, "%%"), "--rootless=true", "--root", "%m/runc"] : [runc.replace(/%/g, "%%"), "--root", "/run/runc"];
+  const globalArgv = rootless
+    ? [runc.replace(/%/g, "%%"), "--rootless=true", "--root", "%m/runc"]
+    : [runc.replace(/%/g, "%%"), "--root", "/run/runc"];
   return {
     file: "(embedded default)",
     embedded: true,

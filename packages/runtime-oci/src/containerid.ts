@@ -67,7 +67,12 @@ function idWords(command: string): Set<string> {
  * that cannot be expanded here (`%p` without a pid) is left out; none at all gives no id.
  */
 export function containerIds(patterns: readonly (string | undefined)[], values: PatternValues): string[] {
-  const other: PatternValues = { ...values, jobId: values.jobId + 1, stepId: values.stepId + 1, taskId: (values.taskId ?? 0) + 1 };
+  const other: PatternValues = {
+    ...values,
+    jobId: values.jobId + 1,
+    stepId: values.stepId + 1,
+    taskId: (values.taskId ?? 0) + 1,
+  };
   // The step's container id (%I) names this step alone too.
   if (values.containerId !== undefined) other.containerId = `${values.containerId}x`;
   let common: Set<string> | undefined;

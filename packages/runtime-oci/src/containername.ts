@@ -8,7 +8,12 @@ export function requestedContainerId(c: ContainerRequest): string | undefined {
   const v = c.options[CONTAINER_ID_OPTION];
   if (v === undefined || v.length === 0) return undefined;
   const problem = v.length > 1 ? "given twice" : containerIdProblem(v[0] as string);
-  if (problem) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `--container-id: ${problem}` }, { details: { runtime: "runtime/oci", key: "--container-id" } });
+  if (problem)
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `--container-id: ${problem}` },
+      { details: { runtime: "runtime/oci", key: "--container-id" } },
+    );
   return v[0];
 }
 

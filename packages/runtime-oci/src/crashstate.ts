@@ -40,10 +40,13 @@ const isName = (s: unknown) => typeof s === "string" && s !== "" && s !== "." &&
  * pin dir that root empties): a record that makes them climb out (`..`, `/`) is not acted on.
  */
 function recordProblem(step: StepRecord, nodeName: string): string | undefined {
-  if (!isId(step.jobId) || !isId(step.stepId)) return `job and step ids ${JSON.stringify([step.jobId, step.stepId])} are not numbers`;
+  if (!isId(step.jobId) || !isId(step.stepId))
+    return `job and step ids ${JSON.stringify([step.jobId, step.stepId])} are not numbers`;
   if (!KINDS.has(step.kind)) return `step kind ${JSON.stringify(step.kind)} is unknown`;
-  if (step.het !== undefined && !isId(step.het?.component)) return `het component ${JSON.stringify(step.het?.component)} is not a number`;
-  if (!Array.isArray(step.tasks) || !step.tasks.every((t) => isId(t?.localId))) return "a task's local id is not a number";
+  if (step.het !== undefined && !isId(step.het?.component))
+    return `het component ${JSON.stringify(step.het?.component)} is not a number`;
+  if (!Array.isArray(step.tasks) || !step.tasks.every((t) => isId(t?.localId)))
+    return "a task's local id is not a number";
   if (!isName(step.user)) return `user name ${JSON.stringify(step.user)} is not a name`;
   if (!isName(nodeName)) return `node name ${JSON.stringify(nodeName)} is not a name`;
   return undefined;
@@ -66,7 +69,11 @@ const text = (v: unknown): string | undefined => (typeof v === "string" ? v : un
  * user: cgroups.ts). oci.conf, its commands, the time-outs, the step dir and every other pattern
  * value are worked out again from the host's configuration; the image entry is not used.
  */
-export function trustedCrashState(json: OciStepState | undefined, step: StepRecord, trusted: TrustedSources): StepState | undefined {
+export function trustedCrashState(
+  json: OciStepState | undefined,
+  step: StepRecord,
+  trusted: TrustedSources,
+): StepState | undefined {
   if (!json || !step.container) return undefined;
   const problem = recordProblem(step, trusted.nodeName);
   if (problem) throw new Error(`the step record is not one jobrt wrote (${problem}); not acting on it`);
@@ -77,8 +84,11 @@ export function trustedCrashState(json: OciStepState | undefined, step: StepReco
   const { base, stepDir } = trusted.place(conf, bundle, rootfs);
   const config = json.bundleConfig?.config;
   // Cleanup reads only config.linux.cgroupsPath (cutShortTask), and only to leave dirs alone.
-  const bundleConfig: BundleConfig | undefined = config !== null && typeof config === "object" ? { config, rootfs, env: [] } : undefined;
-  const hostCgroups = Array.isArray(json.hostCgroups) ? json.hostCgroups.filter((d) => typeof d === "string") : undefined;
+  const bundleConfig: BundleConfig | undefined =
+    config !== null && typeof config === "object" ? { config, rootfs, env: [] } : undefined;
+  const hostCgroups = Array.isArray(json.hostCgroups)
+    ? json.hostCgroups.filter((d) => typeof d === "string")
+    : undefined;
   return {
     conf,
     request: step.container,

@@ -23,7 +23,13 @@ function listIn(parent: Obj, key: string): unknown[] {
 /** A bundle's device rule that names one device (type c or b, a major and a minor): kept. */
 function namesOneDevice(rule: unknown): boolean {
   if (!isObj(rule)) return false;
-  return (rule.type === "c" || rule.type === "b") && typeof rule.major === "number" && rule.major >= 0 && typeof rule.minor === "number" && rule.minor >= 0;
+  return (
+    (rule.type === "c" || rule.type === "b") &&
+    typeof rule.major === "number" &&
+    rule.major >= 0 &&
+    typeof rule.minor === "number" &&
+    rule.minor >= 0
+  );
 }
 
 /**
@@ -35,7 +41,13 @@ function namesOneDevice(rule: unknown): boolean {
 function deviceRules(config: OciConfig, edits: DeviceEdits): void {
   const resources = child(child(config, "linux"), "resources");
   const kept = (Array.isArray(resources.devices) ? resources.devices : []).filter(namesOneDevice);
-  const ours = edits.deviceNodes.map((n) => ({ allow: true, type: n.type, major: n.major, minor: n.minor, access: n.permissions }));
+  const ours = edits.deviceNodes.map((n) => ({
+    allow: true,
+    type: n.type,
+    major: n.major,
+    minor: n.minor,
+    access: n.permissions,
+  }));
   resources.devices = [{ allow: false, access: "rwm" }, ...kept, ...ours];
 }
 
@@ -52,7 +64,8 @@ function inUserNamespace(config: OciConfig): boolean {
  */
 function bindNodes(config: OciConfig, edits: DeviceEdits): void {
   const list = listIn(config, "mounts");
-  for (const n of edits.deviceNodes) list.push({ destination: n.path, type: "none", source: n.hostPath, options: ["bind", "nosuid", "noexec"] });
+  for (const n of edits.deviceNodes)
+    list.push({ destination: n.path, type: "none", source: n.hostPath, options: ["bind", "nosuid", "noexec"] });
 }
 
 function deviceNodes(config: OciConfig, edits: DeviceEdits): void {
@@ -62,7 +75,9 @@ function deviceNodes(config: OciConfig, edits: DeviceEdits): void {
   }
   const linux = child(config, "linux");
   const paths = new Set(edits.deviceNodes.map((n) => n.path));
-  const others = (Array.isArray(linux.devices) ? linux.devices : []).filter((d) => !(isObj(d) && paths.has(d.path as string)));
+  const others = (Array.isArray(linux.devices) ? linux.devices : []).filter(
+    (d) => !(isObj(d) && paths.has(d.path as string)),
+  );
   const ours = edits.deviceNodes.map((n) => ({
     path: n.path,
     type: n.type,
@@ -79,7 +94,10 @@ function mounts(config: OciConfig, edits: DeviceEdits): void {
   const list = listIn(config, "mounts");
   for (const m of edits.mounts) {
     // A CDI mount without a type is a bind mount (what vendors' generators write for libraries).
-    const options = m.type === undefined && !m.options.some((o) => o === "bind" || o === "rbind") ? ["rbind", ...m.options] : m.options;
+    const options =
+      m.type === undefined && !m.options.some((o) => o === "bind" || o === "rbind")
+        ? ["rbind", ...m.options]
+        : m.options;
     list.push({ destination: m.containerPath, type: m.type ?? "none", source: m.hostPath, options });
   }
 }

@@ -48,7 +48,15 @@ export interface Resume {
 export function fastPathArgs(spec: FastPathSpec | undefined): string[] {
   if (!spec) return ["0"];
   const t = spec.timeouts;
-  return ["1", spec.start, spec.query, spec.kill, spec.delete, ...[t.create, t.start, t.query, t.delete, spec.graceMs].map(String), PID_PLACEHOLDER];
+  return [
+    "1",
+    spec.start,
+    spec.query,
+    spec.kill,
+    spec.delete,
+    ...[t.create, t.start, t.query, t.delete, spec.graceMs].map(String),
+    PID_PLACEHOLDER,
+  ];
 }
 
 /** JOBRT_OCI_RESUME as the fast path writes it (`key=value;...`); undefined for anything else. */
@@ -58,10 +66,12 @@ export function parseResume(text: string | undefined): Resume | undefined {
   for (const item of text.split(";")) {
     const [key, value = ""] = item.split("=", 2);
     const n = /^\d+$/.test(value) ? Number(value) : undefined;
-    if (key === "create" && (n !== undefined || value === "timeout" || value === "lost")) r.create = n ?? (value as "timeout" | "lost");
+    if (key === "create" && (n !== undefined || value === "timeout" || value === "lost"))
+      r.create = n ?? (value as "timeout" | "lost");
     else if (key === "query" && value === "timeout") r.query = value;
     else if (key === "pid" && n !== undefined && n > 0) r.pid = n;
-    else if (key === "start" && (n !== undefined || value === "timeout" || /^sig\d+$/.test(value))) r.start = n ?? (value as "timeout");
+    else if (key === "start" && (n !== undefined || value === "timeout" || /^sig\d+$/.test(value)))
+      r.start = n ?? (value as "timeout");
     else if (key === "exit" && value === "unknown") r.exit = value;
     else if (key === "signalled" && /^SIG[A-Z]+$/.test(value)) r.signalled = value as NodeJS.Signals;
     else return undefined;

@@ -42,10 +42,19 @@ function errnoOf(error: unknown): string | undefined {
  * Writes `dir/name` atomically: a fresh temp file (O_EXCL, so never through a symlink), fsync,
  * then rename over the target. Leftovers from an earlier run are simply replaced (runtime-oci.md W9).
  */
-export function writeAtomic(dir: string, name: string, content: string, mode: number, owner?: { uid: number; gid: number }): void {
+export function writeAtomic(
+  dir: string,
+  name: string,
+  content: string,
+  mode: number,
+  owner?: { uid: number; gid: number },
+): void {
   // O_EXCL makes a name clash an error, never a write through someone else's file, so the name
   // needs no cryptographic randomness (and the supervisor saves loading node:crypto).
-  const tmp = join(dir, `.${name}.${process.pid}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`);
+  const tmp = join(
+    dir,
+    `.${name}.${process.pid}.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}.tmp`,
+  );
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
     const buf = Buffer.from(content, "utf8");
@@ -116,7 +125,9 @@ export function applyFsOp(op: FsOp): FsResult {
       case "remove":
         return { ok: true, value: removeTree(op.path) };
       case "rmdir":
-        return removeEmptyDir(op.path) ? { ok: true } : { ok: false, error: `${op.path}: directory not empty`, code: "ENOTEMPTY" };
+        return removeEmptyDir(op.path)
+          ? { ok: true }
+          : { ok: false, error: `${op.path}: directory not empty`, code: "ENOTEMPTY" };
     }
   } catch (error) {
     const code = errnoOf(error);
@@ -138,7 +149,14 @@ export interface Identity {
  */
 export async function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
   if (!as) return ops.map(applyFsOp);
-  const r = await runTool([process.execPath, FSOP_HELPER], { uid: as.uid, gid: as.gid, env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs, input: JSON.stringify(ops) });
+  const r = await runTool([process.execPath, FSOP_HELPER], {
+    uid: as.uid,
+    gid: as.gid,
+    env: { PATH: "/usr/bin:/bin" },
+    cwd: "/",
+    timeoutMs,
+    input: JSON.stringify(ops),
+  });
   try {
     if (r.code !== 0) throw new Error(`exit ${r.code ?? r.signal}${r.stderr ? `: ${r.stderr.trim()}` : ""}`);
     return JSON.parse(r.stdout.toString("utf8")) as FsResult[];

@@ -44,21 +44,34 @@ export async function cutShortCgroups(t: CutShortTask): Promise<string | undefin
     const path = t.cgroupsPath;
     // Without a known cut-short command, a dir there is most likely another container's.
     if (path.includes(":") || t.whenFound) return undefined;
-    const found = findContainerCgroups(path.startsWith("/") ? { absolute: [path] } : { relative: [path] }, recorded, t.uid);
+    const found = findContainerCgroups(
+      path.startsWith("/") ? { absolute: [path] } : { relative: [path] },
+      recorded,
+      t.uid,
+    );
     if (found.length > 0) {
-      t.log("warn", `config.json's linux.cgroupsPath ${JSON.stringify(path)} is shared by every container of the bundle, so its cgroup dirs are left: ${found.join(", ")} (rmdir them once no container of the bundle runs)`);
+      t.log(
+        "warn",
+        `config.json's linux.cgroupsPath ${JSON.stringify(path)} is shared by every container of the bundle, so its cgroup dirs are left: ${found.join(", ")} (rmdir them once no container of the bundle runs)`,
+      );
     }
     return undefined;
   }
   const ids = containerIds(t.patterns, t.values);
   if (ids.length === 0) {
-    t.log("verbose", "no container id found in RunTimeCreate/RunTimeQuery/RunTimeDelete: the runtime's cgroup dirs are not looked for");
+    t.log(
+      "verbose",
+      "no container id found in RunTimeCreate/RunTimeQuery/RunTimeDelete: the runtime's cgroup dirs are not looked for",
+    );
     return undefined;
   }
   const found = findContainerCgroups({ relative: ids }, recorded, t.uid);
   t.log("debug", `cgroup dirs of container ${ids.join(", ")}: ${found.join(", ") || "none"}`);
   if (found.length > 0 && t.whenFound) {
-    t.log("verbose", `${t.key} was cut short (its container's cgroup dirs are left, the runtime knows no container): running RunTimeDelete`);
+    t.log(
+      "verbose",
+      `${t.key} was cut short (its container's cgroup dirs are left, the runtime knows no container): running RunTimeDelete`,
+    );
     await t.whenFound();
   }
   const left = await removeCgroups(found, t.identity);

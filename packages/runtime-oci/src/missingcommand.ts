@@ -28,14 +28,17 @@ function isBind(m: Json): boolean {
 }
 
 /** The container's view, command, PATH and cwd from a config.json object, or why it cannot be known. */
-function viewOf(config: Json): { view: ContainerView; command: string; path: string | undefined; cwd: string } | string {
+function viewOf(
+  config: Json,
+): { view: ContainerView; command: string; path: string | undefined; cwd: string } | string {
   const proc = isObject(config.process) ? config.process : undefined;
   const root = isObject(config.root) ? config.root.path : undefined;
   const args = Array.isArray(proc?.args) ? proc.args : [];
   if (typeof root !== "string" || !root.startsWith("/")) return "no absolute root.path";
   if (typeof args[0] !== "string") return "no process.args";
   // A hook may create the command before the task starts: nothing is certain then.
-  if (isObject(config.hooks) && Object.values(config.hooks).some((h) => Array.isArray(h) && h.length > 0)) return "the bundle has hooks";
+  if (isObject(config.hooks) && Object.values(config.hooks).some((h) => Array.isArray(h) && h.length > 0))
+    return "the bundle has hooks";
   const mounts = (Array.isArray(config.mounts) ? config.mounts : []).filter(isObject).map((m) => {
     const source = typeof m.source === "string" && m.source.startsWith("/") && isBind(m) ? m.source : undefined;
     return { destination: String(m.destination ?? ""), ...(source !== undefined ? { source } : {}) };
@@ -44,7 +47,10 @@ function viewOf(config: Json): { view: ContainerView; command: string; path: str
   const linux = isObject(config.linux) ? config.linux : {};
   for (const p of Array.isArray(linux.maskedPaths) ? linux.maskedPaths : []) mounts.push({ destination: String(p) });
   const env = Array.isArray(proc?.env) ? proc.env.filter((e): e is string => typeof e === "string") : [];
-  const path = env.filter((e) => e.startsWith("PATH=")).at(-1)?.slice(5);
+  const path = env
+    .filter((e) => e.startsWith("PATH="))
+    .at(-1)
+    ?.slice(5);
   const cwd = typeof proc?.cwd === "string" ? proc.cwd : "/";
   return { view: { root, mounts }, command: args[0], path, cwd };
 }
@@ -63,8 +69,13 @@ export function lookupInConfig(config: Json): CommandLookup {
 
 /** The missing-command status for a lookup, or undefined when the command may exist. */
 export function missingStatus(lookup: CommandLookup, command: string): MissingCommand | undefined {
-  if (lookup.kind === "missing") return { status: 127, message: `jobrt-oci: ${command}: command not found in the container (exit status 127)` };
-  if (lookup.kind === "not-executable") return { status: 126, message: `jobrt-oci: ${command}: ${lookup.path} in the container is not an executable file (exit status 126)` };
+  if (lookup.kind === "missing")
+    return { status: 127, message: `jobrt-oci: ${command}: command not found in the container (exit status 127)` };
+  if (lookup.kind === "not-executable")
+    return {
+      status: 126,
+      message: `jobrt-oci: ${command}: ${lookup.path} in the container is not an executable file (exit status 126)`,
+    };
   return undefined;
 }
 

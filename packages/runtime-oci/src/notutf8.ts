@@ -7,13 +7,22 @@ import { type TaskRecord, carriesRawBytes, jobrtError } from "@jobrt/core";
  */
 export function refuseBytesNotUtf8(task: TaskRecord, withEnv: boolean, containerEnv: readonly string[]): void {
   const arg = task.argv.findIndex(carriesRawBytes);
-  const variable = withEnv ? Object.entries(task.env).find(([k, v]) => carriesRawBytes(k) || carriesRawBytes(v)) : undefined;
+  const variable = withEnv
+    ? Object.entries(task.env).find(([k, v]) => carriesRawBytes(k) || carriesRawBytes(v))
+    : undefined;
   const extra = containerEnv.find(carriesRawBytes);
   if (arg === -1 && variable === undefined && extra === undefined) return;
-  const what = arg !== -1 ? `argv[${arg}]` : variable ? `variable ${JSON.stringify(variable[0])}` : `--container-env ${JSON.stringify(extra!.split("=")[0])}`;
+  const what =
+    arg !== -1
+      ? `argv[${arg}]`
+      : variable
+        ? `variable ${JSON.stringify(variable[0])}`
+        : `--container-env ${JSON.stringify(extra!.split("=")[0])}`;
   throw jobrtError(
     "ERR_LAUNCH",
-    { problem: `task ${task.globalId}: ${what} holds bytes that are not UTF-8, which runtime oci cannot pass (config.json is JSON text); use runtime none for it, or pass the bytes in a file` },
+    {
+      problem: `task ${task.globalId}: ${what} holds bytes that are not UTF-8, which runtime oci cannot pass (config.json is JSON text); use runtime none for it, or pass the bytes in a file`,
+    },
     { details: { runtime: "runtime/oci" } },
   );
 }

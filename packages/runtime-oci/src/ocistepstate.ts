@@ -11,7 +11,10 @@ interface RegExpJson {
 }
 
 /** oci.conf as setup read it, in JSON: its two patterns as source and flags. */
-export type OciConfJson = Omit<OciConf, "envExclude" | "runTimeEnvExclude"> & { envExclude?: RegExpJson; runTimeEnvExclude?: RegExpJson };
+export type OciConfJson = Omit<OciConf, "envExclude" | "runTimeEnvExclude"> & {
+  envExclude?: RegExpJson;
+  runTimeEnvExclude?: RegExpJson;
+};
 
 /**
  * What setup works out for a step, as the host journals it and hands it back to every later hook
@@ -43,7 +46,8 @@ export interface StepState extends Omit<OciStepState, "conf"> {
   identity?: Identity;
 }
 
-const toJson = (re: RegExp | undefined): RegExpJson | undefined => (re ? { source: re.source, flags: re.flags } : undefined);
+const toJson = (re: RegExp | undefined): RegExpJson | undefined =>
+  re ? { source: re.source, flags: re.flags } : undefined;
 const fromJson = (re: RegExpJson | undefined): RegExp | undefined => (re ? new RegExp(re.source, re.flags) : undefined);
 
 export function confToJson(conf: OciConf): OciConfJson {

@@ -165,7 +165,8 @@ export function expandPattern(pattern: string, values: PatternValues, options: E
     const ch = pattern[i] as string;
     if (ch === "%") {
       const c = pattern[i + 1];
-      if (c === undefined || !PATTERN_CHARS.includes(c)) throw new Error(`invalid pattern character %${c ?? ""} at offset ${i}`);
+      if (c === undefined || !PATTERN_CHARS.includes(c))
+        throw new Error(`invalid pattern character %${c ?? ""} at offset ${i}`);
       i++;
       if (c === "%") {
         out += "%";

@@ -85,7 +85,10 @@ export function commandTimeouts(text: string | undefined = process.env[TIMEOUTS_
     if (!m || key === undefined || !(key in t) || !(seconds > 0) || seconds > 86_400) {
       throw jobrtError(
         "ERR_CONF",
-        { where: `$${TIMEOUTS_VARIABLE}`, problem: `${JSON.stringify(item.trim())} is not KEY=SECONDS with KEY one of ${Object.keys(t).join(", ")} and 0 < SECONDS <= 86400` },
+        {
+          where: `$${TIMEOUTS_VARIABLE}`,
+          problem: `${JSON.stringify(item.trim())} is not KEY=SECONDS with KEY one of ${Object.keys(t).join(", ")} and 0 < SECONDS <= 86400`,
+        },
         { details: { variable: TIMEOUTS_VARIABLE } },
       );
     }
@@ -138,31 +141,53 @@ export function stepDirName(step: Pick<StepRecord, "kind" | "stepId" | "jobId">)
 }
 
 function requestError(message: string, key?: string): JobrtError {
-  return jobrtError("ERR_CONTAINER_REQUEST", { problem: message }, { details: { runtime: "runtime/oci", ...(key ? { key } : {}) } });
+  return jobrtError(
+    "ERR_CONTAINER_REQUEST",
+    { problem: message },
+    { details: { runtime: "runtime/oci", ...(key ? { key } : {}) } },
+  );
 }
 
 /** Checks the job's container options against what this runtime can do. */
 export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mount[] {
   const image = imageOption(c);
-  if (image !== undefined && c.value !== undefined) throw requestError("give either --container BUNDLE or --container-image REF, not both", "--container-image");
+  if (image !== undefined && c.value !== undefined)
+    throw requestError("give either --container BUNDLE or --container-image REF, not both", "--container-image");
   if (image === undefined && (c.value === undefined || c.value === "")) {
-    throw requestError("--container-* options need --container BUNDLE (an OCI bundle directory) or --container-image REF", "--container");
+    throw requestError(
+      "--container-* options need --container BUNDLE (an OCI bundle directory) or --container-image REF",
+      "--container",
+    );
   }
-  if (image !== undefined && conf?.ignoreFileConfigJson) throw requestError(`--container-image needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-image");
+  if (image !== undefined && conf?.ignoreFileConfigJson)
+    throw requestError(
+      `--container-image needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`,
+      "--container-image",
+    );
   requestedContainerId(c);
   // --container-module, --container-entrypoint and other --container-opt keys: the host refuses them (meta.accepts).
   for (const e of c.env) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e)) throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
+    if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(e))
+      throw requestError(`--container-env ${JSON.stringify(e)}: expected NAME=VALUE`, "--container-env");
   }
   const needsConfig = c.volumes.length > 0 || c.workdir !== undefined || c.clearEnv;
   if (needsConfig && conf?.ignoreFileConfigJson) {
-    throw requestError(`--container-volume, --container-workdir and --container-clearenv need config.json, but ${conf.file} sets IgnoreFileConfigJson=true`);
+    throw requestError(
+      `--container-volume, --container-workdir and --container-clearenv need config.json, but ${conf.file} sets IgnoreFileConfigJson=true`,
+    );
   }
   // Devices live in config.json: without it they would silently not be there.
   if (c.deviceEdits && conf?.ignoreFileConfigJson) {
-    throw requestError(`--container-device ${c.deviceEdits.devices[0]} needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`, "--container-device");
+    throw requestError(
+      `--container-device ${c.deviceEdits.devices[0]} needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`,
+      "--container-device",
+    );
   }
-  if (c.workdir !== undefined && !isAbsolute(c.workdir)) throw requestError(`--container-workdir ${JSON.stringify(c.workdir)}: must be an absolute path`, "--container-workdir");
+  if (c.workdir !== undefined && !isAbsolute(c.workdir))
+    throw requestError(
+      `--container-workdir ${JSON.stringify(c.workdir)}: must be an absolute path`,
+      "--container-workdir",
+    );
   return c.volumes.map(parseVolume);
 }
 
@@ -177,7 +202,9 @@ export function resolveConf(node: NodeConf, step: StepRecord): OciConf {
   if (!runc) {
     throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
-      { problem: `--container needs a container runtime: there is no ${join(node.confDir, "oci.conf")} and runc is not on PATH; install runc (apt-get install runc) or write an oci.conf (see docs/runtime-oci.md)` },
+      {
+        problem: `--container needs a container runtime: there is no ${join(node.confDir, "oci.conf")} and runc is not on PATH; install runc (apt-get install runc) or write an oci.conf (see docs/runtime-oci.md)`,
+      },
       { details: { runtime: "runtime/oci", file: join(node.confDir, "oci.conf") } },
     );
   }
@@ -185,11 +212,16 @@ export function resolveConf(node: NodeConf, step: StepRecord): OciConf {
   if (rootless && !userNamespacesAvailable()) {
     throw jobrtError(
       "ERR_CONTAINER_NOT_CONFIGURED",
-      { problem: `--container as uid ${step.uid} needs rootless runc, and this machine has unprivileged user namespaces disabled; enable them (sysctl kernel.unprivileged_userns_clone=1) or write an oci.conf (see docs/runtime-oci.md)` },
+      {
+        problem: `--container as uid ${step.uid} needs rootless runc, and this machine has unprivileged user namespaces disabled; enable them (sysctl kernel.unprivileged_userns_clone=1) or write an oci.conf (see docs/runtime-oci.md)`,
+      },
       { details: { runtime: "runtime/oci" } },
     );
   }
-  node.log("verbose", `runtime oci: no ${join(node.confDir, "oci.conf")}, using the embedded ${rootless ? "rootless " : ""}runc configuration (${runc})`);
+  node.log(
+    "verbose",
+    `runtime oci: no ${join(node.confDir, "oci.conf")}, using the embedded ${rootless ? "rootless " : ""}runc configuration (${runc})`,
+  );
   return embeddedDefaultConf(runc, rootless);
 }
 
@@ -208,7 +240,11 @@ function expandPath(conf: OciConf, key: string, pattern: string, values: Pattern
   try {
     return expandPattern(pattern, values, { shell: false });
   } catch (error) {
-    throw jobrtError("ERR_CONF", { where: `${conf.file}: ${key}`, problem: messageOf(error) }, { details: { file: conf.file, key } });
+    throw jobrtError(
+      "ERR_CONF",
+      { where: `${conf.file}: ${key}`, problem: messageOf(error) },
+      { details: { file: conf.file, key } },
+    );
   }
 }
 
@@ -218,7 +254,11 @@ function expandCommand(st: StepState, key: keyof OciConf["commands"], values: Pa
     return expandPattern(pattern, values, { shell: true });
   } catch (error) {
     if (error instanceof PatternValueError) {
-      throw jobrtError("ERR_CONF", { where: `${st.conf.file}: ${key}`, problem: `${error.message}, so the command is not run` }, { details: { file: st.conf.file, key } });
+      throw jobrtError(
+        "ERR_CONF",
+        { where: `${st.conf.file}: ${key}`, problem: `${error.message}, so the command is not run` },
+        { details: { file: st.conf.file, key } },
+      );
     }
     throw error;
   }
@@ -246,7 +286,14 @@ async function setup({ node, step, client }: SetupContext): Promise<OciStepState
 }
 
 /** What setup works out for a step: bundle, rootfs, spool dir, pattern values. */
-async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts: Mount[], client: ClientInfo | undefined, image?: CachedImage): Promise<StepState> {
+async function stepState(
+  node: NodeConf,
+  step: StepRecord,
+  conf: OciConf,
+  mounts: Mount[],
+  client: ClientInfo | undefined,
+  image?: CachedImage,
+): Promise<StepState> {
   const c = step.container as ContainerRequest;
   const timeouts = commandTimeouts();
   const identity = identityFor(step);
@@ -257,17 +304,28 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
   if (!conf.ignoreFileConfigJson && bundle !== "") {
     const file = join(bundle, "config.json");
     // Read as the job user: a root host must not copy files the user cannot read (runtime-oci.md W8).
-    const r = await fsOne({ op: "read", path: file }, identity).catch((error: unknown): FsResult => ({ ok: false, error: messageOf(error) }));
+    const r = await fsOne({ op: "read", path: file }, identity).catch(
+      (error: unknown): FsResult => ({ ok: false, error: messageOf(error) }),
+    );
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
-      throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `cannot read ${file}: ${why}` }, { details: { runtime: "runtime/oci", file } });
+      throw jobrtError(
+        "ERR_CONTAINER_REQUEST",
+        { problem: `cannot read ${file}: ${why}` },
+        { details: { runtime: "runtime/oci", file } },
+      );
     }
     bundleConfig = parseBundleConfig(r.value as string, file, bundle);
     rootfs = bundleConfig.rootfs;
     if (image) fitImageToStep(node, bundleConfig.config, step.uid);
     if (conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
-      if (problem) throw jobrtError("ERR_CONTAINER_REQUEST", { problem: `${file}: ${problem}` }, { details: { runtime: "runtime/oci", file } });
+      if (problem)
+        throw jobrtError(
+          "ERR_CONTAINER_REQUEST",
+          { problem: `${file}: ${problem}` },
+          { details: { runtime: "runtime/oci", file } },
+        );
     }
   }
   const { base, stepDir } = stepPlace(node, step, conf, bundle, rootfs);
@@ -289,14 +347,38 @@ async function stepState(node: NodeConf, step: StepRecord, conf: OciConf, mounts
 }
 
 /** A step's pattern values and its spool dir (in ContainerPath, or SpoolDir), as setup works them out. */
-function stepPlace(node: NodeConf, step: StepRecord, conf: OciConf, bundle: string, rootfs: string): { base: PatternValues; stepDir: string } {
+function stepPlace(
+  node: NodeConf,
+  step: StepRecord,
+  conf: OciConf,
+  bundle: string,
+  rootfs: string,
+): { base: PatternValues; stepDir: string } {
   const stepId = printedStepId(step);
   const containerId = stepContainerId(step, node.nodeName, stepId);
-  const base: PatternValues = { jobId: step.jobId, stepId, nodeName: node.nodeName, user: step.user, uid: step.uid, cwd: step.cwd, bundle, rootfs, containerId };
+  const base: PatternValues = {
+    jobId: step.jobId,
+    stepId,
+    nodeName: node.nodeName,
+    user: step.user,
+    uid: step.uid,
+    cwd: step.cwd,
+    bundle,
+    rootfs,
+    containerId,
+  };
   let parent = node.spoolDir;
   if (conf.containerPath !== undefined) {
     parent = expandPath(conf, "ContainerPath", conf.containerPath, base);
-    if (!isAbsolute(parent)) throw jobrtError("ERR_CONF", { where: conf.file, problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path` }, { details: { file: conf.file, key: "ContainerPath" } });
+    if (!isAbsolute(parent))
+      throw jobrtError(
+        "ERR_CONF",
+        {
+          where: conf.file,
+          problem: `ContainerPath expands to ${JSON.stringify(parent)}, which is not an absolute path`,
+        },
+        { details: { file: conf.file, key: "ContainerPath" } },
+      );
   }
   const stepDir = join(parent, stepDirName(step));
   base.stepDir = stepDir;
@@ -323,7 +405,12 @@ async function taskInit({ step, task, state }: TaskHookContext<OciStepState>): P
     r = await fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
     if (r.ok || r.code !== "ENOENT") break;
   }
-  if (!r.ok) throw jobrtError("ERR_LAUNCH", { problem: `cannot create the task spool dir ${taskDir}: ${r.error}` }, { details: { runtime: "runtime/oci", path: taskDir } });
+  if (!r.ok)
+    throw jobrtError(
+      "ERR_LAUNCH",
+      { problem: `cannot create the task spool dir ${taskDir}: ${r.error}` },
+      { details: { runtime: "runtime/oci", path: taskDir } },
+    );
 }
 
 /** Creates the step spool dir (and missing parents) as the host, owned by the job user. */
@@ -332,7 +419,11 @@ function ensureStepDir(stepDir: string, identity: Identity | undefined, step: St
     // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
     makeStepDir(stepDir, 0o770, identity, [step.uid]);
   } catch (error) {
-    throw jobrtError("ERR_LAUNCH", { problem: `cannot create the step spool dir ${stepDir}: ${messageOf(error)}` }, { details: { runtime: "runtime/oci", path: stepDir } });
+    throw jobrtError(
+      "ERR_LAUNCH",
+      { problem: `cannot create the step spool dir ${stepDir}: ${messageOf(error)}` },
+      { details: { runtime: "runtime/oci", path: stepDir } },
+    );
   }
 }
 
@@ -362,7 +453,9 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
     const config = rewriteConfig(st.bundleConfig.config, {
       terminal: step.pty,
       rootfs: st.rootfs,
-      ...(destination !== undefined && spoolMountFits(node, st, destination) ? { spoolMount: { source: st.stepDir, destination } } : {}),
+      ...(destination !== undefined && spoolMountFits(node, st, destination)
+        ? { spoolMount: { source: st.stepDir, destination } }
+        : {}),
       extraMounts: st.mounts,
       disableHooks: conf.disableHooks,
       env,
@@ -370,19 +463,34 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
       ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
       ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
     });
-    ops.push({ op: "write", dir: ts.taskDir, name: "config.json", content: `${JSON.stringify(config, null, 2)}\n`, mode: 0o600 });
-    if (conf.mode === "run") missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
+    ops.push({
+      op: "write",
+      dir: ts.taskDir,
+      name: "config.json",
+      content: `${JSON.stringify(config, null, 2)}\n`,
+      mode: 0o600,
+    });
+    if (conf.mode === "run")
+      missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
   }
   if (conf.createEnvFile !== "disabled") {
     const file = formatEnvFile(env, conf.createEnvFile);
-    if (file.dropped.length > 0) node.log("warn", `runtime oci: CreateEnvFile=newline cannot hold values with a line feed; left out: ${file.dropped.join(", ")}`);
+    if (file.dropped.length > 0)
+      node.log(
+        "warn",
+        `runtime oci: CreateEnvFile=newline cannot hold values with a line feed; left out: ${file.dropped.join(", ")}`,
+      );
     ops.push({ op: "write", dir: ts.taskDir, name: "environment", content: file.content, mode: 0o600 });
   }
   const results = await runFsOps(ops, st.identity);
   results.forEach((r, i) => {
     if (!r.ok) {
       const op = ops[i] as Extract<FsOp, { op: "write" }>;
-      throw jobrtError("ERR_LAUNCH", { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` }, { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } });
+      throw jobrtError(
+        "ERR_LAUNCH",
+        { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` },
+        { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } },
+      );
     }
   });
 
@@ -399,11 +507,17 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
     }
     if (!missing) return spec;
     // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
-    node.log("verbose", `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`);
+    node.log(
+      "verbose",
+      `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`,
+    );
     return { ...spec, argv: [process.execPath, GUARD_PROGRAM, taskDir, spec.signals ?? "group", ...spec.argv] };
   }
   if (step.pty) {
-    throw requestError(`--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`, "--pty");
+    throw requestError(
+      `--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`,
+      "--pty",
+    );
   }
   // Check now that every command expands, so a bad pattern fails before anything starts.
   for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, values);
@@ -411,7 +525,14 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
 }
 
 /** The create/start task: the supervisor behind its perl prefix (see watchdog.ts). */
-function supervisorExec(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState, values: PatternValues, runtimeEnv: Record<string, string>): ExecSpec {
+function supervisorExec(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  ts: TaskState,
+  values: PatternValues,
+  runtimeEnv: Record<string, string>,
+): ExecSpec {
   const { conf } = st;
   const graceMs = Math.min(Math.max(node.killWait * 500, 500), 10_000);
   const spec: SupervisorSpec = {
@@ -430,8 +551,16 @@ function supervisorExec(node: NodeConf, step: StepRecord, st: StepState, ts: Tas
   };
   // -vv: node narrates every command, so it runs the whole sequence.
   const fast = st.verbose ? undefined : fastPathSpec(st, values, spec);
-  const prefix = supervisorPrefix(findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined), watchdogSpec(st, values, ts.taskDir), fast);
-  if (!prefix) node.log("warn", "runtime oci: perl not found: in create/start mode the container's exit status will not be available");
+  const prefix = supervisorPrefix(
+    findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined),
+    watchdogSpec(st, values, ts.taskDir),
+    fast,
+  );
+  if (!prefix)
+    node.log(
+      "warn",
+      "runtime oci: perl not found: in create/start mode the container's exit status will not be available",
+    );
   // The supervisor trusts these only from the perl prefix, never from the job's environment.
   const env = { ...runtimeEnv };
   delete env.JOBRT_OCI_SUBREAPER;
@@ -455,7 +584,14 @@ function fastPathSpec(st: StepState, values: PatternValues, spec: SupervisorSpec
   const [start, query] = [expand("RunTimeStart"), expand("RunTimeQuery")];
   if (start === undefined || query === undefined) return undefined;
   const t = spec.timeouts;
-  return { start, query, kill: expand("RunTimeKill") ?? "", delete: expand("RunTimeDelete") ?? "", timeouts: { create: t.create, start: t.start, query: t.query, delete: t.delete }, graceMs: spec.graceMs };
+  return {
+    start,
+    query,
+    kill: expand("RunTimeKill") ?? "",
+    delete: expand("RunTimeDelete") ?? "",
+    timeouts: { create: t.create, start: t.start, query: t.query, delete: t.delete },
+    graceMs: spec.graceMs,
+  };
 }
 
 /** The create/start watchdog's commands: Kill and Delete only if they expand without `%p`. */
@@ -482,7 +618,12 @@ function watchdogSpec(st: StepState, values: PatternValues, taskDir: string): Wa
  * MountSpoolDir, when set and its mount point needs nothing created in the image (see
  * spoolmount.ts); otherwise no spool mount, with one warning per step when one was asked for.
  */
-function spoolMountDestination(node: NodeConf, st: StepState, values: PatternValues, warn: boolean): string | undefined {
+function spoolMountDestination(
+  node: NodeConf,
+  st: StepState,
+  values: PatternValues,
+  warn: boolean,
+): string | undefined {
   const { conf } = st;
   if (!conf.mountSpool || conf.mountSpoolDir === undefined || !st.bundleConfig) return undefined;
   const destination = expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values);
@@ -511,7 +652,8 @@ async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: n
     return Number.isInteger(n) && n > 0 ? n : undefined;
   };
   const watchdog = number(w);
-  if (watchdog !== undefined) await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
+  if (watchdog !== undefined)
+    await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
   const pid = number(r);
   return { ...(pid !== undefined ? { pid } : {}), watchdog: watchdog !== undefined };
 }
@@ -528,13 +670,17 @@ async function waitForWatchdog(pid: number, boundMs: number): Promise<void> {
     }
   };
   const end = Date.now() + boundMs;
-  for (let delay = 2; running() && Date.now() < end; delay = Math.min(delay * 2, 50)) await new Promise((r) => setTimeout(r, delay));
+  for (let delay = 2; running() && Date.now() < end; delay = Math.min(delay * 2, 50))
+    await new Promise((r) => setTimeout(r, delay));
 }
 
 /** An image's shared rootfs takes the spool dir bind only where it has a mount point (imageHasMountPoint). */
 function spoolMountFits(node: NodeConf, st: StepState, destination: string): boolean {
   if (!st.image || imageHasMountPoint(st.rootfs, destination)) return true;
-  node.log("verbose", `runtime oci: the image has no ${destination}: the spool dir is not mounted (set MountSpoolDir to a path under /tmp to have it)`);
+  node.log(
+    "verbose",
+    `runtime oci: the image has no ${destination}: the spool dir is not mounted (set MountSpoolDir to a path under /tmp to have it)`,
+  );
   return false;
 }
 
@@ -553,7 +699,14 @@ async function forceKillTask(st: StepState, pid: number): Promise<void> {
   // a runtime that the RunTimeRun shell started as its child goes too.
   const target = procStat(pid)?.pgrp === pid ? -pid : pid;
   if (st.identity) {
-    await runShellCommand(`kill -s KILL -- ${target}`, { key: "SIGKILL", env: { PATH: "/usr/bin:/bin" }, cwd: "/", timeoutMs: 5000, stdio: "capture", ...st.identity }).catch(() => undefined);
+    await runShellCommand(`kill -s KILL -- ${target}`, {
+      key: "SIGKILL",
+      env: { PATH: "/usr/bin:/bin" },
+      cwd: "/",
+      timeoutMs: 5000,
+      stdio: "capture",
+      ...st.identity,
+    }).catch(() => undefined);
     return;
   }
   try {
@@ -563,7 +716,13 @@ async function forceKillTask(st: StepState, pid: number): Promise<void> {
   }
 }
 
-async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState, afterCrash: boolean): Promise<TeardownResult> {
+async function teardownTask(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  ts: TaskState,
+  afterCrash: boolean,
+): Promise<TeardownResult> {
   const { values, runtimeEnv: env } = ts;
   // A task the host never started has no container; after a crash nothing is known, so ask.
   if (!afterCrash && ts.task.pid === undefined) return "gone";
@@ -571,7 +730,15 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
   // reported (not a signal, not runc's own 125+ failure range) leaves nothing to query or delete.
   // This spares one runc process per task at cleanup; site oci.conf commands are always queried.
   const exit = ts.task.exit;
-  if (st.conf.embedded && st.conf.mode === "run" && exit && exit.signal === null && exit.code !== null && exit.code < 125) return "gone";
+  if (
+    st.conf.embedded &&
+    st.conf.mode === "run" &&
+    exit &&
+    exit.signal === null &&
+    exit.code !== null &&
+    exit.code < 125
+  )
+    return "gone";
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
   // create/start: the supervisor recorded the container's pid in the (user-owned) task dir.
   let recorded: number | undefined;
@@ -586,7 +753,8 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
     const s = recorded !== undefined ? procStat(recorded) : undefined;
     return s && s.state !== "Z" ? recorded : undefined;
   };
-  const log = (level: "verbose" | "debug" | "warn", m: string) => node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
+  const log = (level: "verbose" | "debug" | "warn", m: string) =>
+    node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
   // A task process that died of SIGKILL was killed by the host after its KillWait (or by a second
   // signal): that grace has been spent, so the container gets no second one. Otherwise a stop
   // would take KillWait twice (the host's wait, then this one).
@@ -606,7 +774,8 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
       throw error;
     }
     log("debug", `${key}: ${command}`);
-    const timeoutMs = key === "RunTimeDelete" ? st.timeouts.delete : key === "RunTimeKill" ? st.timeouts.kill : st.timeouts.query;
+    const timeoutMs =
+      key === "RunTimeDelete" ? st.timeouts.delete : key === "RunTimeKill" ? st.timeouts.kill : st.timeouts.query;
     const r = await runShellCommand(command, { key, env, cwd, timeoutMs, stdio: "capture", ...(st.identity ?? {}) });
     if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
     return r;
@@ -633,7 +802,12 @@ async function teardownTask(node: NodeConf, step: StepRecord, st: StepState, ts:
 async function sweepCutShort(
   st: StepState,
   ts: TaskState,
-  o: { createInFlight: boolean; afterCrash: boolean; runKey: (key: "RunTimeDelete") => Promise<unknown>; log: CutShortTask["log"] },
+  o: {
+    createInFlight: boolean;
+    afterCrash: boolean;
+    runKey: (key: "RunTimeDelete") => Promise<unknown>;
+    log: CutShortTask["log"];
+  },
 ): Promise<void> {
   const { createInFlight, afterCrash, runKey, log } = o;
   if (createInFlight) {
@@ -652,13 +826,21 @@ async function sweepCutShort(
 }
 
 /** What leftovers.ts needs to find and remove the cgroup dirs of a task's container. */
-function cutShortTask(st: StepState, ts: TaskState, key: "RunTimeCreate" | "RunTimeRun", afterCrash: boolean, log: CutShortTask["log"]): CutShortTask {
+function cutShortTask(
+  st: StepState,
+  ts: TaskState,
+  key: "RunTimeCreate" | "RunTimeRun",
+  afterCrash: boolean,
+  log: CutShortTask["log"],
+): CutShortTask {
   const { RunTimeQuery, RunTimeDelete } = st.conf.commands;
   return {
     key,
     patterns: [st.conf.commands[key], RunTimeQuery, RunTimeDelete],
     values: ts.values,
-    cgroupsPath: st.conf.ignoreFileConfigJson ? undefined : (st.bundleConfig?.config.linux as { cgroupsPath?: unknown } | undefined)?.cgroupsPath,
+    cgroupsPath: st.conf.ignoreFileConfigJson
+      ? undefined
+      : (st.bundleConfig?.config.linux as { cgroupsPath?: unknown } | undefined)?.cgroupsPath,
     hostCgroups: st.hostCgroups,
     uid: st.identity?.uid ?? process.getuid?.() ?? 0,
     identity: st.identity,
@@ -677,7 +859,11 @@ function existsNoFollow(path: string): boolean {
 }
 
 /** A task's pattern values and the environment its runtime commands get (run and cleanup alike). */
-function commandContext(st: StepState, task: TaskRecord, taskDir: string): { values: PatternValues; runtimeEnv: Record<string, string> } {
+function commandContext(
+  st: StepState,
+  task: TaskRecord,
+  taskDir: string,
+): { values: PatternValues; runtimeEnv: Record<string, string> } {
   const values: PatternValues = { ...st.base, taskId: task.localId, envFile: join(taskDir, "environment") };
   if (st.conf.ignoreFileConfigJson) {
     values.bundle = st.bundle;
@@ -710,11 +896,15 @@ async function cleanup(ctx: CleanupContext<OciStepState>): Promise<void> {
   await cleanupStep(ctx, left);
   // Not a warning: gc must report the step as not cleaned up, and keep it for another try.
   const kept = (ts: TaskState) => (ctx.afterCrash ? ` (kept ${ts.taskDir})` : "");
-  if (left.length > 0) throw new Error(left.map((ts) => `task ${ts.task.localId}: ${ts.cgroupsLeft}${kept(ts)}`).join("; "));
+  if (left.length > 0)
+    throw new Error(left.map((ts) => `task ${ts.task.localId}: ${ts.cgroupsLeft}${kept(ts)}`).join("; "));
 }
 
 /** Cleanup proper; the tasks whose container's cgroup dirs could not be removed go into `left`. */
-async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<OciStepState>, left: TaskState[]): Promise<void> {
+async function cleanupStep(
+  { node, step, state, afterCrash }: CleanupContext<OciStepState>,
+  left: TaskState[],
+): Promise<void> {
   const warn = (m: string) => node.log("warn", `runtime oci: ${m}`);
   let st: StepState | undefined;
   try {
@@ -748,8 +938,16 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
     // So does, in gc, a task whose container's cgroup dirs still hold processes: the next gc
     // tries again with it (after a run, nothing would come back for it).
     const done = tasks.filter((ts, i) => results[i] !== "left" && !(afterCrash && ts.cgroupsLeft !== undefined));
-    for (const [i, ts] of tasks.entries()) if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
-    report(await fsOps(done.map((ts) => ({ op: "remove", path: ts.taskDir })), st.identity, warn), warn);
+    for (const [i, ts] of tasks.entries())
+      if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
+    report(
+      await fsOps(
+        done.map((ts) => ({ op: "remove", path: ts.taskDir })),
+        st.identity,
+        warn,
+      ),
+      warn,
+    );
     // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left
     // (no task of this step is between taskInit and cleanup on this node), whatever the runtime
     // or a wrapper left in %m goes too (runtime-oci.md W14), then the dir itself.
@@ -764,7 +962,14 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
       node.log("debug", `runtime oci: ${st.stepDir} still holds other tasks' dirs; left for them`);
       return;
     }
-    report(await fsOps(names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })), st.identity, warn), warn);
+    report(
+      await fsOps(
+        names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })),
+        st.identity,
+        warn,
+      ),
+      warn,
+    );
     if (st.identity && !isStepDirOf(st.stepDir, st.identity)) {
       warn(`not removing ${st.stepDir}: it is not a directory of uid ${st.identity.uid}, as setup made it`);
       return;
@@ -785,7 +990,12 @@ async function cleanupStep({ node, step, state, afterCrash }: CleanupContext<Oci
 }
 
 /** Cleanup's state: after a crash, only what trustedCrashState keeps of the journaled one. */
-function cleanupState(node: NodeConf, step: StepRecord, state: OciStepState | undefined, afterCrash: boolean): StepState | undefined {
+function cleanupState(
+  node: NodeConf,
+  step: StepRecord,
+  state: OciStepState | undefined,
+  afterCrash: boolean,
+): StepState | undefined {
   if (!afterCrash) return stateFromJson(state, step);
   return trustedCrashState(state, step, {
     // The record's PATH is the user's: the embedded default's runc is looked for on the host's.
@@ -859,7 +1069,16 @@ export const ociPlugin = definePlugin<OciStepState>(
     type: "runtime/oci",
     version: packageVersion(import.meta.url),
     capabilities: ["container", "oci.conf", "run", "create-start"],
-    accepts: ["value", "volumes", "env", "workdir", "clearEnv", "devices", `options.${IMAGE_OPTION}`, `options.${CONTAINER_ID_OPTION}`],
+    accepts: [
+      "value",
+      "volumes",
+      "env",
+      "workdir",
+      "clearEnv",
+      "devices",
+      `options.${IMAGE_OPTION}`,
+      `options.${CONTAINER_ID_OPTION}`,
+    ],
   },
   {
     setup,

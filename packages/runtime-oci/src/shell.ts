@@ -4,7 +4,29 @@
  * brace group or a variable assignment. Anything doubtful answers false, which is always safe:
  * the command then runs as the shell's child.
  */
-const RESERVED = new Set(["!", "{", "}", "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then", "until", "while", "exec", "function", "select", "time", "[["]);
+const RESERVED = new Set([
+  "!",
+  "{",
+  "}",
+  "case",
+  "do",
+  "done",
+  "elif",
+  "else",
+  "esac",
+  "fi",
+  "for",
+  "if",
+  "in",
+  "then",
+  "until",
+  "while",
+  "exec",
+  "function",
+  "select",
+  "time",
+  "[[",
+]);
 
 export function isSimpleCommand(command: string): boolean {
   const text = command.trim();

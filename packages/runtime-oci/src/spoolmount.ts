@@ -15,10 +15,12 @@ export function spoolMountProblem(rootfs: string, mounts: unknown, destination: 
   if (dest === "/") return "it would hide the whole rootfs";
   for (const m of Array.isArray(mounts) ? mounts : []) {
     const d = typeof m?.destination === "string" ? posix.normalize(m.destination) : undefined;
-    if (m?.type === "tmpfs" && d !== undefined && d !== dest && dest.startsWith(d === "/" ? "/" : `${d}/`)) return undefined;
+    if (m?.type === "tmpfs" && d !== undefined && d !== dest && dest.startsWith(d === "/" ? "/" : `${d}/`))
+      return undefined;
   }
   const found = resolveInRoot(rootfs, dest);
-  if (found === undefined) return `${dest} does not exist in the image (${rootfs}), and the runtime would create it there`;
+  if (found === undefined)
+    return `${dest} does not exist in the image (${rootfs}), and the runtime would create it there`;
   if (!found) return `${dest} is not a directory in the image (${rootfs})`;
   return undefined;
 }

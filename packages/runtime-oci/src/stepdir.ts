@@ -1,4 +1,14 @@
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+} from "node:fs";
 import { isAbsolute, posix } from "node:path";
 import type { Identity } from "./fsops.js";
 
@@ -36,7 +46,8 @@ export function makeStepDir(stepDir: string, mode: number, owner: Identity | und
     let links = 0;
     while (pending.length > 0) {
       const name = pending.shift() as string;
-      if (name === "." || name === "..") throw new Error(`${posix.join(dir.path, name)}: "." and ".." are not allowed in the spool path`);
+      if (name === "." || name === "..")
+        throw new Error(`${posix.join(dir.path, name)}: "." and ".." are not allowed in the spool path`);
       const path = posix.join(dir.path, name);
       let st: ReturnType<typeof lstatSync> | undefined;
       try {

@@ -16,7 +16,14 @@
  */
 import { createReadStream, readFileSync } from "node:fs";
 import { constants } from "node:os";
-import { CommandError, type CommandResult, describeResult, parseState, runShellCommand, timedOutMessage } from "./command.js";
+import {
+  CommandError,
+  type CommandResult,
+  describeResult,
+  parseState,
+  runShellCommand,
+  timedOutMessage,
+} from "./command.js";
 import { type Resume, parseResume } from "./fastpath.js";
 import { writeAtomic } from "./fsops.js";
 import { missingCommandIn } from "./missingcommand.js";
@@ -59,10 +66,7 @@ function creds(pid: number): { uids: number[]; gids: number[] } | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/status`, "utf8");
     const field = (name: string) =>
-      (new RegExp(`^${name}:\\s*(.*)$`, "m").exec(text)?.[1] ?? "")
-        .trim()
-        .split(/\s+/)
-        .map(Number);
+      (new RegExp(`^${name}:\\s*(.*)$`, "m").exec(text)?.[1] ?? "").trim().split(/\s+/).map(Number);
     return { uids: field("Uid"), gids: field("Gid") };
   } catch {
     return undefined;
@@ -118,7 +122,8 @@ class Supervision {
     this.#env = env;
     this.#values = { ...spec.values };
     this.#signalled = this.#resume?.signalled;
-    for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, (s: NodeJS.Signals) => this.#forward(s));
+    for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const)
+      process.on(sig, (s: NodeJS.Signals) => this.#forward(s));
   }
 
   async run(): Promise<never> {
@@ -127,7 +132,8 @@ class Supervision {
     this.#values.pid = pid;
     this.#recordPid(pid);
     const resume = this.#resume;
-    if (resume?.start !== undefined) return this.#fail(resumedStartFailure(resume, this.#spec.timeouts.start, this.#expand("RunTimeStart")));
+    if (resume?.start !== undefined)
+      return this.#fail(resumedStartFailure(resume, this.#spec.timeouts.start, this.#expand("RunTimeStart")));
     if (this.#signalled) return this.#fail(`${this.#signalled} before the container started`);
     // The exit is watched from now on: it may happen before start returns.
     const exit = this.#watchExit(pid);
@@ -137,7 +143,8 @@ class Supervision {
     } catch (error) {
       return this.#fail((error as Error).message);
     }
-    if (started.code !== 0) return this.#fail(`RunTimeStart ${describeResult(started)}: ${this.#expand("RunTimeStart")}`);
+    if (started.code !== 0)
+      return this.#fail(`RunTimeStart ${describeResult(started)}: ${this.#expand("RunTimeStart")}`);
     const status = await exit.status;
     if (status === undefined) {
       return this.#fail(
@@ -186,7 +193,12 @@ class Supervision {
     try {
       if (resume) {
         // The fast path has read the watchdog's report already: its pipe is closed.
-        created = resumedCreate(resume.create ?? "lost", this.#spec.timeouts.create, this.#expand("RunTimeCreate"), watchdog?.pid);
+        created = resumedCreate(
+          resume.create ?? "lost",
+          this.#spec.timeouts.create,
+          this.#expand("RunTimeCreate"),
+          watchdog?.pid,
+        );
       } else if (watchdog) {
         this.#log(`RunTimeCreate (run by the watchdog, pid ${watchdog.pid}): ${this.#expand("RunTimeCreate")}`);
         created = await watchdogCreate(watchdog, this.#spec.timeouts.create, this.#expand("RunTimeCreate"));
@@ -198,14 +210,18 @@ class Supervision {
     }
     if (created.code !== 0) {
       // runc create looks the command up before the task exists, and fails for a missing one.
-      const missing = created.code !== undefined && !this.#signalled && this.#spec.taskDir ? missingCommandIn(this.#spec.taskDir) : undefined;
+      const missing =
+        created.code !== undefined && !this.#signalled && this.#spec.taskDir
+          ? missingCommandIn(this.#spec.taskDir)
+          : undefined;
       if (missing) {
         say(missing.message);
         return this.#finish({ code: missing.status });
       }
       return this.#fail(`RunTimeCreate ${describeResult(created)}: ${this.#expand("RunTimeCreate")}`);
     }
-    if (resume?.query === "timeout") return this.#fail(timedOutMessage("RunTimeQuery", this.#spec.timeouts.query, this.#expand("RunTimeQuery")));
+    if (resume?.query === "timeout")
+      return this.#fail(timedOutMessage("RunTimeQuery", this.#spec.timeouts.query, this.#expand("RunTimeQuery")));
   }
 
   /** 2. Waits for "created" (a tight, bounded back-off instead of Slurm's 0.5 s budget); the container's pid. */
@@ -224,8 +240,12 @@ class Supervision {
         this.#containerPid = st.pid;
         break;
       }
-      if (st && st.status !== "creating") return this.#fail(`container is ${st.status} after RunTimeCreate, expected created`);
-      if (Date.now() > deadline) return this.#fail(`container did not reach "created" within ${this.#spec.timeouts.create / 1000} s of RunTimeCreate`);
+      if (st && st.status !== "creating")
+        return this.#fail(`container is ${st.status} after RunTimeCreate, expected created`);
+      if (Date.now() > deadline)
+        return this.#fail(
+          `container did not reach "created" within ${this.#spec.timeouts.create / 1000} s of RunTimeCreate`,
+        );
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 50);
     }
@@ -248,7 +268,9 @@ class Supervision {
     const first = procStat(pid);
     const reaper = this.#subreaper && first?.ppid === process.pid;
     if (!reaper) {
-      this.#log(`not the container's parent (${this.#subreaper ? "the runtime did not leave it to us" : "no subreaper"}): exit status will not be available`);
+      this.#log(
+        `not the container's parent (${this.#subreaper ? "the runtime did not leave it to us" : "no subreaper"}): exit status will not be available`,
+      );
     }
     const status = new Promise<number | undefined>((resolve) => {
       const check = () => {
@@ -305,7 +327,11 @@ class Supervision {
       graceMs: this.#spec.graceMs,
       run: async (key) => {
         try {
-          return await this.#run(key, "capture", key === "RunTimeDelete" ? this.#spec.timeouts.delete : this.#spec.timeouts.kill);
+          return await this.#run(
+            key,
+            "capture",
+            key === "RunTimeDelete" ? this.#spec.timeouts.delete : this.#spec.timeouts.kill,
+          );
         } catch (error) {
           if (error instanceof PatternValueError) {
             this.#log(`${key} not run: ${error.message}`);
@@ -345,7 +371,13 @@ function watchdogCreate(w: { pid: number; fd: number }, timeoutMs: number, comma
     const timer = setTimeout(() => {
       killGroup(w.pid);
       stream.destroy();
-      reject(new CommandError("ERR_RUNTIME_TIMEOUT", `RunTimeCreate did not finish within ${timeoutMs / 1000} s and was killed: ${command}`, "RunTimeCreate"));
+      reject(
+        new CommandError(
+          "ERR_RUNTIME_TIMEOUT",
+          `RunTimeCreate did not finish within ${timeoutMs / 1000} s and was killed: ${command}`,
+          "RunTimeCreate",
+        ),
+      );
     }, timeoutMs);
     stream.on("data", (d) => {
       text += String(d);
@@ -354,16 +386,38 @@ function watchdogCreate(w: { pid: number; fd: number }, timeoutMs: number, comma
     stream.on("close", () => {
       clearTimeout(timer);
       const code = /^(\d+)\n/.exec(text)?.[1];
-      if (code === undefined) reject(new CommandError("ERR_RUNTIME_COMMAND", `RunTimeCreate: the watchdog (pid ${w.pid}) ended without its status: ${command}`, "RunTimeCreate"));
+      if (code === undefined)
+        reject(
+          new CommandError(
+            "ERR_RUNTIME_COMMAND",
+            `RunTimeCreate: the watchdog (pid ${w.pid}) ended without its status: ${command}`,
+            "RunTimeCreate",
+          ),
+        );
       else resolve({ code: Number(code), signal: undefined, stdout: "", stderr: "" });
     });
   });
 }
 
 /** RunTimeCreate's result as the fast path reported it. */
-function resumedCreate(create: NonNullable<Resume["create"]>, timeoutMs: number, command: string, watchdogPid: number | undefined): CommandResult {
-  if (create === "timeout") throw new CommandError("ERR_RUNTIME_TIMEOUT", timedOutMessage("RunTimeCreate", timeoutMs, command), "RunTimeCreate");
-  if (create === "lost") throw new CommandError("ERR_RUNTIME_COMMAND", `RunTimeCreate: the watchdog (pid ${watchdogPid}) ended without its status: ${command}`, "RunTimeCreate");
+function resumedCreate(
+  create: NonNullable<Resume["create"]>,
+  timeoutMs: number,
+  command: string,
+  watchdogPid: number | undefined,
+): CommandResult {
+  if (create === "timeout")
+    throw new CommandError(
+      "ERR_RUNTIME_TIMEOUT",
+      timedOutMessage("RunTimeCreate", timeoutMs, command),
+      "RunTimeCreate",
+    );
+  if (create === "lost")
+    throw new CommandError(
+      "ERR_RUNTIME_COMMAND",
+      `RunTimeCreate: the watchdog (pid ${watchdogPid}) ended without its status: ${command}`,
+      "RunTimeCreate",
+    );
   return { code: create, signal: undefined, stdout: "", stderr: "" };
 }
 
@@ -371,9 +425,12 @@ function resumedCreate(create: NonNullable<Resume["create"]>, timeoutMs: number,
 function resumedStartFailure(resume: Resume, timeoutMs: number, command: string): string {
   const start = resume.start;
   if (start === "timeout") return timedOutMessage("RunTimeStart", timeoutMs, command);
-  if (start === 0 || start === undefined) return "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)";
+  if (start === 0 || start === undefined)
+    return "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)";
   const result: CommandResult =
-    typeof start === "number" ? { code: start, signal: undefined, stdout: "", stderr: "" } : { code: undefined, signal: SIGNALS.get(Number(start.slice(3))) ?? "SIGKILL", stdout: "", stderr: "" };
+    typeof start === "number"
+      ? { code: start, signal: undefined, stdout: "", stderr: "" }
+      : { code: undefined, signal: SIGNALS.get(Number(start.slice(3))) ?? "SIGKILL", stdout: "", stderr: "" };
   return `RunTimeStart ${describeResult(result)}: ${command}`;
 }
 

@@ -50,11 +50,17 @@ async function teardownByQuery(o: TeardownOptions, safe: Run): Promise<"gone" | 
   if (!st && first?.code === 0) {
     // The query "succeeded" but printed no OCI state: the runtime is broken, not the container
     // gone. Slurm takes that for "already dead" and leaks a created container; delete it anyway.
-    o.log("warn", `RunTimeQuery exited 0 but printed no OCI state JSON (${JSON.stringify(first.stdout.trim().slice(0, 80))}); running RunTimeKill and RunTimeDelete anyway`);
+    o.log(
+      "warn",
+      `RunTimeQuery exited 0 but printed no OCI state JSON (${JSON.stringify(first.stdout.trim().slice(0, 80))}); running RunTimeKill and RunTimeDelete anyway`,
+    );
     await safe("RunTimeKill");
     const del = await safe("RunTimeDelete");
     if (del?.code === 0) return "deleted";
-    o.log("warn", `RunTimeDelete ${del ? `exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}` : "did not run"}; taking the container for gone`);
+    o.log(
+      "warn",
+      `RunTimeDelete ${del ? `exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}` : "did not run"}; taking the container for gone`,
+    );
     return "gone";
   }
   if (!st) {
@@ -72,7 +78,8 @@ async function teardownByQuery(o: TeardownOptions, safe: Run): Promise<"gone" | 
     if (!st) return "gone";
   }
   const del = await safe("RunTimeDelete");
-  if (del && del.code !== 0) o.log("warn", `RunTimeDelete exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}`);
+  if (del && del.code !== 0)
+    o.log("warn", `RunTimeDelete exited with status ${del.code ?? del.signal}: ${del.stderr.trim()}`);
   return del?.code === 0 ? "deleted" : "left";
 }
 

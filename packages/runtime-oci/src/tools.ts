@@ -36,8 +36,17 @@ function locate(program: string, paths: readonly (string | undefined)[]): { path
 /** What `<path> --version` prints first (runc, crun: "runc version 1.1.5"): the version word, else the line. */
 async function versionOf(path: string): Promise<string | undefined> {
   try {
-    const r = await runShellCommand(`${shellQuoteIn("none", path)} --version`, { key: "version", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: "/", timeoutMs: VERSION_TIMEOUT_MS, stdio: "capture" });
-    const line = r.stdout.split("\n").find((l) => l.trim() !== "")?.trim();
+    const r = await runShellCommand(`${shellQuoteIn("none", path)} --version`, {
+      key: "version",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      cwd: "/",
+      timeoutMs: VERSION_TIMEOUT_MS,
+      stdio: "capture",
+    });
+    const line = r.stdout
+      .split("\n")
+      .find((l) => l.trim() !== "")
+      ?.trim();
     if (r.code !== 0 || line === undefined) return undefined;
     return /\bversion\s+(\S+)/i.exec(line)?.[1] ?? line.slice(0, 120);
   } catch {
@@ -49,7 +58,10 @@ async function versionOf(path: string): Promise<string | undefined> {
  * The programs the RunTime* commands of `conf` run, one entry per program (with the keys that run
  * it), looked up on `paths` in order; and the commands whose program cannot be named.
  */
-export async function ociTools(conf: OciConf, paths: readonly (string | undefined)[]): Promise<{ tools: RuntimeTool[]; unnamed: UnnamedProgram[] }> {
+export async function ociTools(
+  conf: OciConf,
+  paths: readonly (string | undefined)[],
+): Promise<{ tools: RuntimeTool[]; unnamed: UnnamedProgram[] }> {
   const keysOf = new Map<string, string[]>();
   const unnamed: UnnamedProgram[] = [];
   for (const key of RUNTIME_COMMAND_KEYS) {
@@ -59,7 +71,9 @@ export async function ociTools(conf: OciConf, paths: readonly (string | undefine
     if (program === undefined) unnamed.push({ key, command });
     else keysOf.set(program, [...(keysOf.get(program) ?? []), key]);
   }
-  const tools = await Promise.all([...keysOf].map(([program, keys]) => toolAt(program, `${keys.join(", ")} in ${conf.file}`, paths)));
+  const tools = await Promise.all(
+    [...keysOf].map(([program, keys]) => toolAt(program, `${keys.join(", ")} in ${conf.file}`, paths)),
+  );
   return { tools, unnamed };
 }
 

@@ -55,7 +55,16 @@ const SCRIPT = [
 
 const PR_SET_CHILD_SUBREAPER = 36;
 const PR_SET_PDEATHSIG = 1;
-const SIGUSR1: Partial<Record<string, number>> = { x64: 10, arm64: 10, riscv64: 10, loong64: 10, ppc64: 10, s390x: 10, ia32: 10, arm: 10 };
+const SIGUSR1: Partial<Record<string, number>> = {
+  x64: 10,
+  arm64: 10,
+  riscv64: 10,
+  loong64: 10,
+  ppc64: 10,
+  s390x: 10,
+  ia32: 10,
+  arm: 10,
+};
 
 /**
  * argv that makes the following program a child subreaper (the flag survives execve) and execs
@@ -66,7 +75,12 @@ const SIGUSR1: Partial<Record<string, number>> = { x64: 10, arm64: 10, riscv64: 
  * whether the prctl worked. Undefined without perl or on an architecture whose prctl number is
  * not listed.
  */
-export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSpec, fast?: FastPathSpec, arch: string = process.arch): string[] | undefined {
+export function supervisorPrefix(
+  perl: string | undefined,
+  watchdog?: WatchdogSpec,
+  fast?: FastPathSpec,
+  arch: string = process.arch,
+): string[] | undefined {
   const nr = syscallNumbers(["prctl"], arch)?.[0];
   const usr1 = SIGUSR1[arch];
   if (perl === undefined || nr === undefined || usr1 === undefined) return undefined;
@@ -76,7 +90,7 @@ export function supervisorPrefix(perl: string | undefined, watchdog?: WatchdogSp
   const fork = [
     "my ($script, $dir, @w) = splice(@ARGV, 0, 7);",
     // Descriptors above $^F get close-on-exec: keep the pipe's ends across exec.
-    "$^F = 255; pipe(my $r, my $w) or die \"jobrt-oci: pipe: $!\\n\"; my $parent = $$;",
+    '$^F = 255; pipe(my $r, my $w) or die "jobrt-oci: pipe: $!\\n"; my $parent = $$;',
     'my $pid = fork() // die "jobrt-oci: fork: $!\\n";',
     `if ($pid == 0) { close $r; delete $ENV{JOBRT_OCI_SUBREAPER}; syscall(${nr}, ${PR_SET_PDEATHSIG}, ${usr1}, 0, 0, 0); exit 0 if getppid() != $parent; setpgrp(0, 0);`,
     ` exec { "/bin/sh" } "/bin/sh", "-c", $script, "${WATCHDOG_NAME}", fileno($w), @w; die "jobrt-oci: cannot run /bin/sh: $!\\n"; }`,

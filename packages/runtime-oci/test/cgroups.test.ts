@@ -1,5 +1,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  rmdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { findContainerCgroups, hostCgroupDirs, removeCgroups } from "../src/cgroups.js";
@@ -22,7 +33,9 @@ const links: string[] = [];
 /** Every cgroup below `dir`, deepest first. */
 function tree(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  const below = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).flatMap((e) => tree(join(dir, e.name)));
+  const below = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .flatMap((e) => tree(join(dir, e.name)));
   return [...below, dir];
 }
 
@@ -36,12 +49,17 @@ async function hold(dir: string): Promise<number> {
 
 describe("the container's cgroup dirs after a cut-short create (real cgroupfs)", () => {
   beforeAll(() => {
-    if (process.getuid?.() !== 0 || !mount) throw new Error("missing prerequisite: root and a cgroup2 or v1 pids mount (tests never skip)");
+    if (process.getuid?.() !== 0 || !mount)
+      throw new Error("missing prerequisite: root and a cgroup2 or v1 pids mount (tests never skip)");
     mkdirSync(join(base, "host"), { recursive: true });
   });
   afterAll(async () => {
     for (const h of holders) h.kill("SIGKILL");
-    await Promise.all(holders.map((h) => (h.exitCode === null && h.signalCode === null ? new Promise((r) => h.once("close", r)) : undefined)));
+    await Promise.all(
+      holders.map((h) =>
+        h.exitCode === null && h.signalCode === null ? new Promise((r) => h.once("close", r)) : undefined,
+      ),
+    );
     for (const l of links) unlinkSync(l);
     for (const d of tree(base)) rmdirSync(d);
   });

@@ -107,10 +107,17 @@ describe("oci.conf semantics", () => {
     expect(conf.commands.RunTimeKill).toBeUndefined();
   });
   test("DisableHooks is a list of known hook kinds", () => {
-    expect(parseOciConf(`${run}DisableHooks=prestart,createRuntime,poststop\n`, "x").disableHooks).toEqual(["prestart", "createRuntime", "poststop"]);
+    expect(parseOciConf(`${run}DisableHooks=prestart,createRuntime,poststop\n`, "x").disableHooks).toEqual([
+      "prestart",
+      "createRuntime",
+      "poststop",
+    ]);
   });
   test("scrun-only keys are accepted and ignored, each with one warning naming file:line", () => {
-    const conf = parseOciConf(`${run}SrunPath=/usr/bin/srun\nSrunArgs=--a\nSrunArgs=--b\nStdIODebug=debug\nSyslogDebug=info\nFileDebug=debug5\nDebugFlags=Steps\n`, "/etc/jobrt/oci.conf");
+    const conf = parseOciConf(
+      `${run}SrunPath=/usr/bin/srun\nSrunArgs=--a\nSrunArgs=--b\nStdIODebug=debug\nSyslogDebug=info\nFileDebug=debug5\nDebugFlags=Steps\n`,
+      "/etc/jobrt/oci.conf",
+    );
     expect(conf.mode).toBe("run");
     const n = run.split("\n").length - 1;
     const tail = "accepted for Slurm compatibility, ignored by jobrt (only Slurm's scrun reads it)";
@@ -169,27 +176,37 @@ describe("properties", () => {
   });
   test("arbitrary text either parses or fails with ERR_CONF naming the file, never anything else", () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 200 }), fc.array(fc.constantFrom(...Object.keys(OCI_CONF_SCHEMA), "Include", "x"), { maxLength: 5 }), (junk, keys) => {
-        const text = keys.map((k) => `${k}=${junk}`).join("\n") + junk;
-        try {
-          parseOciConf(text, "junk.conf");
-        } catch (error) {
-          expect(error).toBeInstanceOf(JobrtError);
-          expect((error as JobrtError).code).toBe("ERR_CONF");
-          expect((error as JobrtError).message.startsWith("junk.conf")).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.string({ maxLength: 200 }),
+        fc.array(fc.constantFrom(...Object.keys(OCI_CONF_SCHEMA), "Include", "x"), { maxLength: 5 }),
+        (junk, keys) => {
+          const text = keys.map((k) => `${k}=${junk}`).join("\n") + junk;
+          try {
+            parseOciConf(text, "junk.conf");
+          } catch (error) {
+            expect(error).toBeInstanceOf(JobrtError);
+            expect((error as JobrtError).code).toBe("ERR_CONF");
+            expect((error as JobrtError).message.startsWith("junk.conf")).toBe(true);
+          }
+        },
+      ),
     );
   });
   test("a % followed by anything outside the table is rejected in every pattern key", () => {
     const keys = ["RunTimeRun", "RunTimeKill", "RunTimeDelete", "RunTimeQuery", "ContainerPath", "MountSpoolDir"];
     fc.assert(
-      fc.property(fc.constantFrom(...keys), fc.string({ minLength: 1, maxLength: 1 }).filter((c) => !"%@bejmnprstuIUZ\"#\\".includes(c) && c.trim() !== ""), (key, c) => {
-        const base: Record<string, string> = { RunTimeRun: "r", RunTimeKill: "k", RunTimeDelete: "d" };
-        base[key] = `a%${c}b`;
-        const text = Object.entries(base).map(([k, v]) => `${k}="${v}"`).join("\n");
-        expect(() => parseOciConf(text, "p.conf")).toThrow(/unknown replacement character/);
-      }),
+      fc.property(
+        fc.constantFrom(...keys),
+        fc.string({ minLength: 1, maxLength: 1 }).filter((c) => !'%@bejmnprstuIUZ"#\\'.includes(c) && c.trim() !== ""),
+        (key, c) => {
+          const base: Record<string, string> = { RunTimeRun: "r", RunTimeKill: "k", RunTimeDelete: "d" };
+          base[key] = `a%${c}b`;
+          const text = Object.entries(base)
+            .map(([k, v]) => `${k}="${v}"`)
+            .join("\n");
+          expect(() => parseOciConf(text, "p.conf")).toThrow(/unknown replacement character/);
+        },
+      ),
     );
   });
 });

@@ -18,7 +18,8 @@ beforeAll(() => {
 
 // The launch checks need runc and root (runc's default state dir). A task starts in the bundle's process.cwd (or --container-workdir), as
 // under Slurm: the bundle's rootfs does not hold the job's cwd (docs/runtime-oci.md, WorkingDir).
-const bundleCwd = (): string => (JSON.parse(readFileSync(join(bundle, "config.json"), "utf8")) as { process: { cwd: string } }).process.cwd;
+const bundleCwd = (): string =>
+  (JSON.parse(readFileSync(join(bundle, "config.json"), "utf8")) as { process: { cwd: string } }).process.cwd;
 const launch = { cwd: bundleCwd };
 
 describeRuntimeConformance(() => import("../src/index.js"), {
@@ -30,7 +31,8 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   node: () => ({ confDir: embeddedDir }),
   launch,
   skip: {
-    "execspec.task-argv": "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec runs `runc run` on that bundle",
+    "execspec.task-argv":
+      "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec runs `runc run` on that bundle",
   },
   invalid: [
     { title: "missing bundle", container: { value: "/nonexistent/jobrt-bundle" }, code: "ERR_CONTAINER_REQUEST" },
@@ -50,6 +52,7 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   node: () => ({ confDir: createStartDir || embeddedDir }),
   launch,
   skip: {
-    "execspec.task-argv": "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec starts the supervisor",
+    "execspec.task-argv":
+      "config.json mode: the task argv becomes process.args of the task's config.json; the ExecSpec starts the supervisor",
   },
 });

@@ -20,13 +20,24 @@ describe("containerIds: the word a task's runtime commands share that names its 
   test("Slurm's documented runc oci.conf: the id, not the runtime, its verbs, options or paths", () => {
     const id = "%n.%u.%j.%s.%t";
     const g = "runc --rootless=true --root=/run/user/%U/";
-    expect(containerIds([`${g} create ${id} -b %b`, `${g} state ${id}`, `${g} delete --force ${id}`], values)).toEqual(["n1.alice.5.2.3"]);
+    expect(containerIds([`${g} create ${id} -b %b`, `${g} state ${id}`, `${g} delete --force ${id}`], values)).toEqual([
+      "n1.alice.5.2.3",
+    ]);
   });
 
   test("the embedded default's id; a slowed or wrapped create still names it", () => {
     const g = "runc --root /run/runc";
     const withId = { ...values, containerId: "jobrt.n1.1000.5.2" };
-    expect(containerIds([`sleep 1; ${g} run ${DEFAULT_CONTAINER_ID} -b %b`, `${g} state ${DEFAULT_CONTAINER_ID}`, `${g} delete --force ${DEFAULT_CONTAINER_ID}`], withId)).toEqual(["jobrt.n1.1000.5.2.3"]);
+    expect(
+      containerIds(
+        [
+          `sleep 1; ${g} run ${DEFAULT_CONTAINER_ID} -b %b`,
+          `${g} state ${DEFAULT_CONTAINER_ID}`,
+          `${g} delete --force ${DEFAULT_CONTAINER_ID}`,
+        ],
+        withId,
+      ),
+    ).toEqual(["jobrt.n1.1000.5.2.3"]);
   });
 
   test("a --container-id (%I) names the container even in a pattern without %t", () => {
@@ -36,7 +47,9 @@ describe("containerIds: the word a task's runtime commands share that names its 
 
   test("words that do not change with the job, step and task are never ids (a static name, a constant, the node name)", () => {
     expect(containerIds(["runc create fixed -b %b", "runc state fixed", "runc delete fixed"], values)).toEqual([]);
-    expect(containerIds(["runc --log-level %n create x%j.%t", "runc --log-level %n state x%j.%t"], values)).toEqual(["x5.3"]);
+    expect(containerIds(["runc --log-level %n create x%j.%t", "runc --log-level %n state x%j.%t"], values)).toEqual([
+      "x5.3",
+    ]);
   });
 
   test("a bare number, an option, . and .. are never ids, even when they change per task", () => {
@@ -46,7 +59,9 @@ describe("containerIds: the word a task's runtime commands share that names its 
   });
 
   test("only a word that every command contains: a per-task word of one command alone is not the id", () => {
-    expect(containerIds(["runc create a%j.%t --pid-file p%t", "runc state a%j.%t", "runc delete a%j.%t"], values)).toEqual(["a5.3"]);
+    expect(
+      containerIds(["runc create a%j.%t --pid-file p%t", "runc state a%j.%t", "runc delete a%j.%t"], values),
+    ).toEqual(["a5.3"]);
   });
 
   test("a pattern that cannot be expanded without a pid is left out; no pattern at all gives no id", () => {
@@ -61,6 +76,8 @@ describe("containerIds: the word a task's runtime commands share that names its 
   });
 
   test("quotes are read as /bin/sh reads them", () => {
-    expect(containerIds([`runc state 'q%j.%t'`, `runc delete "q%j.%t"`, "runc kill q\\%j.%t"], values)).toEqual(["q5.3"]);
+    expect(containerIds([`runc state 'q%j.%t'`, `runc delete "q%j.%t"`, "runc kill q\\%j.%t"], values)).toEqual([
+      "q5.3",
+    ]);
   });
 });

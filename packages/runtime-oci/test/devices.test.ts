@@ -6,7 +6,17 @@ const EDITS: DeviceEdits = {
   devices: ["nvidia.com/gpu=1", "nvidia.com/gpu=2"],
   deviceNodes: [
     { path: "/dev/gpu1", hostPath: "/tmp/x/gpu1", type: "c", major: 1, minor: 5, permissions: "rwm" },
-    { path: "/dev/gpu2", hostPath: "/tmp/x/gpu2", type: "c", major: 240, minor: 2, permissions: "rw", fileMode: 0o660, uid: 0, gid: 44 },
+    {
+      path: "/dev/gpu2",
+      hostPath: "/tmp/x/gpu2",
+      type: "c",
+      major: 240,
+      minor: 2,
+      permissions: "rw",
+      fileMode: 0o660,
+      uid: 0,
+      gid: 44,
+    },
   ],
   mounts: [
     { hostPath: "/usr/lib/libfake.so", containerPath: "/usr/lib/libfake.so", options: ["ro"] },
@@ -22,13 +32,30 @@ const bundle = () => ({
   mounts: [{ destination: "/proc", type: "proc", source: "proc" }],
   hooks: { prestart: [{ path: "/bin/old" }] },
   linux: {
-    devices: [{ path: "/dev/gpu1", type: "c", major: 9, minor: 9 }, { path: "/dev/fuse", type: "c", major: 10, minor: 229 }],
-    resources: { devices: [{ allow: true, access: "rwm" }, { allow: true, type: "c", major: 10, minor: 229, access: "rwm" }] },
+    devices: [
+      { path: "/dev/gpu1", type: "c", major: 9, minor: 9 },
+      { path: "/dev/fuse", type: "c", major: 10, minor: 229 },
+    ],
+    resources: {
+      devices: [
+        { allow: true, access: "rwm" },
+        { allow: true, type: "c", major: 10, minor: 229, access: "rwm" },
+      ],
+    },
   },
 });
 
 const rewrite = (devices: DeviceEdits | undefined, disableHooks: string[] = []) =>
-  rewriteConfig(bundle(), { terminal: false, rootfs: "/r", extraMounts: [], disableHooks, env: [], args: ["true"], spoolMount: { source: "/s", destination: "/spool" }, ...(devices ? { devices } : {}) }) as {
+  rewriteConfig(bundle(), {
+    terminal: false,
+    rootfs: "/r",
+    extraMounts: [],
+    disableHooks,
+    env: [],
+    args: ["true"],
+    spoolMount: { source: "/s", destination: "/spool" },
+    ...(devices ? { devices } : {}),
+  }) as {
     linux: { devices: unknown[]; resources: { devices: unknown[] } };
     mounts: { destination: string }[];
     hooks: Record<string, unknown[]>;
@@ -69,7 +96,15 @@ describe("runtime-oci applies the host's CDI edits to config.json", () => {
   it("rootless (a user namespace): the host's nodes are bind-mounted at their container paths, not made", () => {
     const config = bundle() as ReturnType<typeof bundle> & { linux: { namespaces?: unknown[] } };
     config.linux.namespaces = [{ type: "user" }, { type: "mount" }];
-    const c = rewriteConfig(config, { terminal: false, rootfs: "/r", extraMounts: [], disableHooks: [], env: [], args: ["true"], devices: EDITS }) as ReturnType<typeof rewrite>;
+    const c = rewriteConfig(config, {
+      terminal: false,
+      rootfs: "/r",
+      extraMounts: [],
+      disableHooks: [],
+      env: [],
+      args: ["true"],
+      devices: EDITS,
+    }) as ReturnType<typeof rewrite>;
     expect(c.linux.devices).toEqual(bundle().linux.devices);
     expect(c.mounts.slice(1, 3)).toEqual([
       { destination: "/dev/gpu1", type: "none", source: "/tmp/x/gpu1", options: ["bind", "nosuid", "noexec"] },

@@ -9,7 +9,10 @@ describe("environment", () => {
   });
   test("EnvExclude matches the whole NAME=value string, unanchored", () => {
     const re = compileEre("^(SLURM_CONF|SLURM_CONF_SERVER)=");
-    expect(filterEnvStrings(["SLURM_CONF=/x", "SLURM_CONF_SERVER=h", "SLURM_CONFX=1", "A=SLURM_CONF="], re)).toEqual(["SLURM_CONFX=1", "A=SLURM_CONF="]);
+    expect(filterEnvStrings(["SLURM_CONF=/x", "SLURM_CONF_SERVER=h", "SLURM_CONFX=1", "A=SLURM_CONF="], re)).toEqual([
+      "SLURM_CONFX=1",
+      "A=SLURM_CONF=",
+    ]);
     expect(filterEnvStrings(["A=secret", "B=ok"], compileEre("secret"))).toEqual(["B=ok"]);
     expect(filterEnvRecord({ A: "secret", B: "ok" }, compileEre("secret"))).toEqual({ B: "ok" });
   });
@@ -25,7 +28,11 @@ describe("config.json", () => {
     process: { terminal: true, args: ["sh"], env: ["PATH=/bin", "TERM=xterm"], cwd: "/" },
     root: { path: "rootfs", readonly: true },
     mounts: [{ destination: "/proc", type: "proc", source: "proc" }],
-    hooks: { prestart: [{ path: "/bin/true" }], poststop: [{ path: "/bin/true" }], createRuntime: [{ path: "/bin/true" }] },
+    hooks: {
+      prestart: [{ path: "/bin/true" }],
+      poststop: [{ path: "/bin/true" }],
+      createRuntime: [{ path: "/bin/true" }],
+    },
   });
   test("rootfs is taken relative to the bundle", () => {
     const b = parseBundleConfig(text, "/b/config.json", "/b");
@@ -73,7 +80,11 @@ describe("spool naming (runtime-oci.md, Lifecycle)", () => {
     expect(stepDirName({ kind: "batch", stepId: 0, jobId: 42 })).toBe("oci-job42-batch");
     expect(stepDirName({ kind: "interactive", stepId: 0, jobId: 42 })).toBe("oci-job42-interactive");
     expect(stepDirName({ kind: "extern", stepId: 0, jobId: 42 })).toBe("oci-job42-extern");
-    expect([printedStepId({ kind: "batch", stepId: 0 }), printedStepId({ kind: "interactive", stepId: 0 }), printedStepId({ kind: "extern", stepId: 0 })]).toEqual([4294967291, 4294967290, 4294967292]);
+    expect([
+      printedStepId({ kind: "batch", stepId: 0 }),
+      printedStepId({ kind: "interactive", stepId: 0 }),
+      printedStepId({ kind: "extern", stepId: 0 }),
+    ]).toEqual([4294967291, 4294967290, 4294967292]);
     expect(printedStepId({ kind: "normal", stepId: 3 })).toBe(3);
   });
 });

@@ -31,7 +31,13 @@ describe("create/start fast path with real runc", () => {
 
   test("the task process stays perl from start to exit: no node supervisor starts, and exit status 3 propagates", async () => {
     const confDir = writeConf(tempDir(), createStartConf());
-    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["sh", "-c", "sleep 0.5; exit 3"], container: { value: bundle } });
+    const step = makeStep({
+      confDir,
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sh", "-c", "sleep 0.5; exit 3"],
+      container: { value: bundle },
+    });
     const node = makeNode({ confDir, spoolDir: tempDir() });
     const task = step.tasks[0] as TaskRecord;
     const node20 = realpathSync(process.execPath);
@@ -40,7 +46,11 @@ describe("create/start fast path with real runc", () => {
       await host.setup(node, step);
       await host.taskInit(node, step, task);
       const spec = (await host.run(node, step, task)) as ExecSpec;
-      const child = spawn(spec.argv[0] as string, spec.argv.slice(1), { env: spec.env, cwd: spec.cwd, stdio: "ignore" });
+      const child = spawn(spec.argv[0] as string, spec.argv.slice(1), {
+        env: spec.env,
+        cwd: spec.cwd,
+        stdio: "ignore",
+      });
       const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
       let done = false;
       void exited.then(() => {
@@ -87,9 +97,21 @@ describe("create/start fast path with real runc", () => {
   test("a signal before the container started: node takes over and says so, the task dies of it, the container is deleted", async () => {
     const jobId = job();
     const out = tempDir();
-    const conf = createStartConf().replace(`RunTimeCreate="${RUNC}`, `RunTimeCreate="touch ${out}/creating; sleep 1.5; ${RUNC}`);
+    const conf = createStartConf().replace(
+      `RunTimeCreate="${RUNC}`,
+      `RunTimeCreate="touch ${out}/creating; sleep 1.5; ${RUNC}`,
+    );
     const signalWhen = () => existsSync(join(out, "creating"));
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId, argv: ["true"], container: { value: bundle }, signal: "SIGTERM", signalWhen, killWait: 30 });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+      signal: "SIGTERM",
+      signalWhen,
+      killWait: 30,
+    });
     expect(r.tasks[0]?.signal).toBe("SIGTERM");
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: SIGTERM before the container started\n");
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
@@ -100,7 +122,13 @@ describe("create/start fast path with real runc", () => {
     const script = join(tempDir(), "start.sh");
     writeFileSync(script, "kill -s KILL $$\n");
     const conf = createStartConf().replace(/RunTimeStart="[^"]*"/, `RunTimeStart="exec sh ${script}"`);
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId, argv: ["true"], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.code).toBe(125);
     expect(r.tasks[0]?.stderr).toBe(`jobrt-oci: RunTimeStart was killed by SIGKILL: exec sh ${script}\n`);
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
@@ -108,14 +136,27 @@ describe("create/start fast path with real runc", () => {
 
   test("a RunTimeDelete that fails is reported as the node supervisor reports it; the task's status stands", async () => {
     const conf = createStartConf().replace(/RunTimeDelete="([^"]*)"/, 'RunTimeDelete="$1; echo nope >&2; exit 3"');
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["true"],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.code).toBe(0);
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: nope\n");
   });
 
   test("JOBRT_OCI_RESUME in the job's environment is not believed (node without perl, where nothing sets it)", async () => {
     const confDir = writeConf(tempDir(), createStartConf());
-    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle }, env: { JOBRT_OCI_RESUME: "create=7" } });
+    const step = makeStep({
+      confDir,
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["true"],
+      container: { value: bundle },
+      env: { JOBRT_OCI_RESUME: "create=7" },
+    });
     const node = makeNode({ confDir, spoolDir: tempDir() });
     const task = step.tasks[0] as TaskRecord;
     try {

@@ -14,7 +14,9 @@ type Json = Record<string, any>;
 /** A busybox OCI bundle at `dir` (non-terminal `runc spec`), optionally edited. */
 export function makeBundle(dir: string, edit?: (config: Json) => void, rootless = false): string {
   mkdirSync(dir, { recursive: true });
-  execFileSync("sh", [join(repo, "scripts/busybox-bundle.sh"), dir, ...(rootless ? ["--rootless"] : [])], { stdio: "ignore" });
+  execFileSync("sh", [join(repo, "scripts/busybox-bundle.sh"), dir, ...(rootless ? ["--rootless"] : [])], {
+    stdio: "ignore",
+  });
   if (edit) {
     const file = join(dir, "config.json");
     const config = JSON.parse(readFileSync(file, "utf8"));
@@ -55,5 +57,9 @@ export function runcIds(root = "/run/runc"): string[] {
 /** Pids whose command line contains `marker`. */
 export function processesWith(marker: string): number[] {
   const r = spawnSync("pgrep", ["-f", marker], { encoding: "utf8" });
-  return r.stdout.split("\n").filter(Boolean).map(Number).filter((p) => p !== process.pid);
+  return r.stdout
+    .split("\n")
+    .filter(Boolean)
+    .map(Number)
+    .filter((p) => p !== process.pid);
 }

@@ -3,7 +3,15 @@
  * taskInit + run per task concurrently, spawn the ExecSpec in its own process group, cleanup
  * always) with real processes. Used until/besides the CLI end-to-end tests.
  */
-import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimePlugin, type StepRecord, type TaskRecord } from "@jobrt/core";
+import {
+  type ContainerRequest,
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type RuntimePlugin,
+  type StepRecord,
+  type TaskRecord,
+} from "@jobrt/core";
 import { type TaskGroup, type TaskProcess, createTaskGroup } from "@jobrt/launcher";
 import { pluginHost } from "@jobrt/testkit";
 import { afterAll, expect } from "vitest";
@@ -113,13 +121,26 @@ export function makeStep(o: HostOptions): StepRecord {
   };
 }
 
-function spawnTask(step: StepRecord, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions, tasks: TaskGroup): Promise<TaskOutcome> {
+function spawnTask(
+  step: StepRecord,
+  task: TaskRecord,
+  spec: ExecSpec | typeof NOT_SUPPORTED,
+  o: HostOptions,
+  tasks: TaskGroup,
+): Promise<TaskOutcome> {
   const exec: ExecSpec = spec === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : spec;
   // The launcher's own spawn path: process group, cgroup, uid drop, as `jobrt run` starts tasks.
-  return tasks.start(exec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["ignore", "pipe", "pipe"] }).then((child) => waitTask(child, task, spec, o));
+  return tasks
+    .start(exec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["ignore", "pipe", "pipe"] })
+    .then((child) => waitTask(child, task, spec, o));
 }
 
-function waitTask(child: TaskProcess, task: TaskRecord, spec: ExecSpec | typeof NOT_SUPPORTED, o: HostOptions): Promise<TaskOutcome> {
+function waitTask(
+  child: TaskProcess,
+  task: TaskRecord,
+  spec: ExecSpec | typeof NOT_SUPPORTED,
+  o: HostOptions,
+): Promise<TaskOutcome> {
   return new Promise((resolve, reject) => {
     task.pid = child.pid;
     const started = performance.now();
@@ -137,11 +158,14 @@ function waitTask(child: TaskProcess, task: TaskRecord, spec: ExecSpec | typeof 
       try {
         process.kill(o.killOnlyLeader ? (child.pid as number) : -(child.pid as number), o.signal as NodeJS.Signals);
       } catch {}
-      killTimer = setTimeout(() => {
-        try {
-          process.kill(-(child.pid as number), "SIGKILL");
-        } catch {}
-      }, (o.killWait ?? 2) * 1000);
+      killTimer = setTimeout(
+        () => {
+          try {
+            process.kill(-(child.pid as number), "SIGKILL");
+          } catch {}
+        },
+        (o.killWait ?? 2) * 1000,
+      );
     };
     // An event, not a delay, where the test can name one: a loaded machine stretches every delay.
     const poll = () => {

@@ -68,10 +68,14 @@ describe("a command missing in the container", () => {
 
   test("as job user nobody (rootless runc, run and create/start): 127 for a missing command, an existing one keeps its 3", async () => {
     const base = openUp(tempDir());
-    const b = makeBundle(join(base, "rootless"), (c) => {
-      c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
-      c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
-    }, true);
+    const b = makeBundle(
+      join(base, "rootless"),
+      (c) => {
+        c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+        c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+      },
+      true,
+    );
     const R = "runc --rootless=true --root %m/runc";
     const ID = "%n.%U.%j.%s.%t";
     const createStart = `RunTimeQuery="${R} state ${ID}"\nRunTimeCreate="${R} create ${ID} -b %b"\nRunTimeStart="${R} start ${ID}"\nRunTimeKill="${R} kill ${ID}"\nRunTimeDelete="${R} delete --force ${ID}"\n`;
@@ -82,14 +86,23 @@ describe("a command missing in the container", () => {
       return r.tasks[0] as TaskOutcome;
     };
     const confs = [tempDir(), writeConf(tempDir(), createStart)];
-    const results = await Promise.all(confs.flatMap((c) => [run(c, ["jobrt-no-such-command"]), run(c, ["sh", "-c", "exit 3"])]));
+    const results = await Promise.all(
+      confs.flatMap((c) => [run(c, ["jobrt-no-such-command"]), run(c, ["sh", "-c", "exit 3"])]),
+    );
     expect(results.map((t) => t.code)).toEqual([127, 3, 127, 3]);
   });
 
   for (const [mode, confDir] of modes) {
     describe(mode, () => {
       const run = async (argv: string[], extra: Partial<HostOptions> = {}): Promise<TaskOutcome> => {
-        const r = await runStep(plugin, { confDir: confDir(), spoolDir: tempDir(), jobId: job(), argv, container: { value: bundle }, ...extra });
+        const r = await runStep(plugin, {
+          confDir: confDir(),
+          spoolDir: tempDir(),
+          jobId: job(),
+          argv,
+          container: { value: bundle },
+          ...extra,
+        });
         expect(r.setupError).toBeUndefined();
         expect(r.cleanupError).toBeUndefined();
         return r.tasks[0] as TaskOutcome;
@@ -127,7 +140,11 @@ describe("a command missing in the container", () => {
       });
 
       test("absolute symlinks resolve in the rootfs: to /bin/busybox and to a rootfs-only file they run; to the host's /usr/bin/perl: 127", async () => {
-        const [bb, inside, hostOnly] = await Promise.all([run(["/jobrt-links/echo", "via busybox"]), run(["jobrt-inside"]), run(["jobrt-host-perl", "-e", "exit 0"])]);
+        const [bb, inside, hostOnly] = await Promise.all([
+          run(["/jobrt-links/echo", "via busybox"]),
+          run(["jobrt-inside"]),
+          run(["jobrt-host-perl", "-e", "exit 0"]),
+        ]);
         expect(status(bb)).toEqual({ code: 0, signal: null });
         expect(bb.stdout).toBe("via busybox\n");
         expect(status(inside)).toEqual({ code: 1, signal: null });

@@ -19,9 +19,17 @@ interface Ended {
 }
 
 /** Starts the guard in its own process group; `stop` sends SIGTERM to the group or the guard alone once `ready` is printed. */
-function guard(taskDir: string, delivery: "group" | "leader", argv: string[], stop?: "group" | "leader"): Promise<Ended> {
+function guard(
+  taskDir: string,
+  delivery: "group" | "leader",
+  argv: string[],
+  stop?: "group" | "leader",
+): Promise<Ended> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [GUARD_PROGRAM, taskDir, delivery, ...argv], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [GUARD_PROGRAM, taskDir, delivery, ...argv], {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -44,7 +52,10 @@ const TRAPS = ["sh", "-c", "trap 'echo term; exit 7' TERM; echo ready; while :; 
 describe("the missing-command guard", () => {
   test("a SIGTERM to the task group reaches the runtime once; to the guard alone (leader delivery) it is passed on", async () => {
     const dir = tempDir();
-    const [group, leader] = await Promise.all([guard(dir, "group", TRAPS, "group"), guard(dir, "leader", TRAPS, "leader")]);
+    const [group, leader] = await Promise.all([
+      guard(dir, "group", TRAPS, "group"),
+      guard(dir, "leader", TRAPS, "leader"),
+    ]);
     for (const r of [group, leader]) {
       expect(r).toMatchObject({ code: 7, signal: null });
       expect(r.stdout.match(/term/g)).toEqual(["term"]);
@@ -61,7 +72,12 @@ describe("the missing-command guard", () => {
     const rootfs = join(dir, "rootfs");
     mkdirSync(join(rootfs, "bin"), { recursive: true });
     writeFileSync(join(rootfs, "bin/there"), "", { mode: 0o755 });
-    const config = (command: string) => JSON.stringify({ root: { path: rootfs }, process: { args: [command], env: ["PATH=/bin"], cwd: "/" }, mounts: [] });
+    const config = (command: string) =>
+      JSON.stringify({
+        root: { path: rootfs },
+        process: { args: [command], env: ["PATH=/bin"], cwd: "/" },
+        mounts: [],
+      });
     const missing = join(dir, "missing");
     const there = join(dir, "there");
     mkdirSync(missing);
@@ -74,7 +90,10 @@ describe("the missing-command guard", () => {
       guard(there, "group", ["sh", "-c", "exit 1"]),
       guard(dir, "group", ["sh", "-c", "exit 1"]),
     ]);
-    expect(failed).toMatchObject({ code: 127, stderr: "jobrt-oci: nothere: command not found in the container (exit status 127)\n" });
+    expect(failed).toMatchObject({
+      code: 127,
+      stderr: "jobrt-oci: nothere: command not found in the container (exit status 127)\n",
+    });
     expect(succeeded).toMatchObject({ code: 0, stderr: "" });
     expect(exists).toMatchObject({ code: 1, stderr: "" });
     expect(noConfig).toMatchObject({ code: 1, stderr: "" });

@@ -69,27 +69,68 @@ describe("the pattern table (runtime-oci.md, Patterns)", () => {
 
 describe("quoting (W8)", () => {
   test("a bundle path with a space or $(...) stays one literal word in every quoting context", () => {
-    for (const bundle of ["/tmp/my bundle", "/tmp/$(touch /tmp/pwned)", "/tmp/`id`", "/tmp/it's", '/tmp/q"uote', "/tmp/back\\slash"]) {
-      for (const pattern of ["printf '%%s\\0' %b", `printf '%%s\\0' "%b"`, "printf '%%s\\0' '%b'", "printf '%%s\\0' pre%b", `printf '%%s\\0' "pre %b post"`]) {
-        const expected = pattern.includes('"pre') ? `pre ${bundle} post` : pattern.includes("pre%b") ? `pre${bundle}` : bundle;
-        expect(sh(expandPattern(pattern, { ...values, bundle }, { shell: true })), `${pattern} with ${bundle}`).toEqual([expected]);
+    for (const bundle of [
+      "/tmp/my bundle",
+      "/tmp/$(touch /tmp/pwned)",
+      "/tmp/`id`",
+      "/tmp/it's",
+      '/tmp/q"uote',
+      "/tmp/back\\slash",
+    ]) {
+      for (const pattern of [
+        "printf '%%s\\0' %b",
+        `printf '%%s\\0' "%b"`,
+        "printf '%%s\\0' '%b'",
+        "printf '%%s\\0' pre%b",
+        `printf '%%s\\0' "pre %b post"`,
+      ]) {
+        const expected = pattern.includes('"pre')
+          ? `pre ${bundle} post`
+          : pattern.includes("pre%b")
+            ? `pre${bundle}`
+            : bundle;
+        expect(sh(expandPattern(pattern, { ...values, bundle }, { shell: true })), `${pattern} with ${bundle}`).toEqual(
+          [expected],
+        );
       }
     }
   });
   const anyText = fc.string({ unit: "binary", maxLength: 40 }).filter((s) => !s.includes("\0"));
   test("property: %b, %Z, %u, %r and %e reach the shell byte-exact in unquoted, single- and double-quoted contexts", () => {
     fc.assert(
-      fc.property(anyText, fc.constantFrom("b", "Z", "u", "r", "e", "m", "n"), fc.constantFrom("none", "single", "double"), (text, c, ctx) => {
-        const key = { b: "bundle", Z: "cwd", u: "user", r: "rootfs", e: "envFile", m: "stepDir", n: "nodeName" }[c] as keyof PatternValues;
-        const v = { ...values, [key]: text };
-        const word = ctx === "none" ? `x%${c}y` : ctx === "single" ? `'x%${c}y'` : `"x%${c}y"`;
-        expect(sh(expandPattern(`printf '%%s\\0' ${word}`, v, { shell: true }))).toEqual([`x${text}y`]);
-      }),
+      fc.property(
+        anyText,
+        fc.constantFrom("b", "Z", "u", "r", "e", "m", "n"),
+        fc.constantFrom("none", "single", "double"),
+        (text, c, ctx) => {
+          const key = { b: "bundle", Z: "cwd", u: "user", r: "rootfs", e: "envFile", m: "stepDir", n: "nodeName" }[
+            c
+          ] as keyof PatternValues;
+          const v = { ...values, [key]: text };
+          const word = ctx === "none" ? `x%${c}y` : ctx === "single" ? `'x%${c}y'` : `"x%${c}y"`;
+          expect(sh(expandPattern(`printf '%%s\\0' ${word}`, v, { shell: true }))).toEqual([`x${text}y`]);
+        },
+      ),
       { numRuns: 150 },
     );
   });
   test("property: %@ gives the task argv back byte-exact through /bin/sh (quotes, newlines, $(), backticks, non-ASCII)", () => {
-    const tricky = fc.constantFrom("'", '"', "\n", "$(touch /tmp/pwned)", "`id`", "\\", "é", "日本", "🙂", " ", "\t", "*", "$HOME", "!");
+    const tricky = fc.constantFrom(
+      "'",
+      '"',
+      "\n",
+      "$(touch /tmp/pwned)",
+      "`id`",
+      "\\",
+      "é",
+      "日本",
+      "🙂",
+      " ",
+      "\t",
+      "*",
+      "$HOME",
+      "!",
+    );
     const arg = fc.array(fc.oneof(anyText, tricky), { maxLength: 4 }).map((parts) => parts.join(""));
     fc.assert(
       fc.property(fc.array(arg, { minLength: 1, maxLength: 6 }), (argv) => {

@@ -6,7 +6,17 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
-import { createStartConf, haveRunc, isRoot, makeBundle, openUp, processesWith, runModeConf, runcIds, writeConf } from "./fixtures.js";
+import {
+  createStartConf,
+  haveRunc,
+  isRoot,
+  makeBundle,
+  openUp,
+  processesWith,
+  runModeConf,
+  runcIds,
+  writeConf,
+} from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 
 const host = pluginHost(plugin);
@@ -37,7 +47,13 @@ describe("with real runc", () => {
           jobId,
           ntasks: 4,
           env: { FOO: "bar baz" },
-          argv: ["sh", "-c", 'echo "task=$SLURM_PROCID foo=$FOO arg=$1 host=$(hostname)"; [ "$SLURM_PROCID" = 2 ] && exit 3; exit 0', "sh", "it's \"quoted\""],
+          argv: [
+            "sh",
+            "-c",
+            'echo "task=$SLURM_PROCID foo=$FOO arg=$1 host=$(hostname)"; [ "$SLURM_PROCID" = 2 ] && exit 3; exit 0',
+            "sh",
+            'it\'s "quoted"',
+          ],
           container: { value: bundle },
         });
         expect(r.setupError).toBeUndefined();
@@ -83,7 +99,11 @@ describe("with real runc", () => {
           spoolDir: tempDir(),
           jobId: job(),
           ntasks: 2,
-          argv: ["sh", "-c", 'trap "echo got > /out/term-$SLURM_PROCID; exit 7" TERM; while :; do sleep 1 & wait $!; done'],
+          argv: [
+            "sh",
+            "-c",
+            'trap "echo got > /out/term-$SLURM_PROCID; exit 7" TERM; while :; do sleep 1 & wait $!; done',
+          ],
           container: { value: bundle, volumes: [`${out}:/out`] },
           signal: "SIGTERM",
           signalAfterMs: 1000,
@@ -102,7 +122,13 @@ describe("with real runc", () => {
         for (const dirName of ["my bundle", `b$(touch ${pwned})`, "q'uote"]) {
           const b = makeBundle(join(base, dirName));
           const confDir = writeConf(tempDir(), conf());
-          const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["echo", "ok"], container: { value: b } });
+          const r = await runStep(plugin, {
+            confDir,
+            spoolDir: tempDir(),
+            jobId: job(),
+            argv: ["echo", "ok"],
+            container: { value: b },
+          });
           expect(r.setupError).toBeUndefined();
           expect(r.tasks[0]?.stdout).toBe("ok\n");
           expect(r.tasks[0]?.code).toBe(0);
@@ -116,8 +142,17 @@ describe("with real runc", () => {
   // is the mechanism: no polling (Slurm queries on a back-off, dozens of times in 2.6 s).
   test("create/start waits for the container's exit without polling: RunTimeQuery runs twice (after create, at cleanup), not on a schedule", async () => {
     const log = join(tempDir(), "queries");
-    const confDir = writeConf(tempDir(), createStartConf().replace('RunTimeQuery="', `RunTimeQuery="echo q >> ${log}; `));
-    const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["sleep", "2.6"], container: { value: bundle } });
+    const confDir = writeConf(
+      tempDir(),
+      createStartConf().replace('RunTimeQuery="', `RunTimeQuery="echo q >> ${log}; `),
+    );
+    const r = await runStep(plugin, {
+      confDir,
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sleep", "2.6"],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.code).toBe(0);
     expect(r.tasks[0]?.durationMs ?? Number.NaN).toBeGreaterThanOrEqual(2600);
     expect(readFileSync(log, "utf8")).toBe("q\nq\n");
@@ -137,7 +172,13 @@ describe("with real runc", () => {
       }
     }, 100);
     try {
-      const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId, argv: ["sleep", "30"], container: { value: bundle } });
+      const r = await runStep(plugin, {
+        confDir,
+        spoolDir: tempDir(),
+        jobId,
+        argv: ["sleep", "30"],
+        container: { value: bundle },
+      });
       expect(r.tasks[0]?.signal).toBe("SIGKILL");
     } finally {
       clearInterval(killer);
@@ -146,9 +187,17 @@ describe("with real runc", () => {
 
   test("a failing RunTimeCreate fails the task with status 125 and a message naming the command", async () => {
     const confDir = writeConf(tempDir(), createStartConf().replace("create %n", "create --no-such-flag %n"));
-    const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir,
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["true"],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.code).toBe(125);
-    expect(r.tasks[0]?.stderr).toMatch(/jobrt-oci: RunTimeCreate exited with status \d+.*runc --root \/run\/runc create --no-such-flag/);
+    expect(r.tasks[0]?.stderr).toMatch(
+      /jobrt-oci: RunTimeCreate exited with status \d+.*runc --root \/run\/runc create --no-such-flag/,
+    );
   });
 
   test("cleanup kills and deletes a task's container after the task process died without teardown (W5)", async () => {
@@ -174,14 +223,41 @@ describe("with real runc", () => {
   });
 
   test("argv reaches the container byte-exact (config.json args) and a host command byte-exact (%@ through /bin/sh)", async () => {
-    const tricky = fc.constantFrom("'", '"', "\n", "$(touch /tmp/jobrt-pwned)", "`id`", "\\", "é", "日本", "🙂", " ", "*", "$HOME");
-    const arg = fc.array(fc.oneof(fc.string({ maxLength: 6 }).filter((s) => !s.includes("\0")), tricky), { minLength: 1, maxLength: 3 }).map((p) => p.join(""));
+    const tricky = fc.constantFrom(
+      "'",
+      '"',
+      "\n",
+      "$(touch /tmp/jobrt-pwned)",
+      "`id`",
+      "\\",
+      "é",
+      "日本",
+      "🙂",
+      " ",
+      "*",
+      "$HOME",
+    );
+    const arg = fc
+      .array(
+        fc.oneof(
+          fc.string({ maxLength: 6 }).filter((s) => !s.includes("\0")),
+          tricky,
+        ),
+        { minLength: 1, maxLength: 3 },
+      )
+      .map((p) => p.join(""));
     const cdir = writeConf(tempDir(), runModeConf());
     const idir = writeConf(tempDir(), 'IgnoreFileConfigJson=true\nRunTimeRun="%@"\n');
     await fc.assert(
       fc.asyncProperty(fc.array(arg, { minLength: 1, maxLength: 4 }), async (args) => {
         for (const confDir of [cdir, idir]) {
-          const r = await runStep(plugin, { confDir, spoolDir: tempDir(), jobId: job(), argv: ["printf", "%s\\0", ...args], container: { value: bundle } });
+          const r = await runStep(plugin, {
+            confDir,
+            spoolDir: tempDir(),
+            jobId: job(),
+            argv: ["printf", "%s\\0", ...args],
+            container: { value: bundle },
+          });
           expect(r.tasks[0]?.code).toBe(0);
           expect(r.tasks[0]?.stdout).toBe(args.map((a) => `${a}\0`).join(""));
         }
@@ -196,7 +272,15 @@ describe("with real runc", () => {
     const spoolDir = tempDir();
     const jobId = job();
     const hosts = [0, 1, 2].map((t) =>
-      runStep(plugin, { confDir, spoolDir, jobId, ntasks: 3, taskIds: [t], argv: ["sh", "-c", `sleep 0.${3 * t + 1}; echo $SLURM_LOCALID`], container: { value: bundle } }),
+      runStep(plugin, {
+        confDir,
+        spoolDir,
+        jobId,
+        ntasks: 3,
+        taskIds: [t],
+        argv: ["sh", "-c", `sleep 0.${3 * t + 1}; echo $SLURM_LOCALID`],
+        container: { value: bundle },
+      }),
     );
     const results = await Promise.all(hosts);
     results.forEach((r, t) => {
@@ -209,7 +293,14 @@ describe("with real runc", () => {
   test("without a query command (IgnoreFileConfigJson), Delete still runs at cleanup and Kill never hits a dead pid (W6, W7)", async () => {
     const out = tempDir();
     const conf = `IgnoreFileConfigJson=true\nRunTimeRun="%@"\nRunTimeKill="echo kill %p >> ${out}/log"\nRunTimeDelete="echo delete %t >> ${out}/log"\n`;
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), ntasks: 2, argv: ["true"], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      ntasks: 2,
+      argv: ["true"],
+      container: { value: bundle },
+    });
     expect(r.tasks.map((t) => t.code)).toEqual([0, 0]);
     expect(readFileSync(join(out, "log"), "utf8").split("\n").filter(Boolean).sort()).toEqual(["delete 0", "delete 1"]);
   });
@@ -218,7 +309,13 @@ describe("with real runc", () => {
     const out = tempDir();
     const conf = `IgnoreFileConfigJson=true\nRunTimeRun="%@"\nRunTimeKill="echo %p > ${out}/kill; kill -s TERM %p"\nRunTimeDelete="echo %p > ${out}/delete"\n`;
     const confDir = writeConf(tempDir(), conf);
-    const step = makeStep({ confDir, spoolDir: tempDir(), jobId: job(), argv: ["sleep", "30"], container: { value: bundle } });
+    const step = makeStep({
+      confDir,
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sleep", "30"],
+      container: { value: bundle },
+    });
     const node = makeNode({ confDir, spoolDir: tempDir(), killWait: 5 });
     const task = step.tasks[0] as TaskRecord;
     await host.setup(node, step);
@@ -265,7 +362,13 @@ describe("with real runc", () => {
     const hooked = makeBundle(join(base, "hooked"), (c) => {
       c.hooks = { prestart: [{ path: "/bin/sh", args: ["sh", "-c", `echo ran >> ${marker}`] }] };
     });
-    const control = await runStep(plugin, { confDir: writeConf(tempDir(), runModeConf()), spoolDir: tempDir(), jobId: job(), argv: ["true"], container: { value: hooked } });
+    const control = await runStep(plugin, {
+      confDir: writeConf(tempDir(), runModeConf()),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["true"],
+      container: { value: hooked },
+    });
     expect(control.tasks[0]?.code).toBe(0);
     expect(readFileSync(marker, "utf8")).toBe("ran\n");
     const r = await runStep(plugin, {
@@ -294,7 +397,14 @@ describe("with real runc", () => {
           [cfg, "config-mode"],
           [wrap, "wrapper-mode"],
         ] as const) {
-          const r = await runStep(plugin, { confDir: writeConf(tempDir(), confText), spoolDir: tempDir(), jobId: job(), env, argv: ["true"], container: { value: bundle } });
+          const r = await runStep(plugin, {
+            confDir: writeConf(tempDir(), confText),
+            spoolDir: tempDir(),
+            jobId: job(),
+            env,
+            argv: ["true"],
+            container: { value: bundle },
+          });
           expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
           const text = readFileSync(join(out, file), "utf8");
           expect(text.endsWith(sep)).toBe(true);
@@ -314,7 +424,14 @@ describe("with real runc", () => {
     const conf = runModeConf('RunTimeEnvExclude="^SECRET="\n')
       .replace('RunTimeRun="', `RunTimeRun="env > ${out}/run-env; `)
       .replace('RunTimeQuery="', `RunTimeQuery="env > ${out}/query-env; `);
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir: tempDir(), jobId: job(), env: { SECRET: "s3", OTHER: "o" }, argv: ["sh", "-c", 'echo "$SECRET"'], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      env: { SECRET: "s3", OTHER: "o" },
+      argv: ["sh", "-c", 'echo "$SECRET"'],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.stdout).toBe("s3\n"); // EnvExclude is separate: the job still sees it
     for (const f of ["run-env", "query-env"]) {
       const text = readFileSync(join(out, f), "utf8");
@@ -326,9 +443,20 @@ describe("with real runc", () => {
   test("DisableCleanup keeps the generated files but still deletes the containers", async () => {
     const spoolDir = tempDir();
     const jobId = job();
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), createStartConf("DisableCleanup=yes\nCreateEnvFile=newline\n")), spoolDir, jobId, argv: ["true"], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), createStartConf("DisableCleanup=yes\nCreateEnvFile=newline\n")),
+      spoolDir,
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.code).toBe(0);
-    expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual(["config.json", "container.pid", "environment", "watchdog.pid"]);
+    expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual([
+      "config.json",
+      "container.pid",
+      "environment",
+      "watchdog.pid",
+    ]);
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
 
@@ -339,7 +467,13 @@ describe("with real runc", () => {
     mkdirSync(taskDir, { recursive: true });
     writeFileSync(join(taskDir, "config.json"), "stale");
     writeFileSync(join(taskDir, "environment"), "stale");
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), runModeConf("CreateEnvFile=yes\n")), spoolDir, jobId, argv: ["echo", "fresh"], container: { value: bundle } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), runModeConf("CreateEnvFile=yes\n")),
+      spoolDir,
+      jobId,
+      argv: ["echo", "fresh"],
+      container: { value: bundle },
+    });
     expect(r.tasks[0]?.stdout).toBe("fresh\n");
     expect(readdirSync(spoolDir)).toEqual([]);
   });
@@ -386,8 +520,16 @@ describe("with real runc", () => {
 
   test("what a wrapper leaves in %m goes with the last task; a container that could not be deleted keeps its task dir (W14)", async () => {
     const spoolDir = tempDir();
-    const wrapper = 'IgnoreFileConfigJson=true\nRunTimeRun="mkdir -p %m/cache && echo img > %m/cache/container.sqsh && %@"\n';
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), wrapper), spoolDir, jobId: job(), ntasks: 2, argv: ["true"], container: { value: bundle } });
+    const wrapper =
+      'IgnoreFileConfigJson=true\nRunTimeRun="mkdir -p %m/cache && echo img > %m/cache/container.sqsh && %@"\n';
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), wrapper),
+      spoolDir,
+      jobId: job(),
+      ntasks: 2,
+      argv: ["true"],
+      container: { value: bundle },
+    });
     expect(r.tasks.map((t) => t.code)).toEqual([0, 0]);
     expect(readdirSync(spoolDir)).toEqual([]);
 
@@ -397,7 +539,14 @@ describe("with real runc", () => {
     const stateFile = join(tempDir(), "state.json");
     writeFileSync(stateFile, JSON.stringify({ status: "stopped", pid: 0 }));
     const stuck = `RunTimeQuery="cat ${stateFile}"\nRunTimeRun="%@"\nRunTimeKill="true"\nRunTimeDelete="false"\n`;
-    const r2 = await runStep(plugin, { confDir: writeConf(tempDir(), stuck), spoolDir: stuckSpool, jobId, argv: ["true"], container: { value: bundle }, logs });
+    const r2 = await runStep(plugin, {
+      confDir: writeConf(tempDir(), stuck),
+      spoolDir: stuckSpool,
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+      logs,
+    });
     expect(r2.tasks[0]?.code).toBe(0);
     expect(readdirSync(join(stuckSpool, `oci-job${jobId}-0`))).toEqual(["task-0"]);
     expect(logs.join("\n")).toContain("container may still exist");
@@ -439,15 +588,29 @@ describe("with real runc", () => {
 
   test("create/start as nobody (rootless runc): the non-root supervisor still reads the real exit status", async () => {
     const base = openUp(tempDir());
-    const b = makeBundle(join(base, "rootless"), (c) => {
-      c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
-      c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
-    }, true);
+    const b = makeBundle(
+      join(base, "rootless"),
+      (c) => {
+        c.linux.uidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+        c.linux.gidMappings = [{ containerID: 0, hostID: 65534, size: 1 }];
+      },
+      true,
+    );
     const R = "runc --rootless=true --root %m/runc";
     const ID = "%n.%U.%j.%s.%t";
     const conf = `RunTimeQuery="${R} state ${ID}"\nRunTimeCreate="${R} create ${ID} -b %b"\nRunTimeStart="${R} start ${ID}"\nRunTimeKill="${R} kill ${ID}"\nRunTimeDelete="${R} delete --force ${ID}"\n`;
     const spoolDir = openUp(tempDir());
-    const r = await runStep(plugin, { confDir: writeConf(tempDir(), conf), spoolDir, jobId: job(), ntasks: 2, uid: 65534, gid: 65534, user: "nobody", argv: ["sh", "-c", "echo in; exit 3"], container: { value: b } });
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir,
+      jobId: job(),
+      ntasks: 2,
+      uid: 65534,
+      gid: 65534,
+      user: "nobody",
+      argv: ["sh", "-c", "echo in; exit 3"],
+      container: { value: b },
+    });
     expect(r.setupError).toBeUndefined();
     expect(r.tasks.map((t) => [t.code, t.stdout, t.stderr])).toEqual([
       [3, "in\n", ""],
@@ -484,7 +647,13 @@ describe("without a container request or runtime", () => {
     const saved = process.env.PATH;
     process.env.PATH = "/nonexistent";
     try {
-      const r = await runStep(plugin, { confDir: tempDir(), spoolDir: tempDir(), env: { PATH: "/nonexistent" }, argv: ["true"], container: { value: "/b" } });
+      const r = await runStep(plugin, {
+        confDir: tempDir(),
+        spoolDir: tempDir(),
+        env: { PATH: "/nonexistent" },
+        argv: ["true"],
+        container: { value: "/b" },
+      });
       expect(isJobrtError(r.setupError, "ERR_CONTAINER_NOT_CONFIGURED")).toBe(true);
       expect((r.setupError as Error).message).toMatch(/install runc .* or write an oci.conf/);
       expect(r.tasks).toEqual([]);
@@ -493,7 +662,12 @@ describe("without a container request or runtime", () => {
     }
   });
   test("container options this runtime cannot honour are refused", async () => {
-    const r = await runStep(plugin, { confDir: tempDir(), spoolDir: tempDir(), argv: ["true"], container: { value: "/b", modules: ["mpich"] } });
+    const r = await runStep(plugin, {
+      confDir: tempDir(),
+      spoolDir: tempDir(),
+      argv: ["true"],
+      container: { value: "/b", modules: ["mpich"] },
+    });
     expect(isJobrtError(r.setupError, "ERR_CONTAINER_REQUEST")).toBe(true);
   });
 });

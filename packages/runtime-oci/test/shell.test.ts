@@ -41,7 +41,10 @@ describe("RunTimeRun scripts", () => {
   test("the shell outlives a SIGTERM to its process group and exits with the child's status", () => {
     // The child traps TERM and exits 7; the group signal reaches both.
     const child = `sh -c 'trap "exit 7" TERM; kill -TERM 0; sleep 5 & wait $!'`;
-    const r = spawnSync("setsid", ["/bin/sh", "-c", runScript(`true && ${child}`)], { encoding: "utf8", timeout: 10_000 });
+    const r = spawnSync("setsid", ["/bin/sh", "-c", runScript(`true && ${child}`)], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
     expect(r.signal).toBeNull();
     expect(r.status).toBe(7);
   });

@@ -23,7 +23,9 @@ describe("where the step spool dir may be mounted without creating anything in t
     expect(spoolMountProblem(r, [], "/opt/real/")).toBeUndefined();
   });
   test("a path the image lacks, or a file: no, saying why", () => {
-    expect(spoolMountProblem(r, [], "/var/spool")).toBe(`/var/spool does not exist in the image (${r}), and the runtime would create it there`);
+    expect(spoolMountProblem(r, [], "/var/spool")).toBe(
+      `/var/spool does not exist in the image (${r}), and the runtime would create it there`,
+    );
     expect(spoolMountProblem(r, [], "/data")).toBe(`/data is not a directory in the image (${r})`);
     expect(spoolMountProblem(r, [], "/")).toBe("it would hide the whole rootfs");
   });
@@ -31,7 +33,9 @@ describe("where the step spool dir may be mounted without creating anything in t
     expect(spoolMountProblem(r, [], "/link")).toBeUndefined();
     expect(spoolMountProblem(r, [], "/up/home")).toBeUndefined();
     // The host has /etc; the image does not.
-    expect(spoolMountProblem(r, [], "/hostetc")).toBe(`/hostetc does not exist in the image (${r}), and the runtime would create it there`);
+    expect(spoolMountProblem(r, [], "/hostetc")).toBe(
+      `/hostetc does not exist in the image (${r}), and the runtime would create it there`,
+    );
   });
   test("under a tmpfs the config mounts (runc makes the mount point in memory): yes; the tmpfs itself or another type: no", () => {
     const mounts = [

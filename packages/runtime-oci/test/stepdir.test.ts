@@ -29,7 +29,9 @@ describe.runIf(isRoot)("the step spool dir is made walking every component witho
     expect(() => makeStepDir(join(base, "shared/nobody/sub/oci-job1-0"), 0o770, undefined, [])).toThrow(
       `${base}/shared/nobody is a symbolic link owned by uid 65534; refusing to follow it`,
     );
-    expect(() => makeStepDir(join(base, "shared/nobody/oci-job1-0"), 0o770, undefined, [])).toThrow(/refusing to follow it/);
+    expect(() => makeStepDir(join(base, "shared/nobody/oci-job1-0"), 0o770, undefined, [])).toThrow(
+      /refusing to follow it/,
+    );
     expect(readdirSync(target)).toEqual([]);
   });
 
@@ -40,15 +42,21 @@ describe.runIf(isRoot)("the step spool dir is made walking every component witho
     makeStepDir(join(base, "link/oci-job1-0"), 0o770, undefined, []);
     expect(readdirSync(join(base, "real"))).toEqual(["oci-job1-0"]);
     symlinkSync(join(base, "real"), join(base, "real/oci-job2-0"));
-    expect(() => makeStepDir(join(base, "real/oci-job2-0"), 0o770, undefined, [])).toThrow(`${base}/real/oci-job2-0 is a symbolic link; refusing to follow it`);
+    expect(() => makeStepDir(join(base, "real/oci-job2-0"), 0o770, undefined, [])).toThrow(
+      `${base}/real/oci-job2-0 is a symbolic link; refusing to follow it`,
+    );
     writeFileSync(join(base, "file"), "");
-    expect(() => makeStepDir(join(base, "file/oci-job1-0"), 0o770, undefined, [])).toThrow(`${base}/file is not a directory`);
+    expect(() => makeStepDir(join(base, "file/oci-job1-0"), 0o770, undefined, [])).toThrow(
+      `${base}/file is not a directory`,
+    );
   });
 
   test("an existing step dir that belongs to someone else is refused", () => {
     const base = tempDir("jobrt-stepdir-");
     mkdirSync(join(base, "oci-job1-0"));
     lchownSync(join(base, "oci-job1-0"), 65534, 65534);
-    expect(() => makeStepDir(join(base, "oci-job1-0"), 0o770, undefined, [])).toThrow(`${base}/oci-job1-0 exists but belongs to uid 65534`);
+    expect(() => makeStepDir(join(base, "oci-job1-0"), 0o770, undefined, [])).toThrow(
+      `${base}/oci-job1-0 exists but belongs to uid 65534`,
+    );
   });
 });

@@ -24,7 +24,11 @@ function script(states: (string | undefined)[]) {
     },
   };
 }
-const base = { graceMs: 30, log: () => {}, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.min(ms, 5))) };
+const base = {
+  graceMs: 30,
+  log: () => {},
+  sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, Math.min(ms, 5))),
+};
 
 describe("the kill/delete sequence", () => {
   test("no state: nothing to kill or delete", async () => {
@@ -61,7 +65,18 @@ describe("the kill/delete sequence", () => {
     expect(s.calls).toEqual(["RunTimeQuery", "RunTimeKill", "RunTimeQuery", "RunTimeQuery", "RunTimeDelete"]);
   });
   test("running and ignoring Kill: escalates to SIGKILL of the state's pid, then delete", async () => {
-    const first = ["running", "running", "running", "running", "running", "running", "running", "running", "running", "running"];
+    const first = [
+      "running",
+      "running",
+      "running",
+      "running",
+      "running",
+      "running",
+      "running",
+      "running",
+      "running",
+      "running",
+    ];
     const t = script([...first, ...first, ...first, "stopped"]);
     await teardown({ ...base, hasQuery: true, run: t.run, forceKill: t.forceKill });
     expect(t.calls).toContain("SIGKILL 4321");
@@ -76,10 +91,17 @@ describe("the kill/delete sequence", () => {
   test("query-less (IgnoreFileConfigJson): Kill while alive, SIGKILL when it stays, Delete always (W7)", async () => {
     const s = script([]);
     let alive = true;
-    await teardown({ ...base, hasQuery: false, alive: () => alive, pid: 99, run: s.run, forceKill: async (pid) => {
-      s.calls.push(`SIGKILL ${pid}`);
-      alive = false;
-    } });
+    await teardown({
+      ...base,
+      hasQuery: false,
+      alive: () => alive,
+      pid: 99,
+      run: s.run,
+      forceKill: async (pid) => {
+        s.calls.push(`SIGKILL ${pid}`);
+        alive = false;
+      },
+    });
     expect(s.calls).toEqual(["RunTimeKill", "SIGKILL 99", "RunTimeDelete"]);
   });
   test("query-less and already dead: only Delete", async () => {

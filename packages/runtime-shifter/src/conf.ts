@@ -49,7 +49,9 @@ const absoluteList = (v: string[]) => v.map((p) => absolute(p)).find((e) => e !=
 const GLOB_RE = /^[A-Za-z0-9_.:+@/*?-]+$/;
 const globs = (v: string[]) => {
   const bad = v.find((g) => !GLOB_RE.test(g));
-  return bad === undefined ? undefined : `${JSON.stringify(bad)} is not a glob over image names (letters, digits, _ . : + @ / - and * ?)`;
+  return bad === undefined
+    ? undefined
+    : `${JSON.stringify(bad)} is not a glob over image names (letters, digits, _ . : + @ / - and * ?)`;
 };
 const envGlobs = (v: string[]) => {
   const bad = v.find((g) => !/^[A-Za-z_*?][A-Za-z0-9_*?]*$/.test(g));
@@ -57,7 +59,9 @@ const envGlobs = (v: string[]) => {
 };
 const moduleNames = (v: string[]) => {
   const bad = v.find((m) => !MODULE_NAME_RE.test(m));
-  return bad === undefined ? undefined : `${JSON.stringify(bad)} is not a Shifter module name (letters, digits, '.', '-'; no '_')`;
+  return bad === undefined
+    ? undefined
+    : `${JSON.stringify(bad)} is not a Shifter module name (letters, digits, '.', '-'; no '_')`;
 };
 export const MODULE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9.-]*$/;
 
@@ -81,7 +85,9 @@ export const SHIFTER_CONF_SCHEMA = {
     check: (v: string[]) => {
       if (v.length === 0) return "must list at least one image type";
       const bad = v.find((t) => !isImageType(t));
-      return bad === undefined ? undefined : `unknown image type ${JSON.stringify(bad)} (known: ${IMAGE_TYPES.join(", ")})`;
+      return bad === undefined
+        ? undefined
+        : `unknown image type ${JSON.stringify(bad)} (known: ${IMAGE_TYPES.join(", ")})`;
     },
   },
   ImageAllow: { type: "list", check: globs },
@@ -96,7 +102,8 @@ export const SHIFTER_CONF_SCHEMA = {
   AllowPerNodeCache: { type: "bool" },
   MaxPerNodeCache: {
     type: "string",
-    check: (v: string) => (parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (e.g. 10G; suffixes b k m g t p e)` : undefined),
+    check: (v: string) =>
+      parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (e.g. 10G; suffixes b k m g t p e)` : undefined,
   },
   AllowedModules: { type: "list", check: moduleNames },
   StripEnv: { type: "list", check: envGlobs },
@@ -110,7 +117,10 @@ function parseDeviceModules(entries: readonly string[]): { modules: Record<strin
     const colon = e.lastIndexOf(":");
     const kind = e.slice(0, colon);
     if (colon <= 0 || !/^[a-z0-9.-]+\/[a-zA-Z0-9_.-]+$/.test(kind) || !MODULE_NAME_RE.test(e.slice(colon + 1))) {
-      return { modules, problem: `${JSON.stringify(e)} is not KIND:MODULE (a CDI kind such as nvidia.com/gpu, a Shifter module name)` };
+      return {
+        modules,
+        problem: `${JSON.stringify(e)} is not KIND:MODULE (a CDI kind such as nvidia.com/gpu, a Shifter module name)`,
+      };
     }
     modules[kind] = e.slice(colon + 1);
   }

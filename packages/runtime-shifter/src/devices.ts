@@ -16,26 +16,50 @@ const FIELD = "--container-device";
  * `--container-env`; each device node must sit at its own host path under /dev (there already).
  * The spec's mounts, hooks and groups are the module's to provide, not applied here.
  */
-export function addDeviceModules(request: ShifterRequest, edits: DeviceEdits | undefined, conf: ShifterConf, udi: UdiRootConf | undefined): void {
+export function addDeviceModules(
+  request: ShifterRequest,
+  edits: DeviceEdits | undefined,
+  conf: ShifterConf,
+  udi: UdiRootConf | undefined,
+): void {
   if (!edits) return;
   const modules: string[] = [];
   for (const name of edits.devices) {
     const kind = name.slice(0, name.indexOf("="));
     const module = Object.hasOwn(conf.deviceModules, kind) ? conf.deviceModules[kind] : undefined;
     if (module === undefined) {
-      throw reject(FIELD, name, `${confRef(conf, "DeviceModules")} names no Shifter module for ${kind}: Shifter gives containers devices through site modules (docs/runtime-shifter.md, Devices)`);
+      throw reject(
+        FIELD,
+        name,
+        `${confRef(conf, "DeviceModules")} names no Shifter module for ${kind}: Shifter gives containers devices through site modules (docs/runtime-shifter.md, Devices)`,
+      );
     }
     if (!modules.includes(module) && !request.modules.includes(module)) modules.push(module);
   }
-  if (request.modules.includes("none")) throw reject("--container-module", "none", `disables every module, and ${edits.devices.join(",")} needs module ${modules.join(",")}`);
+  if (request.modules.includes("none"))
+    throw reject(
+      "--container-module",
+      "none",
+      `disables every module, and ${edits.devices.join(",")} needs module ${modules.join(",")}`,
+    );
   for (const n of edits.deviceNodes) {
     if (n.path !== n.hostPath || !n.path.startsWith("/dev/")) {
-      throw reject(FIELD, edits.devices.join(","), `device node ${n.path} (host ${n.hostPath}): shifter shows the host's /dev and can place no node elsewhere`);
+      throw reject(
+        FIELD,
+        edits.devices.join(","),
+        `device node ${n.path} (host ${n.hostPath}): shifter shows the host's /dev and can place no node elsewhere`,
+      );
     }
   }
   request.modules = parseModules([...request.modules, ...modules], confRef(conf, "DeviceModules"), conf, udi);
   // --container-env wins over a device's variable; of a device's own repeats, the last (as CDI says).
   const own = new Set(request.env.map((e) => e.slice(0, e.indexOf("="))));
   const byName = new Map(edits.env.map((e) => [e.slice(0, e.indexOf("=")), e] as const));
-  request.env = [...parseEnvEntries([...byName.values()].filter((e) => !own.has(e.slice(0, e.indexOf("=")))), FIELD), ...request.env];
+  request.env = [
+    ...parseEnvEntries(
+      [...byName.values()].filter((e) => !own.has(e.slice(0, e.indexOf("=")))),
+      FIELD,
+    ),
+    ...request.env,
+  ];
 }

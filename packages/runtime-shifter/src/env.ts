@@ -10,7 +10,12 @@ export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * image, volumes and modules whenever the matching option is absent, so an inherited value would
  * silently change what runs.
  */
-export const BUILTIN_STRIP_ENV = ["SHIFTER_*", "SLURM_SPANK_SHIFTER_*", "_SLURM_SPANK_OPTION_shifter_*", "SPANK_SHIFTER_*"];
+export const BUILTIN_STRIP_ENV = [
+  "SHIFTER_*",
+  "SLURM_SPANK_SHIFTER_*",
+  "_SLURM_SPANK_OPTION_shifter_*",
+  "SPANK_SHIFTER_*",
+];
 
 /** Validates `--container-env NAME=VALUE` entries; returns them unchanged, in order. */
 export function parseEnvEntries(entries: string[], field: string): string[] {
@@ -20,10 +25,12 @@ export function parseEnvEntries(entries: string[], field: string): string[] {
     if (eq < 0) throw reject(field, entry, "must be NAME=VALUE");
     const name = entry.slice(0, eq);
     const value = entry.slice(eq + 1);
-    if (!ENV_NAME_RE.test(name)) throw reject(field, entry, `the name ${show(name)} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)`);
+    if (!ENV_NAME_RE.test(name))
+      throw reject(field, entry, `the name ${show(name)} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)`);
     if (value === "") throw reject(field, entry, "has an empty value, which shifter refuses (fatal for --env)");
     if (entry.includes("\0")) throw reject(field, entry, "contains a NUL byte");
-    if (`--env=${entry}`.length >= MAX_ARG_STRLEN) throw reject(field, entry, `is longer than the kernel's ${MAX_ARG_STRLEN}-byte argument limit`);
+    if (`--env=${entry}`.length >= MAX_ARG_STRLEN)
+      throw reject(field, entry, `is longer than the kernel's ${MAX_ARG_STRLEN}-byte argument limit`);
     if (seen.has(name)) throw reject(field, entry, `sets ${name} twice`);
     seen.add(name);
   }

@@ -19,8 +19,10 @@ export function shifterOptions(request: ShifterRequest): string[] {
     args.push(`--volume=${v.from}:${v.to}${flags}`);
   }
   if (request.modules.length > 0) args.push(`--module=${request.modules.join(",")}`);
-  if (request.workdir !== undefined) args.push(request.workdir === FROM_IMAGE ? "--workdir" : `--workdir=${request.workdir}`);
-  if (request.entrypoint !== undefined) args.push(request.entrypoint === FROM_IMAGE ? "--entrypoint" : `--entrypoint=${request.entrypoint}`);
+  if (request.workdir !== undefined)
+    args.push(request.workdir === FROM_IMAGE ? "--workdir" : `--workdir=${request.workdir}`);
+  if (request.entrypoint !== undefined)
+    args.push(request.entrypoint === FROM_IMAGE ? "--entrypoint" : `--entrypoint=${request.entrypoint}`);
   for (const e of request.env) args.push(`--env=${e}`);
   if (request.clearEnv) args.push("--clearenv");
   return args;
@@ -32,7 +34,14 @@ export function shifterOptions(request: ShifterRequest): string[] {
  * SHIFTER_IMAGEREQUEST as asked), after every inherited SHIFTER_* variable was removed, so neither
  * the caller's env nor a re-pulled tag can change the image between tasks.
  */
-export function buildExecSpec(shifterPath: string, conf: ShifterConf, request: ShifterRequest, pinned: PinnedImage, step: StepRecord, task: TaskRecord): ExecSpec {
+export function buildExecSpec(
+  shifterPath: string,
+  conf: ShifterConf,
+  request: ShifterRequest,
+  pinned: PinnedImage,
+  step: StepRecord,
+  task: TaskRecord,
+): ExecSpec {
   const env = stripEnv(task.env, conf.stripEnv);
   env.SHIFTER_IMAGETYPE = pinned.type;
   env.SHIFTER_IMAGE = pinned.value;

@@ -18,7 +18,10 @@ const TAG_CHARS_SLASH = /^[A-Za-z0-9_:.+@/-]+$/;
 
 /** Converts a glob (`*`, `?`) to an anchored RegExp. */
 export function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\/-]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  const body = glob
+    .replace(/[.+^${}()|[\]\\/-]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${body}$`);
 }
 
@@ -30,7 +33,8 @@ export function globToRegExp(glob: string): RegExp {
 export function parseImage(text: string, field: string, conf: ShifterConf, udi: UdiRootConf | undefined): ImageRef {
   const bad = (rule: string) => reject(field, text, rule, "ERR_CONTAINER_IMAGE");
   if (text === "") throw bad("is empty: give an image such as docker:ubuntu:22.04");
-  if (text.length > conf.maxImageLength) throw bad(`is longer than ${conf.maxImageLength} characters (shifter.conf MaxImageLength)`);
+  if (text.length > conf.maxImageLength)
+    throw bad(`is longer than ${conf.maxImageLength} characters (shifter.conf MaxImageLength)`);
   if (/[\s]/.test(text)) throw bad("contains white space; Shifter would silently remove it and run a different image");
   const colon = text.indexOf(":");
   const prefix = colon < 0 ? "" : text.slice(0, colon);
@@ -50,18 +54,23 @@ export function parseImage(text: string, field: string, conf: ShifterConf, udi: 
   if (tag === "") throw bad(`has an empty name after "${type}:"`);
   const chars = type === "docker" || type === "local" ? TAG_CHARS_SLASH : TAG_CHARS;
   if (!chars.test(tag)) {
-    const allowed = type === "docker" || type === "local" ? "letters, digits, _ : . + @ - /" : "letters, digits, _ : . + @ -";
+    const allowed =
+      type === "docker" || type === "local" ? "letters, digits, _ : . + @ - /" : "letters, digits, _ : . + @ -";
     throw bad(`contains characters Shifter silently drops (allowed for ${type}: ${allowed})`);
   }
   if (tag.includes("..")) throw bad("contains '..'");
   if (!conf.allowedImageTypes.includes(type)) {
-    throw bad(`image type ${type} is not allowed here (shifter.conf AllowedImageTypes: ${conf.allowedImageTypes.join(", ")})`);
+    throw bad(
+      `image type ${type} is not allowed here (shifter.conf AllowedImageTypes: ${conf.allowedImageTypes.join(", ")})`,
+    );
   }
   if (type === "id" && !HEX64_RE.test(tag)) throw bad("an id: image must be 64 lower-case hex digits");
   if (type === "local") {
-    if (!udi?.allowLocalChroot) throw bad("local: images need allowLocalChroot=1 in udiRoot.conf as well as AllowedImageTypes");
+    if (!udi?.allowLocalChroot)
+      throw bad("local: images need allowLocalChroot=1 in udiRoot.conf as well as AllowedImageTypes");
     if (!tag.startsWith("/")) throw bad("a local: image must be an absolute path");
-    if (tag.includes("//") || (tag.length > 1 && tag.endsWith("/"))) throw bad("a local: path must be written without '//' or a trailing '/'");
+    if (tag.includes("//") || (tag.length > 1 && tag.endsWith("/")))
+      throw bad("a local: path must be written without '//' or a trailing '/'");
   }
   if (type === "docker" || type === "custom") {
     const parts = tag.split("/");
@@ -69,7 +78,8 @@ export function parseImage(text: string, field: string, conf: ShifterConf, udi: 
     if (/^[-.:@+]/.test(tag)) throw bad("must start with a letter, digit or '_'");
   }
   // The gateway adds ":latest" to an untagged docker image; do it here so pins and messages agree.
-  if (type === "docker" && !(tag.split("/").at(-1) as string).includes(":") && !tag.includes("@")) tag = `${tag}:latest`;
+  if (type === "docker" && !(tag.split("/").at(-1) as string).includes(":") && !tag.includes("@"))
+    tag = `${tag}:latest`;
   const canonical = `${type}:${tag}`;
   const denied = conf.imageDeny.find((g) => globToRegExp(g).test(canonical));
   if (denied) throw bad(`is denied by shifter.conf ImageDeny pattern ${JSON.stringify(denied)}`);

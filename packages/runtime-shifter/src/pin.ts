@@ -35,7 +35,8 @@ export function readPin(dir: string, request: string): PinnedImage | undefined {
   try {
     const pin = JSON.parse(readStepShare(dir, PIN) ?? "") as Partial<PinnedImage>;
     if (pin.request !== request) return undefined;
-    if (pin.type === "id" && typeof pin.value === "string" && HEX64_RE.test(pin.value)) return { type: "id", value: pin.value, request };
+    if (pin.type === "id" && typeof pin.value === "string" && HEX64_RE.test(pin.value))
+      return { type: "id", value: pin.value, request };
   } catch {
     // no pin yet, or a torn one: resolve ourselves
   }
@@ -44,7 +45,9 @@ export function readPin(dir: string, request: string): PinnedImage | undefined {
 
 /** Publishes our pin unless another process got there first; returns the pin every task must use. */
 export function writePin(dir: string, pinned: PinnedImage): PinnedImage {
-  return publishStepShare(dir, PIN, `${JSON.stringify(pinned)}\n`) === "taken" ? (readPin(dir, pinned.request) ?? pinned) : pinned;
+  return publishStepShare(dir, PIN, `${JSON.stringify(pinned)}\n`) === "taken"
+    ? (readPin(dir, pinned.request) ?? pinned)
+    : pinned;
 }
 
 /** Removes this process's marks; the last one out removes the pin and the directory. Never throws. */

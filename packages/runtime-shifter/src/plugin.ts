@@ -1,6 +1,14 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { type JobrtError, NOT_SUPPORTED, type NodeConf, type StepRecord, definePlugin, jobrtError, packageVersion } from "@jobrt/core";
+import {
+  type JobrtError,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type StepRecord,
+  definePlugin,
+  jobrtError,
+  packageVersion,
+} from "@jobrt/core";
 import { executableProblem } from "@jobrt/host-services";
 import { type ShifterConf, loadShifterConf } from "./conf.js";
 import { type PinnedImage, buildExecSpec } from "./exec.js";
@@ -37,9 +45,13 @@ export function shifterimgPath(conf: ShifterConf, udi: UdiRootConf | undefined):
 }
 
 function imageError(p: Prepared, rule: string): JobrtError {
-  return jobrtError("ERR_CONTAINER_IMAGE", { problem: `${p.request.imageField} ${show(p.request.image.canonical)}: ${rule}` }, {
-    details: { runtime: "runtime/shifter", key: p.request.imageField },
-  });
+  return jobrtError(
+    "ERR_CONTAINER_IMAGE",
+    { problem: `${p.request.imageField} ${show(p.request.image.canonical)}: ${rule}` },
+    {
+      details: { runtime: "runtime/shifter", key: p.request.imageField },
+    },
+  );
 }
 
 /**
@@ -47,9 +59,15 @@ function imageError(p: Prepared, rule: string): JobrtError {
  * caller's identity). `pull` only in setup and only when the site allows it; a pull's own exit
  * status means nothing (it exits 0 on FAILURE), so the answer is always a second lookup.
  */
-async function pin(p: Prepared, node: NodeConf, step: StepRecord, mode: "setup" | "validate"): Promise<PinnedImage | undefined> {
+async function pin(
+  p: Prepared,
+  node: NodeConf,
+  step: StepRecord,
+  mode: "setup" | "validate",
+): Promise<PinnedImage | undefined> {
   const { image } = p.request;
-  if (image.type === "id" || image.type === "local") return { type: image.type, value: image.tag, request: image.canonical };
+  if (image.type === "id" || image.type === "local")
+    return { type: image.type, value: image.tag, request: image.canonical };
   const tool = shifterimgPath(p.conf, p.udi);
   const first = await lookupImage(tool, image, node, step, p.conf);
   if (first.kind === "found") return { type: "id", value: first.id, request: image.canonical };
@@ -57,15 +75,23 @@ async function pin(p: Prepared, node: NodeConf, step: StepRecord, mode: "setup" 
   const hint = `run "shifterimg pull ${image.canonical}" first (shifterimg lookup found no image you may read)`;
   if (p.conf.pullPolicy !== "if-missing") throw imageError(p, `is not available on this system: ${hint}`);
   if (mode === "validate") {
-    node.log("info", `shifter: ${image.canonical} is not on the image gateway yet; it will be pulled at launch (PullPolicy=if-missing)`);
+    node.log(
+      "info",
+      `shifter: ${image.canonical} is not on the image gateway yet; it will be pulled at launch (PullPolicy=if-missing)`,
+    );
     return undefined;
   }
   node.log("info", `shifter: pulling ${image.canonical} (PullPolicy=if-missing)`);
   const pulled = await pullImage(tool, image, node, step, p.conf);
   const second = await lookupImage(tool, image, node, step, p.conf);
   if (second.kind === "found") return { type: "id", value: second.id, request: image.canonical };
-  const how = pulled.status ? `the pull ended with status ${pulled.status}` : `the pull printed no status (exit ${pulled.result.code ?? pulled.result.signal})`;
-  throw imageError(p, `could not be pulled: ${how}; check the name, or run "shifterimg -v pull ${image.canonical}" to see why`);
+  const how = pulled.status
+    ? `the pull ended with status ${pulled.status}`
+    : `the pull printed no status (exit ${pulled.result.code ?? pulled.result.signal})`;
+  throw imageError(
+    p,
+    `could not be pulled: ${how}; check the name, or run "shifterimg -v pull ${image.canonical}" to see why`,
+  );
 }
 
 /** True only when the file is known not to exist (an unreadable image store is shifter's business). */
@@ -81,9 +107,13 @@ function missing(path: string): boolean {
 function checkShifter(conf: ShifterConf): void {
   const problem = executableProblem(conf.shifterPath);
   if (problem === undefined) return;
-  throw jobrtError("ERR_RUNTIME_COMMAND", { problem: `cannot run shifter: ${problem}: install Shifter or set ShifterPath in shifter.conf` }, {
-    details: { runtime: "runtime/shifter", path: conf.shifterPath },
-  });
+  throw jobrtError(
+    "ERR_RUNTIME_COMMAND",
+    { problem: `cannot run shifter: ${problem}: install Shifter or set ShifterPath in shifter.conf` },
+    {
+      details: { runtime: "runtime/shifter", path: conf.shifterPath },
+    },
+  );
 }
 
 /** The step state setup returns: the host journals it and hands it to every later hook of the step. */
@@ -109,20 +139,34 @@ const shifter = definePlugin<StepState>(
         if (shared && pinned.type === "id") pinned = writePin(shared, pinned);
       }
       if (pinned.type === "id" && p.udi?.imagePath && missing(join(p.udi.imagePath, `${pinned.value}.meta`))) {
-        throw imageError(p, `resolved to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): the image is not on this node's image store`);
+        throw imageError(
+          p,
+          `resolved to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): the image is not on this node's image store`,
+        );
       }
-      node.log("verbose", `shifter: ${p.request.image.canonical} pinned to ${pinned.type}:${pinned.value} for step ${step.jobId}.${step.stepId}`);
+      node.log(
+        "verbose",
+        `shifter: ${p.request.image.canonical} pinned to ${pinned.type}:${pinned.value} for step ${step.jobId}.${step.stepId}`,
+      );
       return { conf: p.conf, request: p.request, pinned };
     },
     taskInit({ step, state }) {
       if (!state && wantsContainer(step)) {
-        throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "shifter taskInit called before a successful setup of this step" }, { details: { runtime: "runtime/shifter", hook: "taskInit" } });
+        throw jobrtError(
+          "ERR_RUNTIME_CONTRACT",
+          { problem: "shifter taskInit called before a successful setup of this step" },
+          { details: { runtime: "runtime/shifter", hook: "taskInit" } },
+        );
       }
     },
     run({ step, task, state }) {
       if (!state) {
         if (wantsContainer(step)) {
-          throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "shifter run called before a successful setup of this step" }, { details: { runtime: "runtime/shifter", hook: "run" } });
+          throw jobrtError(
+            "ERR_RUNTIME_CONTRACT",
+            { problem: "shifter run called before a successful setup of this step" },
+            { details: { runtime: "runtime/shifter", hook: "run" } },
+          );
         }
         return NOT_SUPPORTED;
       }
@@ -145,9 +189,18 @@ const shifter = definePlugin<StepState>(
       if (findings.some((f) => f.status === "failed")) return findings;
       const subject = `image ${p.request.image.canonical}`;
       const pinned = await pin(p, node, step, "validate");
-      if (!pinned) findings.push({ subject, status: "unchecked", detail: "not on the image gateway yet: it is pulled at launch (PullPolicy=if-missing)" });
+      if (!pinned)
+        findings.push({
+          subject,
+          status: "unchecked",
+          detail: "not on the image gateway yet: it is pulled at launch (PullPolicy=if-missing)",
+        });
       else if (pinned.type === "id" && p.udi?.imagePath && missing(join(p.udi.imagePath, `${pinned.value}.meta`))) {
-        findings.push({ subject, status: "failed", detail: `resolves to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): not on this node's image store` });
+        findings.push({
+          subject,
+          status: "failed",
+          detail: `resolves to id ${pinned.value}, which has no ${pinned.value}.meta in ${p.udi.imagePath} (udiRoot.conf imagePath): not on this node's image store`,
+        });
       } else findings.push({ subject, status: "ok", detail: `resolves to ${pinned.type}:${pinned.value}` });
       return findings;
     },
@@ -155,7 +208,8 @@ const shifter = definePlugin<StepState>(
       const p = prepare(node, step);
       if (!p) return;
       const pinned = await pin(p, node, step, "validate");
-      if (pinned) node.log("verbose", `shifter: ${p.request.image.canonical} resolves to ${pinned.type}:${pinned.value}`);
+      if (pinned)
+        node.log("verbose", `shifter: ${p.request.image.canonical} resolves to ${pinned.type}:${pinned.value}`);
     },
   },
 );

@@ -55,7 +55,11 @@ export function wantsContainer(step: StepRecord): boolean {
  * Validates the whole request (docs/runtime-shifter.md, "What is validated, and why"). Returns undefined when the step has no image at
  * all (not a Shifter step: the host runs the task directly). Throws on the first broken rule.
  */
-export function validateRequest(step: StepRecord, conf: ShifterConf, udi: UdiRootConf | undefined): ShifterRequest | undefined {
+export function validateRequest(
+  step: StepRecord,
+  conf: ShifterConf,
+  udi: UdiRootConf | undefined,
+): ShifterRequest | undefined {
   const c = step.container;
   const given = c?.value;
   let imageText: string | undefined = given;
@@ -66,19 +70,38 @@ export function validateRequest(step: StepRecord, conf: ShifterConf, udi: UdiRoo
   }
   if (imageText === undefined) {
     if (wantsContainer(step)) {
-      throw reject(FIELDS.image, "", "container options were given without an image: add --container IMAGE (or set DefaultImage in shifter.conf)");
+      throw reject(
+        FIELDS.image,
+        "",
+        "container options were given without an image: add --container IMAGE (or set DefaultImage in shifter.conf)",
+      );
     }
     return undefined;
   }
   if (step.uid === 0 || step.gid === 0) {
-    throw reject("--uid/--gid", `${step.uid}:${step.gid}`, "shifter refuses to run as root (uid or gid 0): run the step as a non-root user");
+    throw reject(
+      "--uid/--gid",
+      `${step.uid}:${step.gid}`,
+      "shifter refuses to run as root (uid or gid 0): run the step as a non-root user",
+    );
   }
   const image = parseImage(imageText, imageField, conf, udi);
-  const request: ShifterRequest = { image, imageField, volumes: [], modules: [], env: [], clearEnv: c?.clearEnv ?? false };
+  const request: ShifterRequest = {
+    image,
+    imageField,
+    volumes: [],
+    modules: [],
+    env: [],
+    clearEnv: c?.clearEnv ?? false,
+  };
   if (!c) return request;
   const optionKeys = Object.keys(c.options);
   if (optionKeys.length > 0) {
-    throw reject(FIELDS.option, optionKeys[0] as string, "the shifter runtime takes no --container-opt options; use the --container-* options");
+    throw reject(
+      FIELDS.option,
+      optionKeys[0] as string,
+      "the shifter runtime takes no --container-opt options; use the --container-* options",
+    );
   }
   request.volumes = c.volumes.map((v) => parseVolume(v, FIELDS.volume, conf, udi));
   checkVolumeSet(request.volumes, c.volumes, FIELDS.volume, conf, udi);
@@ -92,11 +115,16 @@ export function validateRequest(step: StepRecord, conf: ShifterConf, udi: UdiRoo
 
 function checkAbsolute(value: string, field: string, noSpaces: boolean): string {
   if (value === FROM_IMAGE) return value;
-  if (!value.startsWith("/")) throw reject(field, value, `is not an absolute path (or write "${FROM_IMAGE}" to use the image's own)`);
+  if (!value.startsWith("/"))
+    throw reject(field, value, `is not an absolute path (or write "${FROM_IMAGE}" to use the image's own)`);
   if (/[\0\n\r]/.test(value)) throw reject(field, value, "contains a NUL or line break");
   if (value.split("/").includes("..")) throw reject(field, value, "contains '..'");
   if (noSpaces && /\s/.test(value)) {
-    throw reject(field, value, "contains white space; shifter does not split the entrypoint, it would look for a file with that whole name");
+    throw reject(
+      field,
+      value,
+      "contains white space; shifter does not split the entrypoint, it would look for a file with that whole name",
+    );
   }
   return value;
 }

@@ -11,17 +11,37 @@ function tool(name: string, path: string, source: string): RuntimeTool {
   const problem = executableProblem(path);
   if (problem === undefined) return { name, source, path };
   const missing = problem === `${path} does not exist`;
-  return { name, source, path, problem: missing ? `${problem}: install Shifter or set ${name === "shifter" ? "ShifterPath" : "ShifterimgPath"} in shifter.conf` : problem };
+  return {
+    name,
+    source,
+    path,
+    problem: missing
+      ? `${problem}: install Shifter or set ${name === "shifter" ? "ShifterPath" : "ShifterimgPath"} in shifter.conf`
+      : problem,
+  };
 }
 
 /** shifter (ShifterPath) and shifterimg (ShifterimgPath, else `<udiRootPath>/bin/shifterimg`). */
 export function shifterTools(conf: ShifterConf, udi: UdiRootConf | undefined, shifterimg: string): RuntimeTool[] {
-  const imgSource = conf.shifterimgPath ? confRef(conf, "ShifterimgPath") : udi?.udiRootPath ? `udiRootPath in ${conf.udiRootConf}` : "the default";
-  return [tool("shifter", conf.shifterPath, conf.where.ShifterPath ? confRef(conf, "ShifterPath") : "the default ShifterPath"), tool("shifterimg", shifterimg, imgSource)];
+  const imgSource = conf.shifterimgPath
+    ? confRef(conf, "ShifterimgPath")
+    : udi?.udiRootPath
+      ? `udiRootPath in ${conf.udiRootConf}`
+      : "the default";
+  return [
+    tool(
+      "shifter",
+      conf.shifterPath,
+      conf.where.ShifterPath ? confRef(conf, "ShifterPath") : "the default ShifterPath",
+    ),
+    tool("shifterimg", shifterimg, imgSource),
+  ];
 }
 
 /** A tool as a `jobrt check` finding; Shifter reports no version. */
 export function toolFinding(t: RuntimeTool): CheckFinding {
   const subject = `tool ${t.name} (${t.source})`;
-  return t.problem !== undefined ? { subject, status: "failed", detail: t.problem } : { subject, status: "ok", detail: `${t.path}, version not reported (shifter has no --version)` };
+  return t.problem !== undefined
+    ? { subject, status: "failed", detail: t.problem }
+    : { subject, status: "ok", detail: `${t.path}, version not reported (shifter has no --version)` };
 }

@@ -52,7 +52,10 @@ export function parseUdiRootConf(text: string, file: string): UdiRootConf {
   set("defaultImageType", "defaultImageType");
   // Shifter's parser splits siteFs on ';' (the .rst says spaces; the code disagrees).
   const siteFs = values.get("siteFs") ?? "/home:/home";
-  for (const entry of siteFs.split(";").map((s) => s.trim()).filter((s) => s !== "")) {
+  for (const entry of siteFs
+    .split(";")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")) {
     const [from, to] = entry.split(":");
     if (from) conf.siteFs.push({ from, to: to?.startsWith("/") ? to : from });
   }
@@ -87,11 +90,22 @@ export function loadUdiRootConf(path: string, explicit: boolean, hostUid: number
 export function assertTrustedFile(path: string, hostUid: number, what: string): void {
   const st = statSync(path);
   if (st.uid !== 0 && st.uid !== hostUid) {
-    throw jobrtError("ERR_CONF", { where: path, problem: `${what} must be owned by root (owner is uid ${st.uid})` }, { details: { file: path } });
+    throw jobrtError(
+      "ERR_CONF",
+      { where: path, problem: `${what} must be owned by root (owner is uid ${st.uid})` },
+      { details: { file: path } },
+    );
   }
   if ((st.mode & 0o022) !== 0) {
-    throw jobrtError("ERR_CONF", { where: path, problem: `${what} must not be group- or world-writable (mode ${(st.mode & 0o777).toString(8)}): chmod go-w ${path}` }, {
-      details: { file: path },
-    });
+    throw jobrtError(
+      "ERR_CONF",
+      {
+        where: path,
+        problem: `${what} must not be group- or world-writable (mode ${(st.mode & 0o777).toString(8)}): chmod go-w ${path}`,
+      },
+      {
+        details: { file: path },
+      },
+    );
   }
 }

@@ -29,12 +29,21 @@ const PER_NODE_CACHE_KEYS: Record<string, RegExp> = {
 function checkPath(field: string, spec: string, which: "source" | "target", path: string): void {
   if (path === "") throw reject(field, spec, `the ${which} is empty; write from:to[:ro]`);
   if (!PATH_CHARS.test(path)) {
-    throw reject(field, spec, `the ${which} ${show(path)} has characters Shifter silently drops or reads as separators (allowed: letters, digits, _ . + - /)`);
+    throw reject(
+      field,
+      spec,
+      `the ${which} ${show(path)} has characters Shifter silently drops or reads as separators (allowed: letters, digits, _ . + - /)`,
+    );
   }
   if (!path.startsWith("/")) throw reject(field, spec, `the ${which} ${show(path)} is not an absolute path`);
-  if (path.split("/").includes("..") || path.includes("..")) throw reject(field, spec, `the ${which} ${show(path)} contains '..'`);
+  if (path.split("/").includes("..") || path.includes(".."))
+    throw reject(field, spec, `the ${which} ${show(path)} contains '..'`);
   if (posix.normalize(path) !== path || (path.length > 1 && path.endsWith("/"))) {
-    throw reject(field, spec, `the ${which} ${show(path)} is not in normal form (write ${posix.normalize(path).replace(/(.)\/$/, "$1")})`);
+    throw reject(
+      field,
+      spec,
+      `the ${which} ${show(path)} is not in normal form (write ${posix.normalize(path).replace(/(.)\/$/, "$1")})`,
+    );
   }
 }
 
@@ -53,17 +62,25 @@ function shifterForbiddenTarget(to: string): string | undefined {
 
 /** Validates one `--container-volume` value with Shifter's user rules plus the site's policy. */
 export function parseVolume(spec: string, field: string, conf: ShifterConf, udi: UdiRootConf | undefined): Volume {
-  if (spec.includes(";")) throw reject(field, spec, "contains ';', which Shifter reads as a second volume map: give one volume per --container-volume");
-  if (/[\s"'\0]/.test(spec)) throw reject(field, spec, "contains white space, quotes or NUL, which Shifter silently drops");
+  if (spec.includes(";"))
+    throw reject(
+      field,
+      spec,
+      "contains ';', which Shifter reads as a second volume map: give one volume per --container-volume",
+    );
+  if (/[\s"'\0]/.test(spec))
+    throw reject(field, spec, "contains white space, quotes or NUL, which Shifter silently drops");
   const fields = spec.split(":");
-  if (fields.length < 2) throw reject(field, spec, "has no target: write from:to[:ro] (both absolute paths inside the container)");
+  if (fields.length < 2)
+    throw reject(field, spec, "has no target: write from:to[:ro] (both absolute paths inside the container)");
   const [from, to, ...flags] = fields as [string, string, ...string[]];
   checkPath(field, spec, "source", from);
   checkPath(field, spec, "target", to);
   const forbidden = shifterForbiddenTarget(to);
   if (forbidden) throw reject(field, spec, `the target ${to} ${forbidden}`);
   const denied = conf.deniedVolumeTargets.find((d) => under(to, d));
-  if (denied) throw reject(field, spec, `the target ${to} is under ${denied}, denied by shifter.conf DeniedVolumeTargets`);
+  if (denied)
+    throw reject(field, spec, `the target ${to} is under ${denied}, denied by shifter.conf DeniedVolumeTargets`);
   const volume: Volume = { from, to, readOnly: false };
   const seen = new Set<string>();
   for (const flag of flags) {
@@ -78,7 +95,11 @@ export function parseVolume(spec: string, field: string, conf: ShifterConf, udi:
     } else if (name === "rec" || name === "slave" || name === "private") {
       throw reject(field, spec, `the flag ${name} is for site mounts only (users may give ro and perNodeCache=...)`);
     } else {
-      throw reject(field, spec, `unknown flag ${show(flag)} (allowed: ro, perNodeCache=size=<n>[,bs=<n>,fs=xfs,method=loop])`);
+      throw reject(
+        field,
+        spec,
+        `unknown flag ${show(flag)} (allowed: ro, perNodeCache=size=<n>[,bs=<n>,fs=xfs,method=loop])`,
+      );
     }
   }
   if (!volume.perNodeCache) {
@@ -87,14 +108,19 @@ export function parseVolume(spec: string, field: string, conf: ShifterConf, udi:
     const sources = conf.allowedVolumeSources ?? (udi?.siteFs ?? [{ from: "/home", to: "/home" }]).map((s) => s.to);
     if (!sources.some((s) => under(from, s))) {
       const which = conf.allowedVolumeSources ? "shifter.conf AllowedVolumeSources" : "udiRoot.conf siteFs targets";
-      throw reject(field, spec, `the source ${from} is not under an allowed source (${which}: ${sources.join(", ") || "none"})`);
+      throw reject(
+        field,
+        spec,
+        `the source ${from} is not under an allowed source (${which}: ${sources.join(", ") || "none"})`,
+      );
     }
   }
   return volume;
 }
 
 function parsePerNodeCache(text: string, field: string, spec: string, conf: ShifterConf): PerNodeCache {
-  if (!conf.allowPerNodeCache) throw reject(field, spec, "perNodeCache volumes are not enabled here (shifter.conf AllowPerNodeCache)");
+  if (!conf.allowPerNodeCache)
+    throw reject(field, spec, "perNodeCache volumes are not enabled here (shifter.conf AllowPerNodeCache)");
   const opts = new Map<string, string>();
   for (const item of text.split(",")) {
     const eq = item.indexOf("=");
@@ -117,16 +143,32 @@ function parsePerNodeCache(text: string, field: string, spec: string, conf: Shif
 }
 
 /** Checks the volume set: count, duplicate targets, and targets that would hide a site mount. */
-export function checkVolumeSet(volumes: Volume[], specs: string[], field: string, conf: ShifterConf, udi: UdiRootConf | undefined): void {
+export function checkVolumeSet(
+  volumes: Volume[],
+  specs: string[],
+  field: string,
+  conf: ShifterConf,
+  udi: UdiRootConf | undefined,
+): void {
   if (volumes.length > conf.maxVolumes) {
-    throw reject(field, specs.join(" "), `${volumes.length} volumes requested; the limit is ${conf.maxVolumes} (shifter.conf MaxVolumes)`);
+    throw reject(
+      field,
+      specs.join(" "),
+      `${volumes.length} volumes requested; the limit is ${conf.maxVolumes} (shifter.conf MaxVolumes)`,
+    );
   }
   const targets = new Map<string, number>();
   const site = new Set((udi?.siteFs ?? [{ from: "/home", to: "/home" }]).map((s) => s.to));
   volumes.forEach((v, i) => {
     const prev = targets.get(v.to);
-    if (prev !== undefined) throw reject(field, specs[i] as string, `the target ${v.to} is also the target of volume ${prev + 1}`);
-    if (site.has(v.to)) throw reject(field, specs[i] as string, `the target ${v.to} would hide the site mount at ${v.to} (udiRoot.conf siteFs)`);
+    if (prev !== undefined)
+      throw reject(field, specs[i] as string, `the target ${v.to} is also the target of volume ${prev + 1}`);
+    if (site.has(v.to))
+      throw reject(
+        field,
+        specs[i] as string,
+        `the target ${v.to} would hide the site mount at ${v.to} (udiRoot.conf siteFs)`,
+      );
     targets.set(v.to, i);
   });
 }

@@ -8,7 +8,10 @@ import { validateRequest } from "../src/request.js";
 import { parseUdiRootConf } from "../src/udiroot.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
-const udi = parseUdiRootConf(["module_gpu_siteEnv=CUDA=1", "module_mpich_siteEnv=MPI=1", "module_rocm_enabled=0"].join("\n"), "/etc/shifter/udiRoot.conf");
+const udi = parseUdiRootConf(
+  ["module_gpu_siteEnv=CUDA=1", "module_mpich_siteEnv=MPI=1", "module_rocm_enabled=0"].join("\n"),
+  "/etc/shifter/udiRoot.conf",
+);
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -52,7 +55,17 @@ function step(container: Partial<ContainerRequest>): StepRecord {
     nodeId: 0,
     nnodes: 1,
     pty: false,
-    container: { value: "id:" + "a".repeat(64), volumes: [], modules: [], env: [], clearEnv: false, options: {}, devices: gpus.devices, deviceEdits: gpus, ...container },
+    container: {
+      value: "id:" + "a".repeat(64),
+      volumes: [],
+      modules: [],
+      env: [],
+      clearEnv: false,
+      options: {},
+      devices: gpus.devices,
+      deviceEdits: gpus,
+      ...container,
+    },
   };
 }
 
@@ -61,17 +74,43 @@ describe("runtime-shifter maps the host's CDI devices to its site module", () =>
 
   it("adds the module DeviceModules names for the devices' kind, and their env under --container-env", () => {
     const request = validateRequest(step({ modules: ["mpich"], env: ["CUDA_VISIBLE_DEVICES=1"] }), site, udi);
-    expect(shifterOptions(request!)).toEqual(["--module=mpich,gpu", "--env=NVIDIA_VISIBLE_DEVICES=void", "--env=CUDA_VISIBLE_DEVICES=1"]);
+    expect(shifterOptions(request!)).toEqual([
+      "--module=mpich,gpu",
+      "--env=NVIDIA_VISIBLE_DEVICES=void",
+      "--env=CUDA_VISIBLE_DEVICES=1",
+    ]);
   });
 
   it.each([
-    ["a kind with no module", conf(["AllowedImageTypes=id"]), {}, /^--container-device "nvidia.com\/gpu=0": DeviceModules names no Shifter module for nvidia.com\/gpu: /],
-    ["a disabled module", conf(["AllowedImageTypes=id", "DeviceModules=nvidia.com/gpu:rocm"]), {}, /module rocm is disabled in udiRoot.conf/],
-    ["--container-module none", site, { modules: ["none"] }, /^--container-module "none": disables every module, and nvidia.com\/gpu=0,nvidia.com\/gpu=1 needs module gpu$/],
+    [
+      "a kind with no module",
+      conf(["AllowedImageTypes=id"]),
+      {},
+      /^--container-device "nvidia.com\/gpu=0": DeviceModules names no Shifter module for nvidia.com\/gpu: /,
+    ],
+    [
+      "a disabled module",
+      conf(["AllowedImageTypes=id", "DeviceModules=nvidia.com/gpu:rocm"]),
+      {},
+      /module rocm is disabled in udiRoot.conf/,
+    ],
+    [
+      "--container-module none",
+      site,
+      { modules: ["none"] },
+      /^--container-module "none": disables every module, and nvidia.com\/gpu=0,nvidia.com\/gpu=1 needs module gpu$/,
+    ],
     [
       "a node away from its host path",
       site,
-      { deviceEdits: { ...gpus, deviceNodes: [{ path: "/dev/gpu0", hostPath: "/tmp/fake0", type: "c" as const, major: 1, minor: 3, permissions: "rwm" }] } },
+      {
+        deviceEdits: {
+          ...gpus,
+          deviceNodes: [
+            { path: "/dev/gpu0", hostPath: "/tmp/fake0", type: "c" as const, major: 1, minor: 3, permissions: "rwm" },
+          ],
+        },
+      },
       /device node \/dev\/gpu0 \(host \/tmp\/fake0\): shifter shows the host's \/dev and can place no node elsewhere$/,
     ],
   ])("refuses %s in one line", (_, c, container, message) => {

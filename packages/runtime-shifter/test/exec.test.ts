@@ -6,7 +6,11 @@ import { validateRequest } from "../src/request.js";
 import { parseUdiRootConf } from "../src/udiroot.js";
 
 const udi = parseUdiRootConf("siteFs=/global/home:/home\nmodule_gpu_siteEnv=CUDA=1\nmodule_mpich_enabled=1", "/u.conf");
-const conf = { ...loadShifterConf("/nonexistent-dir", 0), shifterPath: "/opt/shifter/bin/shifter", stripEnv: ["SECRET_*"] };
+const conf = {
+  ...loadShifterConf("/nonexistent-dir", 0),
+  shifterPath: "/opt/shifter/bin/shifter",
+  stripEnv: ["SECRET_*"],
+};
 const ID = "c".repeat(64);
 
 function step(container: NonNullable<StepRecord["container"]>): StepRecord {
@@ -62,7 +66,14 @@ describe("the shifter argv and env (docs/runtime-shifter.md, What runs)", () => 
       options: {},
     });
     const req = validateRequest(c, conf, udi)!;
-    const spec = buildExecSpec(conf.shifterPath, conf, req, { type: "id", value: ID, request: req.image.canonical }, c, task);
+    const spec = buildExecSpec(
+      conf.shifterPath,
+      conf,
+      req,
+      { type: "id", value: ID, request: req.image.canonical },
+      c,
+      task,
+    );
     expect(spec.argv).toEqual([
       "/opt/shifter/bin/shifter",
       "--volume=/home/u/in:/in:ro",
@@ -91,13 +102,40 @@ describe("the shifter argv and env (docs/runtime-shifter.md, What runs)", () => 
   });
 
   it("uses bare --workdir / --entrypoint for the image's own, and nothing when not asked", () => {
-    const c = step({ value: "docker:ubuntu:1", volumes: [], modules: [], env: [], workdir: "image", entrypoint: "image", clearEnv: false, options: {} });
+    const c = step({
+      value: "docker:ubuntu:1",
+      volumes: [],
+      modules: [],
+      env: [],
+      workdir: "image",
+      entrypoint: "image",
+      clearEnv: false,
+      options: {},
+    });
     const req = validateRequest(c, conf, udi)!;
-    const spec = buildExecSpec(conf.shifterPath, conf, req, { type: "id", value: ID, request: "docker:ubuntu:1" }, c, task);
+    const spec = buildExecSpec(
+      conf.shifterPath,
+      conf,
+      req,
+      { type: "id", value: ID, request: "docker:ubuntu:1" },
+      c,
+      task,
+    );
     expect(spec.argv.slice(0, 4)).toEqual(["/opt/shifter/bin/shifter", "--workdir", "--entrypoint", "--"]);
     const plain = step({ value: "docker:ubuntu:1", volumes: [], modules: [], env: [], clearEnv: false, options: {} });
-    const spec2 = buildExecSpec(conf.shifterPath, conf, validateRequest(plain, conf, udi)!, { type: "id", value: ID, request: "docker:ubuntu:1" }, plain, task);
+    const spec2 = buildExecSpec(
+      conf.shifterPath,
+      conf,
+      validateRequest(plain, conf, udi)!,
+      { type: "id", value: ID, request: "docker:ubuntu:1" },
+      plain,
+      task,
+    );
     expect(spec2.argv.slice(0, 2)).toEqual(["/opt/shifter/bin/shifter", "--"]);
-    expect(Object.keys(spec2.env).filter((k) => k.includes("SHIFTER"))).toEqual(["SHIFTER_IMAGETYPE", "SHIFTER_IMAGE", "SHIFTER_IMAGEREQUEST"]);
+    expect(Object.keys(spec2.env).filter((k) => k.includes("SHIFTER"))).toEqual([
+      "SHIFTER_IMAGETYPE",
+      "SHIFTER_IMAGE",
+      "SHIFTER_IMAGEREQUEST",
+    ]);
   });
 });

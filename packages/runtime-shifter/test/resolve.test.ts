@@ -15,8 +15,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const HEX = "e".repeat(64);
 const image: ImageRef = { type: "docker", tag: "app:1", canonical: "docker:app:1" };
 const isRoot = process.getuid?.() === 0;
-const node: NodeConf = { nodeName: "n", confDir: dir, spoolDir: dir, killWait: 1, hostUid: process.getuid?.() ?? 0, log: () => {} };
-const step = { uid: isRoot ? 65534 : (process.getuid?.() ?? 0), gid: isRoot ? 65534 : (process.getgid?.() ?? 0), user: "nobody", home: "/nonexistent" } as StepRecord;
+const node: NodeConf = {
+  nodeName: "n",
+  confDir: dir,
+  spoolDir: dir,
+  killWait: 1,
+  hostUid: process.getuid?.() ?? 0,
+  log: () => {},
+};
+const step = {
+  uid: isRoot ? 65534 : (process.getuid?.() ?? 0),
+  gid: isRoot ? 65534 : (process.getgid?.() ?? 0),
+  user: "nobody",
+  home: "/nonexistent",
+} as StepRecord;
 const conf = { ...loadShifterConf(join(dir, "no-such-conf-dir"), 0), lookupTimeoutMs: 1000 };
 
 let n = 0;
@@ -33,8 +45,17 @@ describe("shifterimg lookup results", () => {
 
   it("treats a silent exit 1 as missing, and anything else as an error quoting the tool", async () => {
     expect(await lookupImage(tool("exit 1"), image, node, step, conf)).toEqual({ kind: "missing" });
-    const down = await lookupImage(tool('echo "ERROR: failed to contact the image gateway."; exit 1'), image, node, step, conf);
-    expect(down).toEqual({ kind: "error", detail: "shifterimg lookup docker:app:1 failed (exit 1: ERROR: failed to contact the image gateway.)" });
+    const down = await lookupImage(
+      tool('echo "ERROR: failed to contact the image gateway."; exit 1'),
+      image,
+      node,
+      step,
+      conf,
+    );
+    expect(down).toEqual({
+      kind: "error",
+      detail: "shifterimg lookup docker:app:1 failed (exit 1: ERROR: failed to contact the image gateway.)",
+    });
     const two = await lookupImage(tool(`echo ${HEX}; echo ${HEX}`), image, node, step, conf);
     expect(two.kind).toBe("error");
     const junk = await lookupImage(tool("echo not-an-id"), image, node, step, conf);
@@ -49,7 +70,13 @@ describe("shifterimg lookup results", () => {
     chmodSync(out, 0o666);
     process.env.JOBRT_TEST_SECRET = "must-not-leak";
     try {
-      const r = await lookupImage(tool(`{ echo "$#|$1|$2|$(id -u):$(id -g)|$(pwd)"; env | sort; } > ${out}; echo ${HEX}`), image, node, step, conf);
+      const r = await lookupImage(
+        tool(`{ echo "$#|$1|$2|$(id -u):$(id -g)|$(pwd)"; env | sort; } > ${out}; echo ${HEX}`),
+        image,
+        node,
+        step,
+        conf,
+      );
       expect(r.kind).toBe("found");
     } finally {
       delete process.env.JOBRT_TEST_SECRET;
@@ -71,7 +98,9 @@ describe("shifterimg lookup results", () => {
       error = e;
     }
     expect(isJobrtError(error, "ERR_RUNTIME_TIMEOUT")).toBe(true);
-    expect((error as Error).message).toBe("shifterimg lookup docker:app:1 did not finish within 1 s (shifter.conf LookupTimeout); it was killed");
+    expect((error as Error).message).toBe(
+      "shifterimg lookup docker:app:1 did not finish within 1 s (shifter.conf LookupTimeout); it was killed",
+    );
     expect(Date.now() - started).toBeLessThan(20_000);
     const pid = Number(readFileSync(pidFile, "utf8"));
     await new Promise((r) => setTimeout(r, 200));
@@ -87,7 +116,8 @@ describe("shifterimg lookup results", () => {
 
 describe("shifterimg pull output", () => {
   it("takes the last status of the \\r-rewritten progress line", () => {
-    const out = "\r\x1b[2K2026-11-30T07:00:00 Pulling Image: docker:a:1, status: PENDING\r\x1b[2K2026-11-30T07:00:01 Pulling Image: docker:a:1, status: FAILURE\n";
+    const out =
+      "\r\x1b[2K2026-11-30T07:00:00 Pulling Image: docker:a:1, status: PENDING\r\x1b[2K2026-11-30T07:00:01 Pulling Image: docker:a:1, status: FAILURE\n";
     expect(lastPullStatus(out)).toBe("FAILURE");
     expect(lastPullStatus("")).toBeUndefined();
   });

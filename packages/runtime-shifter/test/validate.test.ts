@@ -72,10 +72,18 @@ function rejected(s: StepRecord, c = conf()): { code: string; message: string } 
 describe("image requests", () => {
   it("accepts the documented forms and canonicalises docker tags", () => {
     const c = conf();
-    expect(validateRequest(step({ value: "docker:ubuntu:22.04" }), c, udi)?.image.canonical).toBe("docker:ubuntu:22.04");
-    expect(validateRequest(step({ value: "docker:library/ubuntu" }), c, udi)?.image.canonical).toBe("docker:library/ubuntu:latest");
+    expect(validateRequest(step({ value: "docker:ubuntu:22.04" }), c, udi)?.image.canonical).toBe(
+      "docker:ubuntu:22.04",
+    );
+    expect(validateRequest(step({ value: "docker:library/ubuntu" }), c, udi)?.image.canonical).toBe(
+      "docker:library/ubuntu:latest",
+    );
     const id = "a".repeat(64);
-    expect(validateRequest(step({ value: `id:${id}` }), c, udi)?.image).toEqual({ type: "id", tag: id, canonical: `id:${id}` });
+    expect(validateRequest(step({ value: `id:${id}` }), c, udi)?.image).toEqual({
+      type: "id",
+      tag: id,
+      canonical: `id:${id}`,
+    });
     expect(validateRequest(step({ value: "custom:myimage" }), c, udi)?.image.canonical).toBe("custom:myimage");
   });
 
@@ -109,16 +117,26 @@ describe("image requests", () => {
   }
 
   it("applies the site's image policy", () => {
-    const c = conf(["ImageAllow=docker:library/*,docker:nersc/*", "ImageDeny=docker:nersc/bad*", "AllowedImageTypes=docker"]);
-    expect(validateRequest(step({ value: "docker:nersc/good:1" }), c, udi)?.image.canonical).toBe("docker:nersc/good:1");
-    expect(rejected(step({ value: "docker:nersc/bad:1" }), c).message).toMatch(/denied by shifter.conf ImageDeny pattern "docker:nersc\/bad\*"/);
+    const c = conf([
+      "ImageAllow=docker:library/*,docker:nersc/*",
+      "ImageDeny=docker:nersc/bad*",
+      "AllowedImageTypes=docker",
+    ]);
+    expect(validateRequest(step({ value: "docker:nersc/good:1" }), c, udi)?.image.canonical).toBe(
+      "docker:nersc/good:1",
+    );
+    expect(rejected(step({ value: "docker:nersc/bad:1" }), c).message).toMatch(
+      /denied by shifter.conf ImageDeny pattern "docker:nersc\/bad\*"/,
+    );
     expect(rejected(step({ value: "docker:evil/x:1" }), c).message).toMatch(/not in shifter.conf ImageAllow/);
     expect(rejected(step({ value: `id:${"b".repeat(64)}` }), c).message).toMatch(/image type id is not allowed here/);
   });
 
   it("uses defaultImageType only when udiRoot.conf has one", () => {
     const withDefault = parseUdiRootConf("defaultImageType=docker", "/u.conf");
-    expect(validateRequest(step({ value: "ubuntu:22.04" }), conf(), withDefault)?.image.canonical).toBe("docker:ubuntu:22.04");
+    expect(validateRequest(step({ value: "ubuntu:22.04" }), conf(), withDefault)?.image.canonical).toBe(
+      "docker:ubuntu:22.04",
+    );
   });
 
   it("allows local: only when both the site conf and udiRoot.conf allow it", () => {
@@ -147,7 +165,11 @@ describe("image requests", () => {
 
 describe("volumes", () => {
   it("accepts user volumes from siteFs sources with ro", () => {
-    const r = validateRequest(step({ value: "docker:x:1", volumes: ["/home/u/data:/data:ro", "/scratch/run:/run-dir"] }), conf(), udi);
+    const r = validateRequest(
+      step({ value: "docker:x:1", volumes: ["/home/u/data:/data:ro", "/scratch/run:/run-dir"] }),
+      conf(),
+      udi,
+    );
     expect(r?.volumes).toEqual([
       { from: "/home/u/data", to: "/data", readOnly: true },
       { from: "/scratch/run", to: "/run-dir", readOnly: false },
@@ -194,35 +216,72 @@ describe("volumes", () => {
   }
 
   it("allows exactly /var/tmp, and rejects duplicate targets and too many volumes", () => {
-    expect(validateRequest(step({ value: "docker:x:1", volumes: ["/home/a:/var/tmp"] }), conf(), udi)?.volumes[0]?.to).toBe("/var/tmp");
-    expect(rejected(step({ value: "docker:x:1", volumes: ["/home/a:/data", "/home/b:/data"] })).message).toMatch(/also the target of volume 1/);
+    expect(
+      validateRequest(step({ value: "docker:x:1", volumes: ["/home/a:/var/tmp"] }), conf(), udi)?.volumes[0]?.to,
+    ).toBe("/var/tmp");
+    expect(rejected(step({ value: "docker:x:1", volumes: ["/home/a:/data", "/home/b:/data"] })).message).toMatch(
+      /also the target of volume 1/,
+    );
     const c = conf(["MaxVolumes=1"]);
-    expect(rejected(step({ value: "docker:x:1", volumes: ["/home/a:/d1", "/home/b:/d2"] }), c).message).toMatch(/limit is 1/);
+    expect(rejected(step({ value: "docker:x:1", volumes: ["/home/a:/d1", "/home/b:/d2"] }), c).message).toMatch(
+      /limit is 1/,
+    );
   });
 
   it("applies site source and target policy and perNodeCache limits", () => {
-    const c = conf(["AllowedVolumeSources=/scratch", "DeniedVolumeTargets=/data", "AllowPerNodeCache=yes", "MaxPerNodeCache=20G"]);
-    expect(rejected(step({ value: "docker:x:1", volumes: ["/home/a:/x"] }), c).message).toMatch(/AllowedVolumeSources: \/scratch/);
-    expect(rejected(step({ value: "docker:x:1", volumes: ["/scratch/a:/data/in"] }), c).message).toMatch(/DeniedVolumeTargets/);
-    const ok = validateRequest(step({ value: "docker:x:1", volumes: ["/x:/cache:perNodeCache=size=10G,fs=xfs"] }), c, udi);
+    const c = conf([
+      "AllowedVolumeSources=/scratch",
+      "DeniedVolumeTargets=/data",
+      "AllowPerNodeCache=yes",
+      "MaxPerNodeCache=20G",
+    ]);
+    expect(rejected(step({ value: "docker:x:1", volumes: ["/home/a:/x"] }), c).message).toMatch(
+      /AllowedVolumeSources: \/scratch/,
+    );
+    expect(rejected(step({ value: "docker:x:1", volumes: ["/scratch/a:/data/in"] }), c).message).toMatch(
+      /DeniedVolumeTargets/,
+    );
+    const ok = validateRequest(
+      step({ value: "docker:x:1", volumes: ["/x:/cache:perNodeCache=size=10G,fs=xfs"] }),
+      c,
+      udi,
+    );
     expect(ok?.volumes[0]?.perNodeCache).toEqual({ options: "size=10G,fs=xfs", bytes: 10 * 1024 ** 3 });
-    expect(rejected(step({ value: "docker:x:1", volumes: ["/x:/cache:perNodeCache=size=30G"] }), c).message).toMatch(/above the site limit/);
-    expect(rejected(step({ value: "docker:x:1", volumes: ["/x:/cache:perNodeCache=fs=ext4,size=1G"] }), c).message).toMatch(/fs="ext4" is not valid/);
+    expect(rejected(step({ value: "docker:x:1", volumes: ["/x:/cache:perNodeCache=size=30G"] }), c).message).toMatch(
+      /above the site limit/,
+    );
+    expect(
+      rejected(step({ value: "docker:x:1", volumes: ["/x:/cache:perNodeCache=fs=ext4,size=1G"] }), c).message,
+    ).toMatch(/fs="ext4" is not valid/);
   });
 });
 
 describe("modules, env, workdir, entrypoint, options", () => {
   it("validates modules against udiRoot.conf", () => {
-    expect(validateRequest(step({ value: "docker:x:1", modules: ["gpu", "mpich"] }), conf(), udi)?.modules).toEqual(["gpu", "mpich"]);
-    expect(validateRequest(step({ value: "docker:x:1", modules: ["gpu,mpich"] }), conf(), udi)?.modules).toEqual(["gpu", "mpich"]);
+    expect(validateRequest(step({ value: "docker:x:1", modules: ["gpu", "mpich"] }), conf(), udi)?.modules).toEqual([
+      "gpu",
+      "mpich",
+    ]);
+    expect(validateRequest(step({ value: "docker:x:1", modules: ["gpu,mpich"] }), conf(), udi)?.modules).toEqual([
+      "gpu",
+      "mpich",
+    ]);
     expect(validateRequest(step({ value: "docker:x:1", modules: ["none"] }), conf(), udi)?.modules).toEqual(["none"]);
-    expect(rejected(step({ value: "docker:x:1", modules: ["none,gpu"] })).message).toMatch(/'none' .* cannot be combined/);
-    expect(rejected(step({ value: "docker:x:1", modules: ["nope"] })).message).toMatch(/module nope is not defined in udiRoot.conf/);
+    expect(rejected(step({ value: "docker:x:1", modules: ["none,gpu"] })).message).toMatch(
+      /'none' .* cannot be combined/,
+    );
+    expect(rejected(step({ value: "docker:x:1", modules: ["nope"] })).message).toMatch(
+      /module nope is not defined in udiRoot.conf/,
+    );
     expect(rejected(step({ value: "docker:x:1", modules: ["old"] })).message).toMatch(/disabled/);
-    expect(rejected(step({ value: "docker:x:1", modules: ["mpich", "openmpi"] })).message).toMatch(/openmpi and mpich conflict/);
+    expect(rejected(step({ value: "docker:x:1", modules: ["mpich", "openmpi"] })).message).toMatch(
+      /openmpi and mpich conflict/,
+    );
     expect(rejected(step({ value: "docker:x:1", modules: ["my_mod"] })).message).toMatch(/no '_'/);
     expect(rejected(step({ value: "docker:x:1", modules: ["gpu,,mpich"] })).message).toMatch(/empty module name/);
-    expect(rejected(step({ value: "docker:x:1", modules: ["gpu"] }), conf(["AllowedModules=mpich"])).message).toMatch(/AllowedModules: mpich/);
+    expect(rejected(step({ value: "docker:x:1", modules: ["gpu"] }), conf(["AllowedModules=mpich"])).message).toMatch(
+      /AllowedModules: mpich/,
+    );
   });
 
   const envCorpus: [string, RegExp][] = [
@@ -244,22 +303,35 @@ describe("modules, env, workdir, entrypoint, options", () => {
   }
 
   it("checks workdir and entrypoint", () => {
-    expect(validateRequest(step({ value: "docker:x:1", workdir: "/work dir", entrypoint: "image" }), conf(), udi)).toMatchObject({ workdir: "/work dir", entrypoint: "image" });
-    expect(rejected(step({ value: "docker:x:1", workdir: "relative/dir" })).message).toMatch(/^--container-workdir "relative\/dir": is not an absolute path/);
+    expect(
+      validateRequest(step({ value: "docker:x:1", workdir: "/work dir", entrypoint: "image" }), conf(), udi),
+    ).toMatchObject({ workdir: "/work dir", entrypoint: "image" });
+    expect(rejected(step({ value: "docker:x:1", workdir: "relative/dir" })).message).toMatch(
+      /^--container-workdir "relative\/dir": is not an absolute path/,
+    );
     expect(rejected(step({ value: "docker:x:1", workdir: "/a/../b" })).message).toMatch(/'\.\.'/);
-    expect(rejected(step({ value: "docker:x:1", entrypoint: "/bin/x -v" })).message).toMatch(/does not split the entrypoint/);
+    expect(rejected(step({ value: "docker:x:1", entrypoint: "/bin/x -v" })).message).toMatch(
+      /does not split the entrypoint/,
+    );
     expect(rejected(step({ value: "docker:x:1", entrypoint: "x" })).message).toMatch(/not an absolute path/);
   });
 
   it("refuses --container-opt", () => {
-    expect(rejected(step({ value: "docker:x:1", options: { foo: ["1"] } })).message).toMatch(/^--container-opt "foo": the shifter runtime takes no --container-opt/);
+    expect(rejected(step({ value: "docker:x:1", options: { foo: ["1"] } })).message).toMatch(
+      /^--container-opt "foo": the shifter runtime takes no --container-opt/,
+    );
   });
 });
 
 describe("shifter.conf", () => {
   it("fills defaults with no file", () => {
     const c = loadShifterConf(scratch(), 0);
-    expect(c).toMatchObject({ shifterPath: "/usr/bin/shifter", pullPolicy: "never", allowedImageTypes: ["docker", "custom", "id"], lookupTimeoutMs: 60_000 });
+    expect(c).toMatchObject({
+      shifterPath: "/usr/bin/shifter",
+      pullPolicy: "never",
+      allowedImageTypes: ["docker", "custom", "id"],
+      lookupTimeoutMs: 60_000,
+    });
     expect(c.file).toBeUndefined();
   });
 

@@ -30,7 +30,13 @@ interface Outcome {
  * cleanup; what of the task is still running afterwards (marked, or in its group or session) is
  * killed and returned.
  */
-async function runMarked(kit: SuiteKit, n: NodeConf, mark: string, stay: boolean, launch: LaunchOptions): Promise<Outcome> {
+async function runMarked(
+  kit: SuiteKit,
+  n: NodeConf,
+  mark: string,
+  stay: boolean,
+  launch: LaunchOptions,
+): Promise<Outcome> {
   const s: StepRecord = kit.step({ tasks: 1, argv: backgroundTask(mark, stay) });
   let pending: Promise<LaunchResult> | undefined;
   try {
@@ -78,11 +84,16 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
 
 function assertNothingLeft({ launched, left }: Outcome, when: string): void {
   if (left.length > 0) {
-    fail(`${when}, the task's processes still ran: ${left.map((p) => `pid ${p.pid} (${p.comm}, session ${p.session}, group ${p.pgrp})`).join(", ")}`);
+    fail(
+      `${when}, the task's processes still ran: ${left.map((p) => `pid ${p.pid} (${p.comm}, session ${p.session}, group ${p.pgrp})`).join(", ")}`,
+    );
   }
-  if (launched === undefined) fail("the task's output was still open 10 s after its end, its cleanup and the kill of what the kit found of it");
+  if (launched === undefined)
+    fail("the task's output was still open 10 s after its end, its cleanup and the kill of what the kit found of it");
   if (!launched.stdout.includes("jobrt-testkit-bg-started")) {
-    fail(`the task never started its background process (exit ${launched.code ?? launched.signal}, stderr ${JSON.stringify(launched.stderr.trim().slice(0, 300))})`);
+    fail(
+      `the task never started its background process (exit ${launched.code ?? launched.signal}, stderr ${JSON.stringify(launched.stderr.trim().slice(0, 300))})`,
+    );
   }
 }
 
@@ -106,15 +117,22 @@ export function registerBackgroundChecks(kit: SuiteKit): void {
     assertNothingLeft(await runMarked(kit, kit.node(), nextMark(kit), false, {}), "after the task's end and cleanup");
   });
   kit.check("pgid.background", async () => {
-    assertNothingLeft(await runMarked(kit, kit.node(), nextMark(kit), false, { procTrack: "pgid" }), "tracked by process group only (ProcTrack=pgid), after the task's end and cleanup");
+    assertNothingLeft(
+      await runMarked(kit, kit.node(), nextMark(kit), false, { procTrack: "pgid" }),
+      "tracked by process group only (ProcTrack=pgid), after the task's end and cleanup",
+    );
   });
   kit.check("pgid.leader-kill", async (ctx: TestContext) => {
     const { results } = await kit.baseline();
-    if (!results.some((r) => r !== NOT_SUPPORTED && r.signals === "leader")) ctx.skip('not applicable: no ExecSpec says signals: "leader"');
+    if (!results.some((r) => r !== NOT_SUPPORTED && r.signals === "leader"))
+      ctx.skip('not applicable: no ExecSpec says signals: "leader"');
     const n = kit.node();
     // SIGKILL cannot be forwarded: the wrapper dies at once, and the host then kills its process group.
     const stop = { after: "jobrt-testkit-bg-started", signal: "SIGKILL" as const, killWaitMs: n.killWait * 1000 };
     const outcome = await runMarked(kit, n, nextMark(kit), true, { procTrack: "pgid", stop });
-    assertNothingLeft(outcome, "tracked by process group only (ProcTrack=pgid), after SIGKILL of only the process the host started, its group's kill and cleanup");
+    assertNothingLeft(
+      outcome,
+      "tracked by process group only (ProcTrack=pgid), after SIGKILL of only the process the host started, its group's kill and cleanup",
+    );
   });
 }

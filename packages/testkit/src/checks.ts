@@ -105,7 +105,8 @@ export const CHECKS = {
   },
   "state.split-step": {
     level: "MUST",
-    title: "one step split over two records (one task each, as under srun) sets up concurrently and cleans up independently",
+    title:
+      "one step split over two records (one task each, as under srun) sets up concurrently and cleans up independently",
     fix: "remove only what this record's tasks used; remove a dir the step shares only when it is empty",
   },
   "state.different-requests": {
@@ -171,7 +172,7 @@ export const CHECKS = {
   "launch.sigterm": {
     level: "MUST",
     title: "a task's SIGTERM handler runs and completes within KillWait",
-    fix: "let the task itself get the stop signal: a wrapper that forwards signals sets `signals: \"leader\"` in the ExecSpec, passes SIGTERM on and waits for the task instead of killing it",
+    fix: 'let the task itself get the stop signal: a wrapper that forwards signals sets `signals: "leader"` in the ExecSpec, passes SIGTERM on and waits for the task instead of killing it',
   },
   "launch.missing-command": {
     level: "MUST",
@@ -205,12 +206,14 @@ export const CHECKS = {
   },
   "pgid.background": {
     level: "MUST",
-    title: "tracked by process group only (ProcTrack=pgid, no cgroup), a background process the task leaves is gone after the task's end and cleanup",
+    title:
+      "tracked by process group only (ProcTrack=pgid, no cgroup), a background process the task leaves is gone after the task's end and cleanup",
     fix: "a wrapper that puts the task in a session of its own (bwrap --new-session, setsid) must make it die with the wrapper and take its children along: bwrap --die-with-parent --unshare-pid, or a pid namespace whose init is the task's",
   },
   "pgid.leader-kill": {
     level: "MUST",
-    title: 'with signals: "leader", SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
+    title:
+      'with signals: "leader", SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
     fix: 'a wrapper with signals: "leader" cannot forward SIGKILL: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own',
   },
   "image.run": {

@@ -24,7 +24,8 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
     afterAll(() => {
       // A plugin whose cleanup left a mount in its SpoolDir fails here instead of losing the mounted files.
       const left = kit.removeScratch();
-      if (left.length > 0) throw new Error(`@jobrt/testkit: could not remove the conformance run's temp dirs: ${left.join("; ")}`);
+      if (left.length > 0)
+        throw new Error(`@jobrt/testkit: could not remove the conformance run's temp dirs: ${left.join("; ")}`);
     });
     describe("contract", () => registerContractChecks(kit));
     describe("hooks", () => {

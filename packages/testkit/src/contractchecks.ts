@@ -8,11 +8,16 @@ export function registerContractChecks(kit: SuiteKit): void {
   kit.check("meta.shape", () => {
     const plugin = kit.plugin;
     assertRuntimePlugin(plugin, kit.options.type ?? String(plugin?.meta?.type));
-    if (plugin.meta.type !== `runtime/${plugin.meta.name}`) fail(`meta.type ${plugin.meta.type} does not match meta.name ${plugin.meta.name}`);
-    if (plugin.meta.apiVersion !== RUNTIME_API_VERSION) fail(`meta.apiVersion ${plugin.meta.apiVersion} is not ${RUNTIME_API_VERSION}`);
+    if (plugin.meta.type !== `runtime/${plugin.meta.name}`)
+      fail(`meta.type ${plugin.meta.type} does not match meta.name ${plugin.meta.name}`);
+    if (plugin.meta.apiVersion !== RUNTIME_API_VERSION)
+      fail(`meta.apiVersion ${plugin.meta.apiVersion} is not ${RUNTIME_API_VERSION}`);
   });
   kit.check("meta.version", () => {
-    if (!SEMVER.test(kit.plugin.meta.version)) fail(`meta.version ${JSON.stringify(kit.plugin.meta.version)} is not a semantic version (use packageVersion(import.meta.url))`);
+    if (!SEMVER.test(kit.plugin.meta.version))
+      fail(
+        `meta.version ${JSON.stringify(kit.plugin.meta.version)} is not a semantic version (use packageVersion(import.meta.url))`,
+      );
   });
   kit.check("hooks.present", () => {
     const p = kit.plugin as unknown as Record<string, unknown>;

@@ -37,10 +37,15 @@ async function runWithFakeDevices(kit: SuiteKit, ctx: TestContext): Promise<stri
     execFileSync("mknod", ["-m", "666", given, "c", "1", "3"]);
     execFileSync("mknod", ["-m", "666", other, "c", "1", "5"]);
     const n = kit.node();
-    const s = kit.step({ tasks: 1, argv: ["sh", "-c", script], container: { ...kit.fixtureContainer(), devices: edits.devices, deviceEdits: edits } });
+    const s = kit.step({
+      tasks: 1,
+      argv: ["sh", "-c", script],
+      container: { ...kit.fixtureContainer(), devices: edits.devices, deviceEdits: edits },
+    });
     try {
       const [r] = await kit.launchAll(s, await kit.setupAndRun(n, s));
-      if (r?.code !== 0) fail(`the task exited with ${r?.code ?? r?.signal}; stderr: ${r?.stderr.trim().slice(0, 300)}`);
+      if (r?.code !== 0)
+        fail(`the task exited with ${r?.code ?? r?.signal}; stderr: ${r?.stderr.trim().slice(0, 300)}`);
       return r.stdout;
     } finally {
       await kit.cleanup(n, s);
@@ -56,11 +61,18 @@ export function registerDeviceChecks(kit: SuiteKit): void {
   kit.check("devices.given", async (ctx) => {
     const out = await runWithFakeDevices(kit, ctx);
     const seen = out.split("\n");
-    if (!seen.includes(`${MARK}:given`)) fail(`the task did not find the given device node (a character device at its path); it printed ${JSON.stringify(out.slice(0, 300))}`);
-    if (!seen.some((l) => l.startsWith(`${MARK}:env=/dev/${MARK}-`))) fail(`the task did not get the device's env JOBRT_TESTKIT_DEVICE; it printed ${JSON.stringify(out.slice(0, 300))}`);
+    if (!seen.includes(`${MARK}:given`))
+      fail(
+        `the task did not find the given device node (a character device at its path); it printed ${JSON.stringify(out.slice(0, 300))}`,
+      );
+    if (!seen.some((l) => l.startsWith(`${MARK}:env=/dev/${MARK}-`)))
+      fail(
+        `the task did not get the device's env JOBRT_TESTKIT_DEVICE; it printed ${JSON.stringify(out.slice(0, 300))}`,
+      );
   });
   kit.check("devices.unallocated", async (ctx) => {
     const out = await runWithFakeDevices(kit, ctx);
-    if (out.includes(`${MARK}:unallocated`)) fail("the task sees a device node of the host that the step was not given");
+    if (out.includes(`${MARK}:unallocated`))
+      fail("the task sees a device node of the host that the step was not given");
   });
 }

@@ -49,7 +49,8 @@ export function registerErrorChecks(kit: SuiteKit): void {
         const codes = typeof c.code === "string" ? [c.code] : c.code;
         const err = asJobrtError(thrown.cause);
         if (!err) fail(`${thrown.hook} threw ${describeThrown(thrown.cause)}, not a JobrtError`);
-        if (!codes.includes(err.code as never)) fail(`${thrown.hook} threw ${err.code} (${err.message}), expected ${codes.join(" or ")}`);
+        if (!codes.includes(err.code as never))
+          fail(`${thrown.hook} threw ${err.code} (${err.message}), expected ${codes.join(" or ")}`);
       },
       ` (${c.title})`,
     );
@@ -75,7 +76,8 @@ export function registerErrorChecks(kit: SuiteKit): void {
       await kit.cleanup(n, s).catch(() => {});
       const err = asJobrtError(thrown?.cause);
       if (!err) continue;
-      if (err.message.trim() === "" || err.message.includes("\n")) fail(`"${c.title}": message ${JSON.stringify(err.message)} is not one non-empty line`);
+      if (err.message.trim() === "" || err.message.includes("\n"))
+        fail(`"${c.title}": message ${JSON.stringify(err.message)} is not one non-empty line`);
     }
   });
   registerContainerRequired(kit);
@@ -104,6 +106,7 @@ function registerContainerRequired(kit: SuiteKit): void {
     }
     if (!thrown) fail("a step without --container was accepted");
     const err = asJobrtError(thrown.cause);
-    if (!err?.code.startsWith("ERR_CONTAINER")) fail(`${thrown.hook} threw ${describeThrown(thrown.cause)}, expected an ERR_CONTAINER_* JobrtError`);
+    if (!err?.code.startsWith("ERR_CONTAINER"))
+      fail(`${thrown.hook} threw ${describeThrown(thrown.cause)}, expected an ERR_CONTAINER_* JobrtError`);
   });
 }

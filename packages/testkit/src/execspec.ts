@@ -34,7 +34,11 @@ export function argvProblems(spec: ExecSpec): string[] {
   const program = spec.argv[0];
   if (typeof program !== "string" || program === "") return ["argv[0] is empty"];
   if (!program.includes("/") || isAbsolute(program)) {
-    return resolveProgram(spec) ? [] : [`argv[0] ${JSON.stringify(program)} is not an executable file${program.includes("/") ? "" : " on the spec's PATH"}`];
+    return resolveProgram(spec)
+      ? []
+      : [
+          `argv[0] ${JSON.stringify(program)} is not an executable file${program.includes("/") ? "" : " on the spec's PATH"}`,
+        ];
   }
   return [`argv[0] ${JSON.stringify(program)} is relative: use an absolute path or a bare name found on PATH`];
 }
@@ -42,15 +46,19 @@ export function argvProblems(spec: ExecSpec): string[] {
 /** What is wrong with env and cwd (empty when nothing is). */
 export function envCwdProblems(spec: ExecSpec): string[] {
   const problems: string[] = [];
-  if (typeof spec.env !== "object" || spec.env === null || Array.isArray(spec.env)) problems.push("env is not an object");
+  if (typeof spec.env !== "object" || spec.env === null || Array.isArray(spec.env))
+    problems.push("env is not an object");
   else {
     for (const [key, value] of Object.entries(spec.env)) {
       if (typeof value !== "string") problems.push(`env.${key} is ${typeof value}, not a string`);
-      if (key === "" || key.includes("=") || key.includes("\0")) problems.push(`env key ${JSON.stringify(key)} is not a valid variable name`);
+      if (key === "" || key.includes("=") || key.includes("\0"))
+        problems.push(`env key ${JSON.stringify(key)} is not a valid variable name`);
     }
   }
-  if (!spec.argv.every((a) => typeof a === "string" && !a.includes("\0"))) problems.push("argv holds a non-string or a NUL byte");
-  if (typeof spec.cwd !== "string" || !isAbsolute(spec.cwd)) problems.push(`cwd ${JSON.stringify(spec.cwd)} is not an absolute path`);
+  if (!spec.argv.every((a) => typeof a === "string" && !a.includes("\0")))
+    problems.push("argv holds a non-string or a NUL byte");
+  if (typeof spec.cwd !== "string" || !isAbsolute(spec.cwd))
+    problems.push(`cwd ${JSON.stringify(spec.cwd)} is not an absolute path`);
   else {
     try {
       if (!statSync(spec.cwd).isDirectory()) problems.push(`cwd ${spec.cwd} is not a directory`);
@@ -77,8 +85,12 @@ function shellAt(argv: readonly string[], i: number): boolean {
   // A program is one word; a script passed as an argument (perl -e '...') is not a shell's name.
   if (/\s/.test(word)) return false;
   const program = basename(word);
-  const args = program === "busybox" && SHELLS.has(argv[i + 1] ?? "") ? argv.slice(i + 2, i + 4) : argv.slice(i + 1, i + 3);
-  return (SHELLS.has(program) || (program === "busybox" && SHELLS.has(argv[i + 1] ?? ""))) && args.some((a) => /^-[a-z]*c[a-z]*$/.test(a));
+  const args =
+    program === "busybox" && SHELLS.has(argv[i + 1] ?? "") ? argv.slice(i + 2, i + 4) : argv.slice(i + 1, i + 3);
+  return (
+    (SHELLS.has(program) || (program === "busybox" && SHELLS.has(argv[i + 1] ?? ""))) &&
+    args.some((a) => /^-[a-z]*c[a-z]*$/.test(a))
+  );
 }
 
 /**
@@ -87,13 +99,16 @@ function shellAt(argv: readonly string[], i: number): boolean {
  * unchanged is not the plugin's shell, so a shell among its words is allowed.
  */
 export function shellProblems(spec: ExecSpec, task: TaskRecord, shellDeclared: boolean): string[] {
-  if (spec.shell === true && !shellDeclared) return ["spec.shell is true but the plugin did not declare capabilities.shell"];
+  if (spec.shell === true && !shellDeclared)
+    return ["spec.shell is true but the plugin did not declare capabilities.shell"];
   if (spec.shell === true) return [];
   const own = taskWords(spec.argv, task.argv);
   const at = spec.argv.findIndex((_, i) => !own.has(i) && shellAt(spec.argv, i));
   if (at < 0) return [];
   const where = at === 0 ? "" : ` at argv[${at}] (inside the wrapper's argv)`;
-  return [`argv ${JSON.stringify(spec.argv.slice(at, at + 3))}...${where} runs a shell command but spec.shell is not set`];
+  return [
+    `argv ${JSON.stringify(spec.argv.slice(at, at + 3))}...${where} runs a shell command but spec.shell is not set`,
+  ];
 }
 
 /** True when `needle` occurs in `haystack` as a contiguous run. */

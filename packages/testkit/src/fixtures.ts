@@ -76,7 +76,7 @@ let nextJobId = 0;
  */
 export function uniqueJobId(): number {
   nextJobId += 1;
-  return 100_000 + ((process.pid % 20_000) * 100 + nextJobId) % 1_900_000;
+  return 100_000 + (((process.pid % 20_000) * 100 + nextJobId) % 1_900_000);
 }
 
 /**

@@ -14,7 +14,8 @@ function onPath(tool: string): boolean {
 
 /** Why the image check does not apply to this suite, or undefined when it does. */
 function notApplicable(kit: SuiteKit): string | undefined {
-  if (!(kit.plugin.meta.accepts ?? []).includes("options.image")) return "not applicable: meta.accepts has no options.image (--container-image)";
+  if (!(kit.plugin.meta.accepts ?? []).includes("options.image"))
+    return "not applicable: meta.accepts has no options.image (--container-image)";
   if (!kit.launch) return "real-launch checks turned off (launch: false)";
   const missing = TOOLS.filter((t) => !onPath(t));
   if (missing.length > 0) return `not applicable: no ${missing.join(", ")} on PATH to make and read an OCI image`;
@@ -70,11 +71,17 @@ export function registerImageChecks(kit: SuiteKit): void {
     if (why) ctx.skip(why);
     const layout = makeLayout(kit);
     const n = imageNode(kit);
-    const s = kit.step({ tasks: 1, argv: ["cat", `/etc/${MARK}`], container: { options: { image: [`oci:${layout}:t`] } } });
+    const s = kit.step({
+      tasks: 1,
+      argv: ["cat", `/etc/${MARK}`],
+      container: { options: { image: [`oci:${layout}:t`] } },
+    });
     try {
       const [r] = await kit.launchAll(s, await kit.setupAndRun(n, s));
-      if (r?.code !== 0) fail(`the task exited with ${r?.code ?? r?.signal}; stderr: ${r?.stderr.trim().slice(0, 300)}`);
-      if (!r.stdout.includes(`${MARK}:ok`)) fail(`the task did not see the image's /etc/${MARK}; it printed ${JSON.stringify(r.stdout.slice(0, 300))}`);
+      if (r?.code !== 0)
+        fail(`the task exited with ${r?.code ?? r?.signal}; stderr: ${r?.stderr.trim().slice(0, 300)}`);
+      if (!r.stdout.includes(`${MARK}:ok`))
+        fail(`the task did not see the image's /etc/${MARK}; it printed ${JSON.stringify(r.stdout.slice(0, 300))}`);
     } finally {
       await kit.cleanup(n, s);
     }

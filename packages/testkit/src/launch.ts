@@ -1,4 +1,11 @@
-import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type SignalDelivery, type StepRecord, type TaskRecord } from "@jobrt/core";
+import {
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NotSupported,
+  type SignalDelivery,
+  type StepRecord,
+  type TaskRecord,
+} from "@jobrt/core";
 import { createTaskGroup } from "@jobrt/launcher";
 
 export interface LaunchResult {
@@ -37,45 +44,65 @@ let launches = 0;
  * group and the step's cgroup where there is one, as step.uid/step.gid when running as root; sets
  * `task.pid`; waits for it, and, as the host does at a task's end, kills what it left behind.
  */
-export function launchTask(result: ExecSpec | NotSupported, step: StepRecord, task: TaskRecord, options: LaunchOptions = {}): Promise<LaunchResult> {
+export function launchTask(
+  result: ExecSpec | NotSupported,
+  step: StepRecord,
+  task: TaskRecord,
+  options: LaunchOptions = {},
+): Promise<LaunchResult> {
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
   const tasks = createTaskGroup(`testkit.${process.pid}.${launches++}`, options.procTrack ?? "auto");
   return new Promise<LaunchResult>((resolve, reject) => {
-    const started = tasks.start(spec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["pipe", "pipe", "pipe"] });
-    started.then((child) => {
-      if (child.pid !== undefined) task.pid = child.pid;
-      let stdout = "";
-      let stderr = "";
-      let stopped = false;
-      let killTimer: NodeJS.Timeout | undefined;
-      const stop = options.stop;
-      child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-        if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
-          stopped = true;
-          signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
-          killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
-        }
-      });
-      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-        stderr += d;
-      });
-      const timer = setTimeout(() => tasks.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
-      child.on("exit", () => tasks.killTask(task.globalId, child.pid));
-      child.on("close", (code, signal) => {
-        clearTimeout(timer);
-        clearTimeout(killTimer);
-        resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
-      });
-      child.stdin?.on("error", () => {});
-      child.stdin?.end(options.input ?? "");
-    }, (error: NodeJS.ErrnoException) => {
-      // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
-      if (error.code === "ENOENT" || error.code === "EACCES") {
-        resolve({ code: error.code === "ENOENT" ? 127 : 126, signal: null, stdout: "", stderr: `${error.message}\n`, pid: undefined, argv: spec.argv });
-      } else reject(error);
+    const started = tasks.start(spec, {
+      taskId: task.globalId,
+      uid: step.uid,
+      gid: step.gid,
+      stdio: ["pipe", "pipe", "pipe"],
     });
+    started.then(
+      (child) => {
+        if (child.pid !== undefined) task.pid = child.pid;
+        let stdout = "";
+        let stderr = "";
+        let stopped = false;
+        let killTimer: NodeJS.Timeout | undefined;
+        const stop = options.stop;
+        child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+          stdout += d;
+          if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
+            stopped = true;
+            signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
+            killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
+          }
+        });
+        child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+          stderr += d;
+        });
+        const timer = setTimeout(() => tasks.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
+        child.on("exit", () => tasks.killTask(task.globalId, child.pid));
+        child.on("close", (code, signal) => {
+          clearTimeout(timer);
+          clearTimeout(killTimer);
+          resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
+        });
+        child.stdin?.on("error", () => {});
+        child.stdin?.end(options.input ?? "");
+      },
+      (error: NodeJS.ErrnoException) => {
+        // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
+        if (error.code === "ENOENT" || error.code === "EACCES") {
+          resolve({
+            code: error.code === "ENOENT" ? 127 : 126,
+            signal: null,
+            stdout: "",
+            stderr: `${error.message}\n`,
+            pid: undefined,
+            argv: spec.argv,
+          });
+        } else reject(error);
+      },
+    );
   }).finally(() => tasks.close(5000));
 }
 

@@ -23,7 +23,8 @@ export function registerTaskLaunchChecks(kit: SuiteKit): void {
     const s = kit.step({ tasks: 1, argv: ["sh", "-c", "exit 7"] });
     try {
       const [r] = await kit.launchAll(s, await kit.setupAndRun(n, s));
-      if (r?.code !== 7) fail(`task exited with ${r?.code ?? r?.signal}, expected 7; stderr: ${r?.stderr.trim().slice(0, 300)}`);
+      if (r?.code !== 7)
+        fail(`task exited with ${r?.code ?? r?.signal}, expected 7; stderr: ${r?.stderr.trim().slice(0, 300)}`);
     } finally {
       await kit.cleanup(n, s);
     }

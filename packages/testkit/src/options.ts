@@ -3,7 +3,9 @@ import type { CheckId } from "./checks.js";
 import type { JobUser } from "./fixtures.js";
 
 /** A plugin object, or a loader such as `() => import("../src/index.js")` (its default export is used). */
-export type PluginSource = RuntimePlugin | (() => RuntimePlugin | { default: unknown } | Promise<RuntimePlugin | { default: unknown }>);
+export type PluginSource =
+  | RuntimePlugin
+  | (() => RuntimePlugin | { default: unknown } | Promise<RuntimePlugin | { default: unknown }>);
 
 /** Values the suite reads when a test runs, so they may be filled in by a `beforeAll` of the test file. */
 export type Lazy<T> = T | (() => T);

@@ -4,7 +4,11 @@ import type { InvalidCase } from "./options.js";
 import type { SuiteKit } from "./suitekit.js";
 
 /** Codes a runtime may give for a container that does not exist (as errors.container-required accepts). */
-const CONTAINER_CODES: readonly ErrorCode[] = ["ERR_CONTAINER_IMAGE", "ERR_CONTAINER_REQUEST", "ERR_CONTAINER_NOT_CONFIGURED"];
+const CONTAINER_CODES: readonly ErrorCode[] = [
+  "ERR_CONTAINER_IMAGE",
+  "ERR_CONTAINER_REQUEST",
+  "ERR_CONTAINER_NOT_CONFIGURED",
+];
 
 /**
  * The invalid requests the error checks run: the author's, or, for a runtime that requires a
@@ -15,6 +19,8 @@ const CONTAINER_CODES: readonly ErrorCode[] = ["ERR_CONTAINER_IMAGE", "ERR_CONTA
 export function invalidCases(kit: SuiteKit): InvalidCase[] {
   const declared = kit.options.invalid ?? [];
   if (declared.length > 0 || kit.caps.container !== "required") return declared;
-  const missing = (): { value: string } => ({ value: join(kit.tempDir("nocontainer"), "jobrt-testkit-no-such-container") });
+  const missing = (): { value: string } => ({
+    value: join(kit.tempDir("nocontainer"), "jobrt-testkit-no-such-container"),
+  });
   return [{ title: "a container that cannot exist, made by the kit", container: missing, code: CONTAINER_CODES }];
 }

@@ -22,7 +22,11 @@ export function processTable(): ProcessInfo[] {
  * process that called the plugin's hooks, which is where a helper started by setup lands) that
  * were not there in `before`.
  */
-export function liveStepProcesses(options: { leaders?: readonly number[]; ancestor?: number; before?: ReadonlySet<number> }): ProcessInfo[] {
+export function liveStepProcesses(options: {
+  leaders?: readonly number[];
+  ancestor?: number;
+  before?: ReadonlySet<number>;
+}): ProcessInfo[] {
   const table = processTable();
   const byPid = new Map(table.map((p) => [p.pid, p]));
   const leaders = new Set(options.leaders ?? []);

@@ -83,7 +83,10 @@ async function concurrentSteps(kit: SuiteKit): Promise<void> {
   const jb = uniqueJobId();
   const a = kit.step({ jobId: ja, env: { JOBRT_TESTKIT_MARK: `jobrt-testkit-mark-a${ja}` } });
   const b = kit.step({ jobId: jb, env: { JOBRT_TESTKIT_MARK: `jobrt-testkit-mark-b${jb}` } });
-  await Promise.all([kit.hook("setup(A)", () => kit.host().setup(n, a)), kit.hook("setup(B)", () => kit.host().setup(n, b))]);
+  await Promise.all([
+    kit.hook("setup(A)", () => kit.host().setup(n, a)),
+    kit.hook("setup(B)", () => kit.host().setup(n, b)),
+  ]);
   const run = async (s: StepRecord) => {
     await Promise.all(s.tasks.map((t) => kit.hook("taskInit", () => kit.host().taskInit(n, s, t))));
     return Promise.all(s.tasks.map((t) => kit.hook("run", () => kit.host().run(n, s, t))));

@@ -1,7 +1,14 @@
 import { mkdirSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type NotSupported, type StepRecord } from "@jobrt/core";
+import {
+  type ContainerRequest,
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type NotSupported,
+  type StepRecord,
+} from "@jobrt/core";
 import type { TestContext } from "vitest";
 import type { CheckId } from "./checks.js";
 import { uniqueJobId } from "./fixtures.js";
@@ -38,14 +45,35 @@ export interface StepKit {
 }
 
 /** Variables a container runtime may set from the image or the user database instead of the host's. */
-const CONTAINER_OWNED = new Set(["PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "HOSTNAME", "TERM", "USER", "LOGNAME", "SHELL", "_"]);
+const CONTAINER_OWNED = new Set([
+  "PATH",
+  "HOME",
+  "PWD",
+  "OLDPWD",
+  "SHLVL",
+  "HOSTNAME",
+  "TERM",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "_",
+]);
 
 function fail(message: string): never {
   throw new Error(message);
 }
 
-const launchOne = (kit: StepKit, s: StepRecord, results: RunResult[], extra: LaunchOptions = {}): Promise<LaunchResult[]> =>
-  Promise.all(s.tasks.map((t, i) => launchTask(results[i] as RunResult, s, t, { timeoutMs: kit.launch?.timeoutMs ?? 60_000, ...extra })));
+const launchOne = (
+  kit: StepKit,
+  s: StepRecord,
+  results: RunResult[],
+  extra: LaunchOptions = {},
+): Promise<LaunchResult[]> =>
+  Promise.all(
+    s.tasks.map((t, i) =>
+      launchTask(results[i] as RunResult, s, t, { timeoutMs: kit.launch?.timeoutMs ?? 60_000, ...extra }),
+    ),
+  );
 
 /** Runs one step of `extra` end to end (setup, hooks, launch when on, cleanup) and returns the launches. */
 async function fullStep(kit: StepKit, n: NodeConf, s: StepRecord, extra: LaunchOptions = {}): Promise<LaunchResult[]> {
@@ -83,38 +111,57 @@ export function registerLaunchChecks(kit: StepKit): void {
     // task when it gets the signal itself is caught. Under a runtime's pid 1 the foreground sleep
     // delays the handler by at most a second.
     // Its first line tells a signal that never reached the task from a handler cut short.
-    const script = "trap 'echo jobrt-testkit-got-term; sleep 1; echo jobrt-testkit-handled; exit 0' TERM; echo jobrt-testkit-ready; while :; do sleep 1; done";
+    const script =
+      "trap 'echo jobrt-testkit-got-term; sleep 1; echo jobrt-testkit-handled; exit 0' TERM; echo jobrt-testkit-ready; while :; do sleep 1; done";
     const s = kit.step({ tasks: 1, argv: ["sh", "-c", script] });
     const [r] = await fullStep(kit, n, s, { stop: { after: "jobrt-testkit-ready", killWaitMs: n.killWait * 1000 } });
     if (!r?.stdout.includes("jobrt-testkit-ready")) fail(`the task never started its SIGTERM test (${shown(r)})`);
     if (!r.stdout.includes("jobrt-testkit-handled")) {
       const why = r.stdout.includes("jobrt-testkit-got-term")
-        ? "it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals \"leader\")"
+        ? 'it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals "leader")'
         : "it never started: the stop signal did not reach the task (a wrapper that forwards no signal, or a task outside the process group the host signals: see ExecSpec.signals)";
-      fail(`the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal: ${why} (${JSON.stringify(r.argv)}: ${shown(r)})`);
+      fail(
+        `the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal: ${why} (${JSON.stringify(r.argv)}: ${shown(r)})`,
+      );
     }
   });
   kit.check("launch.missing-command", async () => {
     const n = kit.node();
     // A PATH every job user can search: a dir it may not enter turns "not found" into 126.
-    const s = kit.step({ tasks: 1, argv: ["jobrt-testkit-no-such-command"], env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" } });
+    const s = kit.step({
+      tasks: 1,
+      argv: ["jobrt-testkit-no-such-command"],
+      env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
+    });
     const [r] = await fullStep(kit, n, s);
-    if (r?.code !== 127) fail(`a task whose command does not exist gave ${shown(r)}; expected exit 127 (command not found), as jobrt run and the shell report it`);
+    if (r?.code !== 127)
+      fail(
+        `a task whose command does not exist gave ${shown(r)}; expected exit 127 (command not found), as jobrt run and the shell report it`,
+      );
   });
   kit.check("launch.env", async () => {
     const n = kit.node();
     const c = kit.fixtureContainer();
     const s = kit.step({ tasks: 1, argv: ["env"], env: { JOBRT_TESTKIT_ENV: "two words, $HOME and 'quotes'" } });
     const want = { ...(s.tasks[0]?.env ?? {}) };
-    for (const key of Object.keys(want)) if (CONTAINER_OWNED.has(key) || (c?.clearEnv && !key.startsWith("SLURM_"))) delete want[key];
+    for (const key of Object.keys(want))
+      if (CONTAINER_OWNED.has(key) || (c?.clearEnv && !key.startsWith("SLURM_"))) delete want[key];
     for (const entry of c?.env ?? []) want[entry.slice(0, entry.indexOf("="))] = entry.slice(entry.indexOf("=") + 1);
     const [r] = await fullStep(kit, n, s);
     if (r?.code !== 0) fail(`the task \`env\` failed: ${shown(r)}`);
-    const got = new Map(r.stdout.split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const));
+    const got = new Map(
+      r.stdout.split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
+    );
     const wrong = Object.entries(want).filter(([k, v]) => got.get(k) !== v);
     if (wrong.length > 0) {
-      const list = wrong.slice(0, 8).map(([k, v]) => `${k} (want ${JSON.stringify(v)}, got ${got.has(k) ? JSON.stringify(got.get(k)) : "nothing"})`);
-      fail(`the task's environment lacks ${wrong.length} of the ${Object.keys(want).length} variables it must get: ${list.join(", ")}${wrong.length > 8 ? ", ..." : ""}`);
+      const list = wrong
+        .slice(0, 8)
+        .map(
+          ([k, v]) => `${k} (want ${JSON.stringify(v)}, got ${got.has(k) ? JSON.stringify(got.get(k)) : "nothing"})`,
+        );
+      fail(
+        `the task's environment lacks ${wrong.length} of the ${Object.keys(want).length} variables it must get: ${list.join(", ")}${wrong.length > 8 ? ", ..." : ""}`,
+      );
     }
   });
   kit.check("launch.cwd", async () => {
@@ -124,7 +171,10 @@ export function registerLaunchChecks(kit: StepKit): void {
     const want = workdir ?? kit.launch?.cwd?.(s) ?? realpathSync(s.cwd);
     const [r] = await fullStep(kit, n, s);
     const got = r?.stdout.trim().split("\n").at(-1);
-    if (r?.code !== 0 || got !== want) fail(`the task ran in ${JSON.stringify(got)}, not ${workdir ? "--container-workdir" : kit.launch?.cwd ? "the declared launch.cwd" : "the step's cwd"} ${want} (${shown(r)})`);
+    if (r?.code !== 0 || got !== want)
+      fail(
+        `the task ran in ${JSON.stringify(got)}, not ${workdir ? "--container-workdir" : kit.launch?.cwd ? "the declared launch.cwd" : "the step's cwd"} ${want} (${shown(r)})`,
+      );
   });
 }
 
@@ -138,7 +188,8 @@ export function registerCleanupChecks(kit: StepKit): void {
     const leaders = s.tasks.flatMap((t) => (t.pid === undefined ? [] : [t.pid]));
     const left = await leftovers(() => liveStepProcesses({ leaders, ancestor: process.pid, before }));
     for (const p of left) process.kill(p.pid, "SIGKILL");
-    if (left.length > 0) fail(`still running after cleanup: ${left.map((p) => `pid ${p.pid} (${p.comm}, state ${p.state})`).join(", ")}`);
+    if (left.length > 0)
+      fail(`still running after cleanup: ${left.map((p) => `pid ${p.pid} (${p.comm}, state ${p.state})`).join(", ")}`);
   });
   kit.check("cleanup.outside-spool", async () => {
     const n = kit.node();
@@ -159,14 +210,17 @@ export function registerCleanupChecks(kit: StepKit): void {
     if (inTmpdir.length > 0) fail(`after cleanup TMPDIR (${tmp}) holds ${inTmpdir.slice(0, 8).join(", ")}`);
     // Other programs make files in /tmp at the same time: only names carrying this step's job id count.
     const inTmp = readdirSync("/tmp").filter((e) => !before.has(e) && e.includes(String(jobId)));
-    if (inTmp.length > 0) fail(`after cleanup /tmp holds ${inTmp.map((e) => `/tmp/${e}`).join(", ")}, named after the step's job ${jobId}`);
+    if (inTmp.length > 0)
+      fail(`after cleanup /tmp holds ${inTmp.map((e) => `/tmp/${e}`).join(", ")}, named after the step's job ${jobId}`);
   });
   kit.check("cleanup.other-steps", async () => {
     const n = kit.node();
     const other = uniqueJobId();
-    const planted = [`jobrt-testkit-other.${other}`, join(`job${other}.0`, "keep"), join(kit.runtimeName, `jobrt-testkit-other.${other}.0`, "keep")].map((p) =>
-      join(n.spoolDir, p),
-    );
+    const planted = [
+      `jobrt-testkit-other.${other}`,
+      join(`job${other}.0`, "keep"),
+      join(kit.runtimeName, `jobrt-testkit-other.${other}.0`, "keep"),
+    ].map((p) => join(n.spoolDir, p));
     for (const p of planted) {
       mkdirSync(dirname(p), { recursive: true });
       writeFileSync(p, "another step's file\n");
@@ -208,7 +262,8 @@ export function registerRequestCheck(kit: StepKit): void {
       const ra = await hooks(a);
       const inSpec = (x: typeof a, results: RunResult[], y: typeof a) => {
         const text = JSON.stringify(results.filter((r) => r !== NOT_SUPPORTED));
-        for (const v of [y.mark, y.s.cwd]) if (text.includes(v)) fail(`step ${x.label}'s ExecSpec holds ${v}, which is step ${y.label}'s`);
+        for (const v of [y.mark, y.s.cwd])
+          if (text.includes(v)) fail(`step ${x.label}'s ExecSpec holds ${v}, which is step ${y.label}'s`);
       };
       inSpec(a, ra, b);
       inSpec(b, rb, a);
@@ -219,7 +274,9 @@ export function registerRequestCheck(kit: StepKit): void {
           // The mark arrives through the task env, or (with --container-clearenv) the request's env.
           const want = `jobrt-testkit-${x.label}:`;
           if (!r.stdout.startsWith(want) || !r.stdout.includes(x.mark) || r.stdout.includes(y.mark)) {
-            fail(`step ${x.label} task ${x.s.tasks[i]?.globalId} printed ${JSON.stringify(r.stdout.slice(0, 300))}, expected ${want} and ${x.mark} (its own request), never ${y.mark}`);
+            fail(
+              `step ${x.label} task ${x.s.tasks[i]?.globalId} printed ${JSON.stringify(r.stdout.slice(0, 300))}, expected ${want} and ${x.mark} (its own request), never ${y.mark}`,
+            );
           }
         });
       expect(a, la, b);

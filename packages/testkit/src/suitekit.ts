@@ -1,5 +1,15 @@
 import { chmodSync, chownSync, existsSync, readdirSync } from "node:fs";
-import { type ContainerRequest, type ExecSpec, NOT_SUPPORTED, type NodeConf, type NotSupported, type RuntimePlugin, type StepRecord, type TaskRecord, isExecSpec } from "@jobrt/core";
+import {
+  type ContainerRequest,
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type NotSupported,
+  type RuntimePlugin,
+  type StepRecord,
+  type TaskRecord,
+  isExecSpec,
+} from "@jobrt/core";
 import { type TestContext, it } from "vitest";
 import { CHECKS, type CheckId } from "./checks.js";
 import { describeThrown } from "./errors.js";
@@ -58,7 +68,10 @@ export class HookFailure extends Error {
 /** The failure with what to do about it and where the check is described (a file the package ships). */
 function withFix(id: CheckId, error: unknown): unknown {
   if (isSkipSignal(error) || !(error instanceof Error)) return error;
-  const fixed = new Error(`${error.message}\n  what to do: ${CHECKS[id].fix}\n  check ${id} is described in node_modules/@jobrt/testkit/README.md (Checks)`, { cause: error });
+  const fixed = new Error(
+    `${error.message}\n  what to do: ${CHECKS[id].fix}\n  check ${id} is described in node_modules/@jobrt/testkit/README.md (Checks)`,
+    { cause: error },
+  );
   fixed.stack = `${fixed.message}\n${error.stack?.split("\n").slice(1).join("\n") ?? ""}`;
   return fixed;
 }
@@ -86,7 +99,11 @@ export class SuiteKit implements StepKit {
     readonly source: PluginSource,
     readonly options: ConformanceOptions,
   ) {
-    this.caps = { runs: options.capabilities?.runs ?? "either", shell: options.capabilities?.shell ?? false, container: options.capabilities?.container ?? "optional" };
+    this.caps = {
+      runs: options.capabilities?.runs ?? "either",
+      shell: options.capabilities?.shell ?? false,
+      container: options.capabilities?.container ?? "optional",
+    };
     this.launch = options.launch === false ? undefined : (options.launch ?? {});
     this.timeout = options.timeoutMs ?? 120_000;
   }
@@ -156,7 +173,11 @@ export class SuiteKit implements StepKit {
   /** A NodeConf whose SpoolDir is fresh unless the author fixed one, so leftovers are per check. */
   node(): NodeConf {
     const given = lazy(this.options.node) ?? {};
-    return createTestNode({ confDir: given.confDir ?? this.tempDir("conf"), spoolDir: given.spoolDir ?? this.tempDir("spool"), ...given });
+    return createTestNode({
+      confDir: given.confDir ?? this.tempDir("conf"),
+      spoolDir: given.spoolDir ?? this.tempDir("spool"),
+      ...given,
+    });
   }
 
   fixtureContainer(): Partial<ContainerRequest> | undefined {
@@ -198,11 +219,16 @@ export class SuiteKit implements StepKit {
 
   assertNoLeftovers(n: NodeConf, before: string[], when: string): void {
     const extra = listTree(n.spoolDir).filter((p) => !before.includes(p));
-    if (extra.length > 0) fail(`${when}: SpoolDir ${n.spoolDir} still holds ${extra.slice(0, 8).join(", ")}${extra.length > 8 ? ", ..." : ""}`);
+    if (extra.length > 0)
+      fail(
+        `${when}: SpoolDir ${n.spoolDir} still holds ${extra.slice(0, 8).join(", ")}${extra.length > 8 ? ", ..." : ""}`,
+      );
   }
 
   launchAll(s: StepRecord, results: RunResult[]): Promise<LaunchResult[]> {
-    return Promise.all(s.tasks.map((t, i) => launchTask(results[i] as RunResult, s, t, { timeoutMs: this.launch?.timeoutMs ?? 60_000 })));
+    return Promise.all(
+      s.tasks.map((t, i) => launchTask(results[i] as RunResult, s, t, { timeoutMs: this.launch?.timeoutMs ?? 60_000 })),
+    );
   }
 
   #expected(task: TaskRecord): string {
@@ -215,7 +241,9 @@ export class SuiteKit implements StepKit {
       const where = `task ${t.globalId} (${JSON.stringify(r.argv)})`;
       if (r.code !== 0) fail(`${where} exited with ${r.code ?? r.signal}; stderr: ${r.stderr.trim().slice(0, 500)}`);
       if (!r.stdout.includes(this.#expected(t))) {
-        fail(`${where} printed ${JSON.stringify(r.stdout.slice(0, 300))}, expected it to contain ${JSON.stringify(this.#expected(t))}`);
+        fail(
+          `${where} printed ${JSON.stringify(r.stdout.slice(0, 300))}, expected it to contain ${JSON.stringify(this.#expected(t))}`,
+        );
       }
     });
   }
@@ -239,7 +267,9 @@ export class SuiteKit implements StepKit {
       problems.envCwd.push(...envCwdProblems(r).map(at));
       problems.shell.push(...shellProblems(r, t, this.caps.shell).map(at));
       if (r.shell !== true && !containsSequence(r.argv, t.argv)) {
-        problems.taskArgv.push(at(`argv ${JSON.stringify(r.argv)} does not contain the task argv ${JSON.stringify(t.argv)}`));
+        problems.taskArgv.push(
+          at(`argv ${JSON.stringify(r.argv)} does not contain the task argv ${JSON.stringify(t.argv)}`),
+        );
       }
     });
     await this.cleanup(n, s);
@@ -249,7 +279,8 @@ export class SuiteKit implements StepKit {
   /** The baseline, or a skip when run returned NOT_SUPPORTED for every task. */
   async execSpecs(ctx: TestContext): Promise<Baseline> {
     const b = await this.baseline();
-    if (!b.results.some((r) => r !== NOT_SUPPORTED)) ctx.skip("run returned NOT_SUPPORTED for every task: there is no ExecSpec to check");
+    if (!b.results.some((r) => r !== NOT_SUPPORTED))
+      ctx.skip("run returned NOT_SUPPORTED for every task: there is no ExecSpec to check");
     return b;
   }
 }

@@ -14,7 +14,9 @@ describe("the README the failure messages point at", () => {
     const rows = [...readme.matchAll(/^\| ([a-z][^|]*) \| (MUST|SHOULD) \|/gm)].flatMap((m) =>
       (m[1] as string).split(",").map((id) => [id.trim().replace(/`/g, ""), m[2]] as const),
     );
-    expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(Object.entries(CHECKS).map(([id, c]) => [id, c.level])));
+    expect(Object.fromEntries(rows)).toEqual(
+      Object.fromEntries(Object.entries(CHECKS).map(([id, c]) => [id, c.level])),
+    );
   });
 
   it("ships, with every source file the source maps (and so the failures' stack frames) name", () => {

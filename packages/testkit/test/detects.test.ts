@@ -26,7 +26,14 @@ beforeAll(() => {
   // TMPDIR: the dirs the tmp-leak plugin makes in every check land in `out`, which is removed.
   const child = spawnSync(
     process.execPath,
-    [vitestBin, "run", "--config", join(here, "fixtures/vitest.config.ts"), "--reporter=json", `--outputFile=${report}`],
+    [
+      vitestBin,
+      "run",
+      "--config",
+      join(here, "fixtures/vitest.config.ts"),
+      "--reporter=json",
+      `--outputFile=${report}`,
+    ],
     { cwd: join(here, "fixtures"), encoding: "utf8", timeout: 240_000, env: { ...process.env, CI: "1", TMPDIR: out } },
   );
   expect(child.status, `the child vitest should fail (the plugins are broken)\n${child.stderr.slice(-2000)}`).toBe(1);
@@ -67,23 +74,49 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["module-state", "state.different-requests", /step a's ExecSpec holds .*which is step b's/],
   ["accepts-no-container", "errors.container-required", /a step without --container was accepted/],
   ["bad-tools", "tools.shape", /tools returned \{"name":"hostenv-helper","path":"relative\/helper"\}, not a/],
-  ["bad-check", "check.shape", /check returned \{"subject":"the request","status":"unchecked"\}, not a .*needs a detail/],
-  ["check-fails-fixture", "check.fixture", /check reported the fixture request as failed: the request: hostenv refuses everything/],
+  [
+    "bad-check",
+    "check.shape",
+    /check returned \{"subject":"the request","status":"unchecked"\}, not a .*needs a detail/,
+  ],
+  [
+    "check-fails-fixture",
+    "check.fixture",
+    /check reported the fixture request as failed: the request: hostenv refuses everything/,
+  ],
   ["escapes", "pgid.background", /tracked by process group only .*the task's processes still ran: pid \d+ \(sh,/],
-  ["escapes", "pgid.leader-kill", /after SIGKILL of only the process the host started.*the task's processes still ran: pid \d+ \(sh,/],
-  ["wrapped-shell", "execspec.shell", /at argv\[1\] \(inside the wrapper's argv\) runs a shell command but spec.shell is not set/],
-  ["failed-setup-leaves-files", "errors.cleanup-after-failure", /after the failed request "a container that cannot exist, made by the kit": SpoolDir .* still holds job\d+\.0/],
+  [
+    "escapes",
+    "pgid.leader-kill",
+    /after SIGKILL of only the process the host started.*the task's processes still ran: pid \d+ \(sh,/,
+  ],
+  [
+    "wrapped-shell",
+    "execspec.shell",
+    /at argv\[1\] \(inside the wrapper's argv\) runs a shell command but spec.shell is not set/,
+  ],
+  [
+    "failed-setup-leaves-files",
+    "errors.cleanup-after-failure",
+    /after the failed request "a container that cannot exist, made by the kit": SpoolDir .* still holds job\d+\.0/,
+  ],
   ...(process.getuid?.() === 0
     ? ([
         ["root-only-files", "launch.tasks", /exited with 126|EACCES|Permission denied/],
-        ["leaves-cgroup", "launch.background", /after the task's end and cleanup, the task's processes still ran: pid \d+ \(sh,/],
+        [
+          "leaves-cgroup",
+          "launch.background",
+          /after the task's end and cleanup, the task's processes still ran: pid \d+ \(sh,/,
+        ],
         // The fake device nodes are made with mknod: as root only.
         ["ignores-devices", "devices.given", /did not get the device's env JOBRT_TESTKIT_DEVICE/],
         ["ignores-devices", "devices.unallocated", /sees a device node of the host that the step was not given/],
       ] as [string, string, RegExp][])
     : []),
   // CI installs umoci and skopeo; without them the check is skipped as not applicable.
-  ...(["/usr/bin/umoci", "/usr/bin/skopeo"].every((t) => existsSync(t)) ? [["ignores-image", "image.run", /exited with 1/] as [string, string, RegExp]] : []),
+  ...(["/usr/bin/umoci", "/usr/bin/skopeo"].every((t) => existsSync(t))
+    ? [["ignores-image", "image.run", /exited with 1/] as [string, string, RegExp]]
+    : []),
 ];
 
 describe("the conformance suite catches broken plugins", () => {
@@ -103,7 +136,9 @@ describe("the conformance suite catches broken plugins", () => {
     for (const r of failed) {
       const id = /^\[(?:MUST|SHOULD)\] ([a-z.-]+)/.exec(r.title)?.[1] as CheckId;
       expect(r.failureMessages.join("\n")).toContain(`what to do: ${CHECKS[id].fix}`);
-      expect(r.failureMessages.join("\n")).toContain(`check ${id} is described in node_modules/@jobrt/testkit/README.md`);
+      expect(r.failureMessages.join("\n")).toContain(
+        `check ${id} is described in node_modules/@jobrt/testkit/README.md`,
+      );
     }
   });
 
@@ -118,7 +153,9 @@ describe("the conformance suite catches broken plugins", () => {
     // launch.background fails too where the kit's launches get no cgroup (then it is tracked by group as well).
     const failed = [...outcome("flaw:escapes")].filter(([, r]) => r.status === "failed").map(([id]) => id);
     expect(failed).toEqual(expect.arrayContaining(["pgid.background", "pgid.leader-kill"]));
-    expect(failed.filter((id) => !["launch.background", "pgid.background", "pgid.leader-kill"].includes(id))).toEqual([]);
+    expect(failed.filter((id) => !["launch.background", "pgid.background", "pgid.leader-kill"].includes(id))).toEqual(
+      [],
+    );
   });
 
   it('level "must" turns a failing SHOULD check into a warning', () => {
@@ -126,7 +163,9 @@ describe("the conformance suite catches broken plugins", () => {
     expect(got.get("execspec.task-argv")?.status).toBe("passed");
     expect(got.get("meta.shape")?.status).toBe("passed");
     expect(got.get("cleanup.twice")?.status).toBe("skipped");
-    expect(results.find((r) => r.ancestorTitles[0] === "lenient:drops-argv" && r.title.includes("cleanup.twice"))?.title).toContain("(skipped: demonstrating skip)");
+    expect(
+      results.find((r) => r.ancestorTitles[0] === "lenient:drops-argv" && r.title.includes("cleanup.twice"))?.title,
+    ).toContain("(skipped: demonstrating skip)");
     expect(got.get("launch.tasks")?.status).toBe("skipped");
   });
 });

@@ -8,7 +8,13 @@ import { tempDir } from "../../../tests/helpers/tmp.js";
 
 describe("createTestStep: the environment the real host sets", () => {
   test("every task carries jobrt run's Slurm variables, SLURM_RUNTIME and SLURM_CONTAINER included", () => {
-    const step = createTestStep({ runtime: "oci", jobId: 42, stepId: 3, tasks: 2, container: { value: "/srv/bundle" } });
+    const step = createTestStep({
+      runtime: "oci",
+      jobId: 42,
+      stepId: 3,
+      tasks: 2,
+      container: { value: "/srv/bundle" },
+    });
     const env = step.tasks[1]?.env ?? {};
     expect(env).toMatchObject({
       SLURM_JOB_ID: "42",
@@ -65,7 +71,9 @@ describe("createTestNode: cleans up after itself", () => {
     mkdirSync(target);
     execFileSync("mount", ["--bind", data, target]);
     try {
-      expect(() => node.dispose()).toThrow(`createTestNode: dispose() could not remove: ${node.spoolDir}: left in place, mounted below it: ${target}`);
+      expect(() => node.dispose()).toThrow(
+        `createTestNode: dispose() could not remove: ${node.spoolDir}: left in place, mounted below it: ${target}`,
+      );
       expect(readFileSync(join(target, "precious"), "utf8")).toBe("x");
     } finally {
       execFileSync("umount", ["-l", target]);

@@ -20,7 +20,10 @@ afterEach(() => {
  * unreaped: a zombie alone in its group. The parent execs sleep, which never reaps.
  */
 async function zombieGroup(): Promise<{ parent: number; zombie: number }> {
-  const child = spawn("sh", ["-c", "setsid true & echo $!; exec sleep 300"], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn("sh", ["-c", "setsid true & echo $!; exec sleep 300"], {
+    detached: true,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   started.push(child.pid as number);
   const [line] = (await once(child.stdout, "data")) as [Buffer];
   const zombie = Number(line.toString().trim());
@@ -43,6 +46,8 @@ describe("leftover processes: zombies do not count", () => {
     const helper = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
     started.push(helper.pid as number);
     expect(liveStepProcesses({ ancestor: process.pid, before }).map((p) => p.pid)).toContain(helper.pid);
-    expect(liveStepProcesses({ ancestor: process.pid, before: new Set([helper.pid as number]) }).map((p) => p.pid)).not.toContain(helper.pid);
+    expect(
+      liveStepProcesses({ ancestor: process.pid, before: new Set([helper.pid as number]) }).map((p) => p.pid),
+    ).not.toContain(helper.pid);
   });
 });

@@ -6,15 +6,75 @@ import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 
 /** Keys Shifter 22.02's udiRoot.conf parser knows; anything else is fatal, as in UdiRootConfig.c. */
 const KNOWN_KEYS = new Set([
-  "udiMount", "loopMount", "imagePath", "udiRootPath", "etcPath", "modprobePath", "insmodPath", "cpPath", "mvPath",
-  "chmodPath", "ddPath", "mkfsXfsPath", "rootfsType", "imageGateway", "system", "gatewayTimeout", "siteFs", "siteEnv",
-  "siteEnvAppend", "siteEnvPrepend", "siteEnvUnset", "siteResources", "defaultImageType", "allowLocalChroot",
-  "defaultModules", "optUdiImage", "mountUdiRootWritable", "maxGroupCount", "perNodeCachePath", "perNodeCacheSizeLimit",
-  "perNodeCacheAllowedFsType", "sitePreMountHook", "sitePostMountHook", "populateEtcDynamically", "allowLibcPwdCalls",
-  "usersToImport", "kmodBasePath", "kmodCacheFile", "batchType", "sshPath", "nodeContextPrefix", "siteShell",
+  "udiMount",
+  "loopMount",
+  "imagePath",
+  "udiRootPath",
+  "etcPath",
+  "modprobePath",
+  "insmodPath",
+  "cpPath",
+  "mvPath",
+  "chmodPath",
+  "ddPath",
+  "mkfsXfsPath",
+  "rootfsType",
+  "imageGateway",
+  "system",
+  "gatewayTimeout",
+  "siteFs",
+  "siteEnv",
+  "siteEnvAppend",
+  "siteEnvPrepend",
+  "siteEnvUnset",
+  "siteResources",
+  "defaultImageType",
+  "allowLocalChroot",
+  "defaultModules",
+  "optUdiImage",
+  "mountUdiRootWritable",
+  "maxGroupCount",
+  "perNodeCachePath",
+  "perNodeCacheSizeLimit",
+  "perNodeCacheAllowedFsType",
+  "sitePreMountHook",
+  "sitePostMountHook",
+  "populateEtcDynamically",
+  "allowLibcPwdCalls",
+  "usersToImport",
+  "kmodBasePath",
+  "kmodCacheFile",
+  "batchType",
+  "sshPath",
+  "nodeContextPrefix",
+  "siteShell",
 ]);
-const MODULE_SUBKEYS = new Set(["siteEnv", "siteEnvAppend", "siteEnvPrepend", "siteEnvUnset", "siteFs", "copyPath", "userhook", "roothook", "conflict", "enabled"]);
-const REQUIRED = ["udiMount", "loopMount", "imagePath", "udiRootPath", "etcPath", "modprobePath", "insmodPath", "cpPath", "mvPath", "chmodPath", "ddPath", "rootfsType"];
+const MODULE_SUBKEYS = new Set([
+  "siteEnv",
+  "siteEnvAppend",
+  "siteEnvPrepend",
+  "siteEnvUnset",
+  "siteFs",
+  "copyPath",
+  "userhook",
+  "roothook",
+  "conflict",
+  "enabled",
+]);
+const REQUIRED = [
+  "udiMount",
+  "loopMount",
+  "imagePath",
+  "udiRootPath",
+  "etcPath",
+  "modprobePath",
+  "insmodPath",
+  "cpPath",
+  "mvPath",
+  "chmodPath",
+  "ddPath",
+  "rootfsType",
+];
 
 /** Thrown for failures that end the program with a message and an exit status. */
 export class Exit extends Error {
@@ -62,7 +122,18 @@ export function readUdiRootConf(/** @type {string} */ file) {
     if (m) {
       const [, name, sub] = /** @type {[string, string, string]} */ (/** @type {unknown} */ (m));
       if (!MODULE_SUBKEYS.has(sub)) throw fail();
-      const mod = modules.get(name) ?? { name, siteEnv: [], siteEnvAppend: [], siteEnvPrepend: [], siteEnvUnset: [], siteFs: "", copyPath: "", userhook: "", conflict: [], enabled: true };
+      const mod = modules.get(name) ?? {
+        name,
+        siteEnv: [],
+        siteEnvAppend: [],
+        siteEnvPrepend: [],
+        siteEnvUnset: [],
+        siteFs: "",
+        copyPath: "",
+        userhook: "",
+        conflict: [],
+        enabled: true,
+      };
       if (sub === "enabled") mod.enabled = value !== "0";
       else if (sub === "conflict") mod.conflict = value.split(/[\s,]+/).filter(Boolean);
       else if (sub === "siteFs" || sub === "copyPath" || sub === "userhook") mod[sub] = value;
@@ -106,7 +177,8 @@ export function filterTag(/** @type {string} */ tag, /** @type {boolean} */ slas
 
 /** The gateway's normalisation: docker images without a tag are `:latest`. */
 export function gatewayName(/** @type {string} */ type, /** @type {string} */ tag) {
-  if ((type === "docker" || type === "custom") && !tag.includes(":") && !tag.includes("@")) return `${type}:${tag}:latest`;
+  if ((type === "docker" || type === "custom") && !tag.includes(":") && !tag.includes("@"))
+    return `${type}:${tag}:latest`;
   return `${type}:${tag}`;
 }
 

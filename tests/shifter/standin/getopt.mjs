@@ -62,10 +62,12 @@ export function getoptLong(prog, args, optstring, longopts) {
       if (!found) return { options, rest: [], error: `${prog}: unrecognized option '--${body}'` };
       i++;
       if (eq >= 0) {
-        if (found.hasArg === "no") return { options, rest: [], error: `${prog}: option '--${found.name}' doesn't allow an argument` };
+        if (found.hasArg === "no")
+          return { options, rest: [], error: `${prog}: option '--${found.name}' doesn't allow an argument` };
         options.push({ opt: found.val, name: found.name, arg: body.slice(eq + 1), raw: arg });
       } else if (found.hasArg === "required") {
-        if (i >= args.length) return { options, rest: [], error: `${prog}: option '--${found.name}' requires an argument` };
+        if (i >= args.length)
+          return { options, rest: [], error: `${prog}: option '--${found.name}' requires an argument` };
         options.push({ opt: found.val, name: found.name, arg: /** @type {string} */ (args[i]), raw: arg });
         i++;
       } else {

@@ -58,16 +58,37 @@ export interface SiteOptions {
 
 /** What glibc removes from the environment of a setuid program (unsecvars.h). */
 const UNSECURE_ENV = [
-  "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LD_AUDIT", "LD_DEBUG", "LD_DEBUG_OUTPUT", "LD_DYNAMIC_WEAK", "LD_HWCAP_MASK",
-  "LD_LIBRARY_PATH", "LD_ORIGIN_PATH", "LD_PRELOAD", "LD_PROFILE", "LD_SHOW_AUXV", "LD_USE_LOAD_BIAS", "LOCALDOMAIN",
-  "LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
+  "GCONV_PATH",
+  "GETCONF_DIR",
+  "HOSTALIASES",
+  "LD_AUDIT",
+  "LD_DEBUG",
+  "LD_DEBUG_OUTPUT",
+  "LD_DYNAMIC_WEAK",
+  "LD_HWCAP_MASK",
+  "LD_LIBRARY_PATH",
+  "LD_ORIGIN_PATH",
+  "LD_PRELOAD",
+  "LD_PROFILE",
+  "LD_SHOW_AUXV",
+  "LD_USE_LOAD_BIAS",
+  "LOCALDOMAIN",
+  "LOCPATH",
+  "MALLOC_TRACE",
+  "NIS_PATH",
+  "NLSPATH",
+  "RESOLV_HOST_CONF",
+  "RES_OPTIONS",
+  "TMPDIR",
+  "TZDIR",
 ];
 
 const q = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
 
 function wrapper(script: string, conf: string, plan: boolean): string {
   const node = process.execPath;
-  if (!plan) return `#!/bin/sh\n# Shifter STAND-IN (jobrt tests only)\nexec ${q(node)} ${q(script)} ${q(conf)} "$0" "$@"\n`;
+  if (!plan)
+    return `#!/bin/sh\n# Shifter STAND-IN (jobrt tests only)\nexec ${q(node)} ${q(script)} ${q(conf)} "$0" "$@"\n`;
   return [
     "#!/bin/sh",
     "# Shifter STAND-IN (jobrt tests only). Like shifter, ignore HUP/INT/TERM while setting up;",
@@ -103,7 +124,10 @@ export function createStandinSite(options: SiteOptions = {}): StandinSite {
   const shifterimg = join(root, "bin/shifterimg");
   writeFileSync(shifter, wrapper(join(here, "shifter.mjs"), udiRootConf, true), { mode: 0o755 });
   writeFileSync(shifterimg, wrapper(join(here, "shifterimg.mjs"), udiRootConf, false), { mode: 0o755 });
-  writeFileSync(join(root, "site-etc/passwd"), `root:x:0:0:root:/root:/bin/sh\nnobody:x:${TASK_UID}:${TASK_GID}:nobody:/home:/bin/sh\n`);
+  writeFileSync(
+    join(root, "site-etc/passwd"),
+    `root:x:0:0:root:/root:/bin/sh\nnobody:x:${TASK_UID}:${TASK_GID}:nobody:/home:/bin/sh\n`,
+  );
   writeFileSync(join(root, "site-etc/group"), `root:x:0:\nnogroup:x:${TASK_GID}:\n`);
   const conf = [
     `udiMount=${join(root, "udiMount")}`,
@@ -126,7 +150,12 @@ export function createStandinSite(options: SiteOptions = {}): StandinSite {
   ];
   writeFileSync(udiRootConf, `# udiRoot.conf for the Shifter stand-in\n${conf.join("\n")}\n`, { mode: 0o644 });
   const gatewayFile = join(root, "gateway/gateway.json");
-  const db = { system: "standin", images: {} as Record<string, unknown>, pullable: {} as Record<string, unknown>, pullDelayMs: 10 };
+  const db = {
+    system: "standin",
+    images: {} as Record<string, unknown>,
+    pullable: {} as Record<string, unknown>,
+    pullDelayMs: 10,
+  };
   const saveDb = () => writeFileSync(gatewayFile, `${JSON.stringify(db, null, 2)}\n`, { mode: 0o666 });
   saveDb();
   const loadDb = () => Object.assign(db, JSON.parse(readFileSync(gatewayFile, "utf8")));
@@ -180,11 +209,17 @@ export function createStandinSite(options: SiteOptions = {}): StandinSite {
     },
     writeShifterConf(lines = []) {
       const has = (k: string) => lines.some((l) => l.toLowerCase().startsWith(`${k.toLowerCase()}=`));
-      const all = [...(has("ShifterPath") ? [] : [`ShifterPath=${shifter}`]), ...(has("UdiRootConf") ? [] : [`UdiRootConf=${udiRootConf}`]), ...lines];
+      const all = [
+        ...(has("ShifterPath") ? [] : [`ShifterPath=${shifter}`]),
+        ...(has("UdiRootConf") ? [] : [`UdiRootConf=${udiRootConf}`]),
+        ...lines,
+      ];
       writeFileSync(join(root, "jobrt/shifter.conf"), `${all.join("\n")}\n`, { mode: 0o644 });
     },
     traces() {
-      const out = execFileSync("sh", ["-c", `cat ${q(join(root, "trace"))}/*.json 2>/dev/null || true`], { encoding: "utf8" });
+      const out = execFileSync("sh", ["-c", `cat ${q(join(root, "trace"))}/*.json 2>/dev/null || true`], {
+        encoding: "utf8",
+      });
       return out
         .split("\n")
         .filter(Boolean)

@@ -9,7 +9,17 @@
 // like shifter, the task keeps the wrapper's pid and its exit status or signal is its own.
 
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  lstatSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { posix } from "node:path";
 import { Exit, aclAllows, filterTag, parseImageDescriptor, readUdiRootConf } from "./common.mjs";
 import { getoptLong } from "./getopt.mjs";
@@ -36,12 +46,33 @@ const LONG_HELP = [
 
 /** glibc drops these for setuid programs (unsecvars.h); shifter is setuid, so its env never has them. */
 const UNSECURE_ENV = new Set([
-  "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LD_AUDIT", "LD_DEBUG", "LD_DEBUG_OUTPUT", "LD_DYNAMIC_WEAK", "LD_HWCAP_MASK",
-  "LD_LIBRARY_PATH", "LD_ORIGIN_PATH", "LD_PRELOAD", "LD_PROFILE", "LD_SHOW_AUXV", "LD_USE_LOAD_BIAS", "LOCALDOMAIN",
-  "LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
+  "GCONV_PATH",
+  "GETCONF_DIR",
+  "HOSTALIASES",
+  "LD_AUDIT",
+  "LD_DEBUG",
+  "LD_DEBUG_OUTPUT",
+  "LD_DYNAMIC_WEAK",
+  "LD_HWCAP_MASK",
+  "LD_LIBRARY_PATH",
+  "LD_ORIGIN_PATH",
+  "LD_PRELOAD",
+  "LD_PROFILE",
+  "LD_SHOW_AUXV",
+  "LD_USE_LOAD_BIAS",
+  "LOCALDOMAIN",
+  "LOCPATH",
+  "MALLOC_TRACE",
+  "NIS_PATH",
+  "NLSPATH",
+  "RESOLV_HOST_CONF",
+  "RES_OPTIONS",
+  "TMPDIR",
+  "TZDIR",
 ]);
 
-const usage = (/** @type {number} */ status, /** @type {string[]} */ stderr = []) => new Exit(status, stderr, SHORT_USAGE);
+const usage = (/** @type {number} */ status, /** @type {string[]} */ stderr = []) =>
+  new Exit(status, stderr, SHORT_USAGE);
 const q = (/** @type {string} */ s) => `'${s.replace(/'/g, "'\\''")}'`;
 
 /** @typedef {{from: string, to: string, ro: boolean, perNodeCache?: string}} VolumeMap */
@@ -57,13 +88,18 @@ function parseVolumes(/** @type {string} */ raw, /** @type {Map<string, string>}
   for (let map of raw.split(";")) {
     if (map === "") continue;
     if (map.length >= 2 && map.startsWith('"') && map.endsWith('"')) map = map.slice(1, -1);
-    const invalid = (/** @type {number} */ code) => usage(1, [`Invalid Volume Map: ${map}, aborting! ${code}`, "Failed to parse volume map options"]);
+    const invalid = (/** @type {number} */ code) =>
+      usage(1, [`Invalid Volume Map: ${map}, aborting! ${code}`, "Failed to parse volume map options"]);
     const fields = map.split(":");
     const keep = (/** @type {string} */ p) => [...p].filter((c) => /[A-Za-z0-9_:.+/-]/.test(c)).join("");
     const from = keep(fields[0] ?? "");
     const to = keep(fields[1] ?? "");
     if (!from.startsWith("/") || !to.startsWith("/") || from.includes("..") || to.includes("..")) throw invalid(1);
-    if (to !== "/var/tmp" && (to.startsWith("/etc") || to.startsWith("/var") || to.startsWith("/opt/udiImage") || to === "/opt")) throw invalid(1);
+    if (
+      to !== "/var/tmp" &&
+      (to.startsWith("/etc") || to.startsWith("/var") || to.startsWith("/opt/udiImage") || to === "/opt")
+    )
+      throw invalid(1);
     /** @type {VolumeMap} */
     const vol = { from, to, ro: false };
     const seen = new Set();
@@ -79,7 +115,11 @@ function parseVolumes(/** @type {string} */ raw, /** @type {Map<string, string>}
         if (!size) throw invalid(2);
         vol.perNodeCache = /** @type {string} */ (size[1]);
       } else {
-        throw usage(1, [`Unknown flag: ${flag}`, `Invalid mount flags specified: ${flag}`, "Failed to parse volume map options"]);
+        throw usage(1, [
+          `Unknown flag: ${flag}`,
+          `Invalid mount flags specified: ${flag}`,
+          "Failed to parse volume map options",
+        ]);
       }
     }
     out.push(vol);
@@ -227,7 +267,9 @@ function main() {
         if (!d) {
           const known = ["docker", "custom", "id", "local"].includes(arg.split(":")[0] ?? "");
           throw usage(1, [
-            ...(known || v.get("defaultImageType") ? [] : ["FAILED to determine image type, and no defaultImageType in udiRoot.conf"]),
+            ...(known || v.get("defaultImageType")
+              ? []
+              : ["FAILED to determine image type, and no defaultImageType in udiRoot.conf"]),
             'Incorrect format for image identifier: need "image_type:image_desc", e.g., docker:ubuntu:14.04',
           ]);
         }
@@ -272,7 +314,10 @@ function main() {
   let id = image.tag;
   if (image.type === "docker" || image.type === "custom") {
     const tool = posix.join(/** @type {string} */ (v.get("udiRootPath")), "bin/shifterimg");
-    const r = spawnSync(tool, ["lookup", `${image.type}:${image.tag}`], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    const r = spawnSync(tool, ["lookup", `${image.type}:${image.tag}`], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     const line = r.status === 0 ? (r.stdout ?? "").split("\n").find((l) => l !== "" && !l.includes(":")) : undefined;
     if (!line) throw usage(1, [`FAILED to lookup ${image.type} image ${image.tag}`]);
     id = line.trim();
@@ -340,7 +385,11 @@ function main() {
   const R = /** @type {string} */ (v.get("udiMount"));
   const view = new RootView(imageRoot);
   /** @type {string[]} */
-  const script = [`R=${q(R)}`, "fail() { echo \"$1\" >&2; exit 1; }", `/bin/mount -t tmpfs -o mode=0755 shifter-udiroot "$R" || fail 'FAILED to setup image.'`];
+  const script = [
+    `R=${q(R)}`,
+    'fail() { echo "$1" >&2; exit 1; }',
+    `/bin/mount -t tmpfs -o mode=0755 shifter-udiroot "$R" || fail 'FAILED to setup image.'`,
+  ];
   const imgFail = "|| fail 'FAILED to setup image.'";
   const SYSTEM = new Set(["etc", "proc", "dev", "sys", "tmp"]);
   for (const ent of readdirSync(imageRoot, { withFileTypes: true })) {
@@ -358,7 +407,8 @@ function main() {
     }
   }
   script.push(`/bin/mkdir "$R/etc" ${imgFail}`);
-  if (existsSync(posix.join(imageRoot, "etc"))) script.push(`/bin/cp -RP ${q(posix.join(imageRoot, "etc"))}/. "$R/etc/" ${imgFail}`);
+  if (existsSync(posix.join(imageRoot, "etc")))
+    script.push(`/bin/cp -RP ${q(posix.join(imageRoot, "etc"))}/. "$R/etc/" ${imgFail}`);
   script.push(`/bin/cp -RP ${q(/** @type {string} */ (v.get("etcPath")))}/. "$R/etc/" ${imgFail}`);
   view.created.add("/etc");
   for (const sys of ["dev", "sys", "proc", "tmp"]) {
@@ -376,9 +426,15 @@ function main() {
       view.created.add(to);
       return to;
     }
-    throw new Exit(1, [`FAILED to create volume "${what}": ${to}, cannot create mount points in that location`, failMsg]);
+    throw new Exit(1, [
+      `FAILED to create volume "${what}": ${to}, cannot create mount points in that location`,
+      failMsg,
+    ]);
   };
-  for (const entry of (v.get("siteFs") ?? "/home:/home").split(";").map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (v.get("siteFs") ?? "/home:/home")
+    .split(";")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [from, to0, ...flags] = entry.split(":");
     const to = to0?.startsWith("/") ? to0 : /** @type {string} */ (from);
     const at = mountAt(to, "FAILED to setup image.", "to");
@@ -389,7 +445,9 @@ function main() {
   for (const mod of modules) {
     if (!mod.copyPath) continue;
     const at = `/opt/udiImage/modules/${mod.name}`;
-    script.push(`/bin/mkdir -p "$R"${q(at)} && /bin/mount --rbind ${q(mod.copyPath)} "$R"${q(at)} && /bin/mount -o remount,bind,ro "$R"${q(at)} ${imgFail}`);
+    script.push(
+      `/bin/mkdir -p "$R"${q(at)} && /bin/mount --rbind ${q(mod.copyPath)} "$R"${q(at)} && /bin/mount -o remount,bind,ro "$R"${q(at)} ${imgFail}`,
+    );
     for (const p of ["/opt", "/opt/udiImage", "/opt/udiImage/modules"]) view.created.add(p);
     view.bind(at, mod.copyPath);
   }
@@ -397,7 +455,9 @@ function main() {
   for (const vol of volumes) {
     const at = mountAt(vol.to, userFail, "to");
     if (vol.perNodeCache) {
-      script.push(`/bin/mount -t tmpfs -o size=${vol.perNodeCache} shifter-pernodecache "$R"${q(at)} || fail ${q(userFail)}`);
+      script.push(
+        `/bin/mount -t tmpfs -o size=${vol.perNodeCache} shifter-pernodecache "$R"${q(at)} || fail ${q(userFail)}`,
+      );
       continue;
     }
     const resolved = view.resolve(vol.from);
@@ -411,12 +471,14 @@ function main() {
     if (vol.ro) script.push(`/bin/mount -o remount,bind,ro "$R"${q(at)} || fail ${q(userFail)}`);
     view.bind(at, /** @type {string} */ (host));
   }
-  if (v.get("mountUdiRootWritable") !== "1") script.push(`/bin/mount -o remount,bind,ro "$R" || fail 'FAILED to remount udiRoot readonly, fail!'`);
+  if (v.get("mountUdiRootWritable") !== "1")
+    script.push(`/bin/mount -o remount,bind,ro "$R" || fail 'FAILED to remount udiRoot readonly, fail!'`);
 
   // Environment, in shifter's order (docs/shifter-interface.md 1.4).
   /** @type {Record<string, string>} */
   const out = {};
-  if (!clearEnv) for (const [k, val] of Object.entries(env)) if (!UNSECURE_ENV.has(k) && val !== undefined) out[k] = val;
+  if (!clearEnv)
+    for (const [k, val] of Object.entries(env)) if (!UNSECURE_ENV.has(k) && val !== undefined) out[k] = val;
   if (request) out.SHIFTER_IMAGEREQUEST = request;
   out.SHIFTER_IMAGE = id;
   const put = (/** @type {string} */ kv) => {
@@ -436,12 +498,18 @@ function main() {
     for (const line of text.split("\n")) {
       if (line.trim() === "" || line.trimStart().startsWith("#")) continue;
       const eq = line.indexOf("=");
-      if (eq <= 0 || eq === line.length - 1) throw new Exit(1, [`Invalid environment variable specification in ${envFile}: ${line}`]);
+      if (eq <= 0 || eq === line.length - 1)
+        throw new Exit(1, [`Invalid environment variable specification in ${envFile}: ${line}`]);
       put(line);
     }
   }
   for (const e of envArgs) put(e);
-  const siteEnv = (/** @type {string[]} */ set, /** @type {string[]} */ app, /** @type {string[]} */ pre, /** @type {string[]} */ unset) => {
+  const siteEnv = (
+    /** @type {string[]} */ set,
+    /** @type {string[]} */ app,
+    /** @type {string[]} */ pre,
+    /** @type {string[]} */ unset,
+  ) => {
     for (const kv of set) put(kv);
     for (const kv of app) {
       const [k, val] = [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)];
@@ -483,7 +551,20 @@ function main() {
 
   const traceDir = posix.join(/** @type {string} */ (v.get("udiRootPath")), "trace");
   if (existsSync(traceDir)) {
-    const record = { tool: "shifter", args, image: { ...image, id }, request, volumes, modules: modules.map((x) => x.name), env: out, command, workdir: wd, uid, gid, clearEnv };
+    const record = {
+      tool: "shifter",
+      args,
+      image: { ...image, id },
+      request,
+      volumes,
+      modules: modules.map((x) => x.name),
+      env: out,
+      command,
+      workdir: wd,
+      uid,
+      gid,
+      clearEnv,
+    };
     writeFileSync(posix.join(traceDir, `${Date.now()}-${process.pid}.json`), `${JSON.stringify(record)}\n`);
   }
 
@@ -492,7 +573,9 @@ function main() {
     "trap - HUP INT TERM",
     `exec /usr/bin/env -i ${Object.entries(out)
       .map(([k, val]) => q(`${k}=${val}`))
-      .join(" ")} /usr/bin/unshare --user --map-root-user --mount --propagation slave /bin/sh -c ${q(script.join("\n"))} shifter-setup`,
+      .join(
+        " ",
+      )} /usr/bin/unshare --user --map-root-user --mount --propagation slave /bin/sh -c ${q(script.join("\n"))} shifter-setup`,
   ];
   writeFileSync(/** @type {string} */ (planPath), `${plan.join("\n")}\n`);
   return 0;
@@ -511,7 +594,12 @@ function canEnter(/** @type {RootView} */ view, /** @type {string} */ dir) {
 }
 
 /** execvpe's answer for `cmd` in the container: undefined when it would run, else the strerror text. */
-function findCommand(/** @type {RootView} */ view, /** @type {string} */ cmd, /** @type {string} */ wd, /** @type {string} */ path) {
+function findCommand(
+  /** @type {RootView} */ view,
+  /** @type {string} */ cmd,
+  /** @type {string} */ wd,
+  /** @type {string} */ path,
+) {
   const check = (/** @type {string} */ ctr) => {
     const r = view.resolve(ctr);
     const host = r === undefined ? undefined : view.toHost(r);
@@ -521,7 +609,9 @@ function findCommand(/** @type {RootView} */ view, /** @type {string} */ cmd, /*
       accessSync(host, constants.X_OK);
       return undefined;
     } catch (error) {
-      return /** @type {NodeJS.ErrnoException} */ (error).code === "EACCES" ? "Permission denied" : "No such file or directory";
+      return /** @type {NodeJS.ErrnoException} */ (error).code === "EACCES"
+        ? "Permission denied"
+        : "No such file or directory";
     }
   };
   if (cmd === "") return "No such file or directory";

@@ -6,7 +6,15 @@
 // The "gateway" is a JSON file named by udiRoot.conf imageGateway=file:///path.
 
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { Exit, aclAllows, gatewayName, parseImageDescriptor, readGateway, readUdiRootConf, writeGateway } from "./common.mjs";
+import {
+  Exit,
+  aclAllows,
+  gatewayName,
+  parseImageDescriptor,
+  readGateway,
+  readUdiRootConf,
+  writeGateway,
+} from "./common.mjs";
 import { getoptLong } from "./getopt.mjs";
 
 const USAGE = [
@@ -116,7 +124,13 @@ async function main() {
     print(final);
     if (pending && final === "READY") {
       const fresh = /** @type {import("./common.mjs").GatewayDb} */ (readGateway(conf));
-      fresh.images[name] = { id: pending.id, status: "READY", userAcl, groupAcl, pulled: new Date().toISOString().slice(0, 19) };
+      fresh.images[name] = {
+        id: pending.id,
+        status: "READY",
+        userAcl,
+        groupAcl,
+        pulled: new Date().toISOString().slice(0, 19),
+      };
       if (fresh.pullable) delete fresh.pullable[name];
       writeGateway(conf, fresh);
     }

@@ -13,7 +13,13 @@ const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "faile
  * One component: the runtime's validate hook (the request as at submit time), then its check hook
  * (what this node can see of it). Failed findings go to stderr; true when the component is usable.
  */
-async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: StepRecord, prefix: string, devices: DeviceConf): Promise<boolean> {
+async function checkComponent(
+  registry: RuntimeRegistry,
+  node: NodeConf,
+  step: StepRecord,
+  prefix: string,
+  devices: DeviceConf,
+): Promise<boolean> {
   try {
     // As a step on this node would: its names against the node's specs and this environment's allocation.
     resolveStepDevices(step, devices);
@@ -40,7 +46,10 @@ async function checkComponent(registry: RuntimeRegistry, node: NodeConf, step: S
   const failed = (findings ?? []).filter((f) => f.status === "failed").length;
   const unchecked = (findings ?? []).filter((f) => f.status === "unchecked").length;
   if (failed > 0) say(`${head}: failed (${failed} problem${failed === 1 ? "" : "s"} on this node)`);
-  else if (findings === undefined) process.stdout.write(`${head}: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n`);
+  else if (findings === undefined)
+    process.stdout.write(
+      `${head}: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n`,
+    );
   else process.stdout.write(`${head}: ok${unchecked > 0 ? ` (${unchecked} not checked)` : ""}\n`);
   return failed === 0;
 }
@@ -69,8 +78,17 @@ export async function checkCommand(args: string[]): Promise<number> {
   }
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   const specs = componentSpecs(parsed);
-  const planned = planStep({ jobId: 0, stepId: 0, user: stepUser(parsed), components: specs }, host.node.nodeName, cpus().length);
-  let status = showDevices(host.site.devices, planned.some((c) => (c.record.container?.devices ?? []).length > 0)) ? 0 : 1;
+  const planned = planStep(
+    { jobId: 0, stepId: 0, user: stepUser(parsed), components: specs },
+    host.node.nodeName,
+    cpus().length,
+  );
+  let status = showDevices(
+    host.site.devices,
+    planned.some((c) => (c.record.container?.devices ?? []).length > 0),
+  )
+    ? 0
+    : 1;
   try {
     for (const [i, c] of planned.entries()) {
       if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`, host.site.devices))) status = 1;

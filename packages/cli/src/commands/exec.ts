@@ -10,7 +10,11 @@ import type { Timings } from "../timings.js";
 
 /** `jobrt exec`: one task of a Slurm step, planned from Slurm's environment, run by the step session. */
 export async function execCommand(args: string[], timings?: Timings): Promise<number> {
-  const parsed = parseCommandLine(args, { command: "exec", components: false, needCommand: !args.includes("--help") && !args.includes("-h") });
+  const parsed = parseCommandLine(args, {
+    command: "exec",
+    components: false,
+    needCommand: !args.includes("--help") && !args.includes("-h"),
+  });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).EXEC_HELP);
     return 0;
@@ -20,7 +24,14 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
   const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(rawEnvironment(), c.argv, runtime, currentUser(), process.cwd(), requestFromOptions(c.options, process.env.SLURM_CONTAINER_ID));
+  const record = planFromSlurm(
+    rawEnvironment(),
+    c.argv,
+    runtime,
+    currentUser(),
+    process.cwd(),
+    requestFromOptions(c.options, process.env.SLURM_CONTAINER_ID),
+  );
   const cancel = new StepCancel();
   trapSignals(cancel);
   const nodeLog = new NodeLog({
@@ -52,7 +63,8 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       onEvent: (e) => {
         timings?.onEvent(e);
         nodeLog.onEvent(e);
-        if (e.event === "pull") showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
+        if (e.event === "pull")
+          showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
       },
     },
   );

@@ -14,7 +14,10 @@ export async function gcCommand(args: string[]): Promise<number> {
     process.stdout.write((await import("../help.js")).GC_HELP);
     return 0;
   }
-  if (parsed.components[0]!.argv.length > 0) throw jobrtError("ERR_USAGE", { problem: `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
+  if (parsed.components[0]!.argv.length > 0)
+    throw jobrtError("ERR_USAGE", {
+      problem: `gc: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}`,
+    });
   const jobText = one(parsed.step, "job");
   const jobId = jobText === undefined ? undefined : positiveInt(jobText, "job", 4_294_967_295);
   const pidText = one(parsed.step, "pid");
@@ -22,13 +25,20 @@ export async function gcCommand(args: string[]): Promise<number> {
   const hostPid = pidText === undefined ? undefined : positiveInt(pidText, "pid", 4_194_304);
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
-    const results = await host.collectOrphans({ ...(jobId !== undefined ? { jobId } : {}), ...(hostPid !== undefined ? { hostPid } : {}) });
+    const results = await host.collectOrphans({
+      ...(jobId !== undefined ? { jobId } : {}),
+      ...(hostPid !== undefined ? { hostPid } : {}),
+    });
     for (const r of results) {
       if (r.report !== undefined) say(r.report);
-      else process.stdout.write(`gc: step ${r.jobId}.${r.stepId}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`);
+      else
+        process.stdout.write(
+          `gc: step ${r.jobId}.${r.stepId}: killed ${r.killed} task process group(s); cleaned up ${r.cleaned.join(", ") || "no runtime"}\n`,
+        );
     }
     // After the dead steps' cleanup, which gives back their images: what is left mounted is unused.
-    for (const line of await collectImages(loadImageSettings(host.node.confDir), jobId)) process.stdout.write(`${line}\n`);
+    for (const line of await collectImages(loadImageSettings(host.node.confDir), jobId))
+      process.stdout.write(`${line}\n`);
     return results.some((r) => r.errors.length > 0) ? 1 : 0;
   } finally {
     await host.registry.fini();

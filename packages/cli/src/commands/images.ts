@@ -48,14 +48,29 @@ export async function imagesCommand(args: string[]): Promise<number> {
   if (parsed.action === "list") {
     const entries = listImages(settings);
     if (parsed.json) {
-      process.stdout.write(`${JSON.stringify(entries.map((e) => ({ ...e.meta, store: e.store, lastUsed: new Date(e.lastUsed).toISOString(), inUse: e.users.length })), null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify(
+          entries.map((e) => ({
+            ...e.meta,
+            store: e.store,
+            lastUsed: new Date(e.lastUsed).toISOString(),
+            inUse: e.users.length,
+          })),
+          null,
+          2,
+        )}\n`,
+      );
       return 0;
     }
     const total = entries.reduce((n, e) => n + e.meta.size, 0);
-    process.stdout.write(`cache ${settings.cacheDir}: ${entries.length} images, ${mib(total)} of ${mib(settings.cacheSize)}\n`);
+    process.stdout.write(
+      `cache ${settings.cacheDir}: ${entries.length} images, ${mib(total)} of ${mib(settings.cacheSize)}\n`,
+    );
     for (const e of entries) {
       const store = e.store.slice(settings.cacheDir.length + 1);
-      process.stdout.write(`${store}\t${e.meta.digest}\t${mib(e.meta.size)}\t${new Date(e.lastUsed).toISOString()}\t${e.users.length > 0 ? `in use by ${e.users.length}` : "idle"}\t${e.meta.reference}\n`);
+      process.stdout.write(
+        `${store}\t${e.meta.digest}\t${mib(e.meta.size)}\t${new Date(e.lastUsed).toISOString()}\t${e.users.length > 0 ? `in use by ${e.users.length}` : "idle"}\t${e.meta.reference}\n`,
+      );
     }
     return 0;
   }

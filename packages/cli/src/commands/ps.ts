@@ -36,7 +36,10 @@ function age(seconds: number | undefined): string {
 function row(s: ShownStep): string[] {
   const id = `${s.jobId}.${s.stepId}${s.kind === "exec" ? `.${s.task}` : ""}`;
   const named = (c: ShownStep["components"][number]) => (c.containerId !== undefined ? ` id ${c.containerId}` : "");
-  const what = s.components.map((c) => (c.image !== undefined ? `image ${c.image}` : (c.container ?? "-")) + named(c)).join(", ") || "-";
+  const what =
+    s.components
+      .map((c) => (c.image !== undefined ? `image ${c.image}` : (c.container ?? "-")) + named(c))
+      .join(", ") || "-";
   const tasks = s.components.reduce((n, c) => n + c.tasks, 0);
   return [
     id,
@@ -55,7 +58,11 @@ function printTable(steps: ShownStep[]): void {
   const header = ["STEP", "KIND", "USER", "STATE", "AGE", "PID", "TASKS", "RUNTIME", "CONTAINER"];
   const rows = steps.map(row);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   const lines = [fmt(header)];
   for (const [i, s] of steps.entries()) {
     lines.push(fmt(rows[i]!));
@@ -72,9 +79,13 @@ export async function psCommand(args: string[]): Promise<number> {
     process.stdout.write((await import("../help.js")).PS_HELP);
     return 0;
   }
-  if (parsed.components[0]!.argv.length > 0) throw jobrtError("ERR_USAGE", { problem: `ps: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}` });
+  if (parsed.components[0]!.argv.length > 0)
+    throw jobrtError("ERR_USAGE", {
+      problem: `ps: unexpected argument ${JSON.stringify(parsed.components[0]!.argv[0])}`,
+    });
   const all = flag(parsed.step, "all");
-  if (all && (process.getuid?.() ?? 0) !== 0) throw jobrtError("ERR_USAGE", { problem: "ps: --all is for root (a user sees their own steps: leave --all out)" });
+  if (all && (process.getuid?.() ?? 0) !== 0)
+    throw jobrtError("ERR_USAGE", { problem: "ps: --all is for root (a user sees their own steps: leave --all out)" });
   const host = createHost(one(parsed.step, "conf-dir"), parsed.step.get("verbose")?.length ?? 0);
   try {
     // Job users' journals are read with each user's rights (docs/reliability.md, "Threat model").
@@ -85,7 +96,8 @@ export async function psCommand(args: string[]): Promise<number> {
       user: userName(s.uid, names),
       ...(s.since !== undefined ? { ageSeconds: Math.max(0, Math.floor((now - s.since) / 1000)) } : {}),
     }));
-    if (flag(parsed.step, "json")) process.stdout.write(`${JSON.stringify({ node: host.node.nodeName, steps }, null, 2)}\n`);
+    if (flag(parsed.step, "json"))
+      process.stdout.write(`${JSON.stringify({ node: host.node.nodeName, steps }, null, 2)}\n`);
     else printTable(steps);
     return 0;
   } finally {

@@ -63,10 +63,17 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
         nodeLog.onEvent(e);
         if (e.event === "task-exit") {
           const task = e.task - (firstTask[e.component] ?? 0);
-          ends.push({ component: e.component, task, code: e.code, signal: e.signal, interrupted: cancel.signal === "SIGINT" });
+          ends.push({
+            component: e.component,
+            task,
+            code: e.code,
+            signal: e.signal,
+            interrupted: cancel.signal === "SIGINT",
+          });
         }
         if (json) process.stdout.write(jsonEventLine(e));
-        else if (e.event === "pull") showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
+        else if (e.event === "pull")
+          showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
       },
       ...(timeLimit !== undefined ? { timeLimit } : {}),
     },

@@ -24,14 +24,18 @@ export function specFiles(dir: string, asRoot: boolean): string[] {
   try {
     // Whoever may write the directory may put a spec there: as root, only root may.
     const st = statSync(dir);
-    if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0)) throw specError(dir, "(directory)", "must be owned by root and writable by no one else");
+    if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0))
+      throw specError(dir, "(directory)", "must be owned by root and writable by no one else");
     names = readdirSync(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     if (isJobrtError(error)) throw error;
     throw jobrtError("ERR_DEVICE", { problem: `CDI spec dir ${dir}: ${messageOf(error)}` }, { details: { path: dir } });
   }
-  return names.filter((n) => /\.(json|yaml|yml)$/.test(n)).sort().map((n) => join(dir, n));
+  return names
+    .filter((n) => /\.(json|yaml|yml)$/.test(n))
+    .sort()
+    .map((n) => join(dir, n));
 }
 
 /**
@@ -41,7 +45,8 @@ export function specFiles(dir: string, asRoot: boolean): string[] {
 export function readSpecText(file: string, asRoot: boolean): string {
   const st = statSync(file);
   if (!st.isFile()) throw specError(file, "(file)", "is not a regular file");
-  if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0)) throw specError(file, "(file)", "must be owned by root and writable by no one else");
+  if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0))
+    throw specError(file, "(file)", "must be owned by root and writable by no one else");
   return readFileSync(file, "utf8");
 }
 

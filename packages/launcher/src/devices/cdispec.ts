@@ -42,12 +42,18 @@ export const DEVICE_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_.:-]*[A-Za-z0-9])?$/;
 /** True when `kind` is `vendor.com/class` as CDI defines it. */
 export function isCdiKind(kind: string): boolean {
   const slash = kind.indexOf("/");
-  return slash > 0 && kind.length <= 253 + 64 && VENDOR_RE.test(kind.slice(0, slash)) && CLASS_RE.test(kind.slice(slash + 1));
+  return (
+    slash > 0 && kind.length <= 253 + 64 && VENDOR_RE.test(kind.slice(0, slash)) && CLASS_RE.test(kind.slice(slash + 1))
+  );
 }
 
 /** One line naming the spec file and field: every spec problem is this. */
 export function specError(file: string, field: string, problem: string): Error {
-  return jobrtError("ERR_DEVICE", { problem: `CDI spec ${file}: ${field}: ${problem}` }, { details: { path: file, key: field } });
+  return jobrtError(
+    "ERR_DEVICE",
+    { problem: `CDI spec ${file}: ${field}: ${problem}` },
+    { details: { path: file, key: field } },
+  );
 }
 
 type Obj = Record<string, unknown>;
@@ -70,7 +76,8 @@ class Fields {
   }
   uint(v: unknown, field: string, max = 0xffffffff): number | undefined {
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > max) this.fail(field, `${JSON.stringify(v)} is not a whole number from 0 to ${max}`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > max)
+      this.fail(field, `${JSON.stringify(v)} is not a whole number from 0 to ${max}`);
     return v;
   }
 }
@@ -79,21 +86,32 @@ function deviceNode(f: Fields, v: unknown, field: string): SpecDeviceNode {
   if (!isObj(v)) f.fail(field, "must be an object");
   const node: SpecDeviceNode = { path: f.path(v.path, `${field}.path`), field };
   if (v.hostPath !== undefined) node.hostPath = f.path(v.hostPath, `${field}.hostPath`);
-  if (v.type !== undefined && !["b", "c", "u"].includes(v.type as string)) f.fail(`${field}.type`, `${JSON.stringify(v.type)} is not a device type jobrt applies (b, c or u)`);
+  if (v.type !== undefined && !["b", "c", "u"].includes(v.type as string))
+    f.fail(`${field}.type`, `${JSON.stringify(v.type)} is not a device type jobrt applies (b, c or u)`);
   for (const key of ["major", "minor"] as const) f.uint(v[key], `${field}.${key}`);
   if (v.permissions !== undefined) {
-    if (typeof v.permissions !== "string" || !/^(?=.)r?w?m?$/.test(v.permissions)) f.fail(`${field}.permissions`, `${JSON.stringify(v.permissions)} is not a non-empty subset of rwm in that order`);
+    if (typeof v.permissions !== "string" || !/^(?=.)r?w?m?$/.test(v.permissions))
+      f.fail(`${field}.permissions`, `${JSON.stringify(v.permissions)} is not a non-empty subset of rwm in that order`);
     node.permissions = v.permissions;
   }
   const fileMode = f.uint(v.fileMode, `${field}.fileMode`, 0o7777);
   const uid = f.uint(v.uid, `${field}.uid`);
   const gid = f.uint(v.gid, `${field}.gid`);
-  return { ...node, ...(fileMode !== undefined ? { fileMode } : {}), ...(uid !== undefined ? { uid } : {}), ...(gid !== undefined ? { gid } : {}) };
+  return {
+    ...node,
+    ...(fileMode !== undefined ? { fileMode } : {}),
+    ...(uid !== undefined ? { uid } : {}),
+    ...(gid !== undefined ? { gid } : {}),
+  };
 }
 
 function mount(f: Fields, v: unknown, field: string): DeviceMountEdit {
   if (!isObj(v)) f.fail(field, "must be an object");
-  const m: DeviceMountEdit = { hostPath: f.path(v.hostPath, `${field}.hostPath`), containerPath: f.path(v.containerPath, `${field}.containerPath`), options: f.strings(v.options, `${field}.options`) };
+  const m: DeviceMountEdit = {
+    hostPath: f.path(v.hostPath, `${field}.hostPath`),
+    containerPath: f.path(v.containerPath, `${field}.containerPath`),
+    options: f.strings(v.options, `${field}.options`),
+  };
   if (v.type !== undefined) {
     if (typeof v.type !== "string") f.fail(`${field}.type`, "must be a string");
     m.type = v.type;
@@ -103,12 +121,17 @@ function mount(f: Fields, v: unknown, field: string): DeviceMountEdit {
 
 function hook(f: Fields, v: unknown, field: string): DeviceHookEdit {
   if (!isObj(v)) f.fail(field, "must be an object");
-  if (!DEVICE_HOOK_NAMES.includes(v.hookName as never)) f.fail(`${field}.hookName`, `${JSON.stringify(v.hookName)} is not one of ${DEVICE_HOOK_NAMES.join(", ")}`);
-  const h: DeviceHookEdit = { hookName: v.hookName as DeviceHookEdit["hookName"], path: f.path(v.path, `${field}.path`) };
+  if (!DEVICE_HOOK_NAMES.includes(v.hookName as never))
+    f.fail(`${field}.hookName`, `${JSON.stringify(v.hookName)} is not one of ${DEVICE_HOOK_NAMES.join(", ")}`);
+  const h: DeviceHookEdit = {
+    hookName: v.hookName as DeviceHookEdit["hookName"],
+    path: f.path(v.path, `${field}.path`),
+  };
   if (v.args !== undefined) h.args = f.strings(v.args, `${field}.args`);
   if (v.env !== undefined) h.env = f.strings(v.env, `${field}.env`);
   if (v.timeout !== undefined) {
-    if (typeof v.timeout !== "number" || !Number.isInteger(v.timeout) || v.timeout <= 0) f.fail(`${field}.timeout`, "must be a whole number of seconds above 0");
+    if (typeof v.timeout !== "number" || !Number.isInteger(v.timeout) || v.timeout <= 0)
+      f.fail(`${field}.timeout`, "must be a whole number of seconds above 0");
     h.timeout = v.timeout;
   }
   return h;
@@ -127,7 +150,12 @@ function edits(f: Fields, v: unknown, field: string): SpecEdits {
   env.forEach((e, i) => {
     if (e.indexOf("=") <= 0) f.fail(`${field}.env[${i}]`, `${JSON.stringify(e)} is not NAME=VALUE`);
   });
-  const gids = list(f, v.additionalGids ?? v.additionalGIDs, `${field}.additionalGids`, (g, x, at) => g.uint(x, at) as number);
+  const gids = list(
+    f,
+    v.additionalGids ?? v.additionalGIDs,
+    `${field}.additionalGids`,
+    (g, x, at) => g.uint(x, at) as number,
+  );
   return {
     env,
     deviceNodes: list(f, v.deviceNodes, `${field}.deviceNodes`, deviceNode),
@@ -164,14 +192,20 @@ export function parseCdiSpec(text: string, file: string): CdiSpec {
   const f: Fields = new Fields(file);
   const doc = document(text, file);
   if (!isObj(doc)) f.fail("(top level)", "must be an object");
-  if (!CDI_VERSIONS.includes(doc.cdiVersion as never)) f.fail("cdiVersion", `${JSON.stringify(doc.cdiVersion)} is not a CDI version jobrt reads (${CDI_VERSIONS.join(", ")})`);
-  if (typeof doc.kind !== "string" || !isCdiKind(doc.kind)) f.fail("kind", `${JSON.stringify(doc.kind)} is not vendor.com/class`);
+  if (!CDI_VERSIONS.includes(doc.cdiVersion as never))
+    f.fail(
+      "cdiVersion",
+      `${JSON.stringify(doc.cdiVersion)} is not a CDI version jobrt reads (${CDI_VERSIONS.join(", ")})`,
+    );
+  if (typeof doc.kind !== "string" || !isCdiKind(doc.kind))
+    f.fail("kind", `${JSON.stringify(doc.kind)} is not vendor.com/class`);
   if (!Array.isArray(doc.devices) || doc.devices.length === 0) f.fail("devices", "must list at least one device");
   const names = new Set<string>();
   const devices = (doc.devices as unknown[]).map((d, i) => {
     const at = `devices[${i}]`;
     if (!isObj(d)) f.fail(at, "must be an object");
-    if (typeof d.name !== "string" || !DEVICE_NAME_RE.test(d.name)) f.fail(`${at}.name`, `${JSON.stringify(d.name)} is not a CDI device name`);
+    if (typeof d.name !== "string" || !DEVICE_NAME_RE.test(d.name))
+      f.fail(`${at}.name`, `${JSON.stringify(d.name)} is not a CDI device name`);
     if (names.has(d.name)) f.fail(`${at}.name`, `${JSON.stringify(d.name)} is listed twice`);
     names.add(d.name);
     return { name: d.name, edits: edits(f, d.containerEdits, `${at}.containerEdits`) };

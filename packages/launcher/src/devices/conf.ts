@@ -20,10 +20,16 @@ export function deviceConfFrom(parsed: ParsedConf<typeof DEVICE_SCHEMA> | undefi
   if (v.CdiSpecDirs !== undefined) {
     conf.specDirs = v.CdiSpecDirs;
     const bad = conf.specDirs.find((d) => !isAbsolute(d));
-    if (bad !== undefined) throw confError(parsed.where.CdiSpecDirs!, "CdiSpecDirs", `${JSON.stringify(bad)} must be an absolute path`);
+    if (bad !== undefined)
+      throw confError(parsed.where.CdiSpecDirs!, "CdiSpecDirs", `${JSON.stringify(bad)} must be an absolute path`);
   }
   if (v.CdiGresKind !== undefined) {
-    if (!isCdiKind(v.CdiGresKind)) throw confError(parsed.where.CdiGresKind!, "CdiGresKind", `${JSON.stringify(v.CdiGresKind)} is not a CDI kind (vendor.com/class)`);
+    if (!isCdiKind(v.CdiGresKind))
+      throw confError(
+        parsed.where.CdiGresKind!,
+        "CdiGresKind",
+        `${JSON.stringify(v.CdiGresKind)} is not a CDI kind (vendor.com/class)`,
+      );
     conf.gresKind = v.CdiGresKind;
   }
   if (v.CdiGresMap !== undefined) conf.gresMap = v.CdiGresMap;

@@ -18,13 +18,26 @@ export interface GresAllocation {
  * under ConstrainDevices=yes it is renumbered from 0, so a site that maps by index should rely on
  * SLURM_STEP_GPUS (Slurm sets it for every step with a GPU GRES). Undefined: no allocation known.
  */
-export function gresAllocation(env: Readonly<Record<string, string | undefined>>, kind: string, mapping: GresMapping): GresAllocation | undefined {
+export function gresAllocation(
+  env: Readonly<Record<string, string | undefined>>,
+  kind: string,
+  mapping: GresMapping,
+): GresAllocation | undefined {
   for (const source of ["SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES"]) {
     const value = env[source];
     if (value === undefined) continue;
-    const items = value === "NoDevFiles" ? [] : value.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    const items =
+      value === "NoDevFiles"
+        ? []
+        : value
+            .split(",")
+            .map((s) => s.trim())
+            .filter((s) => s !== "");
     const names = items.map((item) => {
-      if (mapping === "index" && !/^\d+$/.test(item)) throw jobrtError("ERR_DEVICE", { problem: `${source}=${value}: ${JSON.stringify(item)} is not a GPU index (jobrt.conf CdiGresMap=index)` });
+      if (mapping === "index" && !/^\d+$/.test(item))
+        throw jobrtError("ERR_DEVICE", {
+          problem: `${source}=${value}: ${JSON.stringify(item)} is not a GPU index (jobrt.conf CdiGresMap=index)`,
+        });
       return `${kind}=${item}`;
     });
     return { source, names };

@@ -71,8 +71,12 @@ export function cdiInventory(conf: Pick<DeviceConf, "specDirs">, asRoot = proces
   });
   const devices: CdiDeviceListing[] = [];
   for (const [name, f] of [...found].sort(([a], [b]) => a.localeCompare(b))) {
-    if (f.claims.length > 1) problems.push(`CDI spec ${f.claims.at(-1)}: devices: ${name} is also described by ${f.claims.slice(0, -1).join(", ")} (two specs of one directory claim one name)`);
-    for (const host of [...missingNodes(f.spec.edits), ...missingNodes(f.edits)]) problems.push(`CDI spec ${f.spec.file}: ${name}: device node ${host} does not exist on this node`);
+    if (f.claims.length > 1)
+      problems.push(
+        `CDI spec ${f.claims.at(-1)}: devices: ${name} is also described by ${f.claims.slice(0, -1).join(", ")} (two specs of one directory claim one name)`,
+      );
+    for (const host of [...missingNodes(f.spec.edits), ...missingNodes(f.edits)])
+      problems.push(`CDI spec ${f.spec.file}: ${name}: device node ${host} does not exist on this node`);
     devices.push({ name, spec: f.spec.file });
   }
   return { specDirs: [...conf.specDirs], devices, problems: [...new Set(problems)] };

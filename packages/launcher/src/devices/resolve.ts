@@ -16,50 +16,89 @@ export interface DeviceConf {
   gresMap: GresMapping;
 }
 
-export const DEFAULT_DEVICE_CONF: Omit<DeviceConf, "specDirs"> = { defaults: [], gresKind: "nvidia.com/gpu", gresMap: "index" };
+export const DEFAULT_DEVICE_CONF: Omit<DeviceConf, "specDirs"> = {
+  defaults: [],
+  gresKind: "nvidia.com/gpu",
+  gresMap: "index",
+};
 
 function deviceError(problem: string): Error {
   return jobrtError("ERR_DEVICE", { problem }, { details: { key: "--container-device" } });
 }
 
 /** `KIND=NAME`, `KIND=all` or `KIND=gres` → the qualified names it means. */
-function expand(request: string, registry: CdiRegistry, allocation: GresAllocation | undefined, conf: DeviceConf, isDefault: boolean): string[] {
+function expand(
+  request: string,
+  registry: CdiRegistry,
+  allocation: GresAllocation | undefined,
+  conf: DeviceConf,
+  isDefault: boolean,
+): string[] {
   const eq = request.indexOf("=");
   const kind = request.slice(0, eq);
   const name = request.slice(eq + 1);
-  if (eq <= 0 || !isCdiKind(kind) || !DEVICE_NAME_RE.test(name)) throw deviceError(`--container-device ${JSON.stringify(request)}: not a CDI name (vendor.com/class=name, =all or =gres)`);
+  if (eq <= 0 || !isCdiKind(kind) || !DEVICE_NAME_RE.test(name))
+    throw deviceError(
+      `--container-device ${JSON.stringify(request)}: not a CDI name (vendor.com/class=name, =all or =gres)`,
+    );
   if (name === "gres") {
-    if (kind !== conf.gresKind) throw deviceError(`--container-device ${request}: =gres applies to ${conf.gresKind} (jobrt.conf CdiGresKind), not ${kind}`);
+    if (kind !== conf.gresKind)
+      throw deviceError(
+        `--container-device ${request}: =gres applies to ${conf.gresKind} (jobrt.conf CdiGresKind), not ${kind}`,
+      );
     if (!allocation) {
       if (isDefault) return [];
-      throw deviceError(`--container-device ${request}: this step has no GPU allocation (neither SLURM_STEP_GPUS nor CUDA_VISIBLE_DEVICES is set)`);
+      throw deviceError(
+        `--container-device ${request}: this step has no GPU allocation (neither SLURM_STEP_GPUS nor CUDA_VISIBLE_DEVICES is set)`,
+      );
     }
     return allocation.names;
   }
   // A spec's own device named "all" (nvidia-ctk writes one) would bypass the allocation check: =all
   // is always every other device of the kind.
   if (name === "all") {
-    const all = [...registry.devices.keys(), ...registry.conflicts.keys()].filter((q) => q.startsWith(`${kind}=`) && q !== `${kind}=all`);
-    if (all.length === 0) throw deviceError(`--container-device ${request}: no CDI spec describes a device of kind ${kind}`);
+    const all = [...registry.devices.keys(), ...registry.conflicts.keys()].filter(
+      (q) => q.startsWith(`${kind}=`) && q !== `${kind}=all`,
+    );
+    if (all.length === 0)
+      throw deviceError(`--container-device ${request}: no CDI spec describes a device of kind ${kind}`);
     return all.sort();
   }
   return [request];
 }
 
-function lookup(qualified: string, registry: CdiRegistry, allocation: GresAllocation | undefined, conf: DeviceConf): CdiDevice {
+function lookup(
+  qualified: string,
+  registry: CdiRegistry,
+  allocation: GresAllocation | undefined,
+  conf: DeviceConf,
+): CdiDevice {
   const files = registry.conflicts.get(qualified);
-  if (files) throw specError(files[files.length - 1] as string, "devices", `${qualified} is also described by ${files.slice(0, -1).join(", ")} (two specs of one directory claim one name)`);
+  if (files)
+    throw specError(
+      files[files.length - 1] as string,
+      "devices",
+      `${qualified} is also described by ${files.slice(0, -1).join(", ")} (two specs of one directory claim one name)`,
+    );
   const device = registry.devices.get(qualified);
-  if (!device) throw deviceError(`--container-device ${qualified}: no CDI spec describes it (spec dirs: ${conf.specDirs.join(", ")})`);
+  if (!device)
+    throw deviceError(
+      `--container-device ${qualified}: no CDI spec describes it (spec dirs: ${conf.specDirs.join(", ")})`,
+    );
   if (allocation && qualified.startsWith(`${conf.gresKind}=`) && !allocation.names.includes(qualified)) {
-    throw deviceError(`--container-device ${qualified}: not allocated to this step (${allocation.source} lists ${allocation.names.map((n) => n.slice(conf.gresKind.length + 1)).join(",") || "none"}); use ${conf.gresKind}=gres`);
+    throw deviceError(
+      `--container-device ${qualified}: not allocated to this step (${allocation.source} lists ${allocation.names.map((n) => n.slice(conf.gresKind.length + 1)).join(",") || "none"}); use ${conf.gresKind}=gres`,
+    );
   }
   return device;
 }
 
 /** Linux's dev_t split (glibc's gnu_dev_major / gnu_dev_minor). */
 function majorMinor(rdev: bigint): { major: number; minor: number } {
-  return { major: Number(((rdev >> 8n) & 0xfffn) | ((rdev >> 32n) & ~0xfffn)), minor: Number((rdev & 0xffn) | ((rdev >> 12n) & ~0xffn)) };
+  return {
+    major: Number(((rdev >> 8n) & 0xfffn) | ((rdev >> 32n) & ~0xfffn)),
+    minor: Number((rdev & 0xffn) | ((rdev >> 12n) & ~0xffn)),
+  };
 }
 
 /** A spec's node with the host node's type and numbers: a node missing on the host is an error. */
@@ -70,10 +109,21 @@ function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
     st = statSync(hostPath, { bigint: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw specError(file, node.field, `device node ${hostPath} ${code === "ENOENT" ? "does not exist on this node" : `cannot be read (${code})`}`);
+    throw specError(
+      file,
+      node.field,
+      `device node ${hostPath} ${code === "ENOENT" ? "does not exist on this node" : `cannot be read (${code})`}`,
+    );
   }
-  if (!st.isCharacterDevice() && !st.isBlockDevice()) throw specError(file, node.field, `${hostPath} is not a device node`);
-  const edit: DeviceNodeEdit = { path: node.path, hostPath, type: st.isCharacterDevice() ? "c" : "b", ...majorMinor(st.rdev), permissions: node.permissions ?? "rwm" };
+  if (!st.isCharacterDevice() && !st.isBlockDevice())
+    throw specError(file, node.field, `${hostPath} is not a device node`);
+  const edit: DeviceNodeEdit = {
+    path: node.path,
+    hostPath,
+    type: st.isCharacterDevice() ? "c" : "b",
+    ...majorMinor(st.rdev),
+    permissions: node.permissions ?? "rwm",
+  };
   if (node.fileMode !== undefined) edit.fileMode = node.fileMode;
   if (node.uid !== undefined) edit.uid = node.uid;
   if (node.gid !== undefined) edit.gid = node.gid;
@@ -97,13 +147,18 @@ function addEdits(out: DeviceEdits, edits: SpecEdits, file: string): void {
  * against the spec dirs, the host's device nodes and this step's Slurm allocation. Undefined when
  * no device is asked for. `env` is the step's environment (Slurm's variables).
  */
-export function resolveDevices(requested: readonly string[], env: Readonly<Record<string, string | undefined>>, conf: DeviceConf): DeviceEdits | undefined {
+export function resolveDevices(
+  requested: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  conf: DeviceConf,
+): DeviceEdits | undefined {
   if (requested.length === 0 && conf.defaults.length === 0) return undefined;
   const registry = loadCdiRegistry(conf.specDirs);
   const allocation = gresAllocation(env, conf.gresKind, conf.gresMap);
   const names: string[] = [];
   for (const [i, request] of [...requested, ...conf.defaults].entries()) {
-    for (const q of expand(request, registry, allocation, conf, i >= requested.length)) if (!names.includes(q)) names.push(q);
+    for (const q of expand(request, registry, allocation, conf, i >= requested.length))
+      if (!names.includes(q)) names.push(q);
   }
   if (names.length === 0) return undefined;
   const out: DeviceEdits = { devices: names, deviceNodes: [], mounts: [], env: [], additionalGids: [], hooks: [] };

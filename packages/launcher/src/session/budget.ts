@@ -32,11 +32,13 @@ export function checkDescriptorBudget(components: PlannedComponent[], json: bool
   const sharedFile = (p: string | undefined) => p !== undefined && !isPerTask(p);
   const needsCopy = json || components.some((c) => c.io.label || sharedFile(c.io.output) || sharedFile(c.io.error));
   if (needsCopy) {
-    throw jobrtError(
-      "ERR_LAUNCH",
-      { problem: `${totalTasks} tasks with -l, --json or a shared --output/--error file need about ${needed} open files, but the limit is ${limit}: raise it (ulimit -n), or use per-task files (-o out-%t)` },
-    );
+    throw jobrtError("ERR_LAUNCH", {
+      problem: `${totalTasks} tasks with -l, --json or a shared --output/--error file need about ${needed} open files, but the limit is ${limit}: raise it (ulimit -n), or use per-task files (-o out-%t)`,
+    });
   }
-  node.log("verbose", `${totalTasks} tasks exceed what the open-file limit (${limit}) allows for line-by-line output: tasks write to jobrt's stdout and stderr directly`);
+  node.log(
+    "verbose",
+    `${totalTasks} tasks exceed what the open-file limit (${limit}) allows for line-by-line output: tasks write to jobrt's stdout and stderr directly`,
+  );
   return false;
 }

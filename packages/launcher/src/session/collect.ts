@@ -1,6 +1,15 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
 import { isSameProcess } from "../processidentity.js";
-import { type JournalEntry, claimEntry, listEntries, recordedForker, recordedPids, removeEntry, setAsideEntry, unclaimEntry } from "./journal.js";
+import {
+  type JournalEntry,
+  claimEntry,
+  listEntries,
+  recordedForker,
+  recordedPids,
+  removeEntry,
+  setAsideEntry,
+  unclaimEntry,
+} from "./journal.js";
 import { removeForkerCgroup } from "./forkercgroup.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";
@@ -80,11 +89,13 @@ async function killLeftovers(claimed: string, entry: JournalEntry, result: Colle
   result.killed = Math.max(killed, tracker?.busyTasks() ?? 0);
   if (!tracker) return;
   tracker.killAll();
-  if (!(await tracker.waitEmpty(5000))) result.errors.push(`processes in ${entry.record?.proctrack.path} survived SIGKILL`);
+  if (!(await tracker.waitEmpty(5000)))
+    result.errors.push(`processes in ${entry.record?.proctrack.path} survived SIGKILL`);
   // A killed process that is not yet reaped (a zombie whose new parent is slow, e.g. a cut-short
   // create's `runc init` under load) still pins its v1 cgroup, though waitEmpty no longer counts it.
   let left = tracker.release();
-  for (const end = Date.now() + 2000; left.length > 0 && Date.now() < end; left = tracker.release()) await new Promise((r) => setTimeout(r, 50));
+  for (const end = Date.now() + 2000; left.length > 0 && Date.now() < end; left = tracker.release())
+    await new Promise((r) => setTimeout(r, 50));
   if (left.length > 0) result.errors.push(`cannot remove cgroup ${left.join(", ")}`);
 }
 
@@ -106,7 +117,14 @@ const UNREADABLE = new Set(["ENOTREG", "EFBIG", "ELOOP"]);
  * Kills what is left and runs each component's runtime cleanup; failures go to `result.errors`.
  * True when a record file can never be read, so that trying again cannot help.
  */
-async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, result: Collected): Promise<boolean> {
+async function cleanUp(
+  claimed: string,
+  entry: JournalEntry,
+  registry: RuntimeRegistry,
+  node: NodeConf,
+  spool: Spool,
+  result: Collected,
+): Promise<boolean> {
   let unreadable = false;
   try {
     await killLeftovers(claimed, entry, result, spool);
@@ -119,7 +137,12 @@ async function cleanUp(claimed: string, entry: JournalEntry, registry: RuntimeRe
   for (const [i, record] of (entry.record?.components ?? []).entries()) {
     try {
       const index = await registry.load(record.runtime || undefined, "node");
-      await registry.cleanup(index, { node: stepNode, step: record, state: entry.record?.stepStates?.[i], afterCrash: true });
+      await registry.cleanup(index, {
+        node: stepNode,
+        step: record,
+        state: entry.record?.stepStates?.[i],
+        afterCrash: true,
+      });
       result.cleaned.push(record.runtime);
     } catch (error) {
       result.errors.push(messageOf(error));
@@ -146,13 +169,27 @@ function within<T, L>(work: Promise<T>, ms: number, late: L): Promise<T | L> {
  * cleanup with the journaled StepRecord and step state under the node name it ran with, remove
  * the entry. A failed entry is given back for another try, or set aside when retrying cannot help.
  */
-async function collectEntry(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, deadline?: number): Promise<Collected | undefined> {
+async function collectEntry(
+  entry: JournalEntry,
+  registry: RuntimeRegistry,
+  node: NodeConf,
+  spool: Spool,
+  deadline?: number,
+): Promise<Collected | undefined> {
   const claimed = claimEntry(spool, entry);
   if (!claimed) return undefined;
-  const result: Collected = { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors: [] };
+  const result: Collected = {
+    jobId: entry.jobId,
+    stepId: entry.stepId,
+    dir: entry.dir,
+    killed: 0,
+    cleaned: [],
+    errors: [],
+  };
   const work = cleanUp(claimed, entry, registry, node, spool, result);
   const outcome = deadline !== undefined ? await within(work, deadline - Date.now(), "late" as const) : await work;
-  if (outcome === "late") result.errors.push(`not done within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal)`);
+  if (outcome === "late")
+    result.errors.push(`not done within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal)`);
   finishEntry(spool, claimed, result, outcome !== false);
   return result;
 }
@@ -187,12 +224,26 @@ function finishEntry(spool: Spool, claimed: string, result: Collected, hopeless:
 }
 
 /** Collects one entry; whatever it throws becomes its result's error. */
-async function collectContained(entry: JournalEntry, registry: RuntimeRegistry, node: NodeConf, spool: Spool, deadline?: number): Promise<Collected | undefined> {
+async function collectContained(
+  entry: JournalEntry,
+  registry: RuntimeRegistry,
+  node: NodeConf,
+  spool: Spool,
+  deadline?: number,
+): Promise<Collected | undefined> {
   try {
     return await collectEntry(entry, registry, node, spool, deadline);
   } catch (error) {
     const errors = [messageOf(error)];
-    return { jobId: entry.jobId, stepId: entry.stepId, dir: entry.dir, killed: 0, cleaned: [], errors, report: `gc: step ${entry.jobId}.${entry.stepId}: cleanup failed: ${errors[0]}` };
+    return {
+      jobId: entry.jobId,
+      stepId: entry.stepId,
+      dir: entry.dir,
+      killed: 0,
+      cleaned: [],
+      errors,
+      report: `gc: step ${entry.jobId}.${entry.stepId}: cleanup failed: ${errors[0]}`,
+    };
   }
 }
 
@@ -201,14 +252,23 @@ async function collectContained(entry: JournalEntry, registry: RuntimeRegistry, 
  * entries that never finish costs the Epilog one bound, not one per entry. Entries not begun by
  * the deadline are left for a later gc, unclaimed.
  */
-async function collectForeign(entries: JournalEntry[], registry: RuntimeRegistry, node: NodeConf, spool: Spool, log: Logger): Promise<(Collected | undefined)[]> {
+async function collectForeign(
+  entries: JournalEntry[],
+  registry: RuntimeRegistry,
+  node: NodeConf,
+  spool: Spool,
+  log: Logger,
+): Promise<(Collected | undefined)[]> {
   const deadline = Date.now() + FOREIGN_JOURNAL_BOUND_MS;
   const results: (Collected | undefined)[] = [];
   let next = 0;
   const worker = async () => {
     for (let i = next++; i < entries.length; i = next++) {
       if (Date.now() >= deadline) {
-        log("warn", `gc: step ${entries[i]!.jobId}.${entries[i]!.stepId}: not begun within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal); left for a later gc`);
+        log(
+          "warn",
+          `gc: step ${entries[i]!.jobId}.${entries[i]!.stepId}: not begun within ${FOREIGN_JOURNAL_BOUND_MS / 1000} s (the bound on a job user's journal); left for a later gc`,
+        );
         continue;
       }
       results[i] = await collectContained(entries[i]!, registry, node, spool, deadline);
@@ -223,9 +283,17 @@ async function collectForeign(entries: JournalEntry[], registry: RuntimeRegistry
  * collector died half-way, is cleaned up. Live steps are never touched. One entry's failure,
  * whatever it is, is reported in its result and never stops the others.
  */
-export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, node: NodeConf, options: CollectOptions): Promise<Collected[]> {
+export async function collectOrphans(
+  spool: Spool,
+  registry: RuntimeRegistry,
+  node: NodeConf,
+  options: CollectOptions,
+): Promise<Collected[]> {
   const entries = listEntries(spool, options.jobId).filter(
-    (entry) => (options.hostPid === undefined || entry.host?.pid === options.hostPid) && !hostAlive(entry) && collectsFor(spool, entry.record),
+    (entry) =>
+      (options.hostPid === undefined || entry.host?.pid === options.hostPid) &&
+      !hostAlive(entry) &&
+      collectsFor(spool, entry.record),
   );
   const results: (Collected | undefined)[] = [];
   if (isForeign(spool)) results.push(...(await collectForeign(entries, registry, node, spool, options.log)));
@@ -235,7 +303,11 @@ export async function collectOrphans(spool: Spool, registry: RuntimeRegistry, no
     if (!result) continue;
     out.push(result);
     if (result.report !== undefined) options.log("warn", result.report);
-    else options.log("info", `gc: step ${result.jobId}.${result.stepId} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`);
+    else
+      options.log(
+        "info",
+        `gc: step ${result.jobId}.${result.stepId} of a jobrt that died was cleaned up (${result.cleaned.join(", ") || "no runtime"})`,
+      );
   }
   return out;
 }

@@ -25,7 +25,11 @@ export function openEntryDir(path: string): EntryDir {
     append(name, text) {
       let file: number | undefined;
       try {
-        file = openSync(at(name), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+        file = openSync(
+          at(name),
+          constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+          0o600,
+        );
         writeSync(file, text);
         return true;
       } catch {

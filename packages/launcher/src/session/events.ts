@@ -6,7 +6,17 @@ import type { ProcTrackKind } from "./proctrack.js";
  * (with `time` added). docs/cli.md lists every event and its fields; adding a field is compatible,
  * removing or retyping one is a breaking change.
  */
-export type StepEvent = StepStartEvent | RuntimeEvent | PullEvent | SetupEvent | TaskStartEvent | OutputEvent | TaskExitEvent | CancelEvent | CleanupEvent | StepEndEvent;
+export type StepEvent =
+  | StepStartEvent
+  | RuntimeEvent
+  | PullEvent
+  | SetupEvent
+  | TaskStartEvent
+  | OutputEvent
+  | TaskExitEvent
+  | CancelEvent
+  | CleanupEvent
+  | StepEndEvent;
 
 /** The step begins: its ids, how its processes are tracked, and its components. */
 export interface StepStartEvent {

@@ -53,7 +53,20 @@ export interface TaskProcess extends EventEmitter {
 }
 
 /** The syscalls forker.pl makes, in the order it takes their numbers. */
-const FORKER_SYSCALLS: readonly SyscallName[] = ["setsid", "dup3", "fcntl", "close", "setgroups", "setresgid", "setresuid", "execve", "openat", "write", "pipe2", "read"];
+const FORKER_SYSCALLS: readonly SyscallName[] = [
+  "setsid",
+  "dup3",
+  "fcntl",
+  "close",
+  "setgroups",
+  "setresgid",
+  "setresuid",
+  "execve",
+  "openat",
+  "write",
+  "pipe2",
+  "read",
+];
 /** O_CLOEXEC, forker.pl's last number: 0o2000000 on every architecture that has all the syscalls above. */
 const O_CLOEXEC = 0o2000000;
 
@@ -130,7 +143,10 @@ export class TaskForker {
   readonly #child: ChildProcess;
   readonly #ctl: Socket;
   readonly #slots = new Map<number, Slot>();
-  readonly #pending = new Map<number, { file: string; slot: Slot; resolve: (t: TaskProcess) => void; reject: (e: Error) => void }>();
+  readonly #pending = new Map<
+    number,
+    { file: string; slot: Slot; resolve: (t: TaskProcess) => void; reject: (e: Error) => void }
+  >();
   readonly #running = new Map<number, ForkedTask>();
   /** The tasks' piped stdio, by the forker's descriptor number. */
   readonly #pipes: (Socket | undefined)[] = [];
@@ -169,7 +185,11 @@ export class TaskForker {
     }
     // No PERL* variable: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     const orphan = afterDeathOptions(afterDeath);
-    this.#child = spawn(perl, ["-f", "--", FORKER_PROGRAM, ...[...syscallNumbers(FORKER_SYSCALLS)!, O_CLOEXEC].map(String), ...orphan.args], { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" });
+    this.#child = spawn(
+      perl,
+      ["-f", "--", FORKER_PROGRAM, ...[...syscallNumbers(FORKER_SYSCALLS)!, O_CLOEXEC].map(String), ...orphan.args],
+      { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" },
+    );
     this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
     // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
@@ -191,7 +211,9 @@ export class TaskForker {
     this.#ctl.setEncoding("latin1").on("data", (d: string) => this.#onReports(d));
     this.#ctl.on("error", () => {});
     // Not 'exit': its last reports may still be unread then.
-    this.#ctl.on("close", () => this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`));
+    this.#ctl.on("close", () =>
+      this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`),
+    );
   }
 
   /**
@@ -253,7 +275,8 @@ export class TaskForker {
       wait.reject(startError(wait.file, n, stage));
       return;
     }
-    const stream = (t: number) => (wait.slot.pipes[t] === undefined ? null : (this.#pipes[wait.slot.pipes[t]!] ?? null));
+    const stream = (t: number) =>
+      wait.slot.pipes[t] === undefined ? null : (this.#pipes[wait.slot.pipes[t]!] ?? null);
     const task = new ForkedTask(n, stream(0), stream(1), stream(2));
     this.#running.set(n, task);
     wait.resolve(task);
@@ -276,7 +299,9 @@ export class TaskForker {
     for (const wait of this.#pending.values()) wait.reject(new Error(`the task forker ${why}`));
     this.#pending.clear();
     if (this.#running.size === 0) return;
-    this.onLost(`the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost${signal ? `, reported as ${signal}` : ""}`);
+    this.onLost(
+      `the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost${signal ? `, reported as ${signal}` : ""}`,
+    );
     for (const task of this.#running.values()) task.ended(null, signal);
     this.#running.clear();
   }

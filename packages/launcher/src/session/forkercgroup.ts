@@ -33,7 +33,9 @@ export function moveToForkerCgroup(dir: string, pid: number, warn: (line: string
     mkdirSync(dir);
     moveInto(dir, pid);
   } catch (error) {
-    warn(`the task forker runs in jobrt's own cgroup (${messageOf(error)}): if the host kills that cgroup together with jobrt, nothing ends jobrt's containers until the Epilog`);
+    warn(
+      `the task forker runs in jobrt's own cgroup (${messageOf(error)}): if the host kills that cgroup together with jobrt, nothing ends jobrt's containers until the Epilog`,
+    );
   }
 }
 
@@ -47,7 +49,8 @@ export function moveToForkerCgroup(dir: string, pid: number, warn: (line: string
  */
 export function removeForkerCgroup(dir: string): string | undefined {
   const h = findHierarchy(1);
-  if (!h || !dir.startsWith(`${h.mount}/`) || !basename(dir).startsWith("jobrt-") || !dir.endsWith(SUFFIX)) return `not a task forker's cgroup: ${dir}`;
+  if (!h || !dir.startsWith(`${h.mount}/`) || !basename(dir).startsWith("jobrt-") || !dir.endsWith(SUFFIX))
+    return `not a task forker's cgroup: ${dir}`;
   const procs = procsOf(dir);
   if (procs.includes(process.pid)) {
     try {

@@ -7,7 +7,10 @@ export interface ForkOptions {
 }
 
 function checkNul(field: string): void {
-  if (field.includes("\0")) throw new TypeError(`argument or environment value must be a string without null bytes: ${JSON.stringify(field.slice(0, 100))}`);
+  if (field.includes("\0"))
+    throw new TypeError(
+      `argument or environment value must be a string without null bytes: ${JSON.stringify(field.slice(0, 100))}`,
+    );
 }
 
 /** A code unit of the range that carries a byte that is not UTF-8 (core's rawbytes.ts). */
@@ -30,8 +33,23 @@ function writeField(out: Buffer, field: string, at: number): number {
  * most of what the launch burst allocated, which grows V8's young generation and the peak RSS
  * (docs/performance.md). Throws on a NUL byte in any field, before anything is sent.
  */
-export function forkRequest(id: number, fds: readonly number[], spec: ExecSpec, { user, cgroupProcs }: ForkOptions): Buffer {
-  const head = [String(id), String(fds[0]), String(fds[1]), String(fds[2]), user ? String(user.uid) : "", user ? String(user.gid) : "", cgroupProcs ?? "", spec.cwd, String(spec.argv.length)];
+export function forkRequest(
+  id: number,
+  fds: readonly number[],
+  spec: ExecSpec,
+  { user, cgroupProcs }: ForkOptions,
+): Buffer {
+  const head = [
+    String(id),
+    String(fds[0]),
+    String(fds[1]),
+    String(fds[2]),
+    user ? String(user.uid) : "",
+    user ? String(user.gid) : "",
+    cgroupProcs ?? "",
+    spec.cwd,
+    String(spec.argv.length),
+  ];
   const { argv, env } = spec;
   // Indexed loops and for-in (own keys only, as Object.keys): for-of allocates an iterator result
   // per step until V8 optimises the function, and Object.keys an array per task.

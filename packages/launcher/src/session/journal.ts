@@ -148,7 +148,13 @@ function releaseJobDir(jobDir: string): void {
   removeIfEmpty(jobDir);
 }
 
-function entryJournal(jobsDir: string, jobId: number, stepId: number, entry: string, createdJobDir: boolean): StepJournal {
+function entryJournal(
+  jobsDir: string,
+  jobId: number,
+  stepId: number,
+  entry: string,
+  createdJobDir: boolean,
+): StepJournal {
   const jobDir = join(jobsDir, String(jobId));
   const dir = join(jobDir, entry);
   const pending: string[] = [];
@@ -221,7 +227,10 @@ function shareExecState(jobDir: string, step: StepRecord, state: StepStateText):
       // link() fails when the file exists: of several setups only the first is published, whole.
       linkSync(tmp, file);
     } catch (error) {
-      if (!isErrno(error, "EEXIST")) throw jobrtError("ERR_LAUNCH", { problem: `cannot publish the step state in ${file}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
+      if (!isErrno(error, "EEXIST"))
+        throw jobrtError("ERR_LAUNCH", {
+          problem: `cannot publish the step state in ${file}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`,
+        });
     } finally {
       removeFile(tmp);
     }
@@ -274,7 +283,9 @@ export function claimRunStep(spool: Spool, jobId?: number): StepJournal {
     const step = nextStepId(jobDir);
     return entryJournal(spool.jobsDir, job, step, `step-${step}`, createdJobDir);
   } catch (error) {
-    throw jobrtError("ERR_LAUNCH", { problem: `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
+    throw jobrtError("ERR_LAUNCH", {
+      problem: `cannot claim a job id in ${spool.jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`,
+    });
   }
 }
 
@@ -287,7 +298,9 @@ export function claimExecTask(spool: Spool, jobId: number, stepId: number, taskI
     mkdirSync(join(jobDir, entry), { mode: 0o700 });
     return entryJournal(spool.jobsDir, jobId, stepId, entry, createdJobDir);
   } catch (error) {
-    throw jobrtError("ERR_LAUNCH", { problem: `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` });
+    throw jobrtError("ERR_LAUNCH", {
+      problem: `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`,
+    });
   }
 }
 

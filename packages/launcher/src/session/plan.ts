@@ -39,7 +39,12 @@ export interface PlannedComponent {
 }
 
 /** The job env plus the Slurm task variables plus the user's identity. */
-export function taskEnvironment(step: StepRecord, task: TaskRecord, nodeName: string, cpusOnNode: number): Record<string, string> {
+export function taskEnvironment(
+  step: StepRecord,
+  task: TaskRecord,
+  nodeName: string,
+  cpusOnNode: number,
+): Record<string, string> {
   // Object.fromEntries, not an object spread or Object.assign (same keys, same order): a spread of
   // the exported environment (a dictionary-mode object) made V8 build ~33 KB of hidden classes per
   // task, and Object.assign gives a dictionary-mode object 5 times the size of one whose hidden
@@ -50,7 +55,11 @@ export function taskEnvironment(step: StepRecord, task: TaskRecord, nodeName: st
     ["USER", step.user],
     ["LOGNAME", step.user],
   ];
-  return Object.fromEntries([...Object.entries(step.env), ...identity, ...Object.entries(slurmTaskVariables(step, task, nodeName, cpusOnNode))]);
+  return Object.fromEntries([
+    ...Object.entries(step.env),
+    ...identity,
+    ...Object.entries(slurmTaskVariables(step, task, nodeName, cpusOnNode)),
+  ]);
 }
 
 /** Builds each component's StepRecord and tasks for `jobrt run` (global ids run across components). */
@@ -89,20 +98,24 @@ export function planStep(spec: StepSpec, nodeName: string, cpusOnNode: number): 
 }
 
 /** Slurm's reserved step ids (printed unsigned in SLURM_STEP_ID). */
-const SPECIAL_STEPS: Record<string, StepKind> = { "4294967291": "batch", "4294967292": "extern", "4294967290": "interactive" };
+const SPECIAL_STEPS: Record<string, StepKind> = {
+  "4294967291": "batch",
+  "4294967292": "extern",
+  "4294967290": "interactive",
+};
 
 function intVar(env: NodeJS.ProcessEnv, names: string[], fallback?: number): number {
   for (const name of names) {
     const v = env[name];
     if (v === undefined || v === "") continue;
-    if (!/^\d+$/.test(v)) throw jobrtError("ERR_NOT_IN_SLURM_STEP", { problem: `${name}=${JSON.stringify(v)} is not a number` });
+    if (!/^\d+$/.test(v))
+      throw jobrtError("ERR_NOT_IN_SLURM_STEP", { problem: `${name}=${JSON.stringify(v)} is not a number` });
     return Number(v);
   }
   if (fallback !== undefined) return fallback;
-  throw jobrtError(
-    "ERR_NOT_IN_SLURM_STEP",
-    { problem: `not inside a Slurm job step (${names.join("/")} is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm` },
-  );
+  throw jobrtError("ERR_NOT_IN_SLURM_STEP", {
+    problem: `not inside a Slurm job step (${names.join("/")} is not set); run it as 'srun ... jobrt exec ...', or use 'jobrt run' outside Slurm`,
+  });
 }
 
 /**
@@ -110,7 +123,14 @@ function intVar(env: NodeJS.ProcessEnv, names: string[], fallback?: number): num
  * Slurm set the task variables already, so the task gets that environment as it is, plus
  * SLURM_RUNTIME and SLURM_CONTAINER as under `jobrt run`.
  */
-export function planFromSlurm(env: NodeJS.ProcessEnv, argv: string[], runtime: string, user: UserIdentity, cwd: string, container?: ContainerRequest): StepRecord {
+export function planFromSlurm(
+  env: NodeJS.ProcessEnv,
+  argv: string[],
+  runtime: string,
+  user: UserIdentity,
+  cwd: string,
+  container?: ContainerRequest,
+): StepRecord {
   const jobId = intVar(env, ["SLURM_JOB_ID", "SLURM_JOBID"]);
   const stepText = env.SLURM_STEP_ID ?? env.SLURM_STEPID ?? "";
   const stepId = intVar(env, ["SLURM_STEP_ID", "SLURM_STEPID"]);

@@ -234,7 +234,11 @@ export function trackerFromRecord(record: TrackerRecord): ProcessTracker | undef
 }
 
 /** Tries one cgroup version: the step's cgroup is made below jobrt's own cgroup. */
-function tryCgroup(version: 1 | 2, name: string, beforeCreate?: (record: TrackerRecord) => void): CgroupTracker | string {
+function tryCgroup(
+  version: 1 | 2,
+  name: string,
+  beforeCreate?: (record: TrackerRecord) => void,
+): CgroupTracker | string {
   const h = findHierarchy(version);
   if (!h) return version === 2 ? "no cgroup2 mount" : "no cgroup v1 freezer mount";
   const dir = join(ownDir(h), name);
@@ -262,7 +266,11 @@ function tryCgroup(version: 1 | 2, name: string, beforeCreate?: (record: Tracker
  * an explicit mode fails with one line when it cannot be had. `beforeCreate` gets each cgroup's
  * record before the cgroup is made (the step journals it).
  */
-export function createTracker(mode: ProcTrackMode, name: string, beforeCreate?: (record: TrackerRecord) => void): ProcessTracker {
+export function createTracker(
+  mode: ProcTrackMode,
+  name: string,
+  beforeCreate?: (record: TrackerRecord) => void,
+): ProcessTracker {
   if (mode === "pgid") return new GroupTracker();
   const versions: (1 | 2)[] = mode === "cgroup2" ? [2] : mode === "cgroup1" ? [1] : [2, 1];
   const why: string[] = [];
@@ -271,7 +279,10 @@ export function createTracker(mode: ProcTrackMode, name: string, beforeCreate?: 
     if (typeof result !== "string") return result;
     why.push(`cgroup${version}: ${result}`);
   }
-  if (mode !== "auto") throw jobrtError("ERR_LAUNCH", { problem: `ProcTrack=${mode}: ${why.join("; ")} (set ProcTrack=auto or pgid in jobrt.conf)` });
+  if (mode !== "auto")
+    throw jobrtError("ERR_LAUNCH", {
+      problem: `ProcTrack=${mode}: ${why.join("; ")} (set ProcTrack=auto or pgid in jobrt.conf)`,
+    });
   return new GroupTracker(why.join("; "));
 }
 

@@ -105,7 +105,9 @@ export class StepSession {
   }
 
   #fail = (error: unknown, what: string): void => {
-    const e = isJobrtError(error) ? error : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
+    const e = isJobrtError(error)
+      ? error
+      : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
     this.#report(e);
     this.#launchFailed = true;
   };
@@ -135,19 +137,32 @@ export class StepSession {
   async #claimAndRun(plan: StepPlan): Promise<StepResult> {
     closeInheritedDescriptors();
     const { node } = this.#o;
-    const spool = plan.mode === "run" ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true }) : this.#tryOpenSpool(plan.record);
+    const spool =
+      plan.mode === "run"
+        ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true })
+        : this.#tryOpenSpool(plan.record);
     if (spool) await collectOrphans(spool, this.#o.registry, node, { log: node.log });
-    const journal = plan.mode === "run" ? claimRunStep(spool as Spool, plan.jobId) : this.#tryClaimExec(spool, plan.record);
+    const journal =
+      plan.mode === "run" ? claimRunStep(spool as Spool, plan.jobId) : this.#tryClaimExec(spool, plan.record);
     try {
       const components =
         plan.mode === "run"
-          ? planStep({ jobId: journal!.jobId, stepId: journal!.stepId, user: plan.user, components: plan.components }, node.nodeName, plan.cpusOnNode)
+          ? planStep(
+              { jobId: journal!.jobId, stepId: journal!.stepId, user: plan.user, components: plan.components },
+              node.nodeName,
+              plan.cpusOnNode,
+            )
           : [{ record: plan.record, io: {} }];
       const first = components[0]!.record;
       // No runtime has run a hook yet: a record without components lets gc remove the cgroup and
       // nothing else if jobrt dies before the full record (after the runtimes load) is written.
-      const journalTracker = (proctrack: TrackerRecord) => journal?.write({ nodeName: node.nodeName, proctrack, components: [], stepStates: {} });
-      const tracker = createTracker(this.#o.procTrack, journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`, journalTracker);
+      const journalTracker = (proctrack: TrackerRecord) =>
+        journal?.write({ nodeName: node.nodeName, proctrack, components: [], stepStates: {} });
+      const tracker = createTracker(
+        this.#o.procTrack,
+        journal?.name ?? `${first.jobId}.exec-${first.stepId}.${first.tasks[0]?.globalId}.${process.pid}`,
+        journalTracker,
+      );
       // Only a forker that runs jobrt's gc after jobrt's death needs to outlive it.
       const forkerCgroup = journal && this.#o.gcAfterDeath ? forkerCgroupPath(journal.name) : undefined;
       try {
@@ -172,7 +187,10 @@ export class StepSession {
       const spool = openSpool(node.spoolDir, node.nodeName);
       if (!spool) {
         const uid = process.getuid?.() ?? 0;
-        this.#noRecord(record, `SpoolDir ${node.spoolDir} belongs to root and has no place for uid ${uid}'s records: make it mode 1777 like /tmp, or leave SpoolDir unset for one of the user's own (docs/slurm.md)`);
+        this.#noRecord(
+          record,
+          `SpoolDir ${node.spoolDir} belongs to root and has no place for uid ${uid}'s records: make it mode 1777 like /tmp, or leave SpoolDir unset for one of the user's own (docs/slurm.md)`,
+        );
       }
       return spool;
     } catch (error) {
@@ -195,10 +213,18 @@ export class StepSession {
   /** A warning from the node's first task (one line per node, not one per task); -v shows every task's. */
   #noRecord(record: StepRecord, why: string): void {
     const first = record.tasks[0]?.localId === 0;
-    this.#o.node.log(first ? "warn" : "verbose", `no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): ${why}`);
+    this.#o.node.log(
+      first ? "warn" : "verbose",
+      `no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): ${why}`,
+    );
   }
 
-  async #runPlanned(components: PlannedComponent[], tracker: ProcessTracker, journal: StepJournal | undefined, forkerCgroup: string | undefined): Promise<StepResult> {
+  async #runPlanned(
+    components: PlannedComponent[],
+    tracker: ProcessTracker,
+    journal: StepJournal | undefined,
+    forkerCgroup: string | undefined,
+  ): Promise<StepResult> {
     const { node, cancel } = this.#o;
     const first = components[0]!.record;
     if (tracker.record.fallback) node.log("verbose", `process tracking by process group: ${tracker.record.fallback}`);
@@ -209,12 +235,21 @@ export class StepSession {
       proctrack: tracker.record.kind,
       ...(tracker.record.path ? { cgroup: tracker.record.path } : {}),
       ...(tracker.record.fallback ? { proctrackFallback: tracker.record.fallback } : {}),
-      components: components.map((c, i) => ({ component: i, runtime: c.record.runtime, ntasks: c.record.tasks.length, argv: c.record.argv })),
+      components: components.map((c, i) => ({
+        component: i,
+        runtime: c.record.runtime,
+        ntasks: c.record.tasks.length,
+        argv: c.record.argv,
+      })),
     });
-    const stop = new StopControl(cancel, node, tracker, (signal) => this.#emit({ event: "cancel", signal, reason: cancel.reason }));
+    const stop = new StopControl(cancel, node, tracker, (signal) =>
+      this.#emit({ event: "cancel", signal, reason: cancel.reason }),
+    );
     if (this.#o.timeLimit !== undefined) {
       const limit = this.#o.timeLimit;
-      stop.limitTime(limit, () => this.#o.report(`step ${first.jobId}.${first.stepId} cancelled: time limit of ${limit} s reached`));
+      stop.limitTime(limit, () =>
+        this.#o.report(`step ${first.jobId}.${first.stepId} cancelled: time limit of ${limit} s reached`),
+      );
     }
     const unguard = this.#guardOutputs();
     const setupTried: number[] = [];
@@ -251,14 +286,28 @@ export class StepSession {
     const { registry, node } = this.#o;
     for (const [i, c] of components.entries()) {
       // A signal must not wait for a slow or hung plugin init (up to PluginInitTimeout).
-      const index = await Promise.race([registry.load(c.record.runtime || undefined, "step"), stop.cancelled.then(() => undefined)]);
+      const index = await Promise.race([
+        registry.load(c.record.runtime || undefined, "step"),
+        stop.cancelled.then(() => undefined),
+      ]);
       if (index === undefined) return false;
       const info = registry.info(index);
       c.record.runtime = info.name;
       for (const task of c.record.tasks) task.env.SLURM_RUNTIME = info.name;
       indexes.push(index);
-      node.log("verbose", `component ${i}: runtime ${info.type} (index ${index}) ${info.package ?? ""}@${info.version} ${info.path ?? ""}`);
-      this.#emit({ event: "runtime", component: i, index, type: info.type, package: info.package, version: info.version, path: info.path });
+      node.log(
+        "verbose",
+        `component ${i}: runtime ${info.type} (index ${index}) ${info.package ?? ""}@${info.version} ${info.path ?? ""}`,
+      );
+      this.#emit({
+        event: "runtime",
+        component: i,
+        index,
+        type: info.type,
+        package: info.package,
+        version: info.version,
+        path: info.path,
+      });
     }
     return true;
   }
@@ -267,23 +316,46 @@ export class StepSession {
    * Setup per component, in order. Its state is journaled at once (so `jobrt gc` gets it after a
    * crash); under `jobrt exec` the state the step's first setup on this node published is used.
    */
-  async #setup(components: PlannedComponent[], indexes: number[], setupTried: number[], states: StepStateText[], journal: StepJournal | undefined, record: () => void): Promise<boolean> {
+  async #setup(
+    components: PlannedComponent[],
+    indexes: number[],
+    setupTried: number[],
+    states: StepStateText[],
+    journal: StepJournal | undefined,
+    record: () => void,
+  ): Promise<boolean> {
     for (const [i, c] of components.entries()) {
       if (this.#o.cancel.requested) return false;
       setupTried.push(i);
-      const client = { ...(this.#o.client ?? { verbose: 0 }), progress: (p: PullProgress) => this.#emit({ event: "pull", component: i, ...p }) };
+      const client = {
+        ...(this.#o.client ?? { verbose: 0 }),
+        progress: (p: PullProgress) => this.#emit({ event: "pull", component: i, ...p }),
+      };
       const own = await this.#o.registry.setup(indexes[i]!, { node: this.#o.node, step: c.record, client });
       // Our own state first: if publishing fails, cleanup still gets what our setup made.
       states[i] = own;
       if (journal) states[i] = journal.shareState(c.record, own);
       record();
-      this.#emit({ event: "setup", component: i, runtime: c.record.runtime, ...this.#o.registry.describe(indexes[i]!, states[i]) });
+      this.#emit({
+        event: "setup",
+        component: i,
+        runtime: c.record.runtime,
+        ...this.#o.registry.describe(indexes[i]!, states[i]),
+      });
     }
     return !this.#o.cancel.requested;
   }
 
   /** Opens every task's files, then starts every task; resolves with their statuses. */
-  async #launch(components: PlannedComponent[], indexes: number[], states: StepStateText[], tracker: ProcessTracker, stop: StopControl, journal: StepJournal | undefined, forkerCgroup: string | undefined): Promise<number[]> {
+  async #launch(
+    components: PlannedComponent[],
+    indexes: number[],
+    states: StepStateText[],
+    tracker: ProcessTracker,
+    stop: StopControl,
+    journal: StepJournal | undefined,
+    forkerCgroup: string | undefined,
+  ): Promise<number[]> {
     const { node, cancel } = this.#o;
     const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
     const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
@@ -298,7 +370,12 @@ export class StepSession {
       stderr: this.#o.stderr ?? process.stderr,
     });
     stdio.open(components);
-    const spawner = new TaskSpawner(stdio.all(), (line) => node.log("warn", line), this.#afterDeath(journal), forkerCgroup);
+    const spawner = new TaskSpawner(
+      stdio.all(),
+      (line) => node.log("warn", line),
+      this.#afterDeath(journal),
+      forkerCgroup,
+    );
     if (spawner.forkerPid !== undefined) journal?.recordForker(spawner.forkerPid);
     stop.afterKill((seconds) => spawner.killForker(seconds));
     const ctx: TaskContext = {
@@ -374,11 +451,20 @@ export class StepSession {
   async #endProcesses(tracker: ProcessTracker): Promise<void> {
     tracker.killAll();
     const bound = (this.#o.node.killWait + 5) * 1000;
-    if (!(await tracker.waitEmpty(bound))) this.#o.node.log("warn", `processes of the step were still alive ${bound} ms after SIGKILL (uninterruptible sleep?)`);
+    if (!(await tracker.waitEmpty(bound)))
+      this.#o.node.log(
+        "warn",
+        `processes of the step were still alive ${bound} ms after SIGKILL (uninterruptible sleep?)`,
+      );
   }
 
   /** Cleanup always, in reverse order, for every component whose setup was attempted. */
-  async #cleanup(components: PlannedComponent[], indexes: number[], setupTried: number[], states: StepStateText[]): Promise<boolean> {
+  async #cleanup(
+    components: PlannedComponent[],
+    indexes: number[],
+    setupTried: number[],
+    states: StepStateText[],
+  ): Promise<boolean> {
     let failed = false;
     for (const i of [...setupTried].reverse()) {
       const c = components[i]!;
@@ -387,7 +473,13 @@ export class StepSession {
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: true });
       } catch (error) {
         failed = true;
-        const e = isJobrtError(error) ? error : jobrtError("ERR_RUNTIME_HOOK", { runtime: c.record.runtime, hook: "cleanup", reason: messageOf(error) }, { cause: error });
+        const e = isJobrtError(error)
+          ? error
+          : jobrtError(
+              "ERR_RUNTIME_HOOK",
+              { runtime: c.record.runtime, hook: "cleanup", reason: messageOf(error) },
+              { cause: error },
+            );
         this.#report(e);
         this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: false, error: e.message });
       }
@@ -403,7 +495,11 @@ export class StepSession {
     // handles SIGTERM and exits 7 exits 7, as srun and slurmstepd report it.
     if (cancel.signal && this.#started === 0) status = Math.max(status, 128 + signalNumber(cancel.signal));
     const error = this.#firstError;
-    this.#emit({ event: "step-end", status, ...(error ? { error: error.message, code: error.code, ...causeCodeOf(error) } : {}) });
+    this.#emit({
+      event: "step-end",
+      status,
+      ...(error ? { error: error.message, code: error.code, ...causeCodeOf(error) } : {}),
+    });
     return { status, taskStatus, ...(error ? { error } : {}) };
   }
 }

@@ -50,7 +50,8 @@ export function hetFromSlurm(env: NodeJS.ProcessEnv): HetInfo | undefined {
   const size = Number(env.SLURM_HET_SIZE ?? env.SLURM_PACK_SIZE);
   if (!Number.isInteger(size) || size < 2) return undefined;
   const node = env.SLURMD_NODENAME ?? "";
-  const groupNodes = (n: number) => expandHostList(env[`SLURM_JOB_NODELIST_HET_GROUP_${n}`] ?? env[`SLURM_JOB_NODELIST_PACK_GROUP_${n}`] ?? "");
+  const groupNodes = (n: number) =>
+    expandHostList(env[`SLURM_JOB_NODELIST_HET_GROUP_${n}`] ?? env[`SLURM_JOB_NODELIST_PACK_GROUP_${n}`] ?? "");
   let component = -1;
   for (let n = 0; n < size; n++) if (groupNodes(n).includes(node)) component = n;
   if (component < 0) return { component: 0, size, taskOffset: 0 };

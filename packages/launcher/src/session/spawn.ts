@@ -59,13 +59,20 @@ export class TaskSpawner {
    * what the forker runs if jobrt dies while tasks run; `forkerCgroup`: the cgroup (made now) the
    * forker is born in (forkercgroup.ts).
    */
-  constructor(stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath, forkerCgroup?: string) {
+  constructor(
+    stdios: Map<number, StdioItem[]>,
+    warn: (line: string) => void,
+    afterDeath?: AfterDeath,
+    forkerCgroup?: string,
+  ) {
     this.#stdios = stdios;
     const found = forkerPerl();
     if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn, afterDeath, forkerCgroup);
     else if (!saidNoForker) {
       saidNoForker = true;
-      warn(`tasks are started by Node (${found.missing}): a task killed by a real-time signal (34-64) is reported as exit 0`);
+      warn(
+        `tasks are started by Node (${found.missing}): a task killed by a real-time signal (34-64) is reported as exit 0`,
+      );
     }
   }
 
@@ -111,13 +118,21 @@ export class TaskSpawner {
   }
 }
 
-function startForker(perl: string, stdios: Map<number, StdioItem[]>, warn: (line: string) => void, afterDeath?: AfterDeath, cgroup?: string): TaskForker | undefined {
+function startForker(
+  perl: string,
+  stdios: Map<number, StdioItem[]>,
+  warn: (line: string) => void,
+  afterDeath?: AfterDeath,
+  cgroup?: string,
+): TaskForker | undefined {
   try {
     const forker = new TaskForker(perl, stdios, warn, afterDeath);
     if (cgroup && forker.pid !== undefined) moveToForkerCgroup(cgroup, forker.pid, warn);
     return forker;
   } catch (error) {
-    warn(`tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`);
+    warn(
+      `tasks are started by Node (${messageOf(error)}): a task killed by a real-time signal (34-64) is reported as exit 0`,
+    );
     return undefined;
   }
 }
@@ -147,8 +162,17 @@ function nodeSpawn(spec: ExecSpec, stdio: StdioItem[], user: TaskStartOptions["u
   const [file, ...args] = spec.argv;
   // Node's spawn writes strings as UTF-8: a byte that is not would reach the task altered.
   const raw = [...spec.argv, ...Object.entries(spec.env).flat()].find(carriesRawBytes);
-  if (raw !== undefined) throw new Error(`${JSON.stringify(raw.slice(0, 60))} holds bytes that are not UTF-8, which only the task forker (perl) passes unchanged`);
-  return spawn(file!, args, { cwd: spec.cwd, env: spec.env, stdio, detached: true, ...(user ? { uid: user.uid, gid: user.gid } : {}) });
+  if (raw !== undefined)
+    throw new Error(
+      `${JSON.stringify(raw.slice(0, 60))} holds bytes that are not UTF-8, which only the task forker (perl) passes unchanged`,
+    );
+  return spawn(file!, args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    stdio,
+    detached: true,
+    ...(user ? { uid: user.uid, gid: user.gid } : {}),
+  });
 }
 
 /** Node's spawn reports a failed exec as an 'error' event; a started child as 'spawn'. */
@@ -166,8 +190,13 @@ function started(child: ChildProcess): Promise<TaskProcess> {
 }
 
 /** Starts one task with a spawner of its own (createTaskGroup: the testkit, runtime-oci's test host). */
-export function spawnTaskProcess(spec: ExecSpec, options: TaskStartOptions & { stdio: StdioItem[]; taskId: number }): Promise<TaskProcess> {
-  const spawner = new TaskSpawner(new Map([[options.taskId, options.stdio]]), (line) => process.stderr.write(`jobrt: warning: ${line}\n`));
+export function spawnTaskProcess(
+  spec: ExecSpec,
+  options: TaskStartOptions & { stdio: StdioItem[]; taskId: number },
+): Promise<TaskProcess> {
+  const spawner = new TaskSpawner(new Map([[options.taskId, options.stdio]]), (line) =>
+    process.stderr.write(`jobrt: warning: ${line}\n`),
+  );
   try {
     return spawner.start(options.taskId, spec, options);
   } finally {

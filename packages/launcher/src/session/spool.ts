@@ -1,4 +1,18 @@
-import { constants, type Stats, closeSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readSync, realpathSync, rmdirSync, unlinkSync, writeSync } from "node:fs";
+import {
+  constants,
+  type Stats,
+  closeSync,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  realpathSync,
+  rmdirSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
@@ -39,7 +53,8 @@ function makeDirs(path: string, mode: number): void {
     try {
       mkdirSync(current, { mode });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw spoolError(`cannot create ${current}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST")
+        throw spoolError(`cannot create ${current}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
     }
   }
 }
@@ -53,10 +68,16 @@ function checkPath(realSpool: string, uid: number): void {
   for (const part of ["", ...realSpool.split(sep).filter(Boolean)]) {
     current = join(current, part);
     const st = lstatSync(current);
-    if (st.uid !== 0 && st.uid !== uid) throw spoolError(`${current} belongs to uid ${st.uid}: SpoolDir and its parents must belong to root or uid ${uid}`);
+    if (st.uid !== 0 && st.uid !== uid)
+      throw spoolError(
+        `${current} belongs to uid ${st.uid}: SpoolDir and its parents must belong to root or uid ${uid}`,
+      );
     const othersWrite = (st.mode & 0o022) !== 0;
     const sticky = (st.mode & 0o1000) !== 0;
-    if (othersWrite && !sticky) throw spoolError(`${current} is writable by other users (mode ${(st.mode & 0o7777).toString(8)}): make it 0755, or 1777 like /tmp`);
+    if (othersWrite && !sticky)
+      throw spoolError(
+        `${current} is writable by other users (mode ${(st.mode & 0o7777).toString(8)}): make it 0755, or 1777 like /tmp`,
+      );
   }
 }
 
@@ -75,14 +96,18 @@ function jobsDirFor(spoolDir: string, uid: number, create: boolean): string | un
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "EACCES" || code === "EPERM") return undefined;
-      if (code !== "EEXIST") throw spoolError(`cannot create ${jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
+      if (code !== "EEXIST")
+        throw spoolError(`cannot create ${jobsDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
     }
     st = lstatSync(jobsDir);
   }
-  if (st.isSymbolicLink()) throw spoolError(`${jobsDir} is a symbolic link: remove it (jobrt never follows links in SpoolDir)`);
+  if (st.isSymbolicLink())
+    throw spoolError(`${jobsDir} is a symbolic link: remove it (jobrt never follows links in SpoolDir)`);
   if (!st.isDirectory()) throw spoolError(`${jobsDir} is not a directory: remove it`);
-  if (st.uid !== uid) throw spoolError(`${jobsDir} belongs to uid ${st.uid}, not ${uid} (made by another user?): remove it`);
-  if ((st.mode & 0o077) !== 0) throw spoolError(`${jobsDir} is open to other users (mode ${(st.mode & 0o777).toString(8)}): chmod 700 it`);
+  if (st.uid !== uid)
+    throw spoolError(`${jobsDir} belongs to uid ${st.uid}, not ${uid} (made by another user?): remove it`);
+  if ((st.mode & 0o077) !== 0)
+    throw spoolError(`${jobsDir} is open to other users (mode ${(st.mode & 0o777).toString(8)}): chmod 700 it`);
   return jobsDir;
 }
 
@@ -90,7 +115,11 @@ function jobsDirFor(spoolDir: string, uid: number, create: boolean): string | un
  * Opens SpoolDir for this user, creating what is missing. When this user has no place in it (a
  * root-owned SpoolDir that is not shared) it throws if `required`, else returns undefined.
  */
-export function openSpool(spoolDir: string, node: string, options: { create: boolean; required?: boolean } = { create: true }): Spool | undefined {
+export function openSpool(
+  spoolDir: string,
+  node: string,
+  options: { create: boolean; required?: boolean } = { create: true },
+): Spool | undefined {
   const uid = myUid();
   try {
     if (options.create) makeDirs(spoolDir, uid === 0 ? 0o755 : 0o700);
@@ -104,7 +133,10 @@ export function openSpool(spoolDir: string, node: string, options: { create: boo
     checkPath(real, uid);
     const jobsDir = jobsDirFor(real, uid, options.create);
     if (!jobsDir) {
-      if (options.required) throw spoolError(`${real} has no place for uid ${uid}'s records: it belongs to root and is not shared (make it 1777 like /tmp, or set a SpoolDir of the user's own)`);
+      if (options.required)
+        throw spoolError(
+          `${real} has no place for uid ${uid}'s records: it belongs to root and is not shared (make it 1777 like /tmp, or set a SpoolDir of the user's own)`,
+        );
       return undefined;
     }
     checkNodeMarker(jobsDir, node);
@@ -132,7 +164,8 @@ export function readNoFollow(path: string, max = 64 * 1024): string | undefined 
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "ENOTREG" });
-    if (st.size > max) throw Object.assign(new Error(`${path} is ${st.size} bytes, more than the ${max}-byte limit`), { code: "EFBIG" });
+    if (st.size > max)
+      throw Object.assign(new Error(`${path} is ${st.size} bytes, more than the ${max}-byte limit`), { code: "EFBIG" });
     const buf = Buffer.alloc(st.size);
     const n = readSync(fd, buf, 0, st.size, 0);
     return buf.subarray(0, n).toString("utf8");

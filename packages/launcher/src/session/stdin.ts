@@ -5,7 +5,11 @@ import type { Readable } from "node:stream";
  * srun's default `--input=all` with several tasks: jobrt's stdin is copied to every task that has
  * a pipe, from when all of them have started until all of them are done.
  */
-export function copyStdinToTasks(stdin: Readable, spawned: Promise<TaskProcess | undefined>[], done: Promise<unknown>): void {
+export function copyStdinToTasks(
+  stdin: Readable,
+  spawned: Promise<TaskProcess | undefined>[],
+  done: Promise<unknown>,
+): void {
   void Promise.all(spawned).then((children) => {
     const outs = children.map((c) => c?.stdin).filter((s): s is NonNullable<typeof s> => Boolean(s));
     if (outs.length === 0) return;

@@ -80,7 +80,13 @@ export class StepStdio {
   }
 
   #target(pattern: string, option: string, c: PlannedComponent, task: TaskRecord, fds: number[]): number | Writable {
-    const values = { jobId: c.record.jobId, stepId: c.record.stepId, taskId: task.globalId, nodeName: this.context.nodeName, nodeId: c.record.nodeId };
+    const values = {
+      jobId: c.record.jobId,
+      stepId: c.record.stepId,
+      taskId: task.globalId,
+      nodeName: this.context.nodeName,
+      nodeId: c.record.nodeId,
+    };
     if (isPerTask(pattern)) {
       const path = expandFilePattern(pattern, option, values);
       return this.#open(option, path, () => openOutput(path, this.context.user), fds);
@@ -107,7 +113,13 @@ export class StepStdio {
       // Too few descriptors to copy stdin to every task: the first task gets it.
       return task.globalId === 0 ? "inherit" : "ignore";
     }
-    const values = { jobId: c.record.jobId, stepId: c.record.stepId, taskId: task.globalId, nodeName: this.context.nodeName, nodeId: c.record.nodeId };
+    const values = {
+      jobId: c.record.jobId,
+      stepId: c.record.stepId,
+      taskId: task.globalId,
+      nodeName: this.context.nodeName,
+      nodeId: c.record.nodeId,
+    };
     const path = expandFilePattern(input, "--input", values);
     return this.#open("--input", path, () => openInput(path, this.context.user), fds);
   }
@@ -162,9 +174,15 @@ export class StepStdio {
    * Copies a started task's piped output to its destinations, line by line (labelled with -l),
    * or into `output` events with --json. Resolves when the task's pipes have closed.
    */
-  attach(child: TaskProcess, task: TaskRecord, label: boolean, emitLine: (stream: "stdout" | "stderr", line: string) => void): Promise<void>[] {
+  attach(
+    child: TaskProcess,
+    task: TaskRecord,
+    label: boolean,
+    emitLine: (stream: "stdout" | "stderr", line: string) => void,
+  ): Promise<void>[] {
     const prefix = Buffer.from(`${task.globalId}: `);
-    const labelled = (piece: Buffer, atLineStart: boolean) => (label && atLineStart ? Buffer.concat([prefix, piece]) : piece);
+    const labelled = (piece: Buffer, atLineStart: boolean) =>
+      label && atLineStart ? Buffer.concat([prefix, piece]) : piece;
     const pipes: Promise<void>[] = [];
     for (const route of this.of(task).routes) {
       const source = (route.stream === "stdout" ? child.stdout : child.stderr) as Readable | null;
@@ -174,7 +192,9 @@ export class StepStdio {
       else {
         // --json: each line becomes an event; the transform drops the newline.
         const sink = functionSink((line) => emitLine(route.stream, line.toString()));
-        pipes.push(pipeLines(source, sink, (piece) => (piece.at(-1) === 0x0a ? piece.subarray(0, -1) : piece).toString()));
+        pipes.push(
+          pipeLines(source, sink, (piece) => (piece.at(-1) === 0x0a ? piece.subarray(0, -1) : piece).toString()),
+        );
       }
     }
     return pipes;

@@ -62,17 +62,31 @@ function text(v: unknown): string | undefined {
 function componentView(c: unknown): StepComponentView | undefined {
   if (typeof c !== "object" || c === null) return undefined;
   const r = c as Record<string, unknown>;
-  const container = typeof r.container === "object" && r.container !== null ? (r.container as Record<string, unknown>) : {};
-  const options = typeof container.options === "object" && container.options !== null ? (container.options as Record<string, unknown>) : {};
+  const container =
+    typeof r.container === "object" && r.container !== null ? (r.container as Record<string, unknown>) : {};
+  const options =
+    typeof container.options === "object" && container.options !== null
+      ? (container.options as Record<string, unknown>)
+      : {};
   const image = Array.isArray(options.image) ? text(options.image[0]) : undefined;
   const containerId = Array.isArray(options.id) ? text(options.id[0]) : undefined;
   const value = text(container.value);
-  return { runtime: text(r.runtime) ?? "?", ...(value ? { container: value } : {}), ...(image ? { image } : {}), ...(containerId ? { containerId } : {}), tasks: Array.isArray(r.tasks) ? r.tasks.length : 0 };
+  return {
+    runtime: text(r.runtime) ?? "?",
+    ...(value ? { container: value } : {}),
+    ...(image ? { image } : {}),
+    ...(containerId ? { containerId } : {}),
+    tasks: Array.isArray(r.tasks) ? r.tasks.length : 0,
+  };
 }
 
 /** What `jobrt gc` would do with a dead entry (collect.ts, collectOrphans). */
 function gcVerdict(spool: Spool, entry: JournalEntry, view: StepView): [NonNullable<StepView["gcAction"]>, string] {
-  if (!collectsFor(spool, entry.record)) return ["leave", "leave it: its record names another user or a group the user is not in (root's gc acts only as the journal's user)"];
+  if (!collectsFor(spool, entry.record))
+    return [
+      "leave",
+      "leave it: its record names another user or a group the user is not in (root's gc acts only as the journal's user)",
+    ];
   let live = 0;
   try {
     const boot = typeof entry.host?.boot === "string" ? entry.host.boot : "";
@@ -83,14 +97,19 @@ function gcVerdict(spool: Spool, entry: JournalEntry, view: StepView): [NonNulla
   }
   const runtimes = view.components.map((c) => c.runtime).join(", ") || "no runtime (no record written)";
   const claimed = entry.staleClaim ? " (a gc that died had begun)" : "";
-  return ["collect", `collect it${claimed}: kill ${live} task process group(s) left running, clean up ${runtimes}, remove the entry`];
+  return [
+    "collect",
+    `collect it${claimed}: kill ${live} task process group(s) left running, clean up ${runtimes}, remove the entry`,
+  ];
 }
 
 function entryView(spool: Spool, entry: JournalEntry): StepView {
   const name = basename(entry.dir).replace(/\.gc-\d+-\d+$/, "");
   const exec = /^exec-\d+\.(\d+)\.\d+$/.exec(name);
   const record = entry.record as unknown as Record<string, unknown> | undefined;
-  const components = Array.isArray(record?.components) ? record.components.map(componentView).filter((c) => c !== undefined) : [];
+  const components = Array.isArray(record?.components)
+    ? record.components.map(componentView).filter((c) => c !== undefined)
+    : [];
   const alive = hostAlive(entry);
   const view: StepView = {
     jobId: entry.jobId,

@@ -1,5 +1,14 @@
 import { statSync } from "node:fs";
-import { type ExecSpec, NOT_SUPPORTED, type NodeConf, type RuntimeRegistry, type StepStateText, type TaskRecord, jobrtError, messageOf } from "@jobrt/core";
+import {
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type RuntimeRegistry,
+  type StepStateText,
+  type TaskRecord,
+  jobrtError,
+  messageOf,
+} from "@jobrt/core";
 import { type FileUser, asUser } from "./asuser.js";
 import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
@@ -33,7 +42,13 @@ export interface TaskContext {
 }
 
 /** Asks the runtime what to start for a task: its ExecSpec, or the task's own argv. */
-async function execSpecFor(ctx: TaskContext, index: number, c: PlannedComponent, task: TaskRecord, state: StepStateText): Promise<ExecSpec> {
+async function execSpecFor(
+  ctx: TaskContext,
+  index: number,
+  c: PlannedComponent,
+  task: TaskRecord,
+  state: StepStateText,
+): Promise<ExecSpec> {
   const call = { node: ctx.node, step: c.record, task, state };
   await ctx.registry.taskInit(index, call);
   const result = await ctx.registry.run(index, call);
@@ -56,7 +71,14 @@ function isMissingDirectory(path: string, user: FileUser | undefined): boolean {
  * Runs one task to its end and returns its status: taskInit, run, spawn through the one spawn path,
  * copy its output, and when its process exits, kill whatever it left in its cgroup (or group).
  */
-export async function runTask(ctx: TaskContext, index: number, componentIndex: number, c: PlannedComponent, task: TaskRecord, onSpawn: (child: TaskProcess) => void): Promise<number> {
+export async function runTask(
+  ctx: TaskContext,
+  index: number,
+  componentIndex: number,
+  c: PlannedComponent,
+  task: TaskRecord,
+  onSpawn: (child: TaskProcess) => void,
+): Promise<number> {
   let spec: ExecSpec;
   try {
     spec = await execSpecFor(ctx, index, c, task, ctx.states[componentIndex]);
@@ -72,7 +94,12 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
   const user = dropTo(ctx.node.hostUid, c.record.uid, c.record.gid);
   if (isMissingDirectory(spec.cwd, user)) {
     ctx.stdio.closeTask(task);
-    ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory` }), "");
+    ctx.fail(
+      jobrtError("ERR_LAUNCH", {
+        problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: no such directory`,
+      }),
+      "",
+    );
     return 1;
   }
   ctx.node.log("verbose", `task ${task.globalId}: exec ${JSON.stringify(spec.argv)} in ${spec.cwd}`);
@@ -81,7 +108,10 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
     started = ctx.spawner.start(task.globalId, spec, { tracker: ctx.tracker, ...(user ? { user } : {}) });
   } catch (error) {
     ctx.stdio.closeTask(task);
-    ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot start ${spec.argv[0]}: ${messageOf(error)}` }), "");
+    ctx.fail(
+      jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot start ${spec.argv[0]}: ${messageOf(error)}` }),
+      "",
+    );
     return 1;
   }
   ctx.stdio.closeTask(task);
@@ -89,7 +119,8 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
   try {
     child = await started;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).syscall === "chdir") return cannotEnter(ctx, task, spec, error as NodeJS.ErrnoException);
+    if ((error as NodeJS.ErrnoException).syscall === "chdir")
+      return cannotEnter(ctx, task, spec, error as NodeJS.ErrnoException);
     return cannotExecute(ctx, componentIndex, task, spec, error as NodeJS.ErrnoException);
   }
   onSpawn(child);
@@ -98,27 +129,65 @@ export async function runTask(ctx: TaskContext, index: number, componentIndex: n
 
 /** The task's directory could not be entered as its user (after the uid drop): it is not started. */
 function cannotEnter(ctx: TaskContext, task: TaskRecord, spec: ExecSpec, error: NodeJS.ErrnoException): number {
-  const why = error.code === "EACCES" ? "permission denied" : error.code === "ENOENT" || error.code === "ENOTDIR" ? "no such directory" : messageOf(error);
-  ctx.fail(jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: ${why}` }), "");
+  const why =
+    error.code === "EACCES"
+      ? "permission denied"
+      : error.code === "ENOENT" || error.code === "ENOTDIR"
+        ? "no such directory"
+        : messageOf(error);
+  ctx.fail(
+    jobrtError("ERR_LAUNCH", { problem: `task ${task.globalId}: cannot change to directory ${spec.cwd}: ${why}` }),
+    "",
+  );
   return 1;
 }
 
 /** The task's program could not be executed: 127 when not found, 126 when not executable. */
-function cannotExecute(ctx: TaskContext, componentIndex: number, task: TaskRecord, spec: ExecSpec, error: NodeJS.ErrnoException): number {
+function cannotExecute(
+  ctx: TaskContext,
+  componentIndex: number,
+  task: TaskRecord,
+  spec: ExecSpec,
+  error: NodeJS.ErrnoException,
+): number {
   const code = error.code === "ENOENT" ? 127 : error.code === "EACCES" ? 126 : 1;
-  const why = error.code === "ENOENT" ? "command not found" : error.code === "EACCES" ? "permission denied" : messageOf(error);
+  const why =
+    error.code === "ENOENT" ? "command not found" : error.code === "EACCES" ? "permission denied" : messageOf(error);
   ctx.report(`task ${task.globalId}: cannot execute ${spec.argv[0]}: ${why}`);
-  ctx.emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal: null, status: code, error: why });
+  ctx.emit({
+    event: "task-exit",
+    task: task.globalId,
+    component: componentIndex,
+    code,
+    signal: null,
+    status: code,
+    error: why,
+  });
   return code;
 }
 
-function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord, spec: ExecSpec, child: TaskProcess): Promise<number> {
+function waitForTask(
+  ctx: TaskContext,
+  componentIndex: number,
+  task: TaskRecord,
+  spec: ExecSpec,
+  child: TaskProcess,
+): Promise<number> {
   return new Promise<number>((resolve) => {
     const pid = child.pid as number;
     task.pid = pid;
     ctx.stop.started(pid, spec.signals ?? "group");
-    ctx.emit({ event: "task-start", task: task.globalId, component: componentIndex, pid, exec: spec.argv === task.argv ? null : spec, argv: spec.argv });
-    const pipes = ctx.stdio.attach(child, task, ctx.label, (stream, data) => ctx.emit({ event: "output", task: task.globalId, stream, data }));
+    ctx.emit({
+      event: "task-start",
+      task: task.globalId,
+      component: componentIndex,
+      pid,
+      exec: spec.argv === task.argv ? null : spec,
+      argv: spec.argv,
+    });
+    const pipes = ctx.stdio.attach(child, task, ctx.label, (stream, data) =>
+      ctx.emit({ event: "output", task: task.globalId, stream, data }),
+    );
     child.stdin?.on("error", () => {});
     child.on("exit", () => {
       ctx.stop.ended(pid);
@@ -146,7 +215,10 @@ function waitForTask(ctx: TaskContext, componentIndex: number, task: TaskRecord,
 function releaseHeldPipes(ctx: TaskContext, child: TaskProcess): void {
   const timer = setTimeout(() => {
     if (child.stdout?.readableEnded === false || child.stderr?.readableEnded === false) {
-      ctx.node.log("warn", `task process ${child.pid} exited, but a process that escaped its process group still holds its output: output no longer read (ProcTrack=cgroup kills such processes unless they left the step's cgroup)`);
+      ctx.node.log(
+        "warn",
+        `task process ${child.pid} exited, but a process that escaped its process group still holds its output: output no longer read (ProcTrack=cgroup kills such processes unless they left the step's cgroup)`,
+      );
       child.stdout?.destroy();
       child.stderr?.destroy();
     }

@@ -49,7 +49,8 @@ export function openOutput(path: string, user: FileUser | undefined): number {
  */
 export function openInput(path: string, user: FileUser | undefined): number {
   return asUser(user, () => {
-    if (isFifo(path)) throw Object.assign(new Error("is a FIFO (pipe it into jobrt's stdin instead)"), { code: "EFIFO" });
+    if (isFifo(path))
+      throw Object.assign(new Error("is a FIFO (pipe it into jobrt's stdin instead)"), { code: "EFIFO" });
     return checkKind(openSync(path, constants.O_RDONLY));
   });
 }

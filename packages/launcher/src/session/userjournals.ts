@@ -33,7 +33,8 @@ export function userSpools(spoolDir: string): Spool[] {
     const jobsDir = join(real, name);
     try {
       const st = lstatSync(jobsDir);
-      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0) out.push({ spoolDir: real, jobsDir, uid, gid: st.gid });
+      if (st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0)
+        out.push({ spoolDir: real, jobsDir, uid, gid: st.gid });
     } catch {
       // gone while we looked
     }
@@ -66,7 +67,11 @@ export function collectsFor(spool: Spool, record: JournalRecord | undefined): bo
   // The record is the user's JSON: any shape at all (junk is collected by nobody but its user).
   const components: unknown = record?.components;
   const groupOk = (gid: unknown) => typeof gid === "number" && (gid === spool.gid || userHasGroup(spool.uid, gid));
-  return Array.isArray(components) && components.length > 0 && components.every((c) => c?.uid === spool.uid && groupOk(c.gid));
+  return (
+    Array.isArray(components) &&
+    components.length > 0 &&
+    components.every((c) => c?.uid === spool.uid && groupOk(c.gid))
+  );
 }
 
 /** The real uid of process `pid`, undefined when it is gone. */

@@ -2,7 +2,15 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
-import { type CachedImage, acquireStepImage, fitImageUser, loadImageSettings, parseImageReference, releaseStepImage, resolveForStep } from "@jobrt/images";
+import {
+  type CachedImage,
+  acquireStepImage,
+  fitImageUser,
+  loadImageSettings,
+  parseImageReference,
+  releaseStepImage,
+  resolveForStep,
+} from "@jobrt/images";
 
 /** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
 export const IMAGE_OPTION = "image";
@@ -12,7 +20,11 @@ export function imageOption(c: ContainerRequest): string | undefined {
   const v = c.options[IMAGE_OPTION];
   if (v === undefined || v.length === 0) return undefined;
   if (v.length > 1 || v[0] === "") {
-    throw jobrtError("ERR_CONTAINER_REQUEST", { problem: v.length > 1 ? "--container-image given twice" : "--container-image: empty value" }, { details: { runtime: "runtime/oci", key: "--container-image" } });
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: v.length > 1 ? "--container-image given twice" : "--container-image: empty value" },
+      { details: { runtime: "runtime/oci", key: "--container-image" } },
+    );
   }
   return v[0];
 }
@@ -20,7 +32,12 @@ export function imageOption(c: ContainerRequest): string | undefined {
 const WHO = "runtime oci";
 
 /** Setup's image work: the cached bundle this step runs from (pulled and unpacked if needed). */
-export function setupImage(node: NodeConf, step: StepRecord, text: string, progress?: (p: PullProgress) => void): Promise<CachedImage> {
+export function setupImage(
+  node: NodeConf,
+  step: StepRecord,
+  text: string,
+  progress?: (p: PullProgress) => void,
+): Promise<CachedImage> {
   return acquireStepImage(node, step, text, WHO, progress);
 }
 
@@ -80,7 +97,9 @@ export function checkImageVolumes(rootfs: string, mounts: Mount[]): void {
     if (imageHasMountPoint(rootfs, m.destination)) continue;
     throw jobrtError(
       "ERR_CONTAINER_REQUEST",
-      { problem: `--container-volume ${m.source}:${m.destination}: ${m.destination} does not exist in the image, whose root filesystem is shared and read-only; mount on a path the image has, or under /tmp` },
+      {
+        problem: `--container-volume ${m.source}:${m.destination}: ${m.destination} does not exist in the image, whose root filesystem is shared and read-only; mount on a path the image has, or under /tmp`,
+      },
       { details: { runtime: "runtime/oci", key: "--container-volume" } },
     );
   }
