@@ -1,5 +1,5 @@
-import { mkdirSync, readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { type Lease, releaseLease, tryLease } from "./lease.js";
 import { makeDir, readMountInfo } from "@jobrt/host-services";
 import { addNodeMark, dropNodeMark, sharedStoreProblem } from "./shared.js";
@@ -43,9 +43,10 @@ export async function mountShared(
   mark: string,
   from: { store: string; node: string },
 ): Promise<string> {
-  // CacheDir with its parents, as the node cache makes it: a node whose CacheDir was not there yet
-  // fell back to pulling into its node cache instead of mounting the store's image.
-  mkdirSync(cacheDir, { recursive: true, mode: 0o755 });
+  // CacheDir with its missing parents, each 0755 whatever the umask (a job user's runc enters the
+  // mount): a node whose CacheDir was not there yet fell back to pulling into its node cache.
+  for (const dir of missingDirs(cacheDir)) makeDir(dir, 0o755);
+  makeDir(cacheDir, 0o755);
   makeDir(mountRoot(cacheDir), 0o755);
   const dir = join(mountRoot(cacheDir), hex);
   return withMountLock(cacheDir, hex, async () => {
@@ -68,6 +69,13 @@ export async function mountShared(
       throw error;
     }
   });
+}
+
+/** The directories of `path` that do not exist yet, outermost first (not `path` itself). */
+function missingDirs(path: string): string[] {
+  const missing: string[] = [];
+  for (let dir = dirname(path); !existsSync(dir) && dir !== dirname(dir); dir = dirname(dir)) missing.unshift(dir);
+  return missing;
 }
 
 /** Where a mount came from (`<hex>.from`): the store and node name whose cluster mark it made. */
