@@ -1,7 +1,7 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 import { loadSiteConfig } from "../src/siteconf.js";
 import { loadCdiRegistry } from "../src/devices/cdiregistry.js";
 import { parseCdiSpec } from "../src/devices/cdispec.js";
@@ -36,11 +36,10 @@ let base: string;
 let dirs: string[];
 let conf: DeviceConf;
 beforeEach(() => {
-  base = mkdtempSync(join(tmpdir(), "jobrt-cdi-"));
+  base = tempDir("jobrt-cdi-");
   dirs = [join(base, "etc"), join(base, "run")];
   conf = { specDirs: dirs, defaults: [], gresKind: "nvidia.com/gpu", gresMap: "index" };
 });
-afterEach(() => rmSync(base, { recursive: true, force: true }));
 
 function write(dir: number, name: string, content: unknown): string {
   const d = dirs[dir]!;

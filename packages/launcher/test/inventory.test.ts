@@ -1,17 +1,16 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 import { cdiInventory } from "../src/devices/inventory.js";
 
 let root: string;
 let dirs: string[];
 beforeEach(() => {
-  root = mkdtempSync(join(tmpdir(), "jobrt-cdi-inventory-"));
+  root = tempDir("jobrt-cdi-inventory-");
   dirs = [join(root, "etc"), join(root, "run")];
   for (const d of dirs) mkdirSync(d, { mode: 0o755 });
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 function spec(dir: number, file: string, kind: string, names: string[], hostPath = "/dev/null"): string {
   const path = join(dirs[dir]!, file);
