@@ -2,7 +2,7 @@
 // services"): plugins may not import the launcher and core spawns nothing, so it lives here once.
 export { type CgroupMembership, isCgroup2, procCgroups } from "./cgroup.js";
 export { executableProblem } from "./executable.js";
-export { type DirOwner, makeDir } from "./makedir.js";
+export { type DirOwner, makeDir, makeDirs } from "./makedir.js";
 export { type MountInfo, readMountInfo } from "./mountinfo.js";
 export { type ProcStat, procStat, processRunning } from "./procstat.js";
 export { type RemoveTreeOptions, removeTree } from "./removetree.js";

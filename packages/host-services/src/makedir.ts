@@ -1,4 +1,5 @@
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, constants, existsSync, fchmodSync, fchownSync, fstatSync, mkdirSync, openSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 
 /** Who a directory should belong to. */
 export interface DirOwner {
@@ -24,5 +25,29 @@ export function makeDir(path: string, mode: number, owner?: DirOwner, acceptOwne
     fchmodSync(fd, mode);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Creates `path` and whichever of its parents are missing, each with exactly `mode` whatever the
+ * umask (a job user must be able to enter a dir root made under umask 077); what exists already,
+ * also when another process made it meanwhile, is left as it is, as `mkdir -p` leaves it.
+ */
+export function makeDirs(path: string, mode: number): void {
+  const missing: string[] = [];
+  for (let dir = resolve(path); !existsSync(dir) && dir !== dirname(dir); dir = dirname(dir)) missing.unshift(dir);
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") continue;
+      throw error;
+    }
+    const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    try {
+      fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
   }
 }

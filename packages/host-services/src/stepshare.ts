@@ -10,6 +10,7 @@ import {
   unlinkSync,
   writeFileSync,
 } from "node:fs";
+import { makeDirs } from "./makedir.js";
 import { join } from "node:path";
 
 /**
@@ -43,7 +44,7 @@ function usableDir(dir: string): boolean {
 export function joinStepShare(o: StepShareOptions): string | undefined {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      if (o.makeParent) mkdirSync(join(o.dir, ".."), { recursive: true, mode: 0o755 });
+      if (o.makeParent) makeDirs(join(o.dir, ".."), 0o755);
       try {
         mkdirSync(o.dir, { mode: 0o700 });
       } catch (error) {

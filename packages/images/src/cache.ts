@@ -1,7 +1,7 @@
-import { lstatSync, mkdirSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
-import { makeDir } from "@jobrt/host-services";
+import { makeDir, makeDirs } from "@jobrt/host-services";
 import type { FetchSpec } from "./fetch.js";
 import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
 import { type ImageReference, sourceName } from "./reference.js";
@@ -144,13 +144,13 @@ function storeFor(
   isPublic: boolean,
 ): { store: string; owner?: { uid: number; gid: number } } {
   const root = hostIsRoot();
-  mkdirSync(settings.cacheDir, { recursive: true, mode: 0o755 });
+  makeDirs(settings.cacheDir, 0o755);
   if (root && isPublic) {
     makeDir(publicStore(settings.cacheDir), 0o755);
     return { store: publicStore(settings.cacheDir) };
   }
   const uid = root ? step.uid : (process.getuid?.() as number);
-  mkdirSync(join(settings.cacheDir, "users"), { recursive: true, mode: 0o755 });
+  makeDirs(join(settings.cacheDir, "users"), 0o755);
   const store = userStore(settings.cacheDir, uid);
   if (root && uid !== 0) {
     makeDir(store, 0o700, { uid: step.uid, gid: step.gid }, [step.uid]);

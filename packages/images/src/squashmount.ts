@@ -1,7 +1,7 @@
-import { existsSync, readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFileSync, readdirSync, rmdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type Lease, releaseLease, tryLease } from "./lease.js";
-import { makeDir, readMountInfo } from "@jobrt/host-services";
+import { makeDir, makeDirs, readMountInfo } from "@jobrt/host-services";
 import { addNodeMark, dropNodeMark, sharedStoreProblem } from "./shared.js";
 import { HEX_RE, addMark, dropMark, liveMarks } from "./store.js";
 import { runTool, toolMessage } from "./tool.js";
@@ -45,7 +45,7 @@ export async function mountShared(
 ): Promise<string> {
   // CacheDir with its missing parents, each 0755 whatever the umask (a job user's runc enters the
   // mount): a node whose CacheDir was not there yet fell back to pulling into its node cache.
-  for (const dir of missingDirs(cacheDir)) makeDir(dir, 0o755);
+  makeDirs(cacheDir, 0o755);
   makeDir(cacheDir, 0o755);
   makeDir(mountRoot(cacheDir), 0o755);
   const dir = join(mountRoot(cacheDir), hex);
@@ -69,13 +69,6 @@ export async function mountShared(
       throw error;
     }
   });
-}
-
-/** The directories of `path` that do not exist yet, outermost first (not `path` itself). */
-function missingDirs(path: string): string[] {
-  const missing: string[] = [];
-  for (let dir = dirname(path); !existsSync(dir) && dir !== dirname(dir); dir = dirname(dir)) missing.unshift(dir);
-  return missing;
 }
 
 /** Where a mount came from (`<hex>.from`): the store and node name whose cluster mark it made. */
