@@ -1,13 +1,17 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "./lib.mjs";
 
-/** A fresh busybox OCI bundle whose process.args are `args`. */
-export function bundleWithArgs(args) {
+/** A fresh busybox OCI bundle whose process.args are `args` (`runc spec --rootless`'s with `rootless`). */
+export function bundleWithArgs(args, { rootless = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-bundle-"));
-  execFileSync("sh", [join(repoRoot, "scripts/busybox-bundle.sh"), dir], { stdio: "ignore" });
+  execFileSync("sh", [join(repoRoot, "scripts/busybox-bundle.sh"), dir, ...(rootless ? ["--rootless"] : [])], {
+    stdio: "ignore",
+  });
+  // A job user's runc must enter it.
+  chmodSync(dir, 0o755);
   const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
   config.process.args = args;
   writeFileSync(join(dir, "config.json"), JSON.stringify(config, null, 2));
@@ -17,6 +21,8 @@ export function bundleWithArgs(args) {
 /** A conf dir with jobrt.conf (SpoolDir in a temp dir) and, optionally, an oci.conf. */
 export function confDir(ociConf) {
   const dir = mkdtempSync(join(tmpdir(), "jobrt-bench-conf-"));
+  // SpoolDir is below it: a job user's runc enters its step dir there.
+  chmodSync(dir, 0o755);
   writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool")}\n`);
   if (ociConf) writeFileSync(join(dir, "oci.conf"), ociConf);
   return dir;

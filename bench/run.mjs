@@ -6,7 +6,17 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
-const ALL = ["launch-none", "launch-oci", "oci-modes", "exit-detection", "startup", "srun", "registry", "images"];
+const ALL = [
+  "launch-none",
+  "launch-oci",
+  "oci-user",
+  "oci-modes",
+  "exit-detection",
+  "startup",
+  "srun",
+  "registry",
+  "images",
+];
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const names = args.filter((a) => !a.startsWith("--"));

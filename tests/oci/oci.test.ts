@@ -8,9 +8,10 @@ import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
-import { failureLine, jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, requires, runProgram, tempDir } from "../helpers/jobrt.js";
 
 const haveRunc = spawnSync("runc", ["--version"]).status === 0;
+const haveStrace = spawnSync("strace", ["-V"]).status === 0;
 const isRoot = process.getuid?.() === 0;
 const badDir = new URL("../../packages/runtime-oci/test/fixtures/bad-oci-conf/", import.meta.url).pathname;
 const sampleDir = new URL("../../packages/runtime-oci/test/fixtures/slurm-samples/", import.meta.url).pathname;
@@ -53,7 +54,12 @@ function processesWith(marker: string): number[] {
 }
 
 describe("jobrt run --runtime oci with real runc", () => {
-  requires({ runc: haveRunc, root: isRoot, "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin) });
+  requires({
+    runc: haveRunc,
+    strace: haveStrace,
+    root: isRoot,
+    "a built jobrt (pnpm turbo run build)": existsSync(jobrtBin),
+  });
   let bundle: string;
   beforeAll(() => {
     bundle = busyboxBundle(join(tempDir("jobrt-oci-bundle-"), "bundle"));
@@ -238,6 +244,50 @@ describe("jobrt run --runtime oci with real runc", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout.trim().split(/\s+/)).toEqual(["0", "65534", "1"]);
+    expect(stepDirs(spool)).toEqual([]);
+  });
+
+  test("--uid nobody, 4 tasks: file work as the job user starts no process; no Node but jobrt runs (strace)", async () => {
+    const base = tempDir("jobrt-oci-nobody-");
+    chmodSync(base, 0o755);
+    const b = busyboxBundle(join(base, "bundle"), true);
+    const { dir, spool } = confDir();
+    const trace = join(tempDir("jobrt-oci-strace-"), "execve");
+    const args = [
+      "run",
+      "--conf-dir",
+      dir,
+      "--jobid",
+      String(jobId()),
+      "-n",
+      "4",
+      "--uid",
+      "nobody",
+      "--gid",
+      "nogroup",
+    ];
+    const strace = ["strace", "-f", "-qq", "-s", "256", "-e", "trace=execve", "-o", trace];
+    const r = await runProgram([
+      ...strace,
+      process.execPath,
+      "--",
+      jobrtBin,
+      ...args,
+      "-D",
+      "/",
+      "--container",
+      b,
+      "true",
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const execs = readFileSync(trace, "utf8")
+      .split("\n")
+      .filter((l) => l.includes("execve(") && !l.includes("= -1"));
+    const node = execs.filter((l) => l.includes(`execve("${process.execPath}"`));
+    // Only jobrt itself: before, every file operation as the job user ran `node fsopmain.js` (11).
+    expect(node.map((l) => l.replace(/^\d+\s+/, "").slice(0, 160))).toHaveLength(1);
+    expect(execs.filter((l) => / execve\("[^"]*runc"/.test(l)).length).toBe(4);
     expect(stepDirs(spool)).toEqual([]);
   });
 

@@ -19,7 +19,7 @@ export function makeDir(path: string, mode: number, owner?: DirOwner, acceptOwne
   const fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
     const st = fstatSync(fd);
-    const me = process.getuid?.() ?? -1;
+    const me = process.geteuid?.() ?? -1;
     if (st.uid !== me && !acceptOwners.includes(st.uid)) throw new Error(`${path} exists but belongs to uid ${st.uid}`);
     if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) fchownSync(fd, owner.uid, owner.gid);
     fchmodSync(fd, mode);

@@ -1,7 +1,7 @@
 import { type Dirent, lstatSync, readFileSync, readdirSync } from "node:fs";
 import { isAbsolute, join, normalize, relative } from "node:path";
 import { isCgroup2, procCgroups, readMountInfo } from "@jobrt/host-services";
-import { type FsOp, type Identity, runFsOps } from "./fsops.js";
+import { type FileOp, type FileUser, runFileOps } from "@jobrt/host-services";
 
 /**
  * The cgroup dirs a runtime made for a container whose create was cut short. runc makes one per
@@ -149,14 +149,14 @@ export interface CgroupLeft {
  */
 export async function removeCgroups(
   dirs: readonly string[],
-  as: Identity | undefined,
+  as: FileUser | undefined,
   waitMs = 2000,
 ): Promise<CgroupLeft[]> {
   const end = Date.now() + waitMs;
   for (;;) {
     const order = [...new Set(dirs.flatMap(subtree))].sort((a, b) => b.split("/").length - a.split("/").length);
-    const ops: FsOp[] = order.map((path) => ({ op: "rmdir", path }));
-    const results = ops.length > 0 ? await runFsOps(ops, as) : [];
+    const ops: FileOp[] = order.map((path) => ({ op: "rmdir", path }));
+    const results = ops.length > 0 ? runFileOps(ops, as) : [];
     const failed = new Map<string, string>();
     results.forEach((r, i) => {
       if (!r.ok) failed.set(order[i] as string, r.error);

@@ -2,13 +2,13 @@ import { join } from "node:path";
 import { type CheckFinding, type NodeConf, type RuntimeTool, type StepRecord, messageOf } from "@jobrt/core";
 import { fitRootless, parseBundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
-import { type FsResult, type Identity, runFsOps } from "./fsops.js";
+import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
 import { listImages, loadImageSettings, parseImageReference, resolveForStep } from "@jobrt/images";
 import type { UnnamedProgram } from "./tools.js";
 
 /**
  * `jobrt check` of runtime oci (docs/cli.md, "jobrt check"): what this node can see of a
- * request. Every file is looked at as setup would read it: as the job user (runFsOps), never
+ * request. Every file is looked at as setup would read it: as the job user (runFileOps), never
  * following a symlink in the last component.
  */
 
@@ -32,14 +32,14 @@ export function unnamedFinding(u: UnnamedProgram): CheckFinding {
 }
 
 /** Looks at `path` as a directory: reading `path/.` opens it (following `path` itself, as runc does) and fails as no regular file. */
-function dirState(r: FsResult): "dir" | "missing" | "not a directory" | string {
+function dirState(r: FileOpResult): "dir" | "missing" | "not a directory" | string {
   if (r.ok) return "not a directory";
   if (r.code === "ENOENT") return "missing";
   if (r.code === "ENOTDIR") return "not a directory";
   return /is not a regular file$/.test(r.error) ? "dir" : r.error;
 }
 
-function dirFinding(subject: string, r: FsResult, missingHint: string, as: Identity | undefined): CheckFinding {
+function dirFinding(subject: string, r: FileOpResult, missingHint: string, as: FileUser | undefined): CheckFinding {
   const state = dirState(r);
   if (state === "dir") return { subject, status: "ok", detail: "a directory" };
   if (state === "missing") return { subject, status: "failed", detail: `no such directory on this node${missingHint}` };
@@ -56,11 +56,11 @@ const inside = (dir: string) => `${dir.replace(/\/+$/, "")}/.`;
 export async function bundleFindings(
   bundle: string,
   conf: OciConf,
-  as: Identity | undefined,
-  rootless?: Identity,
+  as: FileUser | undefined,
+  rootless?: FileUser,
 ): Promise<CheckFinding[]> {
   const file = join(bundle, "config.json");
-  const [dir, config] = await runFsOps(
+  const [dir, config] = runFileOps(
     [
       { op: "read", path: inside(bundle) },
       { op: "read", path: file },
@@ -68,7 +68,7 @@ export async function bundleFindings(
     as,
   );
   const findings = [
-    dirFinding(`bundle ${bundle}`, dir as FsResult, " (--container names an OCI bundle directory)", as),
+    dirFinding(`bundle ${bundle}`, dir as FileOpResult, " (--container names an OCI bundle directory)", as),
   ];
   if (findings[0]?.status === "failed") return findings;
   if (conf.ignoreFileConfigJson) {
@@ -79,7 +79,7 @@ export async function bundleFindings(
     });
     return findings;
   }
-  const r = config as FsResult;
+  const r = config as FileOpResult;
   if (!r.ok) {
     findings.push({
       subject: file,
@@ -99,8 +99,8 @@ export async function bundleFindings(
     return findings;
   }
   findings.push({ subject: file, status: "ok", detail: "parses, names root.path" });
-  const [root] = await runFsOps([{ op: "read", path: inside(rootfs) }], as);
-  findings.push(dirFinding(`rootfs ${rootfs}`, root as FsResult, ` (root.path in ${file})`, as));
+  const [root] = runFileOps([{ op: "read", path: inside(rootfs) }], as);
+  findings.push(dirFinding(`rootfs ${rootfs}`, root as FileOpResult, ` (root.path in ${file})`, as));
   return findings;
 }
 

@@ -1,7 +1,7 @@
 import type { StepRecord } from "@jobrt/core";
 import type { BundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
-import type { Identity } from "./fsops.js";
+import type { FileUser } from "@jobrt/host-services";
 import type { PatternValues } from "./pattern.js";
 import type { OciStepState, StepState } from "./ocistepstate.js";
 
@@ -20,7 +20,7 @@ export interface TrustedSources {
   /** The control-command time-outs of this process (commandTimeouts). */
   timeouts(): OciStepState["timeouts"];
   /** The job user's identity, from the StepRecord's uid/gid. */
-  identity: Identity | undefined;
+  identity: FileUser | undefined;
   /** The node name cleanup runs under (an input of %n). */
   nodeName: string;
   /** The pattern values and step dir setup works out for this conf, bundle and rootfs (stepPlace). */

@@ -1,6 +1,6 @@
 import { type CgroupLeft, findContainerCgroups, hostCgroupDirs, removeCgroups } from "./cgroups.js";
 import { containerIds } from "./containerid.js";
-import type { Identity } from "./fsops.js";
+import type { FileUser } from "@jobrt/host-services";
 import type { PatternValues } from "./pattern.js";
 
 export interface CutShortTask {
@@ -15,7 +15,7 @@ export interface CutShortTask {
   hostCgroups: readonly string[] | undefined;
   /** Who ran the runtime: its dirs belong to that uid, and are removed as `identity`. */
   uid: number;
-  identity: Identity | undefined;
+  identity: FileUser | undefined;
   /** `jobrt gc` after a crash: its step is kept, so the next gc tries again. */
   afterCrash: boolean;
   log: (level: "verbose" | "debug" | "warn", message: string) => void;

@@ -1,7 +1,7 @@
 import type { ContainerRequest } from "@jobrt/core";
 import type { BundleConfig, Mount } from "./bundle.js";
 import type { OciConf } from "./conf.js";
-import type { Identity } from "./fsops.js";
+import type { FileUser } from "@jobrt/host-services";
 import type { CachedImage } from "@jobrt/images";
 import type { PatternValues } from "./pattern.js";
 
@@ -43,7 +43,7 @@ export interface StepState extends Omit<OciStepState, "conf"> {
   conf: OciConf;
   request: ContainerRequest;
   /** Set when the host is root and the job user is not: file work and commands run as this user. */
-  identity?: Identity;
+  identity?: FileUser;
 }
 
 const toJson = (re: RegExp | undefined): RegExpJson | undefined =>

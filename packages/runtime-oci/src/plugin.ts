@@ -30,7 +30,7 @@ import { type CommandResult, runShellCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
 import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
-import { type FsOp, type FsResult, type Identity, removeEmptyDir, runFsOps } from "./fsops.js";
+import { type FileOp, type FileOpResult, type FileUser, removeEmptyDir, runFileOps } from "@jobrt/host-services";
 import type { CachedImage } from "@jobrt/images";
 import {
   IMAGE_OPTION,
@@ -225,14 +225,18 @@ export function resolveConf(node: NodeConf, step: StepRecord): OciConf {
   return embeddedDefaultConf(runc, rootless);
 }
 
-function identityFor(step: StepRecord): Identity | undefined {
+function identityFor(step: StepRecord): FileUser | undefined {
   const root = (process.getuid?.() ?? -1) === 0;
   return root && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : undefined;
 }
 
-async function fsOne(op: FsOp, as: Identity | undefined): Promise<FsResult> {
-  const [r] = await runFsOps([op], as);
-  return r as FsResult;
+/** One file operation; a failure to take the user's ids is a failed result too. */
+function fsOne(op: FileOp, as: FileUser | undefined): FileOpResult {
+  try {
+    return runFileOps([op], as)[0] as FileOpResult;
+  } catch (error) {
+    return { ok: false, error: messageOf(error) };
+  }
 }
 
 /** Expands a path key (no shell quoting); an unknown value is a configuration error. */
@@ -304,9 +308,7 @@ async function stepState(
   if (!conf.ignoreFileConfigJson && bundle !== "") {
     const file = join(bundle, "config.json");
     // Read as the job user: a root host must not copy files the user cannot read (runtime-oci.md W8).
-    const r = await fsOne({ op: "read", path: file }, identity).catch(
-      (error: unknown): FsResult => ({ ok: false, error: messageOf(error) }),
-    );
+    const r = fsOne({ op: "read", path: file }, identity);
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
       throw jobrtError(
@@ -397,12 +399,12 @@ async function taskInit({ step, task, state }: TaskHookContext<OciStepState>): P
   const st = stateFromJson(state, step);
   if (!st) return;
   const taskDir = taskDirOf(st, task);
-  let r: FsResult = { ok: false, error: "not tried" };
+  let r: FileOpResult = { ok: false, error: "not tried" };
   // Under srun another task's jobrt may finish and remove the (then empty) step dir between our
   // setup and this point: make it again and retry.
   for (let attempt = 0; attempt < 5; attempt++) {
     if (attempt > 0) ensureStepDir(st.stepDir, st.identity, step);
-    r = await fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
+    r = fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
     if (r.ok || r.code !== "ENOENT") break;
   }
   if (!r.ok)
@@ -414,7 +416,7 @@ async function taskInit({ step, task, state }: TaskHookContext<OciStepState>): P
 }
 
 /** Creates the step spool dir (and missing parents) as the host, owned by the job user. */
-function ensureStepDir(stepDir: string, identity: Identity | undefined, step: StepRecord): void {
+function ensureStepDir(stepDir: string, identity: FileUser | undefined, step: StepRecord): void {
   try {
     // Concurrent per-task hosts of one step (srun ... jobrt exec) all get here: EEXIST is fine.
     makeStepDir(stepDir, 0o770, identity, [step.uid]);
@@ -445,7 +447,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
 
   const { values, runtimeEnv } = commandContext(st, task, taskDir);
   const ts: TaskState = { task, taskDir, values, runtimeEnv };
-  const ops: FsOp[] = [];
+  const ops: FileOp[] = [];
   let missing: MissingCommand | undefined;
   if (st.bundleConfig) {
     // One warning per step record: its first task's.
@@ -482,10 +484,10 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
       );
     ops.push({ op: "write", dir: ts.taskDir, name: "environment", content: file.content, mode: 0o600 });
   }
-  const results = await runFsOps(ops, st.identity);
+  const results = runFileOps(ops, st.identity);
   results.forEach((r, i) => {
     if (!r.ok) {
-      const op = ops[i] as Extract<FsOp, { op: "write" }>;
+      const op = ops[i] as Extract<FileOp, { op: "write" }>;
       throw jobrtError(
         "ERR_LAUNCH",
         { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` },
@@ -640,14 +642,15 @@ function spoolMountDestination(
  * yet and leak it.
  */
 async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: number; watchdog: boolean }> {
-  const [r, w] = await runFsOps(
+  const [r, w] = fsOps(
     [
       { op: "read", path: join(ts.taskDir, "container.pid") },
       { op: "read", path: join(ts.taskDir, WATCHDOG_PID_FILE) },
     ],
     st.identity,
-  ).catch(() => []);
-  const number = (x: FsResult | undefined) => {
+    () => {},
+  );
+  const number = (x: FileOpResult | undefined) => {
     const n = x?.ok ? Number(String(x.value).trim()) : Number.NaN;
     return Number.isInteger(n) && n > 0 ? n : undefined;
   };
@@ -941,7 +944,7 @@ async function cleanupStep(
     for (const [i, ts] of tasks.entries())
       if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
     report(
-      await fsOps(
+      fsOps(
         done.map((ts) => ({ op: "remove", path: ts.taskDir })),
         st.identity,
         warn,
@@ -963,7 +966,7 @@ async function cleanupStep(
       return;
     }
     report(
-      await fsOps(
+      fsOps(
         names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })),
         st.identity,
         warn,
@@ -1008,15 +1011,17 @@ function cleanupState(
   });
 }
 
-async function fsOps(ops: FsOp[], as: Identity | undefined, warn: (m: string) => void): Promise<FsResult[]> {
+function fsOps(ops: FileOp[], as: FileUser | undefined, warn: (m: string) => void): FileOpResult[] {
   if (ops.length === 0) return [];
-  return runFsOps(ops, as).catch((error: unknown) => {
+  try {
+    return runFileOps(ops, as);
+  } catch (error) {
     warn(`cannot remove files: ${messageOf(error)}`);
     return [];
-  });
+  }
 }
 
-function report(results: FsResult[], warn: (m: string) => void): void {
+function report(results: FileOpResult[], warn: (m: string) => void): void {
   for (const r of results) {
     if (r.ok && Array.isArray(r.value) && r.value.length > 0) warn(`left behind: ${r.value.join("; ")}`);
     else if (!r.ok) warn(r.error);

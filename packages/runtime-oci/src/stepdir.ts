@@ -10,7 +10,7 @@ import {
   readlinkSync,
 } from "node:fs";
 import { isAbsolute, posix } from "node:path";
-import type { Identity } from "./fsops.js";
+import type { FileUser } from "@jobrt/host-services";
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
@@ -36,7 +36,7 @@ const inside = (dir: Held, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
  * `ContainerPath=/tmp/shared/%u`) is refused with an error naming it. The step dir itself must be
  * a real directory owned by the host or one of `acceptOwners`; it gets `mode` and `owner`.
  */
-export function makeStepDir(stepDir: string, mode: number, owner: Identity | undefined, acceptOwners: number[]): void {
+export function makeStepDir(stepDir: string, mode: number, owner: FileUser | undefined, acceptOwners: number[]): void {
   if (!isAbsolute(stepDir)) throw new Error(`${stepDir} is not an absolute path`);
   const pending = posix.normalize(stepDir).split("/").filter(Boolean);
   const last = pending.pop();
@@ -108,7 +108,7 @@ function descend(dir: Held, name: string, path: string): Held {
   return { fd, path };
 }
 
-function createLast(dir: Held, name: string, mode: number, owner: Identity | undefined, acceptOwners: number[]): void {
+function createLast(dir: Held, name: string, mode: number, owner: FileUser | undefined, acceptOwners: number[]): void {
   const path = posix.join(dir.path, name);
   try {
     mkdirSync(inside(dir, name), { mode: 0o700 });
@@ -130,7 +130,7 @@ function createLast(dir: Held, name: string, mode: number, owner: Identity | und
  * empty step dir itself (its parent is the host's: docs/reliability.md, "Privilege model"), so a
  * path that now reaches another directory (a component of the user's swapped for a link) is left.
  */
-export function isStepDirOf(stepDir: string, owner: Identity): boolean {
+export function isStepDirOf(stepDir: string, owner: FileUser): boolean {
   try {
     const st = lstatSync(stepDir);
     return st.isDirectory() && st.uid === owner.uid;

@@ -25,7 +25,7 @@ import {
   timedOutMessage,
 } from "./command.js";
 import { type Resume, parseResume } from "./fastpath.js";
-import { writeAtomic } from "./fsops.js";
+import { writeAtomic } from "@jobrt/host-services";
 import { missingCommandIn } from "./missingcommand.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
 import { decodeWaitStatus, procStat } from "@jobrt/host-services";

@@ -3,7 +3,7 @@ import { basename, dirname, join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processStartTime } from "../processidentity.js";
 import type { TrackerRecord } from "./proctrack.js";
-import { asUser } from "./asuser.js";
+import { asUser } from "@jobrt/host-services";
 import { processRunning, removeTree } from "@jobrt/host-services";
 import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
 import { journalOwner } from "./userjournals.js";

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
-import { asUser } from "./asuser.js";
+import { asUser } from "@jobrt/host-services";
 import { moveToForkerCgroup } from "./forkercgroup.js";
 import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";

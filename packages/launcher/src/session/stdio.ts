@@ -5,7 +5,7 @@ import { expandFilePattern, isPerTask } from "../filepattern.js";
 import { functionSink, pipeLines } from "../lines.js";
 import type { PlannedComponent } from "./plan.js";
 import type { StdioItem, TaskProcess } from "./forker.js";
-import type { FileUser } from "./asuser.js";
+import type { FileUser } from "@jobrt/host-services";
 import { fileError, openInput, openOutput } from "./userfiles.js";
 
 /** Where a task's output goes when it is copied: a stream, or `--json` output events. */

@@ -9,7 +9,7 @@ import {
   jobrtError,
   messageOf,
 } from "@jobrt/core";
-import { type FileUser, asUser } from "./asuser.js";
+import { type FileUser, asUser } from "@jobrt/host-services";
 import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
 import type { TaskProcess } from "./forker.js";

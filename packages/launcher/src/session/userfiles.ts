@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, statSync } from "node:fs";
-import { type FileUser, asUser } from "./asuser.js";
+import { type FileUser, asUser } from "@jobrt/host-services";
 
 function describe(code: string | undefined, message: string): string {
   switch (code) {

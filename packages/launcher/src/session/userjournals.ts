@@ -1,6 +1,6 @@
 import { lstatSync, readFileSync, readdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
-import type { FileUser } from "./asuser.js";
+import type { FileUser } from "@jobrt/host-services";
 import type { JournalRecord } from "./journal.js";
 import type { Spool } from "./spool.js";
 import { userHasGroup } from "../users.js";

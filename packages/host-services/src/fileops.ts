@@ -14,25 +14,26 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { makeDir, removeTree, runTool } from "@jobrt/host-services";
+import { type FileUser, asUser } from "./asuser.js";
+import { makeDir } from "./makedir.js";
+import { removeTree } from "./removetree.js";
 
 /**
- * File work under the step spool dir. Every operation here refuses to follow a symlink in the
- * last path component, so a user who owns a task dir cannot point root's writes or removals at
- * other files (runtime-oci.md W8, W14). When the host is root and the job user is not, the plugin runs these
- * same operations in a helper process that has dropped to the job user (see runFsOps), so even a
- * symlink swapped into a parent component only reaches what the user could touch anyway.
+ * File work on what a job user controls (a runtime's step spool dir, a bundle): every operation
+ * refuses to follow a symlink in the last path component, and with a user given it runs with that
+ * user's effective ids (asUser), so even a symlink swapped into a parent component only reaches what
+ * the user could touch anyway (docs/reliability.md, "Threat model"). In this process: no helper
+ * process per call (docs/decisions.md, "File work as the job user, in process").
  */
 
-export type FsOp =
+export type FileOp =
   | { op: "read"; path: string }
   | { op: "mkdir"; path: string; mode: number }
   | { op: "write"; dir: string; name: string; content: string; mode: number }
   | { op: "remove"; path: string }
   | { op: "rmdir"; path: string };
 
-export type FsResult = { ok: true; value?: string | string[] } | { ok: false; error: string; code?: string };
+export type FileOpResult = { ok: true; value?: string | string[] } | { ok: false; error: string; code?: string };
 
 function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException)?.code;
@@ -111,7 +112,7 @@ export function removeEmptyDir(path: string): boolean {
   }
 }
 
-export function applyFsOp(op: FsOp): FsResult {
+export function applyFileOp(op: FileOp): FileOpResult {
   try {
     switch (op.op) {
       case "read":
@@ -135,32 +136,11 @@ export function applyFsOp(op: FsOp): FsResult {
   }
 }
 
-/** The helper program (dist/fsopmain.js), from either src/ (tests) or dist/. */
-export const FSOP_HELPER = fileURLToPath(new URL("../dist/fsopmain.js", import.meta.url));
-
-export interface Identity {
-  uid: number;
-  gid: number;
-}
-
 /**
- * Runs the operations in order, in this process or, with `as`, in a helper process running as
- * that user. Operations are independent: each has its own result.
+ * Runs the operations in order, with `user`'s effective ids when this process is root (asUser).
+ * Operations are independent: each has its own result. Synchronous, so nothing else of this
+ * process runs while the ids are the user's.
  */
-export async function runFsOps(ops: FsOp[], as: Identity | undefined, timeoutMs = 30_000): Promise<FsResult[]> {
-  if (!as) return ops.map(applyFsOp);
-  const r = await runTool([process.execPath, FSOP_HELPER], {
-    uid: as.uid,
-    gid: as.gid,
-    env: { PATH: "/usr/bin:/bin" },
-    cwd: "/",
-    timeoutMs,
-    input: JSON.stringify(ops),
-  });
-  try {
-    if (r.code !== 0) throw new Error(`exit ${r.code ?? r.signal}${r.stderr ? `: ${r.stderr.trim()}` : ""}`);
-    return JSON.parse(r.stdout.toString("utf8")) as FsResult[];
-  } catch (error) {
-    throw new Error(`file helper running as uid ${as.uid} failed: ${(error as Error).message}`);
-  }
+export function runFileOps(ops: readonly FileOp[], user: FileUser | undefined): FileOpResult[] {
+  return asUser(user, () => ops.map(applyFileOp));
 }
