@@ -2,11 +2,12 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { containerRows } from "./srun-container.mjs";
 import { compare, fmt, jobrtBin, repoRoot, table, timeOnce, verdict } from "./lib.mjs";
 
 export const name = "srun";
 export const description =
-  "`srun -n 2 jobrt exec --runtime none /bin/true` against `srun -n 2 /bin/true` on a local one-node Slurm (scripts/slurm-local.sh)";
+  "`srun -n 2 jobrt exec --runtime none /bin/true` against `srun -n 2 /bin/true` on a local one-node Slurm (scripts/slurm-local.sh); then, inside one allocation, Slurm's own `srun --container` (an oci.conf in the cluster) against `srun jobrt exec --runtime oci` in run and create/start mode, each as extra cost over its own plain step";
 
 const script = join(repoRoot, "scripts/slurm-local.sh");
 
@@ -56,6 +57,8 @@ export async function run({ quick, env }) {
       ),
       "",
       `jobrt exec adds ${fmt(extra)} ms per srun; starting Node alone adds ${fmt(nodeStart)} ms, so jobrt's own work is ${fmt(extra - nodeStart)} ms (target ≤ +15 ms: ${verdict(extra - nodeStart <= 15)}).`,
+      "",
+      await containerRows({ quick, env: slurmEnv, cluster: join(dir, "cluster") }),
     ].join("\n");
   } finally {
     if (started)
