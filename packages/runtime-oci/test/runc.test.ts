@@ -70,7 +70,8 @@ describe("with real runc", () => {
         const confDir = writeConf(tempDir(), conf());
         const spoolDir = tempDir();
         const jobId = job();
-        const marker = `sleep 98${jobId % 10}${name.length}`;
+        // The pid keeps the marker ours: another checkout's run of this file on the machine uses the same job ids.
+        const marker = `sleep 98${process.pid}${jobId % 10}${name.length}`;
         const started = Date.now();
         const r = await runStep(plugin, {
           confDir,
@@ -204,7 +205,7 @@ describe("with real runc", () => {
     const confDir = writeConf(tempDir(), createStartConf());
     const spoolDir = tempDir();
     const jobId = job();
-    const marker = `sleep 97${jobId % 10}1`;
+    const marker = `sleep 97${process.pid}${jobId % 10}1`;
     // SIGKILL only the supervisor (not its process group): its container lives on until cleanup.
     const r = await runStep(plugin, {
       confDir,
