@@ -28,7 +28,10 @@ function commands(job, bundle, confs) {
 
 /** An allocation that holds the node while the rounds run; its id. */
 function allocate(env) {
-  const out = execFileSync("sbatch", ["--parsable", "-N", "1", "--wrap", "sleep 3600"], { env, encoding: "utf8" });
+  const out = execFileSync("sbatch", ["--parsable", "-N", "1", "--output=/dev/null", "--wrap", "sleep 3600"], {
+    env,
+    encoding: "utf8",
+  });
   const job = out.trim().split(";")[0];
   for (let i = 0; i < 100; i++) {
     const state = execFileSync("squeue", ["-h", "-j", job, "-o", "%T"], { env, encoding: "utf8" }).trim();
