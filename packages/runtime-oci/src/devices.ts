@@ -33,10 +33,10 @@ function namesOneDevice(rule: unknown): boolean {
 }
 
 /**
- * The container's device rules when it is given devices (docs/devices.md, "Exactly the
- * allocation"): deny everything first, then the bundle's rules that name one device, then one
- * allow rule per CDI device node. A bundle's wildcard rules (`allow: true` for every device) are
- * dropped, so an unallocated device node is refused even if it is bind-mounted in.
+ * The container's device rules when it is given devices (docs/devices.md, "Where only the
+ * allocation is enforced"): deny everything first, then the bundle's rules that name one device,
+ * then one allow rule per CDI device node. A bundle's wildcard rules (`allow: true` for every
+ * device) are dropped, so an unallocated device node is refused even if it is bind-mounted in.
  */
 function deviceRules(config: OciConfig, edits: DeviceEdits): void {
   const resources = child(child(config, "linux"), "resources");
