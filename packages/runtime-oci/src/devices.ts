@@ -120,6 +120,11 @@ function additionalGids(config: OciConfig, edits: DeviceEdits): void {
   for (const g of edits.additionalGids) if (!gids.includes(g)) gids.push(g);
 }
 
+/** CDI `intelRdt` is OCI's `linux.intelRdt` field for field; it replaces the bundle's. */
+function intelRdt(config: OciConfig, edits: DeviceEdits): void {
+  if (edits.intelRdt) child(config, "linux").intelRdt = { ...edits.intelRdt };
+}
+
 /** (type, major, minor) of a rule that names one device. */
 const deviceKey = (rule: Obj) => `${rule.type} ${rule.major}:${rule.minor}`;
 
@@ -149,8 +154,8 @@ export function nestDeviceRules(config: OciConfig, refused: () => boolean): void
 
 /**
  * Applies the host's resolved CDI edits to a task's config.json (in place): device nodes with their
- * cgroup rules, mounts, hooks, additional gids. The edits' env goes into process.env with the
- * rest of the task's environment (plugin.ts).
+ * cgroup rules, mounts, hooks, additional gids, the resctrl class. The edits' env goes into
+ * process.env with the rest of the task's environment (plugin.ts).
  */
 export function applyDeviceEdits(config: OciConfig, edits: DeviceEdits): void {
   deviceNodes(config, edits);
@@ -158,4 +163,5 @@ export function applyDeviceEdits(config: OciConfig, edits: DeviceEdits): void {
   mounts(config, edits);
   hooks(config, edits);
   additionalGids(config, edits);
+  intelRdt(config, edits);
 }

@@ -153,6 +153,19 @@ describe("runtime-oci applies the host's CDI edits to config.json", () => {
     ]);
   });
 
+  it("intelRdt: the edits' resctrl class replaces the bundle's linux.intelRdt; without one the bundle's stays", () => {
+    const config = bundle() as ReturnType<typeof bundle> & { linux: { intelRdt?: unknown } };
+    config.linux.intelRdt = { closID: "bundle", l3CacheSchema: "L3:0=f" };
+    const options = { terminal: false, rootfs: "/r", extraMounts: [], disableHooks: [], env: [], args: ["true"] };
+    const intelRdt = { closID: "gpus", memBwSchema: "MB:0=50", enableMBM: true };
+    const withRdt = rewriteConfig(config, { ...options, devices: { ...EDITS, intelRdt } }) as {
+      linux: { intelRdt?: unknown };
+    };
+    expect(withRdt.linux.intelRdt).toEqual(intelRdt);
+    const without = rewriteConfig(config, { ...options, devices: EDITS }) as typeof withRdt;
+    expect(without.linux.intelRdt).toEqual({ closID: "bundle", l3CacheSchema: "L3:0=f" });
+  });
+
   it("without devices the bundle's devices and rules are left as they are", () => {
     const c = rewrite(undefined);
     expect(c.linux).toEqual(bundle().linux);
