@@ -3,6 +3,7 @@
 #
 #   scripts/slurm-local.sh start [--nodes N] [--dir DIR] [--jobrt CMD] [--proctrack linuxproc|cgroup]
 #                                [--gpus N --gpu-files FILES]  (N GPUs per node: GRES gpu, gres.conf File=FILES)
+#                                [--constrain-devices]  (task/cgroup, cgroup.conf ConstrainDevices=yes)
 #                                                      (default: 2 nodes, /tmp/jobrt-slurm, linuxproc)
 #   scripts/slurm-local.sh stop  [--dir DIR] [--keep-logs]
 #   scripts/slurm-local.sh status [--dir DIR]
@@ -31,6 +32,7 @@ JOBRT=jobrt
 PROCTRACK=linuxproc
 GPUS=0
 GPU_FILES=
+CONSTRAIN_DEVICES=0
 NET=${JOBRT_SLURM_NET:-10.250.2}
 CTLD_PORT=${JOBRT_SLURM_CTLD_PORT:-16817}
 SLURMD_PORT=${JOBRT_SLURM_SLURMD_PORT:-16818}
@@ -45,7 +47,7 @@ LOCK_FILE=/run/jobrt-slurm-local.lock
 die() { echo "$PROG: $*" >&2; exit 1; }
 bad_usage() { echo "$PROG: $*" >&2; exit 2; }
 usage() {
-  sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -65,6 +67,7 @@ while [ $# -gt 0 ]; do
     --proctrack=*) PROCTRACK=${1#--proctrack=}; shift ;;
     --gpus) [ $# -ge 2 ] || bad_usage "--gpus needs a number"; GPUS=$2; shift 2 ;;
     --gpu-files) [ $# -ge 2 ] || bad_usage "--gpu-files needs device files (gres.conf File= syntax)"; GPU_FILES=$2; shift 2 ;;
+    --constrain-devices) CONSTRAIN_DEVICES=1; shift ;;
     -h|--help) usage ;;
     *) bad_usage "unknown option $1 (see $0 --help)" ;;
   esac
@@ -230,6 +233,20 @@ remove_network() {
   done
 }
 
+# task/cgroup leaves the devices cgroups of the last jobs (slurm_<node>/uid_U/job_J/...) once its
+# slurmd is gone; rmdir removes each that no process is in, deepest first.
+remove_device_cgroups() {
+  [ "$(cat "$DIR/constraindevices" 2>/dev/null)" = 1 ] || return 0
+  n=$(cat "$DIR/nodes" 2>/dev/null || echo 0)
+  case $n in ''|*[!0-9]*) n=0 ;; esac
+  k=0
+  while [ $k -lt "$n" ]; do
+    top=/sys/fs/cgroup/devices/slurm_$(node_name $k)
+    [ ! -d "$top" ] || find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    k=$((k + 1))
+  done
+}
+
 slurm_env() { SLURM_CONF=$CONF "$@"; }
 
 # Stops the cluster DIR/created describes. "strict" (the stop command): refuse when DIR holds no
@@ -249,9 +266,10 @@ do_stop() {
     fi
   fi
   for d in $(daemons); do stop_pid "$d"; done
+  remove_device_cgroups
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR/constraindevices" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rm -f "$CREATED"
   rmdir "$DIR" 2>/dev/null || true
@@ -334,6 +352,7 @@ write_conf() {
   host=$(hostname -s)
   cpus=$(nproc)
   if [ "$NODES" -gt 1 ]; then ctld_addr=$NET.1; else ctld_addr=127.0.0.1; fi
+  if [ "$CONSTRAIN_DEVICES" = 1 ]; then task=cgroup; else task=none; fi
   mkdir -p "$DIR/state" "$DIR/spool" "$LOGS"
   cat >"$CONF" <<EOF
 # Written by scripts/slurm-local.sh; removed by its stop.
@@ -355,7 +374,7 @@ SlurmdLogFile=$LOGS/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/$PROCTRACK
-TaskPlugin=task/none
+TaskPlugin=task/$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
@@ -397,6 +416,10 @@ EOF
   # This machine mounts cgroup v1 hierarchies; on a v2-only host use Slurm's v2 plugin.
   if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then cg=cgroup/v2; else cg=cgroup/v1; fi
   printf 'CgroupPlugin=%s\nCgroupAutomount=no\n' "$cg" >"$DIR/cgroup.conf"
+  # Every process of a step, whatever runtime it starts, is then held to the step's GRES device
+  # files: Slurm denies the node's others in the step's devices cgroup (docs/devices.md).
+  [ "$CONSTRAIN_DEVICES" = 0 ] || echo "ConstrainDevices=yes" >>"$DIR/cgroup.conf"
+  echo "$CONSTRAIN_DEVICES" >"$DIR/constraindevices"
   echo "$NODES" >"$DIR/nodes"
   echo "$PROCTRACK" >"$DIR/proctrack"
   echo "$GPUS $GPU_FILES" >"$DIR/gpus"
@@ -527,7 +550,7 @@ wait_idle() {
 
 do_start() {
   [ "$(id -u)" = 0 ] || die "start needs root (it creates network namespaces and runs slurmd as root)"
-  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ] && [ "$(cat "$DIR/gpus" 2>/dev/null)" = "$GPUS $GPU_FILES" ]; then
+  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ] && [ "$(cat "$DIR/gpus" 2>/dev/null)" = "$GPUS $GPU_FILES" ] && [ "$(cat "$DIR/constraindevices" 2>/dev/null)" = "$CONSTRAIN_DEVICES" ]; then
     write_epilog
     echo "$PROG: already running in $DIR"
     echo "export SLURM_CONF=$CONF"
@@ -538,6 +561,8 @@ do_start() {
     die "another local cluster runs in $other; stop it first: $0 stop --dir $other"
   fi
   ensure_installed
+  [ "$CONSTRAIN_DEVICES" = 0 ] || devices_controller_mounted ||
+    die "--constrain-devices: no devices cgroup controller is mounted under /sys/fs/cgroup (cgroup v1: a hierarchy with the devices controller; or cgroup v2)"
   # A previous run may have died half-way: its daemons, namespaces and files go first.
   do_stop
   mkdir -p "$DIR"
@@ -552,6 +577,13 @@ do_start() {
   trap - EXIT
   echo "$PROG: $NODES node(s) idle; logs in $LOGS"
   echo "export SLURM_CONF=$CONF"
+}
+
+# Slurm's cgroup/v1 plugin finds each controller at /sys/fs/cgroup/<name> (CgroupMountpoint);
+# cgroup/v2 constrains devices with eBPF on the unified hierarchy.
+devices_controller_mounted() {
+  [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && return 0
+  awk '$2 == "/sys/fs/cgroup/devices" && $3 == "cgroup" && $4 ~ /(^|,)devices(,|$)/ { found = 1 } END { exit !found }' /proc/mounts
 }
 
 take_lock() {

@@ -162,7 +162,7 @@ describe("--container-device with real runc: exactly the devices given", () => {
       "/dev/gpu2: No such device or address",
       // A known gap (docs/devices.md): a node the job user may open on the host and binds in
       // itself is not refused in a rootless container; Slurm's ConstrainDevices cgroup, which a
-      // rootless container stays in, is what refuses it under Slurm.
+      // rootless container stays in, is what refuses it under Slurm (tests/slurm/constraindevices.test.ts).
       "/tmp/gpu3: No such device or address",
       "",
     ]);

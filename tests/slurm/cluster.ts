@@ -43,13 +43,15 @@ export function unlockCluster(): void {
 /**
  * `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's
  * wrapper); `proctrack`: Slurm's ProctrackType; `gpus`: a GPU GRES of `count` per node on the
- * device `files` (gres.conf File=). A running cluster started otherwise is restarted.
+ * device `files` (gres.conf File=); `constrainDevices`: task/cgroup with cgroup.conf
+ * ConstrainDevices=yes. A running cluster started otherwise is restarted.
  */
 export async function startCluster(
   nodes = 2,
   jobrt?: string,
   proctrack: "linuxproc" | "cgroup" = "linuxproc",
   gpus?: { count: number; files: string },
+  constrainDevices = false,
 ): Promise<void> {
   await lockCluster();
   const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
@@ -66,6 +68,7 @@ export async function startCluster(
     proctrack,
     ...epilog,
     ...gres,
+    ...(constrainDevices ? ["--constrain-devices"] : []),
   ];
   const r = await runProgram(argv, { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);

@@ -55,5 +55,6 @@ export function deviceArgs(edits: DeviceEdits | undefined, root: string): Device
   }
   if (edits.hooks.length > 0) out.skipped.push(`${edits.hooks.length} CDI hook(s) not run`);
   if (edits.additionalGids.length > 0) out.skipped.push(`groups ${edits.additionalGids.join(",")} not added`);
+  if (edits.intelRdt) out.skipped.push("intelRdt (resctrl class) not set");
   return out;
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { DeviceEdits } from "@jobrt/core";
 import { type TestNode, createTestNode, createTestStep, launchTask, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deviceArgs } from "../src/devices.js";
 import bwrap from "../src/index.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
@@ -65,5 +66,23 @@ describe.skipIf(!asRoot)("bwrap applies the host's CDI edits (mknod needs root)"
       code: "ERR_CONTAINER_REQUEST",
       message: "--container-device: device node /opt/jobrt-no-such-dir/gpu0: the target /opt/jobrt-no-such-dir/gpu0 does not exist in the sandbox (bwrap cannot create it on a read-only root)",
     });
+  });
+});
+
+describe("edits bwrap cannot apply are named for the step's log", () => {
+  it("hooks, groups and the resolved intelRdt class", () => {
+    const skipped = deviceArgs(
+      {
+        devices: ["example.com/gpu=0"],
+        deviceNodes: [],
+        mounts: [],
+        env: [],
+        additionalGids: [44],
+        hooks: [{ hookName: "createContainer", path: "/bin/true" }],
+        intelRdt: { closID: "gpus" },
+      },
+      "/",
+    ).skipped;
+    expect(skipped).toEqual(["1 CDI hook(s) not run", "groups 44 not added", "intelRdt (resctrl class) not set"]);
   });
 });

@@ -52,5 +52,6 @@ export function addDeviceEdits(request: ChRunRequest, edits: DeviceEdits | undef
   const skipped: string[] = [];
   if (edits.hooks.length > 0) skipped.push(`${edits.hooks.length} CDI hook(s) not run`);
   if (edits.additionalGids.length > 0) skipped.push(`groups ${edits.additionalGids.join(",")} not added`);
+  if (edits.intelRdt) skipped.push("intelRdt (resctrl class) not set");
   return skipped;
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { DeviceEdits, ExecSpec } from "@jobrt/core";
 import { createTestNode, createTestStep, launchTask, pluginHost } from "@jobrt/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addDeviceEdits } from "../src/devices.js";
 import plugin from "../src/index.js";
 import { busyboxImage } from "./image.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
@@ -70,5 +71,21 @@ describe.skipIf(!asRoot)("charliecloud applies the host's CDI edits (mknod needs
       code: "ERR_CONTAINER_REQUEST",
       message: '--container-device "example.com/gpu=0": the target /dev/jobrt-cc-no-such-node does not exist in the host\'s /dev, which ch-run binds into the container, and ch-run cannot create it',
     });
+  });
+});
+
+describe("edits ch-run cannot apply are named for the step's log", () => {
+  it("hooks, groups and the resolved intelRdt class", () => {
+    const request = { image: "/", binds: [], env: [], clearEnv: false, privateTmp: false, home: false };
+    const skipped = addDeviceEdits(request, {
+      devices: ["example.com/gpu=0"],
+      deviceNodes: [],
+      mounts: [],
+      env: [],
+      additionalGids: [44],
+      hooks: [{ hookName: "createContainer", path: "/bin/true" }],
+      intelRdt: { closID: "gpus" },
+    });
+    expect(skipped).toEqual(["1 CDI hook(s) not run", "groups 44 not added", "intelRdt (resctrl class) not set"]);
   });
 });

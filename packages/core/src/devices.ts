@@ -13,6 +13,18 @@ export interface DeviceEdits {
   /** Groups added to the container process (0 is never listed). */
   additionalGids: number[];
   hooks: DeviceHookEdit[];
+  /** CDI `intelRdt`: the container's resctrl class (OCI `linux.intelRdt`); the last edit's wins. */
+  intelRdt?: DeviceIntelRdtEdit;
+}
+
+/** CDI `intelRdt`, field for field as the OCI runtime spec's `linux.intelRdt`. */
+export interface DeviceIntelRdtEdit {
+  /** The resctrl class (a directory name under /sys/fs/resctrl). */
+  closID?: string;
+  l3CacheSchema?: string;
+  memBwSchema?: string;
+  enableCMT?: boolean;
+  enableMBM?: boolean;
 }
 
 /** One device node; type, major and minor are the host node's, taken with stat on the host. */

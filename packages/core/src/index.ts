@@ -41,6 +41,7 @@ export {
   type DeviceEdits,
   type DeviceHookEdit,
   type DeviceHookName,
+  type DeviceIntelRdtEdit,
   type DeviceMountEdit,
   type DeviceNodeEdit,
 } from "./devices.js";

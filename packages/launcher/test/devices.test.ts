@@ -132,6 +132,17 @@ describe("CDI spec reading", () => {
         Object.assign(s.containerEdits, { hooks: [{ hookName: "prerun", path: "/bin/true" }] }),
       'containerEdits.hooks[0].hookName: "prerun" is not one of',
     ],
+    [
+      "an intelRdt field jobrt would drop",
+      (s: ReturnType<typeof gpuSpec>) => Object.assign(s.containerEdits, { intelRdt: { closID: "a", schemata: [] } }),
+      "containerEdits.intelRdt.schemata: not an intelRdt field jobrt applies (closID, l3CacheSchema, memBwSchema, enableCMT, enableMBM)",
+    ],
+    [
+      "an intelRdt class that is no directory name",
+      (s: ReturnType<typeof gpuSpec>) =>
+        Object.assign(s.devices[0]!.containerEdits, { intelRdt: { closID: "../x", enableMBM: true } }),
+      'devices[0].containerEdits.intelRdt.closID: "../x" is not a directory name',
+    ],
   ])("refuses %s in one line naming the file and field", (_, change, message) => {
     const spec = gpuSpec();
     change(spec);
@@ -140,6 +151,25 @@ describe("CDI spec reading", () => {
     expect(e.code).toBe("ERR_DEVICE");
     expect(e.message).toContain(`CDI spec ${file}: ${message}`);
     expect(e.message).not.toContain("\n");
+  });
+
+  it("intelRdt: the spec's, replaced whole by a device's (a later edit wins, as CDI's library does)", () => {
+    const spec = gpuSpec("nvidia.com/gpu", "0.7.0");
+    Object.assign(spec.containerEdits, { intelRdt: { closID: "gpus", l3CacheSchema: "L3:0=ff", enableCMT: true } });
+    Object.assign(spec.devices[1]!.containerEdits, { intelRdt: { closID: "gpu1", memBwSchema: "MB:0=50" } });
+    write(0, "a.json", spec);
+    expect(resolve(["nvidia.com/gpu=0"])?.intelRdt).toEqual({
+      closID: "gpus",
+      l3CacheSchema: "L3:0=ff",
+      enableCMT: true,
+    });
+    expect(resolve(["nvidia.com/gpu=0", "nvidia.com/gpu=1"])?.intelRdt).toEqual({
+      closID: "gpu1",
+      memBwSchema: "MB:0=50",
+    });
+    expect(resolve(["nvidia.com/gpu=0"], {})).not.toHaveProperty("intelRdt.memBwSchema");
+    write(0, "a.json", gpuSpec());
+    expect(resolve(["nvidia.com/gpu=0"])).not.toHaveProperty("intelRdt");
   });
 
   it("refuses a missing device node when the device is used, naming its field", () => {

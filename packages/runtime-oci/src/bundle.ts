@@ -1,6 +1,7 @@
 import { isAbsolute, join } from "node:path";
 import { type DeviceEdits, jobrtError } from "@jobrt/core";
-import { applyDeviceEdits } from "./devices.js";
+import { devicesCgroupRefusesWhitelist } from "./devicecgroup.js";
+import { applyDeviceEdits, nestDeviceRules } from "./devices.js";
 
 export type OciConfig = Record<string, unknown>;
 
@@ -89,6 +90,11 @@ export interface RewriteOptions {
   cwd?: string;
   /** The host's resolved CDI edits (--container-device); applied before DisableHooks. */
   devices?: DeviceEdits;
+  /**
+   * Does this process's devices cgroup refuse runc's whitelist (devicecgroup.ts)? Probed when not
+   * given; the device rules are then a blacklist (devices.ts nestDeviceRules).
+   */
+  devicesCgroupRefusesWhitelist?: boolean;
 }
 
 /**
@@ -108,6 +114,7 @@ export function rewriteConfig(original: OciConfig, o: RewriteOptions): OciConfig
   config.mounts = mounts;
   mounts.push(...o.extraMounts);
   if (o.devices) applyDeviceEdits(config, o.devices);
+  nestDeviceRules(config, () => o.devicesCgroupRefusesWhitelist ?? devicesCgroupRefusesWhitelist());
   if (o.spoolMount)
     mounts.push({
       destination: o.spoolMount.destination,

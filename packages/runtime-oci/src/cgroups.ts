@@ -53,6 +53,15 @@ export function hostCgroupDirs(): string[] {
   return out;
 }
 
+/** This process's own cgroup dir in the v1 hierarchy that carries `controller`, and that hierarchy's mount. */
+export function ownV1Cgroup(controller: string): { mount: string; dir: string } | undefined {
+  const own = procCgroups().find((m) => !isCgroup2(m) && m.controllers.includes(controller));
+  const h = hierarchies().find((x) => x.controllers[0] !== "" && x.controllers.includes(controller));
+  if (!own || !h || !isAbsolute(own.path)) return undefined;
+  const inner = relative(h.root, own.path);
+  return inner.startsWith("..") ? undefined : { mount: h.mount, dir: join(h.mount, inner) };
+}
+
 /** A path with no `.`/`..`/empty component, as runc would clean it; undefined when it is not one. */
 function cleanRelative(path: string): string | undefined {
   const parts = path.split("/").filter((p) => p !== "");
@@ -61,7 +70,7 @@ function cleanRelative(path: string): string | undefined {
 }
 
 /** Is every component of `dir` below `mount` a real directory (no symlink) owned by `owner`? */
-function realDirBelow(mount: string, dir: string, owner?: number): boolean {
+export function realDirBelow(mount: string, dir: string, owner?: number): boolean {
   const inner = relative(mount, dir);
   if (inner === "" || inner.startsWith("..") || isAbsolute(inner)) return false;
   let path = mount;

@@ -33,10 +33,10 @@ function namesOneDevice(rule: unknown): boolean {
 }
 
 /**
- * The container's device rules when it is given devices (docs/devices.md, "Exactly the
- * allocation"): deny everything first, then the bundle's rules that name one device, then one
- * allow rule per CDI device node. A bundle's wildcard rules (`allow: true` for every device) are
- * dropped, so an unallocated device node is refused even if it is bind-mounted in.
+ * The container's device rules when it is given devices (docs/devices.md, "Where only the
+ * allocation is enforced"): deny everything first, then the bundle's rules that name one device,
+ * then one allow rule per CDI device node. A bundle's wildcard rules (`allow: true` for every
+ * device) are dropped, so an unallocated device node is refused even if it is bind-mounted in.
  */
 function deviceRules(config: OciConfig, edits: DeviceEdits): void {
   const resources = child(child(config, "linux"), "resources");
@@ -120,10 +120,42 @@ function additionalGids(config: OciConfig, edits: DeviceEdits): void {
   for (const g of edits.additionalGids) if (!gids.includes(g)) gids.push(g);
 }
 
+/** CDI `intelRdt` is OCI's `linux.intelRdt` field for field; it replaces the bundle's. */
+function intelRdt(config: OciConfig, edits: DeviceEdits): void {
+  if (edits.intelRdt) child(config, "linux").intelRdt = { ...edits.intelRdt };
+}
+
+/** (type, major, minor) of a rule that names one device. */
+const deviceKey = (rule: Obj) => `${rule.type} ${rule.major}:${rule.minor}`;
+
+/**
+ * The container's device rules below a devices cgroup that refuses runc's whitelist
+ * (devicecgroup.ts: Slurm's ConstrainDevices on cgroup v1). There a whitelist cannot start at all,
+ * so the rules become a blacklist (docs/devices.md, "Where only the allocation is enforced"):
+ * every device allowed, then each device the rules leave denied by name (its last rule denies it),
+ * and every block device unless a rule allows one. runc then writes no allow rule, the container's
+ * cgroup keeps the denials it inherits from the step's (the node's unallocated GPUs), and the
+ * step's cgroup is the limit, as for every other runtime. Rootless runc sets no device rules.
+ */
+export function nestDeviceRules(config: OciConfig, refused: () => boolean): void {
+  if (inUserNamespace(config) || !refused()) return;
+  const resources = child(child(config, "linux"), "resources");
+  const rules = (Array.isArray(resources.devices) ? resources.devices : []).filter(namesOneDevice) as Obj[];
+  const last = new Map<string, Obj>();
+  for (const rule of rules) last.set(deviceKey(rule), rule);
+  const denied = [...last.values()].filter((r) => r.allow !== true);
+  const blockAllowed = [...last.values()].some((r) => r.allow === true && r.type === "b");
+  resources.devices = [
+    { allow: true, access: "rwm" },
+    ...(blockAllowed ? [] : [{ allow: false, type: "b", access: "rwm" }]),
+    ...denied,
+  ];
+}
+
 /**
  * Applies the host's resolved CDI edits to a task's config.json (in place): device nodes with their
- * cgroup rules, mounts, hooks, additional gids. The edits' env goes into process.env with the
- * rest of the task's environment (plugin.ts).
+ * cgroup rules, mounts, hooks, additional gids, the resctrl class. The edits' env goes into
+ * process.env with the rest of the task's environment (plugin.ts).
  */
 export function applyDeviceEdits(config: OciConfig, edits: DeviceEdits): void {
   deviceNodes(config, edits);
@@ -131,4 +163,5 @@ export function applyDeviceEdits(config: OciConfig, edits: DeviceEdits): void {
   mounts(config, edits);
   hooks(config, edits);
   additionalGids(config, edits);
+  intelRdt(config, edits);
 }

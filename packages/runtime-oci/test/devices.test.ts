@@ -45,7 +45,7 @@ const bundle = () => ({
   },
 });
 
-const rewrite = (devices: DeviceEdits | undefined, disableHooks: string[] = []) =>
+const rewrite = (devices: DeviceEdits | undefined, disableHooks: string[] = [], nested = false) =>
   rewriteConfig(bundle(), {
     terminal: false,
     rootfs: "/r",
@@ -55,6 +55,7 @@ const rewrite = (devices: DeviceEdits | undefined, disableHooks: string[] = []) 
     args: ["true"],
     spoolMount: { source: "/s", destination: "/spool" },
     ...(devices ? { devices } : {}),
+    devicesCgroupRefusesWhitelist: nested,
   }) as {
     linux: { devices: unknown[]; resources: { devices: unknown[] } };
     mounts: { destination: string }[];
@@ -96,7 +97,7 @@ describe("runtime-oci applies the host's CDI edits to config.json", () => {
   it("rootless (a user namespace): the host's nodes are bind-mounted at their container paths, not made", () => {
     const config = bundle() as ReturnType<typeof bundle> & { linux: { namespaces?: unknown[] } };
     config.linux.namespaces = [{ type: "user" }, { type: "mount" }];
-    const c = rewriteConfig(config, {
+    const options = {
       terminal: false,
       rootfs: "/r",
       extraMounts: [],
@@ -104,12 +105,65 @@ describe("runtime-oci applies the host's CDI edits to config.json", () => {
       env: [],
       args: ["true"],
       devices: EDITS,
-    }) as ReturnType<typeof rewrite>;
+    };
+    const c = rewriteConfig(config, { ...options, devicesCgroupRefusesWhitelist: true }) as ReturnType<typeof rewrite>;
     expect(c.linux.devices).toEqual(bundle().linux.devices);
+    // Rootless runc sets no device rules: nothing to fit below a constrained cgroup.
+    const plain = rewriteConfig(config, { ...options, devicesCgroupRefusesWhitelist: false }) as typeof c;
+    expect(c.linux.resources).toEqual(plain.linux.resources);
     expect(c.mounts.slice(1, 3)).toEqual([
       { destination: "/dev/gpu1", type: "none", source: "/tmp/x/gpu1", options: ["bind", "nosuid", "noexec"] },
       { destination: "/dev/gpu2", type: "none", source: "/tmp/x/gpu2", options: ["bind", "nosuid", "noexec"] },
     ]);
+  });
+
+  it("below a devices cgroup that refuses runc's whitelist (ConstrainDevices): allow all, block devices denied; the nodes are still made", () => {
+    const c = rewrite(EDITS, [], true);
+    expect(c.linux.resources.devices).toEqual([
+      { allow: true, access: "rwm" },
+      { allow: false, type: "b", access: "rwm" },
+    ]);
+    expect(c.linux.devices).toEqual(rewrite(EDITS).linux.devices);
+    // Without devices too: runc's whitelist of a plain bundle cannot start there either.
+    expect(rewrite(undefined, [], true).linux.resources.devices).toEqual(c.linux.resources.devices);
+  });
+
+  it("there a device its last rule denies stays denied, and a block device allowed by name keeps every block device open", () => {
+    const config = bundle();
+    config.linux.resources.devices = [
+      { allow: false, access: "rwm" },
+      { allow: true, type: "c", major: 10, minor: 229, access: "rwm" },
+      { allow: false, type: "c", major: 10, minor: 229, access: "rwm" },
+      { allow: false, type: "c", major: 1, minor: 3, access: "rwm" },
+      { allow: true, type: "c", major: 1, minor: 3, access: "rwm" },
+      { allow: true, type: "b", major: 8, minor: 0, access: "r" },
+    ];
+    const c = rewriteConfig(config, {
+      terminal: false,
+      rootfs: "/r",
+      extraMounts: [],
+      disableHooks: [],
+      env: [],
+      args: ["true"],
+      devicesCgroupRefusesWhitelist: true,
+    }) as ReturnType<typeof rewrite>;
+    expect(c.linux.resources.devices).toEqual([
+      { allow: true, access: "rwm" },
+      { allow: false, type: "c", major: 10, minor: 229, access: "rwm" },
+    ]);
+  });
+
+  it("intelRdt: the edits' resctrl class replaces the bundle's linux.intelRdt; without one the bundle's stays", () => {
+    const config = bundle() as ReturnType<typeof bundle> & { linux: { intelRdt?: unknown } };
+    config.linux.intelRdt = { closID: "bundle", l3CacheSchema: "L3:0=f" };
+    const options = { terminal: false, rootfs: "/r", extraMounts: [], disableHooks: [], env: [], args: ["true"] };
+    const intelRdt = { closID: "gpus", memBwSchema: "MB:0=50", enableMBM: true };
+    const withRdt = rewriteConfig(config, { ...options, devices: { ...EDITS, intelRdt } }) as {
+      linux: { intelRdt?: unknown };
+    };
+    expect(withRdt.linux.intelRdt).toEqual(intelRdt);
+    const without = rewriteConfig(config, { ...options, devices: EDITS }) as typeof withRdt;
+    expect(without.linux.intelRdt).toEqual({ closID: "bundle", l3CacheSchema: "L3:0=f" });
   });
 
   it("without devices the bundle's devices and rules are left as they are", () => {

@@ -14,7 +14,7 @@ const FIELD = "--container-device";
  * CDI edits (docs/devices.md) become: the module DeviceModules names for each device's kind,
  * added to `--module` (checked as a job's module is); the edits' env as `--env`, before
  * `--container-env`; each device node must sit at its own host path under /dev (there already).
- * The spec's mounts, hooks and groups are the module's to provide, not applied here.
+ * The spec's mounts, hooks, groups and intelRdt are the module's to provide, not applied here.
  */
 export function addDeviceModules(
   request: ShifterRequest,

@@ -1,5 +1,11 @@
 import { isAbsolute } from "node:path";
-import { DEVICE_HOOK_NAMES, type DeviceHookEdit, type DeviceMountEdit, jobrtError } from "@jobrt/core";
+import {
+  DEVICE_HOOK_NAMES,
+  type DeviceHookEdit,
+  type DeviceIntelRdtEdit,
+  type DeviceMountEdit,
+  jobrtError,
+} from "@jobrt/core";
 
 /**
  * The CDI versions this reader knows (docs/devices.md): every released spec version up to 1.1.0.
@@ -25,6 +31,7 @@ export interface SpecEdits {
   mounts: DeviceMountEdit[];
   hooks: DeviceHookEdit[];
   additionalGids: number[];
+  intelRdt?: DeviceIntelRdtEdit;
 }
 
 export interface CdiSpec {
@@ -137,6 +144,35 @@ function hook(f: Fields, v: unknown, field: string): DeviceHookEdit {
   return h;
 }
 
+const RDT_STRINGS = ["closID", "l3CacheSchema", "memBwSchema"] as const;
+const RDT_FLAGS = ["enableCMT", "enableMBM"] as const;
+
+/**
+ * `intelRdt` (CDI 0.7.0): a key jobrt does not know is refused rather than dropped, as a later
+ * cdiVersion is (docs/devices.md, "The spec files").
+ */
+function intelRdt(f: Fields, v: unknown, field: string): DeviceIntelRdtEdit {
+  if (!isObj(v)) f.fail(field, "must be an object");
+  const out: DeviceIntelRdtEdit = {};
+  for (const [key, value] of Object.entries(v)) {
+    if (RDT_STRINGS.includes(key as never)) {
+      if (typeof value !== "string") f.fail(`${field}.${key}`, "must be a string");
+      out[key as (typeof RDT_STRINGS)[number]] = value;
+    } else if (RDT_FLAGS.includes(key as never)) {
+      if (typeof value !== "boolean") f.fail(`${field}.${key}`, "must be true or false");
+      out[key as (typeof RDT_FLAGS)[number]] = value;
+    } else
+      f.fail(`${field}.${key}`, `not an intelRdt field jobrt applies (${[...RDT_STRINGS, ...RDT_FLAGS].join(", ")})`);
+  }
+  // resctrl makes the class as a directory of /sys/fs/resctrl.
+  if (
+    out.closID !== undefined &&
+    (out.closID === "" || out.closID === "." || out.closID === ".." || out.closID.includes("/"))
+  )
+    f.fail(`${field}.closID`, `${JSON.stringify(out.closID)} is not a directory name`);
+  return out;
+}
+
 function list<T>(f: Fields, v: unknown, field: string, item: (f: Fields, v: unknown, field: string) => T): T[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) f.fail(field, "must be a list");
@@ -163,6 +199,9 @@ function edits(f: Fields, v: unknown, field: string): SpecEdits {
     hooks: list(f, v.hooks, `${field}.hooks`, hook),
     // CDI: "Values of 0 are ignored."
     additionalGids: gids.filter((g) => g !== 0),
+    ...(v.intelRdt !== undefined && v.intelRdt !== null
+      ? { intelRdt: intelRdt(f, v.intelRdt, `${field}.intelRdt`) }
+      : {}),
   };
 }
 

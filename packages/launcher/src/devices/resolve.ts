@@ -140,6 +140,8 @@ function addEdits(out: DeviceEdits, edits: SpecEdits, file: string): void {
   out.env.push(...edits.env);
   for (const g of edits.additionalGids) if (!out.additionalGids.includes(g)) out.additionalGids.push(g);
   out.hooks.push(...edits.hooks);
+  // CDI: a later intelRdt replaces an earlier one whole (one resctrl class per container).
+  if (edits.intelRdt) out.intelRdt = edits.intelRdt;
 }
 
 /**
