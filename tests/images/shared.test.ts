@@ -294,6 +294,34 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(other.stdout, other.stderr).toBe("second\n");
   }, 180_000);
 
+  test("a reference by digest whose squashfs is in the store starts on a new node without asking the registry", async () => {
+    const digest = pushBusybox(reg, "bydigest:1", "by-digest");
+    const store = sharedStore();
+    const a = nodeSite(reg, "dnode-a", store);
+    const b = nodeSite(reg, "dnode-b", store);
+    const ref = `docker://${reg.host}/bydigest@${digest}`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const asked = () => reg.log().split("\n").filter((l) => l.includes("/v2/bydigest/")).length;
+    const before = asked();
+    expect(before).toBeGreaterThan(0);
+    const onB = await jobrt([
+      "run",
+      "--conf-dir",
+      b.dir,
+      "--jobid",
+      jobId(),
+      "-v",
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
+    expect(onB.stdout, onB.stderr).toBe("by-digest\n");
+    expect(onB.stderr).toContain("shared store squashfs");
+    expect(asked(), "requests to the registry").toBe(before);
+  }, 120_000);
+
   test("a job user's step and a root step run from the same squashfs", async () => {
     const digest = pushBusybox(reg, "users:1", "both-users");
     const store = sharedStore();
