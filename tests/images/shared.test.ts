@@ -66,7 +66,6 @@ function mountsUnder(cache: string): string[] {
     .filter((p) => p.startsWith(`${cache}/`));
 }
 
-
 /**
  * A rootless jobrt (uid/gid 65534) on the site `a`: SpoolDir shared with job users (1777) and the
  * user's own node-cache store, as a site and root's steps make them. `run(script)` runs a shell
@@ -302,7 +301,11 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     const ref = `docker://${reg.host}/bydigest@${digest}`;
     const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
     expect(fill.code, fill.stderr).toBe(0);
-    const asked = () => reg.log().split("\n").filter((l) => l.includes("/v2/bydigest/")).length;
+    const asked = () =>
+      reg
+        .log()
+        .split("\n")
+        .filter((l) => l.includes("/v2/bydigest/")).length;
     const before = asked();
     expect(before).toBeGreaterThan(0);
     const onB = await jobrt([

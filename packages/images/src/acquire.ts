@@ -141,7 +141,9 @@ async function fuseImage(
     return ensureImage(node, step, settings, ref, resolved, progress);
   };
   if (!sharedMeta(root, hex, false))
-    return fallBack(`${resolved.digest} is not in the shared store ${root}, and a rootless jobrt does not pull into it`);
+    return fallBack(
+      `${resolved.digest} is not in the shared store ${root}, and a rootless jobrt does not pull into it`,
+    );
   const base = storeFor(settings, step, false).store;
   const mark = markName(step.jobId, step.stepId);
   let bundle: string;
@@ -150,6 +152,9 @@ async function fuseImage(
   } catch (error) {
     return fallBack(`cannot mount ${file} with squashfuse: ${messageOf(error)}`);
   }
-  node.log("verbose", `images: ${ref.text}: shared store squashfs ${file}, mounted read-only with squashfuse at ${bundle}`);
+  node.log(
+    "verbose",
+    `images: ${ref.text}: shared store squashfs ${file}, mounted read-only with squashfuse at ${bundle}`,
+  );
   return { digest: resolved.digest, bundle, store: root, hex, mark, cached: true, mountedIn: base, mountKind: "fuse" };
 }

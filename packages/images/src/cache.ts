@@ -273,7 +273,9 @@ export async function releaseImage(
   log: (m: string) => void,
 ): Promise<void> {
   if (image.mountedIn !== undefined) {
-    const problem = await releaseMount(image.mountedIn, image.mountKind ?? "loop", image.hex, image.mark).catch(messageOf);
+    const problem = await releaseMount(image.mountedIn, image.mountKind ?? "loop", image.hex, image.mark).catch(
+      messageOf,
+    );
     if (problem) log(`cannot release image ${image.hex}: ${problem}`);
     return;
   }

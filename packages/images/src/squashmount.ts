@@ -136,11 +136,7 @@ function readFrom(base: string, hex: string): { store: string; node: string } | 
 }
 
 /** Unmounts when no live step uses the image; the caller holds the mount lock. */
-async function unmountIfUnused(
-  base: string,
-  kind: MountKind,
-  hex: string,
-): Promise<"in use" | "unmounted" | string> {
+async function unmountIfUnused(base: string, kind: MountKind, hex: string): Promise<"in use" | "unmounted" | string> {
   if (liveMarks(mountRoot(base), hex).length > 0) return "in use";
   const dir = join(mountRoot(base), hex);
   if (isMounted(dir)) {
@@ -161,12 +157,7 @@ async function unmountIfUnused(
 }
 
 /** Gives back a step's use of a mounted image; the last one unmounts it. Returns a problem, if any. */
-export function releaseMount(
-  base: string,
-  kind: MountKind,
-  hex: string,
-  mark: string,
-): Promise<string | undefined> {
+export function releaseMount(base: string, kind: MountKind, hex: string, mark: string): Promise<string | undefined> {
   return withMountLock(base, hex, async () => {
     dropMark(mountRoot(base), hex, mark);
     const r = await unmountIfUnused(base, kind, hex);
