@@ -273,6 +273,10 @@ export async function releaseImage(
   log: (m: string) => void,
 ): Promise<void> {
   if (image.mountedIn !== undefined) {
+    // A job user's squashfuse mount, named by that user's journal when root cleans up their step
+    // (jobrt gc): root never goes near it (its daemon could hang root, its dirs are the user's);
+    // the user's own `jobrt gc` unmounts it.
+    if (image.mountKind === "fuse" && hostIsRoot()) return;
     const problem = await releaseMount(image.mountedIn, image.mountKind ?? "loop", image.hex, image.mark).catch(
       messageOf,
     );
