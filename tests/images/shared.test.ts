@@ -664,6 +664,33 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(u.read("afteruser")).toBe("0\n");
   }, 180_000);
 
+  test("a squashfuse mount whose daemon died is unmounted and made anew by the next rootless step", async () => {
+    pushBusybox(reg, "fusedead:1", "fuse-again");
+    const store = sharedStore();
+    const a = nodeSite(reg, "fdnode", store);
+    const ref = `docker://${reg.host}/fusedead:1`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const u = rootless(a, store, ref);
+    const r = await u.run(
+      [
+        `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" sleep 2 > "$W/out1" 2> "$W/err1" &`,
+        "P=$!",
+        `i=0; until grep -q ' - fuse.squashfuse ' /proc/self/mountinfo || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+        `D=$(pgrep -u 65534 -f "^squashfuse .*$S/")`,
+        "kill -KILL $P $D; wait $P; sleep 3",
+        countFuse("dead"),
+        `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" cat /etc/jobrt-image > "$W/out2" 2> "$W/err2"`,
+        countFuse("after"),
+      ].join("\n"),
+      true,
+    );
+    expect(r.code, `${r.stderr}${u.read("err1")}`).toBe(0);
+    expect(u.read("dead")).toBe("1\n");
+    expect(u.read("out2"), u.read("err2")).toBe("fuse-again\n");
+    expect(u.read("after")).toBe("0\n");
+  }, 180_000);
+
   test("a rootless jobrt without a usable /dev/fuse runs from its node cache, and -v and jobrt check say why", async () => {
     pushBusybox(reg, "nofuse:1", "no-fuse");
     const store = sharedStore();
