@@ -11,7 +11,7 @@ import { compare, fmt, jobrtBin, ratio, repoRoot, rss, table, timeOnce } from ".
 
 export const name = "images";
 export const description =
-  "jobrt run --container-image docker://127.0.0.1:PORT/busybox:1 /bin/true (embedded runc default, as root): first pull (empty cache) and cached start, against `skopeo copy` + `umoci unpack --rootless` by hand into a fresh dir, and against `runc run` and `jobrt run --container` of a prepared busybox bundle; and starts from a SharedStore squashfs on a node that never pulled the image, and on a job's second node, against a cached start from the node cache";
+  "jobrt run --container-image docker://127.0.0.1:PORT/busybox:1 /bin/true (embedded runc default, as root): first pull (empty cache) and cached start, against `skopeo copy` + `umoci unpack --rootless` by hand into a fresh dir, and against `runc run` and `jobrt run --container` of a prepared busybox bundle; and starts from a SharedStore squashfs on a node that never pulled the image (by tag and by digest), and on a job's second node, against a cached start from the node cache";
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -92,11 +92,16 @@ export async function run({ quick, env }) {
     const ref = `docker://${reg.host}/busybox:1`;
     // Own job ids: runc's container ids (node.uid.job.step.task) are machine-wide.
     let job = 800000 + (process.pid % 1000) * 100;
-    const jobrt = (conf, jobId = ++job) =>
+    const jobrt = (conf, jobId = ++job, image = ref) =>
       timeOnce(
-        [process.execPath, "--", jobrtBin, "run", "--jobid", String(jobId), "--container-image", ref, "/bin/true"],
+        [process.execPath, "--", jobrtBin, "run", "--jobid", String(jobId), "--container-image", image, "/bin/true"],
         { env: { ...env, JOBRT_CONF_DIR: conf } },
       );
+    // As a batch script pinned by `jobrt check` names it (docs/images.md, "The pin").
+    const digest = execFileSync("skopeo", ["inspect", "--tls-verify=false", "--format", "{{.Digest}}", ref], {
+      encoding: "utf8",
+    }).trim();
+    const byDigest = `docker://${reg.host}/busybox@${digest}`;
     const byHand = join(work, "by-hand.sh");
     writeFileSync(
       byHand,
@@ -117,20 +122,35 @@ export async function run({ quick, env }) {
         { env: { ...env, JOBRT_CONF_DIR: cachedConf } },
       );
     const sameHost = await compare(() => jobrt(cachedConf), jobrtBundle, { runs, warmup: 1 });
-    // The shared store (docs/images.md): filled once, then each run is a node that never pulled.
+    // The shared store (docs/images.md): filled once, then each run is a node that never pulled
+    // the image. Not one that never ran a job: its SpoolDir is made by an untimed step without an
+    // image first, as the baseline's node has run steps before.
     const store = join(work, "store");
     mkdirSync(store, { mode: 0o755 });
     await jobrt(site(reg.host, store));
+    const freshNode = async () => {
+      const conf = site(reg.host, store);
+      await timeOnce([process.execPath, "--", jobrtBin, "run", "--jobid", String(++job), "/bin/true"], {
+        env: { ...env, JOBRT_CONF_DIR: conf },
+      });
+      return conf;
+    };
     const fresh = await compare(
-      () => jobrt(site(reg.host, store)),
+      async () => jobrt(await freshNode()),
       () => jobrt(cachedConf),
+      { runs, warmup: 1 },
+    );
+    // The same by digest: the store has its squashfs, so no registry is asked (the node cache asks).
+    const freshByDigest = await compare(
+      async () => jobrt(await freshNode(), undefined, byDigest),
+      () => jobrt(cachedConf, undefined, byDigest),
       { runs, warmup: 1 },
     );
     // The second node of a job: the first node pinned the digest; the second one starts from the store.
     const secondNode = async () => {
       const id = ++job;
       await jobrt(site(reg.host, store), id);
-      return jobrt(site(reg.host, store), id);
+      return jobrt(await freshNode(), id);
     };
     const second = await compare(secondNode, () => jobrt(cachedConf), { runs, warmup: 1 });
     const row = (what, r, base) => [
@@ -140,6 +160,9 @@ export async function run({ quick, env }) {
       base,
       fmt(r.b.median),
       ratio(r.a.median, r.b.median),
+      // CPU time of the whole process tree (GNU time): what the start costs the node, which other
+      // jobs' load on a shared machine moves far less than wall time.
+      r.a.cpuMedian !== undefined && r.b.cpuMedian !== undefined ? ratio(r.a.cpuMedian, r.b.cpuMedian) : "-",
       rss(r.a.rssKiB),
     ];
     return table(
@@ -150,6 +173,7 @@ export async function run({ quick, env }) {
         "baseline",
         "baseline median ms",
         "ratio",
+        "CPU ratio",
         "jobrt peak RSS",
       ],
       [
@@ -159,6 +183,7 @@ export async function run({ quick, env }) {
         row("cached start", sameHost, "jobrt run --container <prepared bundle>"),
         row("shared squashfs start, node never pulled", fresh, "cached start (node cache)"),
         row("first start on a job's second node", second, "cached start (node cache)"),
+        row("shared squashfs start by digest, node never pulled", freshByDigest, "cached start by digest (node cache)"),
       ],
     );
   } finally {

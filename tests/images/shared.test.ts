@@ -39,7 +39,10 @@ function nodeSite(reg: Registry, name: string, store: string, extra = ""): { dir
 
 /** A fresh shared store: a root-owned 0755 dir. */
 function sharedStore(): string {
-  const store = join(tempDir("jobrt-store-"), "store");
+  const parent = tempDir("jobrt-store-");
+  // Job users reach it (a rootless jobrt mounts its images with squashfuse).
+  chmodSync(parent, 0o755);
+  const store = join(parent, "store");
   mkdirSync(store, { mode: 0o755 });
   return store;
 }
@@ -62,6 +65,49 @@ function mountsUnder(cache: string): string[] {
     .map((l) => l.split(" ")[4] ?? "")
     .filter((p) => p.startsWith(`${cache}/`));
 }
+
+/**
+ * A rootless jobrt (uid/gid 65534) on the site `a`: SpoolDir shared with job users (1777) and the
+ * user's own node-cache store, as a site and root's steps make them. `run(script)` runs a shell
+ * script as root in a private mount namespace; with `fuse`, a /dev/fuse the job user may open is
+ * bind-mounted over the host's (crw------- here) first, a node of the test's own, so the host is
+ * not changed. In the script `$U` runs a command as the job user, `$J` is the jobrt command line
+ * (node -- bin), `$C` the conf dir, `$R` the image, `$W` a dir for outputs, `$S` the store, and
+ * `env` sets more.
+ */
+function rootless(a: { dir: string; cache: string }, store: string, ref: string) {
+  chmodSync(join(a.dir, "spool"), 0o1777);
+  mkdirSync(join(a.cache, "users"), { recursive: true, mode: 0o755 });
+  mkdirSync(join(a.cache, "users", "65534"), { mode: 0o700 });
+  chownSync(join(a.cache, "users", "65534"), 65534, 65534);
+  const work = tempDir("jobrt-fuse-");
+  chmodSync(work, 0o777);
+  const node = join(work, "fuse");
+  expect(spawnSync("mknod", ["-m", "666", node, "c", "10", "229"]).status).toBe(0);
+  const read = (name: string) => (existsSync(join(work, name)) ? readFileSync(join(work, name), "utf8") : "");
+  const run = (script: string, fuse: boolean, env: Record<string, string> = {}) =>
+    runProgram(["unshare", "-m", "sh", "-c", `${fuse ? 'mount --bind "$F" /dev/fuse || exit 99\n' : ""}${script}`], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: "/",
+        F: node,
+        U: "setpriv --reuid=65534 --regid=65534 --clear-groups",
+        J: `${process.execPath} -- ${jobrtBin}`,
+        C: a.dir,
+        R: ref,
+        W: work,
+        S: store,
+        ...env,
+      },
+      timeoutMs: 120_000,
+    });
+  return { run, read, work };
+}
+
+/** Counts the squashfuse mounts this shell's namespace has, into $W/NAME. */
+const countFuse = (name: string) => `grep -c ' - fuse.squashfuse ' /proc/self/mountinfo > "$W/${name}" || true`;
+/** The file system type of the container's own root, printed from inside the step. */
+const ROOT_FS = `awk '$5 == "/" { for (i = 7; i <= NF; i++) if ($i == "-") print $(i + 1) }' /proc/self/mountinfo`;
 
 describe("the shared image store: squashfs, pulled once per cluster", () => {
   let reg: Registry;
@@ -246,6 +292,38 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     ]);
     expect(other.stdout, other.stderr).toBe("second\n");
   }, 180_000);
+
+  test("a reference by digest whose squashfs is in the store starts on a new node without asking the registry", async () => {
+    const digest = pushBusybox(reg, "bydigest:1", "by-digest");
+    const store = sharedStore();
+    const a = nodeSite(reg, "dnode-a", store);
+    const b = nodeSite(reg, "dnode-b", store);
+    const ref = `docker://${reg.host}/bydigest@${digest}`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const asked = () =>
+      reg
+        .log()
+        .split("\n")
+        .filter((l) => l.includes("/v2/bydigest/")).length;
+    const before = asked();
+    expect(before).toBeGreaterThan(0);
+    const onB = await jobrt([
+      "run",
+      "--conf-dir",
+      b.dir,
+      "--jobid",
+      jobId(),
+      "-v",
+      "--container-image",
+      ref,
+      "cat",
+      "/etc/jobrt-image",
+    ]);
+    expect(onB.stdout, onB.stderr).toBe("by-digest\n");
+    expect(onB.stderr).toContain("shared store squashfs");
+    expect(asked(), "requests to the registry").toBe(before);
+  }, 120_000);
 
   test("a job user's step and a root step run from the same squashfs", async () => {
     const digest = pushBusybox(reg, "users:1", "both-users");
@@ -519,4 +597,120 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(existsSync(join(store, "inuse"))).toBe(true);
     expect(readdirSync(join(store, "inuse"))).toEqual([]);
   }, 120_000);
+  test("a rootless jobrt runs from the store's squashfs through squashfuse: two concurrent steps share one mount, the last one unmounts", async () => {
+    pushBusybox(reg, "fuse:1", "via-fuse");
+    const store = sharedStore();
+    const a = nodeSite(reg, "fusenode", store);
+    const ref = `docker://${reg.host}/fuse:1`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const u = rootless(a, store, ref);
+    const [j1, j2] = [jobId(), jobId()];
+    const r = await u.run(
+      [
+        `$U $J run --conf-dir "$C" --jobid ${j1} -v --container-image "$R" sh -c "$I" > "$W/out1" 2> "$W/err1" &`,
+        `$U $J run --conf-dir "$C" --jobid ${j2} -v --container-image "$R" sh -c "$I" > "$W/out2" 2> "$W/err2" &`,
+        `i=0; until [ -s "$W/out1" ] && [ -s "$W/out2" ] || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+        countFuse("during"),
+        "wait",
+        countFuse("after"),
+      ].join("\n"),
+      true,
+      { I: `cat /etc/jobrt-image; ${ROOT_FS}; sleep 3` },
+    );
+    expect(r.code, `${r.stderr}${u.read("err1")}${u.read("err2")}`).toBe(0);
+    for (const n of ["1", "2"]) {
+      expect(u.read(`out${n}`), u.read(`err${n}`)).toBe("via-fuse\nfuse.squashfuse\n");
+      expect(u.read(`err${n}`)).toMatch(/shared store squashfs .*\.sqfs, mounted read-only with squashfuse at /);
+    }
+    expect(u.read("during")).toBe("1\n");
+    expect(u.read("after")).toBe("0\n");
+    // Nothing was copied into the user's node cache: the squashfs is the image.
+    expect(readdirSync(join(a.cache, "users", "65534")).filter((n) => /^[0-9a-f]{64}$/.test(n))).toEqual([]);
+  }, 180_000);
+
+  test("a rootless step SIGKILLed leaves its squashfuse mount: root's gc leaves it alone (its daemon stopped: root does not hang), the user's gc unmounts it", async () => {
+    pushBusybox(reg, "fusegc:1", "fuse-gc");
+    const store = sharedStore();
+    const a = nodeSite(reg, "fgnode", store);
+    const ref = `docker://${reg.host}/fusegc:1`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const u = rootless(a, store, ref);
+    const r = await u.run(
+      [
+        `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" sleep 2 > "$W/out" 2> "$W/err" &`,
+        "P=$!",
+        `i=0; until grep -q ' - fuse.squashfuse ' /proc/self/mountinfo || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+        "kill -KILL $P; wait $P; sleep 3",
+        countFuse("killed"),
+        // The user's FUSE daemon stops answering: a root that looked into its mount would hang.
+        `D=$(pgrep -u 65534 -f "^squashfuse .*$S/")`,
+        "kill -STOP $D",
+        `timeout 30 $J gc --conf-dir "$C" > "$W/rootgc" 2>&1; echo $? > "$W/rootgc.rc"`,
+        countFuse("afterroot"),
+        "kill -CONT $D",
+        `$U $J gc --conf-dir "$C" > "$W/usergc" 2>&1; echo $? > "$W/usergc.rc"`,
+        countFuse("afteruser"),
+      ].join("\n"),
+      true,
+    );
+    expect(r.code, `${r.stderr}${u.read("err")}`).toBe(0);
+    expect(u.read("killed")).toBe("1\n");
+    expect(u.read("rootgc.rc"), u.read("rootgc")).toBe("0\n");
+    expect(u.read("afterroot")).toBe("1\n");
+    expect(u.read("usergc.rc"), u.read("usergc")).toBe("0\n");
+    expect(u.read("usergc")).toMatch(/gc: unmounted shared image [0-9a-f]{64}\n/);
+    expect(u.read("afteruser")).toBe("0\n");
+  }, 180_000);
+
+  test("a squashfuse mount whose daemon died is unmounted and made anew by the next rootless step", async () => {
+    pushBusybox(reg, "fusedead:1", "fuse-again");
+    const store = sharedStore();
+    const a = nodeSite(reg, "fdnode", store);
+    const ref = `docker://${reg.host}/fusedead:1`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const u = rootless(a, store, ref);
+    const r = await u.run(
+      [
+        `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" sleep 2 > "$W/out1" 2> "$W/err1" &`,
+        "P=$!",
+        `i=0; until grep -q ' - fuse.squashfuse ' /proc/self/mountinfo || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+        `D=$(pgrep -u 65534 -f "^squashfuse .*$S/")`,
+        "kill -KILL $P $D; wait $P; sleep 3",
+        countFuse("dead"),
+        `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" cat /etc/jobrt-image > "$W/out2" 2> "$W/err2"`,
+        countFuse("after"),
+      ].join("\n"),
+      true,
+    );
+    expect(r.code, `${r.stderr}${u.read("err1")}`).toBe(0);
+    expect(u.read("dead")).toBe("1\n");
+    expect(u.read("out2"), u.read("err2")).toBe("fuse-again\n");
+    expect(u.read("after")).toBe("0\n");
+  }, 180_000);
+
+  test("a rootless jobrt without a usable /dev/fuse runs from its node cache, and -v and jobrt check say why", async () => {
+    pushBusybox(reg, "nofuse:1", "no-fuse");
+    const store = sharedStore();
+    const a = nodeSite(reg, "nfnode", store);
+    const ref = `docker://${reg.host}/nofuse:1`;
+    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
+    expect(fill.code, fill.stderr).toBe(0);
+    const u = rootless(a, store, ref);
+    const r = await u.run(
+      [
+        `$U $J run --conf-dir "$C" --jobid ${jobId()} -v --container-image "$R" cat /etc/jobrt-image > "$W/out" 2> "$W/err"`,
+        `$U $J check --conf-dir "$C" --container-image "$R" true > "$W/check" 2>&1`,
+      ].join("\n"),
+      false,
+    );
+    expect(r.code, `${r.stderr}${u.read("err")}${u.read("check")}`).toBe(0);
+    expect(u.read("out"), u.read("err")).toBe("no-fuse\n");
+    const why = `a rootless jobrt cannot mount SharedStore ${store}'s squashfs images with squashfuse: cannot open /dev/fuse (EACCES)`;
+    expect(u.read("err")).toContain(`node cache (${why}`);
+    expect(u.read("check")).toContain(why);
+    expect(readdirSync(join(a.cache, "users", "65534")).filter((n) => /^[0-9a-f]{64}$/.test(n))).toHaveLength(1);
+  }, 180_000);
 });

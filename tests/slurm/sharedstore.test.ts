@@ -159,6 +159,35 @@ describe("srun -N 2 jobrt exec --container-image with one SharedStore", () => {
     expect(blobFetches("shared")).toEqual(before);
     expect(squashfs()).toHaveLength(1);
   });
+  it("a tag moved between the first and the second node's launch: both nodes run the first digest", async () => {
+    const r = registryOf(reg);
+    const first = pushBusybox(r, "moving:1", "moved-first");
+    const go = join(site.root, "go-node1");
+    const pins = join(store(), "jobs", "cluster");
+    const pinCount = () => (existsSync(pins) ? readdirSync(pins).length : 0);
+    const before = pinCount();
+    // Node 1's task starts jobrt only once the test moved the tag, which it does once node 0
+    // recorded the step's digest in the store: one step, two launches, a tag pushed in between.
+    const run = srun([
+      "-N",
+      "2",
+      "-n",
+      "2",
+      "sh",
+      "-c",
+      `if [ "$SLURM_NODEID" = 1 ]; then i=0; while [ ! -e ${go} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; V=-v; fi
+exec jobrt exec $V --runtime oci --container-image docker://${r.host}/moving:1 -- sh -c 'echo "$SLURMD_NODENAME $(cat /etc/jobrt-image)"'`,
+    ]);
+    for (let i = 0; pinCount() === before && i < 1200; i++) await new Promise((d) => setTimeout(d, 100));
+    expect(pinCount(), "node 0 recorded the job's digest").toBe(before + 1);
+    const second = pushBusybox(r, "moving:1", "moved-second");
+    expect(second).not.toBe(first);
+    writeFileSync(go, "");
+    const done = await run;
+    expect(done.code, done.stderr).toBe(0);
+    expect(sortedLines(done.stdout)).toEqual(["nodea moved-first", "nodeb moved-first"]);
+    expect(done.stderr).toMatch(new RegExp(`is ${first}, pinned for job [0-9]+ step [0-9]+ by another node`));
+  });
 });
 
 function registryOf(reg: Registry | undefined): Registry {

@@ -26,9 +26,11 @@ export async function checkImagePin(node: NodeConf, step: StepRecord, prefix: st
       ? `node cache (${shared.why})`
       : !resolved.public
         ? "node cache (a private image stays in its user's node cache)"
-        : loop
-          ? `shared store ${shared.root} (squashfs, loop-mounted read-only)`
-          : `node cache's unpacked tree (this node has no loop devices to mount the shared store's squashfs)`;
+        : shared.mount === "fuse"
+          ? `shared store ${shared.root} (squashfs, mounted read-only with squashfuse, when a root host has put it there; else the node cache)`
+          : loop
+            ? `shared store ${shared.root} (squashfs, loop-mounted read-only)`
+            : `node cache's unpacked tree (this node has no loop devices to mount the shared store's squashfs)`;
     process.stdout.write(
       `${prefix}: image ${ref.text}: ${resolved.digest}${resolved.public ? " (public)" : " (private)"}; runs from the ${where}\n`,
     );

@@ -1,29 +1,38 @@
 import { type NodeConf, type PullProgress, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
-import { type CachedImage, ensureImage, resolveForStep } from "./cache.js";
+import { type CachedImage, ensureImage, resolveForStep, storeFor } from "./cache.js";
+import { fuseProblem } from "./fuse.js";
 import { jobPinFile, readJobPin, writeJobPin } from "./jobpin.js";
 import type { ImageReference } from "./reference.js";
 import type { ResolvedImage } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
-import { prepareSharedStore, sharedStoreProblem } from "./shared.js";
+import { prepareSharedStore, sharedMeta, sharedStoreProblem, squashFile } from "./shared.js";
 import { ensureShared } from "./sharedpull.js";
-import { mountShared } from "./squashmount.js";
+import { type MountKind, mountShared } from "./squashmount.js";
 import { markName } from "./store.js";
 
 const hostIsRoot = () => (process.getuid?.() ?? -1) === 0;
 
 /**
- * Whether this host uses the shared store: it is set, this host is root (it writes the store and
- * loop-mounts its squashfs files), and root may use it (shared.ts: no dir on the way a job user
- * controls, else ERR_CONF). Otherwise the reason it does not, for `-v` and `jobrt check`.
+ * Whether this host uses the shared store, and how it mounts its squashfs images: a root host
+ * pulls into it and loop-mounts; a rootless one runs what is already there through squashfuse,
+ * when FUSE is usable here. Root refuses a store a job user could redirect (shared.ts: ERR_CONF);
+ * a rootless host just does without it. Otherwise the reason it does not, for `-v` and `jobrt
+ * check`.
  */
-export function sharedStoreUse(settings: ImageSettings): { use: true; root: string } | { use: false; why: string } {
+export function sharedStoreUse(
+  settings: ImageSettings,
+): { use: true; root: string; mount: MountKind } | { use: false; why: string } {
   if (!settings.sharedStore) return { use: false, why: "no SharedStore in images.conf" };
-  if (!hostIsRoot())
-    return {
-      use: false,
-      why: `SharedStore ${settings.sharedStore} needs a root host (it loop-mounts the squashfs images); using the node cache's unpacked tree`,
-    };
   const problem = sharedStoreProblem(settings.sharedStore);
+  if (!hostIsRoot()) {
+    const why = problem ?? fuseProblem();
+    return why
+      ? {
+          use: false,
+          why: `a rootless jobrt cannot mount SharedStore ${settings.sharedStore}'s squashfs images with squashfuse: ${why}; using the node cache's unpacked tree`,
+        }
+      : { use: true, root: settings.sharedStore, mount: "fuse" };
+  }
   if (problem)
     throw jobrtError(
       "ERR_CONF",
@@ -33,13 +42,15 @@ export function sharedStoreUse(settings: ImageSettings): { use: true; root: stri
       },
       { details: { key: "SharedStore" } },
     );
-  return { use: true, root: settings.sharedStore };
+  return { use: true, root: settings.sharedStore, mount: "loop" };
 }
 
 /**
  * The digest the step runs: the one another node of this job step recorded in the shared store,
- * else this node's resolution, recorded for the others (jobpin.ts). Without a usable shared store,
- * this node's resolution.
+ * else, for a reference by digest whose squashfs is in the store, that digest (a public image:
+ * only those go in), else this node's resolution, recorded for the others (jobpin.ts). Neither
+ * of the first two asks the registry. Without a usable shared store, this node's resolution; a
+ * rootless host reads no pins (they are root's).
  */
 export async function resolveForJob(
   node: NodeConf,
@@ -49,6 +60,8 @@ export async function resolveForJob(
 ): Promise<ResolvedImage> {
   const shared = sharedStoreUse(settings);
   if (!shared.use) return resolveForStep(step, settings, ref);
+  const stored = ref.transport === "docker" && ref.digest ? storedDigest(shared.root, ref.digest) : undefined;
+  if (shared.mount === "fuse") return stored ?? resolveForStep(step, settings, ref);
   prepareSharedStore(shared.root);
   const file = jobPinFile(shared.root, settings.clusterName, step, ref.text);
   const pinned = readJobPin(file, ref.text);
@@ -59,7 +72,13 @@ export async function resolveForJob(
     );
     return pinned;
   }
-  return writeJobPin(shared.root, settings.clusterName, file, ref.text, await resolveForStep(step, settings, ref));
+  const resolved = stored ?? (await resolveForStep(step, settings, ref));
+  return writeJobPin(shared.root, settings.clusterName, file, ref.text, resolved);
+}
+
+/** A digest whose squashfs is complete in the store: public, and the image manifest's own. */
+function storedDigest(root: string, digest: string): ResolvedImage | undefined {
+  return sharedMeta(root, digest.slice("sha256:".length), false) ? { digest, public: true } : undefined;
 }
 
 /**
@@ -83,12 +102,13 @@ export async function acquireImage(
     );
     return ensureImage(node, step, settings, ref, resolved, progress);
   }
+  if (shared.mount === "fuse") return fuseImage(node, step, settings, ref, resolved, shared.root, progress);
   const hex = resolved.digest.slice("sha256:".length);
   const { file, cached } = await ensureShared(node, step, settings, ref, resolved, progress);
   const mark = markName(step.jobId, step.stepId);
   let bundle: string;
   try {
-    bundle = await mountShared(settings.cacheDir, file, hex, mark, { store: shared.root, node: node.nodeName });
+    bundle = await mountShared(settings.cacheDir, "loop", file, hex, mark, { store: shared.root, node: node.nodeName });
   } catch (error) {
     node.log(
       "verbose",
@@ -98,4 +118,43 @@ export async function acquireImage(
   }
   node.log("verbose", `images: ${ref.text}: shared store squashfs ${file}, mounted read-only at ${bundle}`);
   return { digest: resolved.digest, bundle, store: shared.root, hex, mark, cached, mountedIn: settings.cacheDir };
+}
+
+/**
+ * A rootless host's image from the store: the squashfs mounted with squashfuse under the user's
+ * own node-cache store, when a root host already put it there (a rootless one cannot write the
+ * store); else, or when the mount fails, the user's node cache.
+ */
+async function fuseImage(
+  node: NodeConf,
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+  root: string,
+  progress?: (p: PullProgress) => void,
+): Promise<CachedImage> {
+  const hex = resolved.digest.slice("sha256:".length);
+  const file = squashFile(root, hex);
+  const fallBack = (why: string) => {
+    node.log("verbose", `images: ${ref.text}: node cache (${why})`);
+    return ensureImage(node, step, settings, ref, resolved, progress);
+  };
+  if (!sharedMeta(root, hex, false))
+    return fallBack(
+      `${resolved.digest} is not in the shared store ${root}, and a rootless jobrt does not pull into it`,
+    );
+  const base = storeFor(settings, step, false).store;
+  const mark = markName(step.jobId, step.stepId);
+  let bundle: string;
+  try {
+    bundle = await mountShared(base, "fuse", file, hex, mark);
+  } catch (error) {
+    return fallBack(`cannot mount ${file} with squashfuse: ${messageOf(error)}`);
+  }
+  node.log(
+    "verbose",
+    `images: ${ref.text}: shared store squashfs ${file}, mounted read-only with squashfuse at ${bundle}`,
+  );
+  return { digest: resolved.digest, bundle, store: root, hex, mark, cached: true, mountedIn: base, mountKind: "fuse" };
 }

@@ -20,7 +20,7 @@ import {
   useIfPresent,
   userStore,
 } from "./store.js";
-import { releaseMount } from "./squashmount.js";
+import { type MountKind, releaseMount } from "./squashmount.js";
 import { runTool } from "./tool.js";
 
 /** An image a step uses: its unpacked bundle in the cache, and what the step must give back. */
@@ -34,8 +34,13 @@ export interface CachedImage {
   /** uid/gid the store belongs to, when that is not the host's own. */
   owner?: { uid: number; gid: number };
   cached: boolean;
-  /** Set when `bundle` is the shared store's squashfs mounted under this CacheDir (squashmount.ts). */
+  /**
+   * Set when `bundle` is the shared store's squashfs mounted on this node (squashmount.ts): the
+   * dir whose mnt/ holds the mount (CacheDir for a loop mount, the user's store for squashfuse).
+   */
   mountedIn?: string;
+  /** How it is mounted; a loop mount when unset (as journaled before squashfuse). */
+  mountKind?: MountKind;
 }
 
 const hostIsRoot = () => (process.getuid?.() ?? -1) === 0;
@@ -138,7 +143,7 @@ async function lockedHelper(
 }
 
 /** The store for an image, created when missing: the shared one only for public images pulled by a root host. */
-function storeFor(
+export function storeFor(
   settings: ImageSettings,
   step: StepRecord,
   isPublic: boolean,
@@ -264,11 +269,17 @@ export async function reportedPull<R>(
 
 /** Gives back a step's use of an image (its mark); never throws. */
 export async function releaseImage(
-  image: Pick<CachedImage, "store" | "hex" | "mark" | "owner" | "mountedIn">,
+  image: Pick<CachedImage, "store" | "hex" | "mark" | "owner" | "mountedIn" | "mountKind">,
   log: (m: string) => void,
 ): Promise<void> {
   if (image.mountedIn !== undefined) {
-    const problem = await releaseMount(image.mountedIn, image.hex, image.mark).catch(messageOf);
+    // A job user's squashfuse mount, named by that user's journal when root cleans up their step
+    // (jobrt gc): root never goes near it (its daemon could hang root, its dirs are the user's);
+    // the user's own `jobrt gc` unmounts it.
+    if (image.mountKind === "fuse" && hostIsRoot()) return;
+    const problem = await releaseMount(image.mountedIn, image.mountKind ?? "loop", image.hex, image.mark).catch(
+      messageOf,
+    );
     if (problem) log(`cannot release image ${image.hex}: ${problem}`);
     return;
   }

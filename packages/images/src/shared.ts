@@ -1,4 +1,5 @@
 import {
+  chmodSync,
   closeSync,
   constants,
   fstatSync,
@@ -99,6 +100,8 @@ export function publishShared(root: string, hex: string, sqfs: string, meta: Ima
   const tmpMeta = `${sqfs}.json`;
   writeFileSync(tmpMeta, `${JSON.stringify(meta, null, 2)}\n`, { mode: 0o644 });
   renameSync(tmpMeta, sharedMetaFile(root, hex));
+  // Readable by every user whatever root's umask: a rootless jobrt mounts it with squashfuse.
+  chmodSync(sqfs, 0o644);
   renameSync(sqfs, squashFile(root, hex));
 }
 
