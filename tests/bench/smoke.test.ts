@@ -37,7 +37,23 @@ const expectations: Record<string, RegExp[]> = {
     /\| spawn \| [\d.]+ \| [\d.]+ \|/,
     /jobrt exec's work beyond it is -?[\d.]+ ms wall/,
   ],
-  srun: [/\| srun -n 2 jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/, /jobrt exec adds -?[\d.]+ ms per srun/],
+  srun: [
+    /\| srun -n 2 jobrt exec --runtime none \/bin\/true \| [\d.]+ \|/,
+    /jobrt exec adds -?[\d.]+ ms per srun/,
+    /\| srun --container B \/bin\/true \(Slurm's own, run mode\) \| [\d.]+ \(quartiles [\d.]+…[\d.]+\) \| -?[\d.]+ /,
+    /\| srun jobrt exec --runtime oci \(create\/start\) \| [\d.]+ \(quartiles/,
+    /jobrt oci run mode, its extra over jobrt none against Slurm's --container extra over srun, per round: -?[\d.]+ \(quartiles -?[\d.]+…-?[\d.]+\) ms over Slurm's extra: (met|MISSED|within noise of the target)/,
+  ],
+  "oci-user": [
+    /\| --uid nobody \| [\d.]+ \|/,
+    /\| root \| [\d.]+ \|/,
+    /job user over root, per pair of one round: wall median [\d.]+, quartiles [\d.]+…[\d.]+ over \d+ rounds \(target ≤ 1\.20: (met|MISSED|within noise of the target)\)/,
+  ],
+  images: [
+    /\| shared squashfs start, node never pulled \| [\d.]+ \|/,
+    /\| first start on a job's second node \| [\d.]+ \|/,
+    /\| shared squashfs start by digest, node never pulled \| [\d.]+ \|/,
+  ],
   registry: [
     /\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/,
     /100 heterogeneous components over 3 runtimes/,
