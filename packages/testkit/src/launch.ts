@@ -20,9 +20,10 @@ export interface LaunchOptions {
    * Stops the task as the host stops a cancelled step, once its stdout contains `after`: the stop
    * signal delivered as the launcher delivers it (its process group, only the process started for
    * `signals: "leader"`, into the sandbox for `supervise.stop`), then SIGKILL of everything of the
-   * task after `killWaitMs`.
+   * task after `killWaitMs`. `leaderOnly`: the signal to the started process alone, whatever the
+   * spec says (a SIGKILL of the wrapper alone, as the OOM killer sends it).
    */
-  stop?: { after: string; signal?: NodeJS.Signals; killWaitMs: number };
+  stop?: { after: string; signal?: NodeJS.Signals; killWaitMs: number; leaderOnly?: boolean };
   /**
    * How the task's processes are tracked and killed at its end: "auto" (default) as ProcTrack=auto
    * (its cgroup where there is one), "pgid" by its process group only, as on a node without cgroups.
@@ -64,7 +65,9 @@ export function launchTask(
           stdout += d;
           if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
             stopped = true;
-            tasks.stop(spec, start, child.pid, stop.signal ?? "SIGTERM");
+            const signal = stop.signal ?? "SIGTERM";
+            if (stop.leaderOnly) process.kill(child.pid, signal);
+            else tasks.stop(spec, start, child.pid, signal);
             killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
           }
         });
