@@ -44,7 +44,7 @@ describe("decideTaskEnd", () => {
   it("a wrapper's declared exit code is 127 with one line only when the command is certainly missing, 126 when not executable", () => {
     expect(decideTaskEnd(spec({ command: "nosuch" }), exited(1))).toEqual({
       status: 127,
-      code: 1,
+      code: 127,
       signal: null,
       message: "nosuch: command not found in the container (exit status 127)",
     });

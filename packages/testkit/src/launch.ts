@@ -81,7 +81,7 @@ export function launchTask(
           clearTimeout(killTimer);
           const end = tasks.end(spec, start, child);
           if (end.message) stderr += `${end.message}\n`;
-          resolve({ code: end.code === null ? null : end.status, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
+          resolve({ code: end.code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
         });
         child.stdin?.on("error", () => {});
         child.stdin?.end(options.input ?? "");

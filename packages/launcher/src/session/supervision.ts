@@ -11,7 +11,7 @@ import { type FileUser, asUser } from "./asuser.js";
 export interface TaskEnd {
   /** srun's status: the exit code, 128+N for signal N, 127/126 for a command the sandbox lacks. */
   status: number;
-  /** The process's own exit code, or null when a signal ended it (or its end was lost). */
+  /** The exit code jobrt reports (127/126 for a missing command), or null when a signal ended it (or its end was lost). */
   code: number | null;
   /** The number of the signal that ended it, or null. */
   signal: number | null;
@@ -33,7 +33,7 @@ export function decideTaskEnd(spec: ExecSpec, waitStatus: number | null, user?: 
   const check = spec.supervise?.missingCommand;
   if (check?.exitCodes.includes(code)) {
     const missing = missingInSandbox(check, user);
-    if (missing) return { ...missing, code, signal: null };
+    if (missing) return { ...missing, code: missing.status, signal: null };
   }
   return { status: code, code, signal: null };
 }
