@@ -53,7 +53,7 @@ function descendants(pid: number): { pid: number; exe: string; comm: string }[] 
 describe("jobrt run --runtime bwrap: the host supervises the sandbox", () => {
   it("SIGTERM reaches the task inside the sandbox exactly once, no node process runs besides jobrt, the handler's status is the step's", async () => {
     const script =
-      'n=0; trap \'n=$((n+1)); echo "term $n"; sleep 1; echo handled; exit 5\' TERM; echo ready; while :; do sleep 0.1; done';
+      "n=0; trap 'n=$((n+1)); echo \"term $n\"; sleep 1; echo handled; exit 5' TERM; echo ready; while :; do sleep 0.1; done";
     const child = spawn(process.execPath, ["--", jobrtBin, "run", "--runtime", "bwrap", "sh", "-c", script], {
       env: { ...process.env, ...site() },
       stdio: ["ignore", "pipe", "pipe"],

@@ -28,7 +28,14 @@ const spec = (check?: Partial<MissingCommandCheck>): ExecSpec => ({
   ...(check
     ? {
         supervise: {
-          missingCommand: { command: "tool", view: { root, mounts: [] }, path: "/bin", cwd: "/", exitCodes: [1], ...check },
+          missingCommand: {
+            command: "tool",
+            view: { root, mounts: [] },
+            path: "/bin",
+            cwd: "/",
+            exitCodes: [1],
+            ...check,
+          },
         },
       }
     : {}),
@@ -66,7 +73,7 @@ describe('supervise.stop "child-group"', () => {
     // A wrapper as bwrap --new-session is one: it dies of a SIGTERM it gets (the trap says so),
     // and runs the task in a session of its own under its only child.
     const task =
-      'n=0; trap \'n=$((n+1)); echo "term $n"; sleep 0.5; exit 7\' TERM; echo ready; while :; do sleep 0.05; done';
+      "n=0; trap 'n=$((n+1)); echo \"term $n\"; sleep 0.5; exit 7' TERM; echo ready; while :; do sleep 0.05; done";
     const wrapper = `trap 'echo wrapper-signalled; exit 9' TERM; setsid sh -c '${task.replaceAll("'", "'\\''")}' & wait $!; exit $?`;
     const s: ExecSpec = {
       argv: ["/bin/sh", "-c", wrapper],

@@ -214,7 +214,7 @@ export const CHECKS = {
     level: "MUST",
     title:
       'with signals: "leader" or supervise.stop, SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
-    fix: 'a wrapper the host does not stop through its group cannot pass SIGKILL on: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own',
+    fix: "a wrapper the host does not stop through its group cannot pass SIGKILL on: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own",
   },
   "image.run": {
     level: "MUST",

@@ -90,7 +90,14 @@ export function launchTask(
         // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
         try {
           const end = tasks.end(spec, start, error);
-          resolve({ code: end.status, signal: null, stdout: "", stderr: `${error.message}\n`, pid: undefined, argv: spec.argv });
+          resolve({
+            code: end.status,
+            signal: null,
+            stdout: "",
+            stderr: `${error.message}\n`,
+            pid: undefined,
+            argv: spec.argv,
+          });
         } catch {
           reject(error);
         }

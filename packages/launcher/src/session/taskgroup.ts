@@ -57,7 +57,8 @@ export function createTaskGroup(name: string, procTrack: ProcTrackMode = "auto")
     },
     stop: (spec, { uid, gid }, pid, signal) => deliverStop(spec, pid, signal, dropTo(hostUid, uid, gid)),
     end(spec, { uid, gid }, outcome) {
-      if (!(outcome instanceof Error)) return decideTaskEnd(spec, outcome.waitStatus ?? null, dropTo(hostUid, uid, gid));
+      if (!(outcome instanceof Error))
+        return decideTaskEnd(spec, outcome.waitStatus ?? null, dropTo(hostUid, uid, gid));
       const code = (outcome as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "EACCES") return startFailureEnd(spec, outcome);
       throw outcome;
