@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { type ExecSpec, type MissingCommandCheck, lookupCommand, messageOf } from "@jobrt/core";
-import { decodeWaitStatus } from "@jobrt/host-services";
-import { type FileUser, asUser } from "./asuser.js";
+import { type FileUser, asUser, decodeWaitStatus } from "@jobrt/host-services";
 
 /**
  * How a task ended, as jobrt reports it. Decided once, here, from the raw wait status its parent
