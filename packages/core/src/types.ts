@@ -103,7 +103,8 @@ export interface HostSupervision {
   /**
    * Where a stop signal (SIGINT/SIGTERM) goes, instead of `signals`: `"child-group"` to the process
    * group of the only child of the process the host started (bwrap `--unshare-pid --new-session`:
-   * the sandbox's init, which ignores it, and the task under it), sent with the job user's rights.
+   * the sandbox's init, which ignores it, and the task under it), while /proc still names the
+   * started process its parent, with the job user's effective ids.
    * Before that child exists the signal goes to the started process alone. The SIGKILL after
    * KillWait still reaches every process of the task.
    */

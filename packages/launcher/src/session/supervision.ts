@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { type ExecSpec, type MissingCommandCheck, lookupCommand, messageOf } from "@jobrt/core";
-import { type FileUser, asUser, decodeWaitStatus } from "@jobrt/host-services";
+import { type FileUser, asUser, decodeWaitStatus, procStat } from "@jobrt/host-services";
 
 /**
  * How a task ended, as jobrt reports it. Decided once, here, from the raw wait status its parent
@@ -69,14 +69,18 @@ function missingInSandbox(check: MissingCommandCheck, user?: FileUser): Omit<Tas
  * Delivers a stop signal (SIGINT/SIGTERM) to a task as its ExecSpec says: its whole process group
  * (default), the process started alone (`signals: "leader"`, a wrapper that forwards), or the
  * process group of that process's only child (`supervise.stop: "child-group"`: the sandbox's init
- * and the task under it, which the wrapper does not forward to). The last is sent with the job
- * user's rights: a pid read from /proc may be gone and reused by then, and the user can signal
- * nothing the user could not signal itself.
+ * and the task under it, which the wrapper does not forward to). A pid read from /proc may be
+ * gone and reused by then: the child is signalled only while /proc still names the wrapper its
+ * parent, and with the job user's effective ids, so not another user's process.
  */
 export function deliverStop(spec: ExecSpec, pid: number, signal: NodeJS.Signals, user?: FileUser): void {
   if (spec.supervise?.stop === "child-group") {
     const child = asUser(user, () => onlyChild(pid));
-    if (child !== undefined && asUser(user, () => kill(-child, signal) || kill(child, signal))) return;
+    if (
+      child !== undefined &&
+      asUser(user, () => procStat(child)?.ppid === pid && (kill(-child, signal) || kill(child, signal)))
+    )
+      return;
     kill(pid, signal);
     return;
   }
