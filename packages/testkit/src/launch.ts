@@ -66,8 +66,13 @@ export function launchTask(
           if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
             stopped = true;
             const signal = stop.signal ?? "SIGTERM";
-            if (stop.leaderOnly) process.kill(child.pid, signal);
-            else tasks.stop(spec, start, child.pid, signal);
+            if (!stop.leaderOnly) tasks.stop(spec, start, child.pid, signal);
+            else
+              try {
+                process.kill(child.pid, signal);
+              } catch {
+                // already gone
+              }
             killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
           }
         });
