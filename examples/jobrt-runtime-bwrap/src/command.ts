@@ -1,29 +1,34 @@
-import { fileURLToPath } from "node:url";
 import type { ExecSpec, StepRecord, TaskRecord } from "@jobrt/core";
 import type { SandboxState } from "./sandbox.js";
 
-/** Same path from src/ (tests) and dist/ (the published package). */
-const FORWARDER = fileURLToPath(new URL("../lib/forward.mjs", import.meta.url));
+/** bwrap's exit status when it cannot exec the task's command (and a task's own exit 1). */
+const BWRAP_EXEC_FAILED = 1;
 
 /**
- * The task's command line: node runs the forwarder, which runs bwrap and passes SIGINT/SIGTERM
- * to the sandbox's own session. bwrap forwards no signal, and a SIGTERM to bwrap kills the whole
- * sandbox at once (--die-with-parent), so the host signals only the forwarder (`signals: "leader"`).
+ * The task's command line: bwrap itself, the host its only supervisor (ExecSpec.supervise). bwrap
+ * forwards no signal, and a SIGTERM to bwrap kills the whole sandbox at once (--die-with-parent):
+ * the host signals the sandbox's session instead, the only child of bwrap (`stop: "child-group"`).
+ * bwrap exits 1 when it cannot exec the command: the host then looks it up in the sandbox and
+ * reports 127 or 126 when it is certainly missing (`missingCommand`).
  */
 export function taskExecSpec(step: StepRecord, task: TaskRecord, state: SandboxState): ExecSpec {
-  const command = task.argv[0] ?? "";
-  // env takes a first operand with "=" for a variable: such a command goes to bwrap directly.
-  const shim = command.includes("=") ? [] : [state.envShim, "--"];
   const env = { ...task.env };
-  // The forwarder is node: the job's NODE_OPTIONS is for the job's own node programs.
-  if (env.NODE_OPTIONS !== undefined) {
-    env.JOBRT_BWRAP_NODE_OPTIONS = env.NODE_OPTIONS;
-    delete env.NODE_OPTIONS;
-  }
+  // --setenv of --container-env wins over the task's own variables, PATH included.
+  for (let i = state.args.indexOf("--setenv"); i >= 0; i = state.args.indexOf("--setenv", i + 3))
+    env[state.args[i + 1] as string] = state.args[i + 2] as string;
   return {
-    argv: [process.execPath, FORWARDER, state.bwrap, ...state.args, "--", ...shim, ...task.argv],
-    env,
+    argv: [state.bwrap, ...state.args, "--", ...task.argv],
+    env: task.env,
     cwd: step.cwd,
-    signals: "leader",
+    supervise: {
+      stop: "child-group",
+      missingCommand: {
+        command: task.argv[0] ?? "",
+        view: state.view,
+        ...(env.PATH !== undefined ? { path: env.PATH } : {}),
+        cwd: state.cwd,
+        exitCodes: [BWRAP_EXEC_FAILED],
+      },
+    },
   };
 }

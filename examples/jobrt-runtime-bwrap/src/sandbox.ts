@@ -1,6 +1,6 @@
 import { accessSync, constants, lstatSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
-import { type StepRecord, jobrtError } from "@jobrt/core";
+import { type ContainerView, type StepRecord, jobrtError } from "@jobrt/core";
 import { deviceArgs } from "./devices.js";
 
 /**
@@ -13,14 +13,13 @@ export interface SandboxState {
   bwrap: string;
   /** bwrap options, up to (not including) the command. */
   args: string[];
-  /** `env` inside the sandbox, which execs the task's command and exits 127 when it is missing. */
-  envShim: string;
+  /** The sandbox's file system as its tasks see it: where the host looks a command bwrap could not exec up. */
+  view: ContainerView;
+  /** The task's directory inside the sandbox. */
+  cwd: string;
   /** CDI edits bwrap could not apply (hooks, groups), said in the step's log. */
   devicesSkipped?: string[];
 }
-
-/** Where `env` may live in the sandbox's root; bwrap itself exits 1 when it cannot exec, `env` exits 127. */
-const ENV_SHIMS = ["/usr/bin/env", "/bin/env"];
 
 /** Works out the sandbox for a step, or throws a JobrtError naming the option at fault. Creates nothing. */
 export function planSandbox(step: StepRecord, hostPath: string | undefined): SandboxState {
@@ -28,13 +27,6 @@ export function planSandbox(step: StepRecord, hostPath: string | undefined): San
   const rootfs = request?.value;
   const root = rootfs ?? "/";
   if (rootfs !== undefined) checkRootfs(rootfs);
-  const envShim = ENV_SHIMS.find((p) => existsIn(root, p));
-  if (!envShim) {
-    const where = rootfs === undefined ? "this node" : `--container "${rootfs}"`;
-    throw jobrtError("ERR_CONTAINER_IMAGE", {
-      problem: `${where}: has no /usr/bin/env or /bin/env; runtime bwrap runs each command through it so that a missing command exits 127`,
-    });
-  }
   const workdir = request?.workdir;
   if (workdir !== undefined && !isAbsolute(workdir)) {
     throw jobrtError("ERR_CONTAINER_REQUEST", {
@@ -66,13 +58,36 @@ export function planSandbox(step: StepRecord, hostPath: string | undefined): San
   args.push(...devices.binds, ...devices.env);
   for (const entry of request?.env ?? []) args.push(...envArgs(entry));
   // A rootfs does not hold the host's cwd: such a task starts at the request's workdir or /.
-  args.push("--chdir", workdir ?? (rootfs === undefined ? step.cwd : "/"));
+  const cwd = workdir ?? (rootfs === undefined ? step.cwd : "/");
+  args.push("--chdir", cwd);
   return {
     bwrap: findBwrap(hostPath),
     args,
-    envShim,
+    view: viewOf(args),
+    cwd,
     ...(devices.skipped.length > 0 ? { devicesSkipped: devices.skipped } : {}),
   };
+}
+
+/**
+ * The sandbox as bwrap's options build it, in their order: a bind's content is its host source,
+ * bwrap's own /dev, /proc and tmpfs are not known here (a command under them is never called missing).
+ */
+function viewOf(args: string[]): ContainerView {
+  const view: ContainerView = { root: "/", mounts: [] };
+  for (let i = 0; i < args.length; i++) {
+    const [option, a = "", b = ""] = args.slice(i, i + 3);
+    if (option === "--ro-bind" || option === "--bind" || option === "--dev-bind") {
+      if (b === "/") view.root = a;
+      else view.mounts.push({ destination: b, source: a });
+      i += 2;
+    } else if (option === "--dev" || option === "--proc" || option === "--tmpfs") {
+      view.mounts.push({ destination: a });
+      i += 1;
+    } else if (option === "--setenv") i += 2;
+    else if (option === "--chdir") i += 1;
+  }
+  return view;
 }
 
 function checkRootfs(rootfs: string): void {

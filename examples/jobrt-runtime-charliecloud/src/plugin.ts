@@ -16,8 +16,7 @@ import { findChRun } from "./chrun.js";
 import { addDeviceEdits } from "./devices.js";
 import { loadConf } from "./conf.js";
 import { formatEnvFile } from "./envfile.js";
-import { GUARD_PROGRAM } from "./guard.js";
-import { lookup, lookupSpec, missingStatus } from "./missingcommand.js";
+import { commandCheck } from "./commandcheck.js";
 import { type ChRunRequest, imageReference, parseRequest } from "./request.js";
 import { type StepImage, acquireStepImage, releaseStepImage } from "@jobrt/images";
 
@@ -97,19 +96,6 @@ function chRunArgv(state: StepState, task: TaskRecord, envFile: string | undefin
   if (envFile !== undefined) argv.push(`--set-env=${envFile}`);
   argv.push(r.image, "--", ...task.argv);
   return argv;
-}
-
-/**
- * ch-run exits 1 for a command it cannot exec: when the host finds the command missing in the
- * image, ch-run runs under the guard, which turns that failure into 127/126 (guard.ts).
- */
-function guarded(node: NodeConf, task: TaskRecord, spec: ExecSpec, request: ChRunRequest): ExecSpec {
-  const command = task.argv[0] ?? "";
-  const look = lookupSpec(request, spec.env, command);
-  const missing = typeof look === "string" ? undefined : missingStatus(lookup(look), command);
-  if (typeof look === "string" || !missing) return spec;
-  node.log("verbose", `${missing.message}: ch-run runs under the missing-command guard`);
-  return { ...spec, argv: [process.execPath, GUARD_PROGRAM, JSON.stringify(look), ...spec.argv] };
 }
 
 /** Setup's step state from the request and, for `--container-image`, the image's directory. */
@@ -205,13 +191,16 @@ const plugin: RuntimePlugin<StepState> = definePlugin<StepState>(
           { details: { runtime: TYPE, hook: "run" } },
         );
       const envFile = state.dir ? taskEnvPath(state.dir, task) : undefined;
+      const env = chRunEnv(step, task, state.request);
+      const check = commandCheck(state.request, env, task.argv[0] ?? "");
       const spec: ExecSpec = {
         argv: chRunArgv(state, task, envFile),
-        env: chRunEnv(step, task, state.request),
+        env,
         cwd: step.cwd,
+        ...(check ? { supervise: { missingCommand: check } } : {}),
       };
       node.log("debug", `charliecloud: task ${task.globalId}: ${JSON.stringify(spec.argv)}`);
-      return guarded(node, task, spec, state.request);
+      return spec;
     },
 
     async cleanup({ node, step, state }) {

@@ -96,7 +96,7 @@ export const ERROR_CATALOG = {
   },
   ERR_RUNTIME_CONTRACT: {
     template: "{problem}",
-    when: "`run` returned something other than an ExecSpec `{argv, env, cwd, shell?, signals?}` or `NOT_SUPPORTED`, `setup` returned a step state that is not JSON data (names where), or a hook was called out of order",
+    when: "`run` returned something other than an ExecSpec `{argv, env, cwd, shell?, signals?, supervise?}` or `NOT_SUPPORTED`, `setup` returned a step state that is not JSON data (names where), or a hook was called out of order",
     hint: "report it to the runtime's author (the message names the runtime and hook)",
     exit: 1,
   },

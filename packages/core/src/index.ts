@@ -101,13 +101,16 @@ export type {
   PullProgress,
   ExecSpec,
   HetInfo,
+  HostSupervision,
   LogLevel,
   Logger,
+  MissingCommandCheck,
   NodeConf,
   RuntimeContext,
   SignalDelivery,
   StepKind,
   StepRecord,
+  StopTarget,
   TaskRecord,
 } from "./types.js";
 export { packageVersion } from "./version.js";

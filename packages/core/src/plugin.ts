@@ -243,7 +243,37 @@ export function isExecSpec(value: unknown): value is ExecSpec {
     typeof spec.cwd === "string" &&
     spec.cwd.length > 0 &&
     (spec.shell === undefined || typeof spec.shell === "boolean") &&
-    (spec.signals === undefined || spec.signals === "group" || spec.signals === "leader")
+    (spec.signals === undefined || spec.signals === "group" || spec.signals === "leader") &&
+    (spec.supervise === undefined || isHostSupervision(spec.supervise))
+  );
+}
+
+/** ExecSpec.supervise: a known stop target, a missing-command check with its view and exit codes. */
+function isHostSupervision(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const { stop, missingCommand: m } = value as Record<string, unknown>;
+  if (stop !== undefined && stop !== "child-group") return false;
+  if (m === undefined) return true;
+  if (typeof m !== "object" || m === null) return false;
+  const c = m as Record<string, unknown>;
+  const view = c.view as Record<string, unknown> | null | undefined;
+  return (
+    isText(c.command, true) &&
+    isText(c.cwd) &&
+    isOptionalText(c.path) &&
+    Array.isArray(c.exitCodes) &&
+    c.exitCodes.every((n) => Number.isInteger(n) && n > 0 && n < 256) &&
+    typeof view === "object" &&
+    view !== null &&
+    isText(view.root, true) &&
+    Array.isArray(view.mounts) &&
+    view.mounts.every(
+      (x: unknown) =>
+        typeof x === "object" &&
+        x !== null &&
+        isText((x as Record<string, unknown>).destination) &&
+        isOptionalText((x as Record<string, unknown>).source),
+    )
   );
 }
 

@@ -320,7 +320,7 @@ export class RuntimeRegistry {
     throw jobrtError(
       "ERR_RUNTIME_CONTRACT",
       {
-        problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd, shell?, signals?} or NOT_SUPPORTED`,
+        problem: `runtime ${type} run returned ${describe(result)}; it must return an ExecSpec {argv, env, cwd, shell?, signals?, supervise?} or NOT_SUPPORTED`,
       },
       { details: { runtime: type, hook: "run" } },
     );

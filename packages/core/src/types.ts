@@ -1,4 +1,5 @@
 import type { ContainerRequest } from "./requestoptions.js";
+import type { ContainerView } from "./commandlookup.js";
 
 /** Where a runtime is being loaded: `jobrt check` (submit), a node daemon, or a step host. */
 export type RuntimeContext = "submit" | "node" | "step";
@@ -88,9 +89,50 @@ export interface ExecSpec {
    * SIGKILL after KillWait always reaches every process of the task.
    */
   signals?: SignalDelivery;
+  /**
+   * What the host does for a wrapper that runs the task in a sandbox, so the wrapper needs no
+   * supervisor of its own (docs/decisions.md, "The host supervises a wrapper's task"). A host older than this field ignores it.
+   */
+  supervise?: HostSupervision;
 }
 
 export type SignalDelivery = "group" | "leader";
+
+/** How the host stops and judges the task inside a wrapper's sandbox (ExecSpec.supervise). */
+export interface HostSupervision {
+  /**
+   * Where a stop signal (SIGINT/SIGTERM) goes, instead of `signals`: `"child-group"` to the process
+   * group of the only child of the process the host started (bwrap `--unshare-pid --new-session`:
+   * the sandbox's init, which ignores it, and the task under it), while /proc still names the
+   * started process its parent, with the job user's effective ids.
+   * Before that child exists the signal goes to the started process alone. The SIGKILL after
+   * KillWait still reaches every process of the task.
+   */
+  stop?: StopTarget;
+  /** How the host tells the wrapper's "cannot run the command" from the task's own exit status. */
+  missingCommand?: MissingCommandCheck;
+}
+
+export type StopTarget = "child-group";
+
+/**
+ * A wrapper that execs the task's command itself and exits with one of `exitCodes` when it cannot
+ * (bwrap and ch-run: 1): after such an exit the host looks the command up in the sandbox's view
+ * (`lookupCommand`, as the job user) and reports 127 (missing) or 126 (not executable) with one
+ * line, only when it is certain; any other answer leaves the status as the wrapper gave it.
+ */
+export interface MissingCommandCheck {
+  /** The task's command as the sandbox execs it (task.argv[0]). */
+  command: string;
+  /** The sandbox's root and mounts as the task sees them. */
+  view: ContainerView;
+  /** PATH inside the sandbox; undefined when it has none (a bare command is then unknown). */
+  path?: string;
+  /** The task's directory inside the sandbox, for a relative command with a slash. */
+  cwd: string;
+  /** The wrapper's exit codes for a failed exec. */
+  exitCodes: number[];
+}
 
 /** Information about the client that asked for the step (srun's role). */
 export interface ClientInfo {

@@ -282,6 +282,19 @@ describe("plugin contract API 2", () => {
     expect(isExecSpec({ ...base, signals: "group" })).toBe(true);
     expect(isExecSpec({ ...base, signals: "session" })).toBe(false);
   });
+
+  it("ExecSpec supervise: a known stop target, a missing-command check with view, cwd and exit codes", () => {
+    const base = { argv: ["/usr/bin/bwrap"], env: {}, cwd: "/" };
+    const check = { command: "x", view: { root: "/", mounts: [{ destination: "/tmp" }] }, cwd: "/", exitCodes: [1] };
+    expect(isExecSpec({ ...base, supervise: {} })).toBe(true);
+    expect(isExecSpec({ ...base, supervise: { stop: "child-group", missingCommand: check } })).toBe(true);
+    expect(isExecSpec({ ...base, supervise: { missingCommand: { ...check, path: "/bin" } } })).toBe(true);
+    expect(isExecSpec({ ...base, supervise: { stop: "everyone" } })).toBe(false);
+    expect(isExecSpec({ ...base, supervise: { missingCommand: { ...check, exitCodes: [0] } } })).toBe(false);
+    expect(isExecSpec({ ...base, supervise: { missingCommand: { ...check, command: "" } } })).toBe(false);
+    expect(isExecSpec({ ...base, supervise: { missingCommand: { ...check, view: { root: "/" } } } })).toBe(false);
+    expect(isExecSpec({ ...base, supervise: "child-group" })).toBe(false);
+  });
 });
 
 describe("the optional tools and check hooks (jobrt runtimes, jobrt check)", () => {

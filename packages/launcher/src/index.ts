@@ -25,6 +25,7 @@ export type { Collected } from "./session/collect.js";
 export type { StepComponentView, StepView } from "./session/steplist.js";
 export type { ProcTrackMode, TrackerRecord } from "./session/proctrack.js";
 export { type TaskGroup, type TaskStart, createTaskGroup } from "./session/taskgroup.js";
+export type { TaskEnd } from "./session/supervision.js";
 export type { StdioItem, TaskProcess } from "./session/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
 export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";

@@ -5,7 +5,7 @@ import { isPerTask } from "../src/filepattern.js";
 import { expandFilePattern, exportEnvironment, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
 import { forkRequest } from "../src/session/forkerrequest.js";
-import { statusOf } from "../src/session/status.js";
+import { decideTaskEnd } from "../src/session/supervision.js";
 import { currentUser, jobUser, lookupGroup } from "../src/users.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {
@@ -109,11 +109,12 @@ describe("a task's environment (planStep)", () => {
   });
 });
 
-describe("statusOf", () => {
-  it("is the exit code, or 128+N for signal N", () => {
-    expect(statusOf(3, null)).toBe(3);
-    expect(statusOf(null, "SIGKILL")).toBe(137);
-    expect(statusOf(null, "SIGTERM")).toBe(143);
+describe("decideTaskEnd", () => {
+  it("is the exit code, or 128+N for signal N, from the raw wait status", () => {
+    const spec = { argv: ["x"], env: {}, cwd: "/" };
+    expect(decideTaskEnd(spec, 3 << 8).status).toBe(3);
+    expect(decideTaskEnd(spec, 9).status).toBe(137);
+    expect(decideTaskEnd(spec, 15).status).toBe(143);
   });
 });
 

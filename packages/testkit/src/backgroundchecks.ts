@@ -102,7 +102,8 @@ const nextMark = (kit: SuiteKit): string => `jobrt-testkit-${kit.runtimeName}-${
 /**
  * A task that leaves a background process behind, as the host tracks a step (its cgroup where there
  * is one) and as on a node without cgroups (ProcTrack=pgid: its process group only); and, for a
- * wrapper that takes stop signals itself (`signals: "leader"`), SIGKILL of only that wrapper. After
+ * wrapper the host does not stop through its group (`signals: "leader"`, `supervise.stop`), SIGKILL
+ * of only that wrapper (what the OOM killer does). After
  * the task's end and the step's cleanup nothing of the task may run: a sandbox that leaves the
  * task's process group (its own session, without dying with its parent or a pid namespace of its
  * own) passes every check a cgroup helps with, and outlives jobrt under ProcTrack=pgid.
@@ -124,11 +125,16 @@ export function registerBackgroundChecks(kit: SuiteKit): void {
   });
   kit.check("pgid.leader-kill", async (ctx: TestContext) => {
     const { results } = await kit.baseline();
-    if (!results.some((r) => r !== NOT_SUPPORTED && r.signals === "leader"))
-      ctx.skip('not applicable: no ExecSpec says signals: "leader"');
+    if (!results.some((r) => r !== NOT_SUPPORTED && (r.signals === "leader" || r.supervise?.stop !== undefined)))
+      ctx.skip('not applicable: no ExecSpec says signals: "leader" or supervise.stop');
     const n = kit.node();
     // SIGKILL cannot be forwarded: the wrapper dies at once, and the host then kills its process group.
-    const stop = { after: "jobrt-testkit-bg-started", signal: "SIGKILL" as const, killWaitMs: n.killWait * 1000 };
+    const stop = {
+      after: "jobrt-testkit-bg-started",
+      signal: "SIGKILL" as const,
+      leaderOnly: true,
+      killWaitMs: n.killWait * 1000,
+    };
     const outcome = await runMarked(kit, n, nextMark(kit), true, { procTrack: "pgid", stop });
     assertNothingLeft(
       outcome,

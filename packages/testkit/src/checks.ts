@@ -172,12 +172,12 @@ export const CHECKS = {
   "launch.sigterm": {
     level: "MUST",
     title: "a task's SIGTERM handler runs and completes within KillWait",
-    fix: 'let the task itself get the stop signal: a wrapper that forwards signals sets `signals: "leader"` in the ExecSpec, passes SIGTERM on and waits for the task instead of killing it',
+    fix: 'let the task itself get the stop signal: a wrapper that forwards signals sets `signals: "leader"` in the ExecSpec, passes SIGTERM on and waits for the task instead of killing it; one that forwards nothing and runs the task under its only child (bwrap --unshare-pid --new-session) sets `supervise: { stop: "child-group" }` and the host signals the sandbox',
   },
   "launch.missing-command": {
     level: "MUST",
     title: "a task whose command does not exist exits with 127",
-    fix: "pass the task's exit status on unchanged; a wrapper that looks the command up itself must exit 127 for a missing one (126 for one it cannot execute)",
+    fix: "pass the task's exit status on unchanged; a wrapper that execs the command itself and exits with a status of its own when it cannot declares `supervise.missingCommand` (the sandbox's view, PATH, cwd, that status) and the host makes it 127 (126 for one it cannot execute)",
   },
   "launch.env": {
     level: "MUST",
@@ -213,8 +213,8 @@ export const CHECKS = {
   "pgid.leader-kill": {
     level: "MUST",
     title:
-      'with signals: "leader", SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
-    fix: 'a wrapper with signals: "leader" cannot forward SIGKILL: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own',
+      'with signals: "leader" or supervise.stop, SIGKILL of only the process the host started leaves nothing of the task (ProcTrack=pgid, no cgroup)',
+    fix: "a wrapper the host does not stop through its group cannot pass SIGKILL on: everything it starts must die with it (bwrap --die-with-parent --unshare-pid, prctl PR_SET_PDEATHSIG), also what sits in a session of its own",
   },
   "image.run": {
     level: "MUST",

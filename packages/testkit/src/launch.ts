@@ -1,12 +1,5 @@
-import {
-  type ExecSpec,
-  NOT_SUPPORTED,
-  type NotSupported,
-  type SignalDelivery,
-  type StepRecord,
-  type TaskRecord,
-} from "@jobrt/core";
-import { createTaskGroup } from "@jobrt/launcher";
+import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type StepRecord, type TaskRecord } from "@jobrt/core";
+import { type TaskStart, createTaskGroup } from "@jobrt/launcher";
 
 export interface LaunchResult {
   code: number | null;
@@ -25,10 +18,12 @@ export interface LaunchOptions {
   input?: string;
   /**
    * Stops the task as the host stops a cancelled step, once its stdout contains `after`: the stop
-   * signal to its process group, or only to the process started when the spec says
-   * `signals: "leader"`, then SIGKILL of everything of the task after `killWaitMs`.
+   * signal delivered as the launcher delivers it (its process group, only the process started for
+   * `signals: "leader"`, into the sandbox for `supervise.stop`), then SIGKILL of everything of the
+   * task after `killWaitMs`. `leaderOnly`: the signal to the started process alone, whatever the
+   * spec says (a SIGKILL of the wrapper alone, as the OOM killer sends it).
    */
-  stop?: { after: string; signal?: NodeJS.Signals; killWaitMs: number };
+  stop?: { after: string; signal?: NodeJS.Signals; killWaitMs: number; leaderOnly?: boolean };
   /**
    * How the task's processes are tracked and killed at its end: "auto" (default) as ProcTrack=auto
    * (its cgroup where there is one), "pgid" by its process group only, as on a node without cgroups.
@@ -42,7 +37,9 @@ let launches = 0;
  * Starts a task through the launcher's own spawn path, as `jobrt run` does: the ExecSpec `run`
  * returned (or for NOT_SUPPORTED the task's own argv, env and the step's cwd), in its own process
  * group and the step's cgroup where there is one, as step.uid/step.gid when running as root; sets
- * `task.pid`; waits for it, and, as the host does at a task's end, kills what it left behind.
+ * `task.pid`; waits for it, and, as the host does at a task's end, kills what it left behind. Its
+ * exit status is the launcher's decision (a wrapper's missing command included, whose one line
+ * is appended to `stderr`).
  */
 export function launchTask(
   result: ExecSpec | NotSupported,
@@ -54,12 +51,8 @@ export function launchTask(
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
   const tasks = createTaskGroup(`testkit.${process.pid}.${launches++}`, options.procTrack ?? "auto");
   return new Promise<LaunchResult>((resolve, reject) => {
-    const started = tasks.start(spec, {
-      taskId: task.globalId,
-      uid: step.uid,
-      gid: step.gid,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const start: TaskStart = { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["pipe", "pipe", "pipe"] };
+    const started = tasks.start(spec, start);
     started.then(
       (child) => {
         if (child.pid !== undefined) task.pid = child.pid;
@@ -72,7 +65,14 @@ export function launchTask(
           stdout += d;
           if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
             stopped = true;
-            signalTask(child.pid, stop.signal ?? "SIGTERM", spec.signals ?? "group");
+            const signal = stop.signal ?? "SIGTERM";
+            if (!stop.leaderOnly) tasks.stop(spec, start, child.pid, signal);
+            else
+              try {
+                process.kill(child.pid, signal);
+              } catch {
+                // already gone
+              }
             killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
           }
         });
@@ -81,40 +81,32 @@ export function launchTask(
         });
         const timer = setTimeout(() => tasks.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
         child.on("exit", () => tasks.killTask(task.globalId, child.pid));
-        child.on("close", (code, signal) => {
+        child.on("close", (_code, signal) => {
           clearTimeout(timer);
           clearTimeout(killTimer);
-          resolve({ code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
+          const end = tasks.end(spec, start, child);
+          if (end.message) stderr += `${end.message}\n`;
+          resolve({ code: end.code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
         });
         child.stdin?.on("error", () => {});
         child.stdin?.end(options.input ?? "");
       },
-      (error: NodeJS.ErrnoException) => {
+      (error: Error) => {
         // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
-        if (error.code === "ENOENT" || error.code === "EACCES") {
+        try {
+          const end = tasks.end(spec, start, error);
           resolve({
-            code: error.code === "ENOENT" ? 127 : 126,
+            code: end.status,
             signal: null,
             stdout: "",
             stderr: `${error.message}\n`,
             pid: undefined,
             argv: spec.argv,
           });
-        } else reject(error);
+        } catch {
+          reject(error);
+        }
       },
     );
   }).finally(() => tasks.close(5000));
-}
-
-/** Delivers a stop signal as the launcher's StopControl does. */
-function signalTask(pid: number, signal: NodeJS.Signals, delivery: SignalDelivery): void {
-  try {
-    process.kill(delivery === "leader" ? pid : -pid, signal);
-  } catch {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // already gone
-    }
-  }
 }

@@ -118,8 +118,8 @@ export function registerLaunchChecks(kit: StepKit): void {
     if (!r?.stdout.includes("jobrt-testkit-ready")) fail(`the task never started its SIGTERM test (${shown(r)})`);
     if (!r.stdout.includes("jobrt-testkit-handled")) {
       const why = r.stdout.includes("jobrt-testkit-got-term")
-        ? 'it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals "leader")'
-        : "it never started: the stop signal did not reach the task (a wrapper that forwards no signal, or a task outside the process group the host signals: see ExecSpec.signals)";
+        ? 'it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals "leader", or let the host signal the sandbox: ExecSpec.supervise.stop)'
+        : "it never started: the stop signal did not reach the task (a wrapper that forwards no signal, or a task outside the process group the host signals: see ExecSpec.signals and ExecSpec.supervise.stop)";
       fail(
         `the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal: ${why} (${JSON.stringify(r.argv)}: ${shown(r)})`,
       );

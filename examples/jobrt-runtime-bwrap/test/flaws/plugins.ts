@@ -30,12 +30,13 @@ let lastState: SandboxState | undefined;
 
 type Spec = ExecSpec;
 
-/** The argv without the forwarder: bwrap itself, as a naive wrapper would start it. */
-function bareBwrap(spec: Spec): string[] {
-  return spec.argv.slice(2);
+/** The spec without the host's supervision: bwrap as a naive wrapper would start it. */
+function unsupervised(spec: Spec): Spec {
+  const { supervise: _, ...rest } = spec;
+  return rest;
 }
 
-function edit(flaw: Flaw, spec: Spec, state: SandboxState): Spec {
+function edit(flaw: Flaw, spec: Spec): Spec {
   switch (flaw) {
     case "slurm-env-only":
       return { ...spec, env: Object.fromEntries(Object.entries(spec.env).filter(([k]) => k.startsWith("SLURM_"))) };
@@ -45,15 +46,15 @@ function edit(flaw: Flaw, spec: Spec, state: SandboxState): Spec {
       return { ...spec, argv };
     }
     case "missing-to-1": {
-      const argv = [...spec.argv];
-      argv.splice(argv.indexOf(state.envShim), 2);
-      return { ...spec, argv };
+      // bwrap's own exit 1 for a command it cannot exec, passed on as it is.
+      const { missingCommand: _, ...supervise } = spec.supervise ?? {};
+      return { ...spec, supervise };
     }
     case "sigterm-cut-short": {
-      // bwrap started directly and signalled with its whole group: it dies at once and takes the
-      // sandbox with it (--die-with-parent), the task's handler cut short.
-      const { signals: _, ...rest } = spec;
-      return { ...rest, argv: bareBwrap(spec) };
+      // bwrap signalled with its whole group: it dies at once and takes the sandbox with it
+      // (--die-with-parent), the task's handler cut short.
+      const { stop: _, ...supervise } = spec.supervise ?? {};
+      return { ...spec, supervise };
     }
     case "escapes": {
       // The sandbox in a session of its own (--new-session) without --die-with-parent and
@@ -62,11 +63,11 @@ function edit(flaw: Flaw, spec: Spec, state: SandboxState): Spec {
       return { ...spec, argv };
     }
     case "outlives-sigterm": {
-      // "leader" without a forwarder and without --die-with-parent: bwrap dies, its sandbox (its
-      // own session) runs on.
-      const argv = bareBwrap(spec).filter((a) => a !== "--die-with-parent");
+      // "leader" (bwrap alone gets the signal) and without --die-with-parent: bwrap dies, its
+      // sandbox (its own session) runs on.
+      const argv = spec.argv.filter((a) => a !== "--die-with-parent");
       argv.splice(1, 0, "--setenv", "JOBRT_BWRAP_FLAW_MARK", ORPHAN_MARK);
-      return { ...spec, argv };
+      return { ...unsupervised(spec), argv, signals: "leader" };
     }
     default:
       return spec;
@@ -96,7 +97,7 @@ export function flawedBwrap(flaw: Flaw): RuntimePlugin<SandboxState> {
       const state = flaw === "module-state" ? lastState : ctx.state;
       const spec = await real.run({ ...ctx, state });
       if (spec === NOT_SUPPORTED || !state) return spec;
-      return edit(flaw, spec, state);
+      return edit(flaw, spec);
     },
     async cleanup(ctx) {
       await real.cleanup(ctx);

@@ -45,6 +45,12 @@ export interface TaskProcess extends EventEmitter {
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
+  /**
+   * The raw wait status once the process ended (exit code in bits 8-15, signal in bits 0-6), set
+   * before "exit" is emitted; null when its end was lost. What jobrt decides the task's status from
+   * (supervision.ts); the events' code and name are for display.
+   */
+  readonly waitStatus?: number | null;
   /** `signal` is Node's name of the signal, or "signal N" for one Node has no name for. */
   on(event: "exit" | "close", listener: (code: number | null, signal: string | null) => void): this;
   on(event: "error", listener: (error: Error) => void): this;
@@ -94,6 +100,7 @@ function startError(file: string, errno: number, stage: string): NodeJS.ErrnoExc
 class ForkedTask extends EventEmitter implements TaskProcess {
   #open = 0;
   #exit: [number | null, string | null] | undefined;
+  waitStatus: number | null | undefined;
 
   constructor(
     readonly pid: number,
@@ -113,8 +120,13 @@ class ForkedTask extends EventEmitter implements TaskProcess {
     }
   }
 
-  ended(code: number | null, signal: string | null): void {
+  /** `status`: the raw wait status, null when it was lost. */
+  ended(status: number | null): void {
     if (this.#exit) return;
+    this.waitStatus = status;
+    const decoded = status === null ? undefined : decodeWaitStatus(status);
+    const code = decoded?.code ?? null;
+    const signal = decoded?.signal === undefined ? null : signalName(decoded.signal);
     this.#exit = [code, signal];
     this.emit("exit", code, signal);
     this.#maybeClose();
@@ -287,13 +299,12 @@ export class TaskForker {
     const task = this.#running.get(pid);
     if (!task) return;
     this.#running.delete(pid);
-    const { code, signal } = decodeWaitStatus(status);
     // A start and an end read in one chunk: the end waits until the start's awaiter listens.
-    setImmediate(() => task.ended(code ?? null, signal === undefined ? null : signalName(signal)));
+    setImmediate(() => task.ended(status));
   }
 
   /** `signal`: how the tasks it did not report ended, when jobrt knows (it SIGKILLed them). */
-  #lose(why: string, signal: string | null = null): void {
+  #lose(why: string, signal: "SIGKILL" | null = null): void {
     if (this.#gone !== undefined) return;
     this.#gone = why;
     for (const wait of this.#pending.values()) wait.reject(new Error(`the task forker ${why}`));
@@ -302,7 +313,8 @@ export class TaskForker {
     this.onLost(
       `the task forker ${why} while ${this.#running.size} task(s) ran: their exit status is lost${signal ? `, reported as ${signal}` : ""}`,
     );
-    for (const task of this.#running.values()) task.ended(null, signal);
+    // SIGKILL's raw wait status is its number: jobrt sent it.
+    for (const task of this.#running.values()) task.ended(signal === null ? null : osConstants.signals.SIGKILL);
     this.#running.clear();
   }
 }

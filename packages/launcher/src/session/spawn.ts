@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
+import { constants as osConstants } from "node:os";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
 import { asUser } from "@jobrt/host-services";
 import { moveToForkerCgroup } from "./forkercgroup.js";
@@ -181,6 +182,13 @@ function started(child: ChildProcess): Promise<TaskProcess> {
     child.once("error", reject);
     child.once("spawn", () => {
       child.off("error", reject);
+      // Node reports an end as a code or a signal's name, never the wait status: made one here,
+      // once, before any other listener sees the end (a real-time signal has no name: exit 0).
+      child.once("exit", (code, signal) => {
+        const signo = signal === null ? undefined : (osConstants.signals as Record<string, number>)[signal];
+        (child as { waitStatus?: number | null }).waitStatus =
+          code !== null ? (code & 0xff) << 8 : signo !== undefined ? signo : null;
+      });
       // Its later 'error's (a failed kill) are nothing the host acts on; unheard they would crash it.
       child.on("error", () => {});
       // ChildProcess is a TaskProcess whose signals all have names.

@@ -16,10 +16,3 @@ export function signalNumber(signal: NodeJS.Signals | string): number {
 export function signalName(signo: number): string {
   return NAMES.get(signo) ?? `signal ${signo}`;
 }
-
-/** srun's status for one task: its exit code, or 128+N when killed by signal N. */
-export function statusOf(code: number | null, signal: string | null): number {
-  if (code !== null) return code;
-  if (signal !== null) return 128 + signalNumber(signal);
-  return 1;
-}

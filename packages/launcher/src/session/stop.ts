@@ -1,4 +1,4 @@
-import type { NodeConf, SignalDelivery } from "@jobrt/core";
+import type { NodeConf } from "@jobrt/core";
 import type { StepCancel } from "../cancel.js";
 import type { ProcessTracker } from "./proctrack.js";
 import { type LongTimer, longTimeout } from "./timer.js";
@@ -9,15 +9,18 @@ import { type LongTimer, longTimeout } from "./timer.js";
  */
 const FORKER_BOUND_MS = 2000;
 
+/** Delivers a stop signal to one task as its ExecSpec says (supervision.ts, deliverStop). */
+export type StopDelivery = (signal: NodeJS.Signals) => void;
+
 /**
- * How a step is stopped: the first cancel request signals every task (its process group, or only
- * its leader when the runtime's ExecSpec says the leader forwards signals itself) and arms
+ * How a step is stopped: the first cancel request signals every task (as its ExecSpec says:
+ * supervision.ts) and arms
  * SIGKILL of the whole step (its cgroup) after KillWait; a second request kills at once; a time
  * limit is a cancel request. `dispose()` ends all of it.
  */
 export class StopControl {
   /** Each running task's leader pid and how a stop signal reaches the task. */
-  readonly #leaders = new Map<number, SignalDelivery>();
+  readonly #leaders = new Map<number, StopDelivery>();
   #killTimer: LongTimer | undefined;
   #forkerTimer: NodeJS.Timeout | undefined;
   #afterKill: ((seconds: number) => void) | undefined;
@@ -45,23 +48,21 @@ export class StopControl {
   }
 
   /** A task's process started: it is signalled with the others from now on. */
-  started(pid: number, delivery: SignalDelivery = "group"): void {
-    this.#leaders.set(pid, delivery);
-    if (this.cancel.requested) this.#signal(pid, this.cancel.signal ?? "SIGTERM", delivery);
+  started(pid: number, deliver: StopDelivery): void {
+    this.#leaders.set(pid, deliver);
+    if (this.cancel.requested) deliver(this.cancel.signal ?? "SIGTERM");
   }
 
   ended(pid: number): void {
     this.#leaders.delete(pid);
   }
 
-  #signal(pgid: number, signal: NodeJS.Signals, delivery: SignalDelivery = "group"): void {
+  #kill(pgid: number): void {
     try {
-      // A wrapper that forwards signals (runc run) passes them on itself: a group signal would
-      // also hit what it runs directly, and the helpers that task needs to finish.
-      process.kill(delivery === "leader" ? pgid : -pgid, signal);
+      process.kill(-pgid, "SIGKILL");
     } catch {
       try {
-        process.kill(pgid, signal);
+        process.kill(pgid, "SIGKILL");
       } catch {
         // already gone
       }
@@ -70,7 +71,7 @@ export class StopControl {
 
   /** Signals every task now, and SIGKILLs the whole step after KillWait. */
   stopTasks(signal: NodeJS.Signals): void {
-    for (const [pid, delivery] of this.#leaders) this.#signal(pid, signal, delivery);
+    for (const deliver of this.#leaders.values()) deliver(signal);
     this.#killTimer ??= longTimeout(this.node.killWait * 1000, () => this.killAll());
   }
 
@@ -83,7 +84,7 @@ export class StopControl {
   }
 
   killAll(): void {
-    for (const pid of this.#leaders.keys()) this.#signal(pid, "SIGKILL");
+    for (const pid of this.#leaders.keys()) this.#kill(pid);
     this.tracker.killAll();
     this.#forkerTimer ??= setTimeout(() => this.#afterKill?.(FORKER_BOUND_MS / 1000), FORKER_BOUND_MS);
   }

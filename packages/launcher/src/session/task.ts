@@ -14,7 +14,8 @@ import type { PlannedComponent } from "./plan.js";
 import type { ProcessTracker } from "./proctrack.js";
 import type { TaskProcess } from "./forker.js";
 import { type TaskSpawner, dropTo } from "./spawn.js";
-import { statusOf } from "./status.js";
+import { signalName } from "./status.js";
+import { type TaskEnd, decideTaskEnd, deliverStop, startFailureEnd } from "./supervision.js";
 import type { StepStdio } from "./stdio.js";
 import type { StopControl } from "./stop.js";
 
@@ -121,10 +122,10 @@ export async function runTask(
   } catch (error) {
     if ((error as NodeJS.ErrnoException).syscall === "chdir")
       return cannotEnter(ctx, task, spec, error as NodeJS.ErrnoException);
-    return cannotExecute(ctx, componentIndex, task, spec, error as NodeJS.ErrnoException);
+    return cannotExecute(ctx, componentIndex, task, startFailureEnd(spec, error as NodeJS.ErrnoException));
   }
   onSpawn(child);
-  return waitForTask(ctx, componentIndex, task, spec, child);
+  return waitForTask(ctx, componentIndex, task, spec, child, user);
 }
 
 /** The task's directory could not be entered as its user (after the uid drop): it is not started. */
@@ -143,27 +144,18 @@ function cannotEnter(ctx: TaskContext, task: TaskRecord, spec: ExecSpec, error: 
 }
 
 /** The task's program could not be executed: 127 when not found, 126 when not executable. */
-function cannotExecute(
-  ctx: TaskContext,
-  componentIndex: number,
-  task: TaskRecord,
-  spec: ExecSpec,
-  error: NodeJS.ErrnoException,
-): number {
-  const code = error.code === "ENOENT" ? 127 : error.code === "EACCES" ? 126 : 1;
-  const why =
-    error.code === "ENOENT" ? "command not found" : error.code === "EACCES" ? "permission denied" : messageOf(error);
-  ctx.report(`task ${task.globalId}: cannot execute ${spec.argv[0]}: ${why}`);
+function cannotExecute(ctx: TaskContext, componentIndex: number, task: TaskRecord, end: TaskEnd): number {
+  ctx.report(`task ${task.globalId}: ${end.message}`);
   ctx.emit({
     event: "task-exit",
     task: task.globalId,
     component: componentIndex,
-    code,
+    code: end.code,
     signal: null,
-    status: code,
-    error: why,
+    status: end.status,
+    error: end.error ?? "",
   });
-  return code;
+  return end.status;
 }
 
 function waitForTask(
@@ -172,11 +164,12 @@ function waitForTask(
   task: TaskRecord,
   spec: ExecSpec,
   child: TaskProcess,
+  user: FileUser | undefined,
 ): Promise<number> {
   return new Promise<number>((resolve) => {
     const pid = child.pid as number;
     task.pid = pid;
-    ctx.stop.started(pid, spec.signals ?? "group");
+    ctx.stop.started(pid, (signal) => deliverStop(spec, pid, signal, user));
     ctx.emit({
       event: "task-start",
       task: task.globalId,
@@ -196,10 +189,14 @@ function waitForTask(
       ctx.tracker.killTask(task.globalId, pid);
       releaseHeldPipes(ctx, child);
     });
-    child.on("close", async (code, signal) => {
-      task.exit = { code, signal };
+    child.on("close", async () => {
+      // Decided once, from the raw wait status: the wrapper's failed exec may be a missing command.
+      const end = decideTaskEnd(spec, child.waitStatus ?? null, user);
+      const signal = end.signal === null ? null : signalName(end.signal);
+      task.exit = { code: end.code, signal };
       await Promise.all(pipes);
-      const status = statusOf(code, signal);
+      if (end.message) ctx.report(`task ${task.globalId}: ${end.message}`);
+      const { code, status } = end;
       ctx.emit({ event: "task-exit", task: task.globalId, component: componentIndex, code, signal, status });
       resolve(status);
     });

@@ -1,5 +1,6 @@
 import type { ExecSpec } from "@jobrt/core";
 import type { StdioItem, TaskProcess } from "./forker.js";
+import { type TaskEnd, decideTaskEnd, deliverStop, startFailureEnd } from "./supervision.js";
 import { type ProcTrackMode, createTracker } from "./proctrack.js";
 import { dropTo, spawnTaskProcess } from "./spawn.js";
 
@@ -21,6 +22,18 @@ export interface TaskGroup {
    * process group, born in its task cgroup where there is one, as uid/gid when the host is root.
    */
   start(spec: ExecSpec, task: TaskStart): Promise<TaskProcess>;
+  /**
+   * Delivers a stop signal (SIGINT/SIGTERM) to the task started from `spec` as a step session
+   * does: its process group, its leader alone (`signals: "leader"`), or into its sandbox
+   * (`supervise.stop`).
+   */
+  stop(spec: ExecSpec, task: TaskStart, pid: number, signal: NodeJS.Signals): void;
+  /**
+   * The task's end as a step session decides it: from its process's raw wait status once it closed
+   * (`child.waitStatus`), or from the error `start` rejected with (127/126 for a program that
+   * could not be executed; an error that is no exec failure is thrown again).
+   */
+  end(spec: ExecSpec, task: TaskStart, outcome: TaskProcess | Error): TaskEnd;
   /** SIGKILLs everything of one task (its cgroup, else its process group). */
   killTask(taskId: number, pid: number | undefined): void;
   /** SIGKILLs everything of every task. */
@@ -41,6 +54,14 @@ export function createTaskGroup(name: string, procTrack: ProcTrackMode = "auto")
     start(spec, { taskId, uid, gid, stdio }) {
       const user = dropTo(hostUid, uid, gid);
       return spawnTaskProcess(spec, { stdio, tracker, taskId, ...(user ? { user } : {}) });
+    },
+    stop: (spec, { uid, gid }, pid, signal) => deliverStop(spec, pid, signal, dropTo(hostUid, uid, gid)),
+    end(spec, { uid, gid }, outcome) {
+      if (!(outcome instanceof Error))
+        return decideTaskEnd(spec, outcome.waitStatus ?? null, dropTo(hostUid, uid, gid));
+      const code = (outcome as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "EACCES") return startFailureEnd(spec, outcome);
+      throw outcome;
     },
     killTask: (taskId, pid) => tracker.killTask(taskId, pid),
     killAll: () => tracker.killAll(),
