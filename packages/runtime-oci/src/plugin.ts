@@ -542,7 +542,7 @@ function supervisorExec(
     throw jobrtError(
       "ERR_LAUNCH",
       {
-        problem: `create/start mode needs perl (Debian's perl-base) for ${process.arch}, and none was found; set RunTimeRun in ${st.conf.file} for run mode`,
+        problem: `create/start mode needs perl (Debian's perl-base) on PATH and an architecture whose prctl number jobrt knows (this is ${process.arch}): one of them is missing; set RunTimeRun in ${st.conf.file} for run mode`,
       },
       { details: { runtime: "runtime/oci" } },
     );
