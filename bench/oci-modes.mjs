@@ -90,13 +90,13 @@ export async function run({ quick, env }) {
 }
 
 /**
- * Times what create/start is made of, each process alone, interleaved round by round: the node
- * supervisor's start (it exits at once on an empty spec), perl's, and each runc command on a
- * container of ours, next to `runc run` of the same bundle.
+ * Times what create/start is made of, each process alone, interleaved round by round: perl's
+ * start, perl compiling createstart.pl (the task program), and each runc command on a container
+ * of ours, next to `runc run` of the same bundle.
  */
 async function partTimes(rounds, env) {
   const bundle = bundleWithArgs(["true"]);
-  const supervisor = join(repoRoot, "packages/runtime-oci/dist/supervisormain.js");
+  const program = join(repoRoot, "packages/runtime-oci/dist/createstart.pl");
   const out = new Map();
   // stdio ignored: a created container's init would hold a pipe until it runs.
   const time = (label, argv, code = 0) => {
@@ -110,8 +110,8 @@ async function partTimes(rounds, env) {
   for (let i = 0; i < rounds; i++) {
     const id = `jobrt-bench-parts-${process.pid}-${i}`;
     time("node -e 0", [process.execPath, "-e", "0"]);
-    time("node supervisor start (loads its modules, exits at once)", [process.execPath, supervisor, ""], 125);
-    time("perl -e 0 (the fast path's interpreter)", ["perl", "-e", "0"]);
+    time("perl -e 0 (createstart.pl's interpreter)", ["perl", "-e", "0"]);
+    time("perl -f -c createstart.pl (compiles the task program)", ["perl", "-f", "-c", program]);
     time("runc create", ["runc", "create", id, "-b", bundle]);
     time("runc state", ["runc", "state", id]);
     time("runc start", ["runc", "start", id]);

@@ -2,8 +2,8 @@ import { type StdioOptions, spawn } from "node:child_process";
 
 /**
  * A runtime command that could not run or did not finish. It carries jobrt's error codes but is
- * not a JobrtError: the supervisor loads this module, and importing @jobrt/core would add ~20 ms
- * to every create/start task's start.
+ * not a JobrtError (it was one module of the node create/start supervisor, which could not afford
+ * @jobrt/core's load time; createstart.pl has its own runs now).
  */
 export class CommandError extends Error {
   constructor(
@@ -106,16 +106,9 @@ export function runShellCommand(command: string, o: CommandOptions): Promise<Com
   });
 }
 
-/** The message of a command killed at its time-out (the create/start fast path's too, fastpath.ts). */
+/** The message of a command killed at its time-out (createstart.pl words it the same). */
 export function timedOutMessage(key: string, timeoutMs: number, command: string): string {
   return `${key} did not finish within ${timeoutMs / 1000} s and was killed: ${command}`;
-}
-
-/** One line describing how a command ended, for messages. */
-export function describeResult(r: CommandResult): string {
-  const how = r.signal ? `was killed by ${r.signal}` : `exited with status ${r.code}`;
-  const err = r.stderr.trim().split("\n").filter(Boolean).slice(-1)[0];
-  return err ? `${how}: ${err}` : how;
 }
 
 export interface ContainerState {

@@ -13,7 +13,7 @@ import { missingCommandIn } from "./missingcommand.js";
 /** The guard program, from either src/ (tests) or dist/. */
 export const GUARD_PROGRAM = fileURLToPath(new URL("../dist/missingguardmain.js", import.meta.url));
 
-/** Exit status when the runtime itself cannot be started (as the supervisor's SUPERVISOR_FAILURE). */
+/** Exit status when the runtime itself cannot be started (as createstart.pl has it for create/start). */
 const RUNTIME_FAILURE = 125;
 
 const STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;

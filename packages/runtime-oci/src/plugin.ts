@@ -28,7 +28,7 @@ import { type BundleConfig, type Mount, fitRootless, parseBundleConfig, parseVol
 import { hostCgroupDirs } from "./cgroups.js";
 import { type CommandResult, runShellCommand } from "./command.js";
 import { type OciConf, embeddedDefaultConf, findProgram, loadOciConf, userNamespacesAvailable } from "./conf.js";
-import { type FastPathSpec, PID_PLACEHOLDER } from "./fastpath.js";
+import { type CreateStartSpec, PID_PLACEHOLDER, createStartArgv } from "./createstart.js";
 import { envStrings, filterEnvRecord, filterEnvStrings, formatEnvFile, mergeBundleEnv } from "./env.js";
 import { type FileOp, type FileOpResult, type FileUser, removeEmptyDir, runFileOps } from "@jobrt/host-services";
 import type { CachedImage } from "@jobrt/images";
@@ -58,10 +58,8 @@ import { isStepDirOf, makeStepDir } from "./stepdir.js";
 import { trustedCrashState } from "./crashstate.js";
 import { type OciStepState, type StepState, confFromJson, confToJson } from "./ocistepstate.js";
 import { markName } from "@jobrt/images";
-import { SUPERVISOR_PROGRAM } from "./subreaper.js";
-import type { SupervisorSpec } from "./supervisor.js";
 import { teardown } from "./teardown.js";
-import { WATCHDOG_NAME, WATCHDOG_PID_FILE, type WatchdogSpec, supervisorPrefix } from "./watchdog.js";
+import { WATCHDOG_NAME, WATCHDOG_PID_FILE, type WatchdogSpec } from "./watchdog.js";
 
 /** Time-outs of the control commands, in ms. Every runtime command is bounded. */
 export const COMMAND_TIMEOUTS = { create: 60_000, start: 30_000, query: 10_000, kill: 10_000, delete: 30_000 } as const;
@@ -526,7 +524,7 @@ async function run({ node, step, task, state }: TaskHookContext<OciStepState>): 
   return supervisorExec(node, step, st, ts, values, runtimeEnv);
 }
 
-/** The create/start task: the supervisor behind its perl prefix (see watchdog.ts). */
+/** The create/start task: createstart.pl, which runs its whole lifecycle (createstart.ts). */
 function supervisorExec(
   node: NodeConf,
   step: StepRecord,
@@ -535,64 +533,49 @@ function supervisorExec(
   values: PatternValues,
   runtimeEnv: Record<string, string>,
 ): ExecSpec {
-  const { conf } = st;
-  const graceMs = Math.min(Math.max(node.killWait * 500, 500), 10_000);
-  const spec: SupervisorSpec = {
-    commands: {
-      RunTimeCreate: conf.commands.RunTimeCreate as string,
-      RunTimeStart: conf.commands.RunTimeStart as string,
-      RunTimeQuery: conf.commands.RunTimeQuery as string,
-      RunTimeKill: conf.commands.RunTimeKill as string,
-      RunTimeDelete: conf.commands.RunTimeDelete as string,
-    },
-    values,
-    timeouts: { ...st.timeouts },
-    graceMs,
-    taskDir: ts.taskDir,
-    verbose: st.verbose,
-  };
-  // -vv: node narrates every command, so it runs the whole sequence.
-  const fast = st.verbose ? undefined : fastPathSpec(st, values, spec);
-  const prefix = supervisorPrefix(
+  const argv = createStartArgv(
     findProgram("perl", runtimeEnv.PATH) ?? findProgram("perl", undefined),
     watchdogSpec(st, values, ts.taskDir),
-    fast,
+    createStartSpec(node, st, values),
   );
-  if (!prefix)
-    node.log(
-      "warn",
-      "runtime oci: perl not found: in create/start mode the container's exit status will not be available",
+  if (!argv)
+    throw jobrtError(
+      "ERR_LAUNCH",
+      {
+        problem: `create/start mode needs perl (Debian's perl-base) on PATH and an architecture whose prctl number jobrt knows (this is ${process.arch}): one of them is missing; set RunTimeRun in ${st.conf.file} for run mode`,
+      },
+      { details: { runtime: "runtime/oci" } },
     );
-  // The supervisor trusts these only from the perl prefix, never from the job's environment.
-  const env = { ...runtimeEnv };
-  delete env.JOBRT_OCI_SUBREAPER;
-  delete env.JOBRT_OCI_WATCHDOG;
-  delete env.JOBRT_OCI_RESUME;
-  return { argv: [...(prefix ?? []), process.execPath, SUPERVISOR_PROGRAM, JSON.stringify(spec)], env, cwd: step.cwd };
+  return { argv, env: runtimeEnv, cwd: step.cwd };
 }
 
 /**
- * The fast path's commands (fastpath.ts), `%p` left as a placeholder it fills in; undefined when
- * Start or Query cannot be expanded (node's supervisor then runs the task and says why).
+ * The commands createstart.pl runs besides the watchdog's, `%p` left as a placeholder it fills
+ * in; one that cannot be expanded is not run (Start: the task fails saying why).
  */
-function fastPathSpec(st: StepState, values: PatternValues, spec: SupervisorSpec): FastPathSpec | undefined {
+function createStartSpec(node: NodeConf, st: StepState, values: PatternValues): CreateStartSpec {
   const expand = (key: "RunTimeStart" | "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete") => {
     try {
-      return expandPattern(st.conf.commands[key] as string, values, { shell: true, pidPlaceholder: PID_PLACEHOLDER });
-    } catch {
-      return undefined;
+      return {
+        command: expandPattern(st.conf.commands[key] as string, values, {
+          shell: true,
+          pidPlaceholder: PID_PLACEHOLDER,
+        }),
+      };
+    } catch (error) {
+      return { command: "", problem: (error as Error).message };
     }
   };
-  const [start, query] = [expand("RunTimeStart"), expand("RunTimeQuery")];
-  if (start === undefined || query === undefined) return undefined;
-  const t = spec.timeouts;
+  const start = expand("RunTimeStart");
   return {
-    start,
-    query,
-    kill: expand("RunTimeKill") ?? "",
-    delete: expand("RunTimeDelete") ?? "",
-    timeouts: { create: t.create, start: t.start, query: t.query, delete: t.delete },
-    graceMs: spec.graceMs,
+    start: start.command,
+    startProblem: start.problem ?? "",
+    query: expand("RunTimeQuery").command,
+    kill: expand("RunTimeKill").command,
+    delete: expand("RunTimeDelete").command,
+    timeouts: { ...st.timeouts },
+    graceMs: Math.min(Math.max(node.killWait * 500, 500), 10_000),
+    verbose: st.verbose,
   };
 }
 

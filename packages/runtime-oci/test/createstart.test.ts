@@ -1,13 +1,14 @@
 /**
- * The create/start fast path (src/fastpath.ts): the perl prefix runs the common case itself and
- * hands anything unusual over to the node supervisor. Real runc, real busybox bundles.
+ * A create/start task (src/createstart.ts): createstart.pl runs the whole lifecycle, the common
+ * case and every unusual path, with no node process. Real runc, real busybox bundles.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
 import { findProgram } from "../src/conf.js";
+import { createStartArgv } from "../src/createstart.js";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, runcIds, writeConf } from "./fixtures.js";
@@ -18,7 +19,7 @@ const host = pluginHost(plugin);
 
 const RUNC = "runc --root /run/runc";
 
-describe("create/start fast path with real runc", () => {
+describe("create/start (createstart.pl) with real runc", () => {
   const job = trackedJobs();
 
   test("prerequisites: runc, root and perl are here (these tests never skip)", () => {
@@ -29,7 +30,7 @@ describe("create/start fast path with real runc", () => {
 
   const bundle = makeBundle(join(tempDir(), "bundle"));
 
-  test("the task process stays perl from start to exit: no node supervisor starts, and exit status 3 propagates", async () => {
+  test("the task process stays perl from start to exit: no node process starts, and exit status 3 propagates", async () => {
     const confDir = writeConf(tempDir(), createStartConf());
     const step = makeStep({
       confDir,
@@ -94,7 +95,7 @@ describe("create/start fast path with real runc", () => {
     expect(readFileSync(join(out, "delete"), "utf8")).toBe(pid);
   });
 
-  test("a signal before the container started: node takes over and says so, the task dies of it, the container is deleted", async () => {
+  test("a signal before the container started: it says so, the task dies of it, the container is deleted", async () => {
     const jobId = job();
     const out = tempDir();
     const conf = createStartConf().replace(
@@ -117,7 +118,7 @@ describe("create/start fast path with real runc", () => {
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
 
-  test("RunTimeStart killed by a signal: node's line names the signal and the command, 125, the container is deleted", async () => {
+  test("RunTimeStart killed by a signal: the line names the signal and the command, 125, the container is deleted", async () => {
     const jobId = job();
     const script = join(tempDir(), "start.sh");
     writeFileSync(script, "kill -s KILL $$\n");
@@ -134,7 +135,7 @@ describe("create/start fast path with real runc", () => {
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
 
-  test("a RunTimeDelete that fails is reported as the node supervisor reports it; the task's status stands", async () => {
+  test("a RunTimeDelete that fails is reported as teardown.ts reports it; the task's status stands", async () => {
     const conf = createStartConf().replace(/RunTimeDelete="([^"]*)"/, 'RunTimeDelete="$1; echo nope >&2; exit 3"');
     const r = await runStep(plugin, {
       confDir: writeConf(tempDir(), conf),
@@ -147,28 +148,21 @@ describe("create/start fast path with real runc", () => {
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: nope\n");
   });
 
-  test("JOBRT_OCI_RESUME in the job's environment is not believed (node without perl, where nothing sets it)", async () => {
-    const confDir = writeConf(tempDir(), createStartConf());
-    const step = makeStep({
-      confDir,
-      spoolDir: tempDir(),
-      jobId: job(),
-      argv: ["true"],
-      container: { value: bundle },
-      env: { JOBRT_OCI_RESUME: "create=7" },
-    });
-    const node = makeNode({ confDir, spoolDir: tempDir() });
-    const task = step.tasks[0] as TaskRecord;
-    try {
-      await host.setup(node, step);
-      await host.taskInit(node, step, task);
-      const spec = (await host.run(node, step, task)) as ExecSpec;
-      expect(spec.env.JOBRT_OCI_RESUME).toBeUndefined();
-      const argv = spec.argv.slice(spec.argv.indexOf(process.execPath));
-      const r = spawnSync(argv[0] as string, argv.slice(1), { env: spec.env, cwd: spec.cwd, encoding: "utf8" });
-      expect(r.stderr).not.toContain("RunTimeCreate exited with status 7");
-    } finally {
-      await host.cleanup(node, step);
-    }
+  test("without perl, or on an architecture whose prctl number is not known, there is no create/start argv (the plugin refuses with ERR_LAUNCH)", () => {
+    const watchdog = { taskDir: "/t", create: "c", kill: "", delete: "", killSeconds: 1, deleteSeconds: 1 };
+    const spec = {
+      start: "s",
+      startProblem: "",
+      query: "q",
+      kill: "",
+      delete: "",
+      timeouts: { create: 1, start: 1, query: 1, kill: 1, delete: 1 },
+      graceMs: 1,
+      verbose: false,
+    };
+    const perl = findProgram("perl", process.env.PATH);
+    expect(createStartArgv(perl, watchdog, spec)?.slice(0, 3)).toEqual([perl, "-f", "--"]);
+    expect(createStartArgv(undefined, watchdog, spec)).toBeUndefined();
+    expect(createStartArgv(perl, watchdog, spec, "mips")).toBeUndefined();
   });
 });
