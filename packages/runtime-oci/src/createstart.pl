@@ -309,7 +309,8 @@ sub create {
   if (!@sigs && @LOOKUP) {
     my $m = capture([@LOOKUP], $LIMIT{RunTimeQuery});
     if (defined $m->{code} && ($m->{code} == 126 || $m->{code} == 127) && $m->{out} =~ /^(.+)\n/) {
-      say($1);
+      # The line carries its own "jobrt-oci: " (missingcommand.ts), as run mode prints it.
+      print STDERR "$1\n";
       finish($m->{code}, undef, 0);
     }
   }

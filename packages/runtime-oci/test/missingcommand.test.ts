@@ -119,6 +119,8 @@ describe("a command missing in the container", () => {
         ]);
         expect(status(missing)).toEqual({ code: 127, signal: null });
         expect(missing.stderr).toContain(`jobrt-no-such-command: ${NOT_FOUND}`);
+        // One prefix, in both modes (create/start printed "jobrt-oci: jobrt-oci: ...").
+        expect(missing.stderr).toMatch(new RegExp(`^jobrt-oci: jobrt-no-such-command: ${NOT_FOUND}`, "m"));
         expect(status(absolute)).toEqual({ code: 127, signal: null });
         expect(status(dirOnly)).toEqual({ code: 126, signal: null });
         expect(status(noExec)).toEqual({ code: 126, signal: null });
