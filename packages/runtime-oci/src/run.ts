@@ -1,0 +1,156 @@
+import { join } from "node:path";
+import {
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type NotSupported,
+  type TaskHookContext,
+  jobrtError,
+} from "@jobrt/core";
+import { rewriteConfig } from "./bundle.js";
+import { supervisorExec } from "./createstart.js";
+import { filterEnvStrings, formatEnvFile, envStrings, mergeBundleEnv } from "./env.js";
+import { expandCommand, expandPath } from "./expand.js";
+import { type FsOp, runFsOps } from "./fsops.js";
+import { imageArgs, imageHasMountPoint } from "./image/request.js";
+import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
+import { GUARD_PROGRAM } from "./missingguard.js";
+import { refuseBytesNotUtf8 } from "./notutf8.js";
+import { type OciStepState, type StepState, stateFromJson } from "./ocistepstate.js";
+import { type PatternValues, expandPattern } from "./pattern.js";
+import { runScript } from "./shell.js";
+import { spoolMountProblem } from "./spoolmount.js";
+import { taskDirOf } from "./stepplace.js";
+import { type TaskState, commandContext } from "./taskstate.js";
+import { requestError } from "./validate.js";
+
+export async function run({
+  node,
+  step,
+  task,
+  state,
+}: TaskHookContext<OciStepState>): Promise<ExecSpec | NotSupported> {
+  const st = stateFromJson(state, step);
+  if (!st) return NOT_SUPPORTED;
+  const taskDir = taskDirOf(st, task);
+  const { conf, request } = st;
+  refuseBytesNotUtf8(task, !request.clearEnv, request.env);
+
+  // The job env as the container sees it: task env (or nothing with --container-clearenv), the
+  // bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
+  let env = request.clearEnv ? [] : envStrings(task.env);
+  if (st.bundleConfig) env = mergeBundleEnv(env, st.bundleConfig.env);
+  // The devices' env (CUDA_VISIBLE_DEVICES renumbered) over the host's; --container-env still wins.
+  if (request.deviceEdits) env = mergeBundleEnv(env, request.deviceEdits.env);
+  if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
+  env = filterEnvStrings(env, conf.envExclude);
+
+  const { values, runtimeEnv } = commandContext(st, task, taskDir);
+  const ts: TaskState = { task, taskDir, values, runtimeEnv };
+  const ops: FsOp[] = [];
+  let missing: MissingCommand | undefined;
+  if (st.bundleConfig) {
+    // One warning per step record: its first task's.
+    const destination = spoolMountDestination(node, st, values, task.localId === step.tasks[0]?.localId);
+    const config = rewriteConfig(st.bundleConfig.config, {
+      terminal: step.pty,
+      rootfs: st.rootfs,
+      ...(destination !== undefined && spoolMountFits(node, st, destination)
+        ? { spoolMount: { source: st.stepDir, destination } }
+        : {}),
+      extraMounts: st.mounts,
+      disableHooks: conf.disableHooks,
+      env,
+      args: st.image ? imageArgs(st.bundleConfig.config, task.argv) : task.argv,
+      ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
+      ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
+    });
+    ops.push({
+      op: "write",
+      dir: ts.taskDir,
+      name: "config.json",
+      content: `${JSON.stringify(config, null, 2)}\n`,
+      mode: 0o600,
+    });
+    if (conf.mode === "run")
+      missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
+  }
+  if (conf.createEnvFile !== "disabled") {
+    const file = formatEnvFile(env, conf.createEnvFile);
+    if (file.dropped.length > 0)
+      node.log(
+        "warn",
+        `runtime oci: CreateEnvFile=newline cannot hold values with a line feed; left out: ${file.dropped.join(", ")}`,
+      );
+    ops.push({ op: "write", dir: ts.taskDir, name: "environment", content: file.content, mode: 0o600 });
+  }
+  const results = await runFsOps(ops, st.identity);
+  results.forEach((r, i) => {
+    if (!r.ok) {
+      const op = ops[i] as Extract<FsOp, { op: "write" }>;
+      throw jobrtError(
+        "ERR_LAUNCH",
+        { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` },
+        { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } },
+      );
+    }
+  });
+
+  if (conf.mode === "run") {
+    let spec: ExecSpec;
+    if (conf.runArgv) {
+      const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+      node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
+      spec = { argv, env: runtimeEnv, cwd: step.cwd };
+    } else {
+      const command = expandCommand(st, "RunTimeRun", values);
+      node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
+      spec = { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
+    }
+    if (!missing) return spec;
+    // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
+    node.log(
+      "verbose",
+      `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`,
+    );
+    return { ...spec, argv: [process.execPath, GUARD_PROGRAM, taskDir, spec.signals ?? "group", ...spec.argv] };
+  }
+  if (step.pty) {
+    throw requestError(
+      `--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`,
+      "--pty",
+    );
+  }
+  // Check now that every command expands, so a bad pattern fails before anything starts.
+  for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, values);
+  return supervisorExec(node, step, st, ts, values, runtimeEnv);
+}
+
+/**
+ * MountSpoolDir, when set and its mount point needs nothing created in the image (see
+ * spoolmount.ts); otherwise no spool mount, with one warning per step when one was asked for.
+ */
+function spoolMountDestination(
+  node: NodeConf,
+  st: StepState,
+  values: PatternValues,
+  warn: boolean,
+): string | undefined {
+  const { conf } = st;
+  if (!conf.mountSpool || conf.mountSpoolDir === undefined || !st.bundleConfig) return undefined;
+  const destination = expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values);
+  const problem = spoolMountProblem(st.rootfs, st.bundleConfig.config.mounts, destination);
+  if (problem === undefined) return destination;
+  if (warn) node.log("warn", `runtime oci: MountSpoolDir: the step spool dir is not mounted: ${problem}`);
+  return undefined;
+}
+
+/** An image's shared rootfs takes the spool dir bind only where it has a mount point (imageHasMountPoint). */
+function spoolMountFits(node: NodeConf, st: StepState, destination: string): boolean {
+  if (!st.image || imageHasMountPoint(st.rootfs, destination)) return true;
+  node.log(
+    "verbose",
+    `runtime oci: the image has no ${destination}: the spool dir is not mounted (set MountSpoolDir to a path under /tmp to have it)`,
+  );
+  return false;
+}
