@@ -70,70 +70,106 @@ async function cleanupStep(
   }
   try {
     const tasks = tasksToTearDown(st, step, afterCrash);
-    const results = await Promise.all(
-      tasks.map((ts) =>
-        teardownTask(node, step, st, ts, afterCrash).catch((error): TeardownResult => {
-          warn(`task ${ts.task.localId}: teardown failed: ${messageOf(error)}`);
-          return "left";
-        }),
-      ),
-    );
+    const results = await tearDownTasks(node, step, st, tasks, afterCrash, warn);
     left.push(...tasks.filter((ts) => ts.cgroupsLeft !== undefined));
     if (st.conf.disableCleanup) return;
-    // A task whose container could not be deleted keeps its dir (its config.json, and the step
-    // dir with the runtime's state), so nothing that may still run loses its files.
-    // So does, in gc, a task whose container's cgroup dirs still hold processes: the next gc
-    // tries again with it (after a run, nothing would come back for it).
-    const done = tasks.filter((ts, i) => results[i] !== "left" && !(afterCrash && ts.cgroupsLeft !== undefined));
-    for (const [i, ts] of tasks.entries())
-      if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
-    report(
-      await fsOps(
-        done.map((ts) => ({ op: "remove", path: ts.taskDir })),
-        st.identity,
-        warn,
-      ),
-      warn,
-    );
-    // Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left
-    // (no task of this step is between taskInit and cleanup on this node), whatever the runtime
-    // or a wrapper left in %m goes too (runtime-oci.md W14), then the dir itself.
-    let names: string[];
-    try {
-      names = readdirSync(st.stepDir);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") warn(`cannot list ${st.stepDir}: ${messageOf(error)}`);
-      return;
-    }
-    if (names.some((n) => n.startsWith("task-"))) {
-      node.log("debug", `runtime oci: ${st.stepDir} still holds other tasks' dirs; left for them`);
-      return;
-    }
-    report(
-      await fsOps(
-        names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })),
-        st.identity,
-        warn,
-      ),
-      warn,
-    );
-    if (st.identity && !isStepDirOf(st.stepDir, st.identity)) {
-      warn(`not removing ${st.stepDir}: it is not a directory of uid ${st.identity.uid}, as setup made it`);
-      return;
-    }
-    try {
-      if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is in use again; left`);
-    } catch (error) {
-      warn(`cannot remove ${st.stepDir}: ${messageOf(error)}`);
-    }
+    await removeTaskDirs(st, tasks, results, afterCrash, warn);
+    await removeStepDir(node, st, warn);
   } catch (error) {
     warn(`cleanup: ${messageOf(error)}`);
   } finally {
-    // This process's own in-use mark; after a crash the dead host's mark is stale already, but
-    // the step's pin dir still goes.
-    const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
-    if (st.image || st.request.options[IMAGE_OPTION]) await releaseImageOfStep(node, step, image);
+    await releaseImage(node, step, st, afterCrash);
   }
+}
+
+/** Every task's container torn down at once; a teardown that throws counts as one that left it. */
+function tearDownTasks(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  tasks: TaskState[],
+  afterCrash: boolean,
+  warn: (m: string) => void,
+): Promise<TeardownResult[]> {
+  return Promise.all(
+    tasks.map((ts) =>
+      teardownTask(node, step, st, ts, afterCrash).catch((error): TeardownResult => {
+        warn(`task ${ts.task.localId}: teardown failed: ${messageOf(error)}`);
+        return "left";
+      }),
+    ),
+  );
+}
+
+/**
+ * A task whose container could not be deleted keeps its dir (its config.json, and the step dir
+ * with the runtime's state), so nothing that may still run loses its files. So does, in gc, a
+ * task whose container's cgroup dirs still hold processes: the next gc tries again with it (after
+ * a run, nothing would come back for it).
+ */
+async function removeTaskDirs(
+  st: StepState,
+  tasks: TaskState[],
+  results: TeardownResult[],
+  afterCrash: boolean,
+  warn: (m: string) => void,
+): Promise<void> {
+  const done = tasks.filter((ts, i) => results[i] !== "left" && !(afterCrash && ts.cgroupsLeft !== undefined));
+  for (const [i, ts] of tasks.entries())
+    if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
+  report(
+    await fsOps(
+      done.map((ts) => ({ op: "remove", path: ts.taskDir })),
+      st.identity,
+      warn,
+    ),
+    warn,
+  );
+}
+
+/**
+ * Under srun every task has its own jobrt: the step dir is shared. Once no task dir is left (no
+ * task of this step is between taskInit and cleanup on this node), whatever the runtime or a
+ * wrapper left in %m goes too (runtime-oci.md W14), then the dir itself.
+ */
+async function removeStepDir(node: NodeConf, st: StepState, warn: (m: string) => void): Promise<void> {
+  let names: string[];
+  try {
+    names = readdirSync(st.stepDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") warn(`cannot list ${st.stepDir}: ${messageOf(error)}`);
+    return;
+  }
+  if (names.some((n) => n.startsWith("task-"))) {
+    node.log("debug", `runtime oci: ${st.stepDir} still holds other tasks' dirs; left for them`);
+    return;
+  }
+  report(
+    await fsOps(
+      names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })),
+      st.identity,
+      warn,
+    ),
+    warn,
+  );
+  if (st.identity && !isStepDirOf(st.stepDir, st.identity)) {
+    warn(`not removing ${st.stepDir}: it is not a directory of uid ${st.identity.uid}, as setup made it`);
+    return;
+  }
+  try {
+    if (!removeEmptyDir(st.stepDir)) node.log("debug", `runtime oci: ${st.stepDir} is in use again; left`);
+  } catch (error) {
+    warn(`cannot remove ${st.stepDir}: ${messageOf(error)}`);
+  }
+}
+
+/**
+ * This process's own in-use mark; after a crash the dead host's mark is stale already, but the
+ * step's pin dir still goes.
+ */
+async function releaseImage(node: NodeConf, step: StepRecord, st: StepState, afterCrash: boolean): Promise<void> {
+  const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
+  if (st.image || st.request.options[IMAGE_OPTION]) await releaseImageOfStep(node, step, image);
 }
 
 /** Cleanup's state: after a crash, only what trustedCrashState keeps of the journaled one. */

@@ -4,10 +4,12 @@ import {
   NOT_SUPPORTED,
   type NodeConf,
   type NotSupported,
+  type StepRecord,
   type TaskHookContext,
+  type TaskRecord,
   jobrtError,
 } from "@jobrt/core";
-import { rewriteConfig } from "./bundle.js";
+import { type BundleConfig, type OciConfig, rewriteConfig } from "./bundle.js";
 import { supervisorExec } from "./createstart.js";
 import { filterEnvStrings, formatEnvFile, envStrings, mergeBundleEnv } from "./env.js";
 import { expandCommand, expandPath } from "./expand.js";
@@ -33,38 +35,45 @@ export async function run({
   const st = stateFromJson(state, step);
   if (!st) return NOT_SUPPORTED;
   const taskDir = taskDirOf(st, task);
-  const { conf, request } = st;
-  refuseBytesNotUtf8(task, !request.clearEnv, request.env);
+  refuseBytesNotUtf8(task, !st.request.clearEnv, st.request.env);
+  const env = containerEnv(st, task);
+  const { values, runtimeEnv } = commandContext(st, task, taskDir);
+  const ts: TaskState = { task, taskDir, values, runtimeEnv };
+  const missing = await writeTaskFiles(node, step, st, ts, env);
+  if (st.conf.mode === "run") return runModeSpec(node, step, st, ts, missing);
+  return createStartSpec(node, step, st, ts);
+}
 
-  // The job env as the container sees it: task env (or nothing with --container-clearenv), the
-  // bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
+/**
+ * The job env as the container sees it: task env (or nothing with --container-clearenv), the
+ * bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
+ */
+function containerEnv(st: StepState, task: TaskRecord): string[] {
+  const { conf, request } = st;
   let env = request.clearEnv ? [] : envStrings(task.env);
   if (st.bundleConfig) env = mergeBundleEnv(env, st.bundleConfig.env);
   // The devices' env (CUDA_VISIBLE_DEVICES renumbered) over the host's; --container-env still wins.
   if (request.deviceEdits) env = mergeBundleEnv(env, request.deviceEdits.env);
   if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
-  env = filterEnvStrings(env, conf.envExclude);
+  return filterEnvStrings(env, conf.envExclude);
+}
 
-  const { values, runtimeEnv } = commandContext(st, task, taskDir);
-  const ts: TaskState = { task, taskDir, values, runtimeEnv };
+/**
+ * Writes the task dir's config.json and environment file as the job user. In run mode, also the
+ * command config.json names when the container cannot exec it (missingcommand.ts).
+ */
+async function writeTaskFiles(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  ts: TaskState,
+  env: string[],
+): Promise<MissingCommand | undefined> {
+  const { conf } = st;
   const ops: FsOp[] = [];
   let missing: MissingCommand | undefined;
   if (st.bundleConfig) {
-    // One warning per step record: its first task's.
-    const destination = spoolMountDestination(node, st, values, task.localId === step.tasks[0]?.localId);
-    const config = rewriteConfig(st.bundleConfig.config, {
-      terminal: step.pty,
-      rootfs: st.rootfs,
-      ...(destination !== undefined && spoolMountFits(node, st, destination)
-        ? { spoolMount: { source: st.stepDir, destination } }
-        : {}),
-      extraMounts: st.mounts,
-      disableHooks: conf.disableHooks,
-      env,
-      args: st.image ? imageArgs(st.bundleConfig.config, task.argv) : task.argv,
-      ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
-      ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
-    });
+    const config = taskConfig(node, step, st, st.bundleConfig, ts, env);
     ops.push({
       op: "write",
       dir: ts.taskDir,
@@ -95,35 +104,77 @@ export async function run({
       );
     }
   });
+  return missing;
+}
 
-  if (conf.mode === "run") {
-    let spec: ExecSpec;
-    if (conf.runArgv) {
-      const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
-      node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
-      spec = { argv, env: runtimeEnv, cwd: step.cwd };
-    } else {
-      const command = expandCommand(st, "RunTimeRun", values);
-      node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
-      spec = { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
-    }
-    if (!missing) return spec;
-    // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
-    node.log(
-      "verbose",
-      `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`,
-    );
-    return { ...spec, argv: [process.execPath, GUARD_PROGRAM, taskDir, spec.signals ?? "group", ...spec.argv] };
+/** The bundle's config.json as this task's container gets it. */
+function taskConfig(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  bundleConfig: BundleConfig,
+  ts: TaskState,
+  env: string[],
+): OciConfig {
+  const { conf, request } = st;
+  const { task } = ts;
+  // One warning per step record: its first task's.
+  const destination = spoolMountDestination(node, st, ts.values, task.localId === step.tasks[0]?.localId);
+  return rewriteConfig(bundleConfig.config, {
+    terminal: step.pty,
+    rootfs: st.rootfs,
+    ...(destination !== undefined && spoolMountFits(node, st, destination)
+      ? { spoolMount: { source: st.stepDir, destination } }
+      : {}),
+    extraMounts: st.mounts,
+    disableHooks: conf.disableHooks,
+    env,
+    args: st.image ? imageArgs(bundleConfig.config, task.argv) : task.argv,
+    ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
+    ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
+  });
+}
+
+/** Run mode: the host runs RunTimeRun itself, under the missing-command guard when it is needed. */
+function runModeSpec(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  ts: TaskState,
+  missing: MissingCommand | undefined,
+): ExecSpec {
+  const { conf } = st;
+  const { task, values, runtimeEnv } = ts;
+  let spec: ExecSpec;
+  if (conf.runArgv) {
+    const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
+    spec = { argv, env: runtimeEnv, cwd: step.cwd };
+  } else {
+    const command = expandCommand(st, "RunTimeRun", values);
+    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
+    spec = { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
   }
+  if (!missing) return spec;
+  // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
+  node.log(
+    "verbose",
+    `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`,
+  );
+  return { ...spec, argv: [process.execPath, GUARD_PROGRAM, ts.taskDir, spec.signals ?? "group", ...spec.argv] };
+}
+
+/** Create/start mode: the supervisor runs the task (createstart.ts). */
+function createStartSpec(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState): ExecSpec {
   if (step.pty) {
     throw requestError(
-      `--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${conf.file}`,
+      `--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${st.conf.file}`,
       "--pty",
     );
   }
   // Check now that every command expands, so a bad pattern fails before anything starts.
-  for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, values);
-  return supervisorExec(node, step, st, ts, values, runtimeEnv);
+  for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, ts.values);
+  return supervisorExec(node, step, st, ts, ts.values, ts.runtimeEnv);
 }
 
 /**

@@ -91,43 +91,74 @@ export async function teardownTask(
   ts: TaskState,
   afterCrash: boolean,
 ): Promise<TeardownResult> {
-  const { values, runtimeEnv: env } = ts;
   // A task the host never started has no container; after a crash nothing is known, so ask.
   if (!afterCrash && ts.task.pid === undefined) return "gone";
-  // The embedded default's `runc run` removes its container when it exits by itself: an exit it
-  // reported (not a signal, not runc's own 125+ failure range) leaves nothing to query or delete.
-  // This spares one runc process per task at cleanup; site oci.conf commands are always queried.
-  const exit = ts.task.exit;
-  if (
-    st.conf.embedded &&
-    st.conf.mode === "run" &&
-    exit &&
-    exit.signal === null &&
-    exit.code !== null &&
-    exit.code < 125
-  )
-    return "gone";
+  if (removedByItself(st, ts)) return "gone";
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
-  // create/start: the supervisor recorded the container's pid in the (user-owned) task dir.
-  let recorded: number | undefined;
-  let createInFlight = false;
-  if (st.conf.mode === "create-start") {
-    const notes = await createStartNotes(st, ts);
-    recorded = notes.pid;
-    createInFlight = notes.watchdog && notes.pid === undefined;
-  }
-  const pidNow = (): number | undefined => {
-    if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
-    const s = recorded !== undefined ? procStat(recorded) : undefined;
-    return s && s.state !== "Z" ? recorded : undefined;
-  };
-  const log = (level: "verbose" | "debug" | "warn", m: string) =>
-    node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
+  const { recorded, createInFlight } = await recordedContainer(st, ts);
+  const pidNow = () => containerPid(st, ts, recorded);
+  const log: TaskLog = (level, m) => node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
   // A task process that died of SIGKILL was killed by the host after its KillWait (or by a second
   // signal): that grace has been spent, so the container gets no second one. Otherwise a stop
   // would take KillWait twice (the host's wait, then this one).
   const graceSpent = ts.task.exit?.signal === "SIGKILL";
-  const runKey = async (key: "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete"): Promise<CommandResult | undefined> => {
+  const runKey = keyRunner(st, ts, cwd, pidNow, log);
+  const result = await teardown({
+    hasQuery: st.conf.commands.RunTimeQuery !== undefined,
+    graceMs: graceSpent ? 0 : Math.min(Math.max(node.killWait * 1000, 500), 10_000),
+    alive: () => pidNow() !== undefined,
+    ...(pidNow() !== undefined ? { pid: pidNow() as number } : {}),
+    run: runKey,
+    forceKill: (pid) => forceKillTask(st, pid),
+    log,
+  });
+  if (result === "gone") await sweepCutShort(st, ts, { createInFlight, afterCrash, runKey, log });
+  log("debug", `teardown: ${result}`);
+  return result;
+}
+
+type TaskLog = (level: "verbose" | "debug" | "warn", m: string) => void;
+type ControlKey = "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete";
+
+/**
+ * The embedded default's `runc run` removes its container when it exits by itself: an exit it
+ * reported (not a signal, not runc's own 125+ failure range) leaves nothing to query or delete.
+ * This spares one runc process per task at cleanup; site oci.conf commands are always queried.
+ */
+function removedByItself(st: StepState, ts: TaskState): boolean {
+  const exit = ts.task.exit;
+  return Boolean(
+    st.conf.embedded && st.conf.mode === "run" && exit && exit.signal === null && exit.code !== null && exit.code < 125,
+  );
+}
+
+/** create/start: the supervisor recorded the container's pid in the (user-owned) task dir. */
+async function recordedContainer(
+  st: StepState,
+  ts: TaskState,
+): Promise<{ recorded: number | undefined; createInFlight: boolean }> {
+  if (st.conf.mode !== "create-start") return { recorded: undefined, createInFlight: false };
+  const notes = await createStartNotes(st, ts);
+  return { recorded: notes.pid, createInFlight: notes.watchdog && notes.pid === undefined };
+}
+
+/** The container's pid while it runs: the task's own in run mode, the recorded one in create/start. */
+function containerPid(st: StepState, ts: TaskState, recorded: number | undefined): number | undefined {
+  if (st.conf.mode === "run") return ownChildRunning(ts.task.pid) ? ts.task.pid : undefined;
+  const s = recorded !== undefined ? procStat(recorded) : undefined;
+  return s && s.state !== "Z" ? recorded : undefined;
+}
+
+/** Runs a control command as the job user, with %p as it is now; undefined when it cannot be expanded. */
+function keyRunner(
+  st: StepState,
+  ts: TaskState,
+  cwd: string,
+  pidNow: () => number | undefined,
+  log: TaskLog,
+): (key: ControlKey) => Promise<CommandResult | undefined> {
+  const { values, runtimeEnv: env } = ts;
+  return async (key) => {
     const pattern = st.conf.commands[key];
     if (pattern === undefined) return undefined;
     const pid = pidNow();
@@ -148,18 +179,6 @@ export async function teardownTask(
     if (r.code !== 0) log("debug", `${key} exited with ${r.code ?? r.signal}: ${r.stderr.trim()}`);
     return r;
   };
-  const result = await teardown({
-    hasQuery: st.conf.commands.RunTimeQuery !== undefined,
-    graceMs: graceSpent ? 0 : Math.min(Math.max(node.killWait * 1000, 500), 10_000),
-    alive: () => pidNow() !== undefined,
-    ...(pidNow() !== undefined ? { pid: pidNow() as number } : {}),
-    run: runKey,
-    forceKill: (pid) => forceKillTask(st, pid),
-    log,
-  });
-  if (result === "gone") await sweepCutShort(st, ts, { createInFlight, afterCrash, runKey, log });
-  log("debug", `teardown: ${result}`);
-  return result;
 }
 
 /**
