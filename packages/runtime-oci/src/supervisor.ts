@@ -14,22 +14,16 @@
  * descendant (a daemon-based runtime), the exit is still noticed by a 5 ms /proc poll, but the
  * status cannot be known: the supervisor then says so and exits 125 instead of guessing.
  */
-import { createReadStream, readFileSync } from "node:fs";
-import { constants } from "node:os";
-import {
-  CommandError,
-  type CommandResult,
-  describeResult,
-  parseState,
-  runShellCommand,
-  timedOutMessage,
-} from "./command.js";
+import { type CommandResult, describeResult, parseState, runShellCommand, timedOutMessage } from "./command.js";
 import { type Resume, parseResume } from "./fastpath.js";
 import { writeAtomic } from "./fsops.js";
 import { missingCommandIn } from "./missingcommand.js";
 import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
-import { decodeWaitStatus, procStat } from "@jobrt/host-services";
+import { decodeWaitStatus } from "@jobrt/host-services";
 import { teardown } from "./teardown.js";
+import { watchExit } from "./exitwatch.js";
+import { resumedCreate, resumedStartFailure, watchdogCreate } from "./handedcreate.js";
+import { killGroup, signalName, signalNumber } from "./signals.js";
 import { parseWatchdogVariable } from "./watchdog.js";
 
 export interface SupervisorSpec {
@@ -55,45 +49,12 @@ export const SUPERVISOR_FAILURE = 125;
 
 type Key = keyof SupervisorSpec["commands"];
 
-/** Signal number → name, for re-raising the container's death signal on ourselves. */
-const SIGNALS = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
-
 function say(message: string): void {
   process.stderr.write(`jobrt-oci: ${message}\n`);
 }
 
-function creds(pid: number): { uids: number[]; gids: number[] } | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/status`, "utf8");
-    const field = (name: string) =>
-      (new RegExp(`^${name}:\\s*(.*)$`, "m").exec(text)?.[1] ?? "").trim().split(/\s+/).map(Number);
-    return { uids: field("Uid"), gids: field("Gid") };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * True when /proc shows us the zombie's exit_code: the kernel hides it (prints 0) unless we may
- * ptrace-read the process, which for a zombie means root or identical uids and gids.
- */
-function canReadExitCode(pid: number): boolean {
-  const uid = process.geteuid?.() ?? -1;
-  if (uid === 0) return true;
-  const c = creds(pid);
-  const gid = process.getegid?.() ?? -1;
-  return !!c?.uids.every((u) => u === uid) && !!c?.gids.every((g) => g === gid);
-}
-
 export function supervise(spec: SupervisorSpec): Promise<never> {
   return new Supervision(spec).run();
-}
-
-/** How the container's exit is watched: by us as its subreaper (with its status), or by polling. */
-interface ExitWatch {
-  reaper: boolean;
-  /** The raw wait status, or undefined when it cannot be known. */
-  status: Promise<number | undefined>;
 }
 
 /** One task's create/start lifecycle; every failure ends in #fail, every path in process.exit. */
@@ -136,7 +97,7 @@ class Supervision {
       return this.#fail(resumedStartFailure(resume, this.#spec.timeouts.start, this.#expand("RunTimeStart")));
     if (this.#signalled) return this.#fail(`${this.#signalled} before the container started`);
     // The exit is watched from now on: it may happen before start returns.
-    const exit = this.#watchExit(pid);
+    const exit = watchExit(pid, this.#subreaper, (m) => this.#log(m));
     let started: CommandResult;
     try {
       started = await this.#run("RunTimeStart", "inherit", this.#spec.timeouts.start);
@@ -263,42 +224,6 @@ class Supervision {
     }
   }
 
-  /** 3. Watches for the init's exit: as its subreaper (SIGCHLD, with its status) or by a 5 ms poll. */
-  #watchExit(pid: number): ExitWatch {
-    const first = procStat(pid);
-    const reaper = this.#subreaper && first?.ppid === process.pid;
-    if (!reaper) {
-      this.#log(
-        `not the container's parent (${this.#subreaper ? "the runtime did not leave it to us" : "no subreaper"}): exit status will not be available`,
-      );
-    }
-    const status = new Promise<number | undefined>((resolve) => {
-      const check = () => {
-        const st = procStat(pid);
-        if (reaper) {
-          if (st?.state === "Z") {
-            stop();
-            resolve(canReadExitCode(pid) ? st.exitCode : undefined);
-          } else if (!st) {
-            stop();
-            resolve(undefined);
-          }
-        } else if (!st || st.state === "Z" || st.startTime !== first?.startTime) {
-          stop();
-          resolve(undefined);
-        }
-      };
-      const timer = setInterval(check, reaper ? 100 : 5);
-      const stop = () => {
-        clearInterval(timer);
-        process.removeListener("SIGCHLD", check);
-      };
-      if (reaper) process.on("SIGCHLD", check);
-      check();
-    });
-    return { reaper, status };
-  }
-
   async #fail(message: string): Promise<never> {
     say(message);
     return this.#finish(this.#signalled ? { signal: signalNumber(this.#signalled) } : { code: SUPERVISOR_FAILURE });
@@ -311,7 +236,7 @@ class Supervision {
     // Torn down here: the watchdog has nothing left to do (a kill of its group, not a signal it traps).
     if (this.#watchdog) killGroup(this.#watchdog.pid);
     if (status.signal !== undefined) {
-      const name = SIGNALS.get(status.signal);
+      const name = signalName(status.signal);
       for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.removeAllListeners(sig);
       if (name) process.kill(process.pid, name);
       process.exit(128 + status.signal);
@@ -350,90 +275,4 @@ class Supervision {
       log: (level, m) => (level === "warn" ? say(m) : this.#log(m)),
     });
   }
-}
-
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
-
-/**
- * RunTimeCreate's result as the watchdog reports it: its exit status, one line on the pipe. Past
- * `timeoutMs` the watchdog's group (it and the create command) is killed, as runShellCommand does.
- */
-function watchdogCreate(w: { pid: number; fd: number }, timeoutMs: number, command: string): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const stream = createReadStream("", { fd: w.fd, encoding: "utf8" });
-    const timer = setTimeout(() => {
-      killGroup(w.pid);
-      stream.destroy();
-      reject(
-        new CommandError(
-          "ERR_RUNTIME_TIMEOUT",
-          `RunTimeCreate did not finish within ${timeoutMs / 1000} s and was killed: ${command}`,
-          "RunTimeCreate",
-        ),
-      );
-    }, timeoutMs);
-    stream.on("data", (d) => {
-      text += String(d);
-    });
-    stream.on("error", () => {});
-    stream.on("close", () => {
-      clearTimeout(timer);
-      const code = /^(\d+)\n/.exec(text)?.[1];
-      if (code === undefined)
-        reject(
-          new CommandError(
-            "ERR_RUNTIME_COMMAND",
-            `RunTimeCreate: the watchdog (pid ${w.pid}) ended without its status: ${command}`,
-            "RunTimeCreate",
-          ),
-        );
-      else resolve({ code: Number(code), signal: undefined, stdout: "", stderr: "" });
-    });
-  });
-}
-
-/** RunTimeCreate's result as the fast path reported it. */
-function resumedCreate(
-  create: NonNullable<Resume["create"]>,
-  timeoutMs: number,
-  command: string,
-  watchdogPid: number | undefined,
-): CommandResult {
-  if (create === "timeout")
-    throw new CommandError(
-      "ERR_RUNTIME_TIMEOUT",
-      timedOutMessage("RunTimeCreate", timeoutMs, command),
-      "RunTimeCreate",
-    );
-  if (create === "lost")
-    throw new CommandError(
-      "ERR_RUNTIME_COMMAND",
-      `RunTimeCreate: the watchdog (pid ${watchdogPid}) ended without its status: ${command}`,
-      "RunTimeCreate",
-    );
-  return { code: create, signal: undefined, stdout: "", stderr: "" };
-}
-
-/** The message for a RunTimeStart (or the wait after it) that failed in the fast path. */
-function resumedStartFailure(resume: Resume, timeoutMs: number, command: string): string {
-  const start = resume.start;
-  if (start === "timeout") return timedOutMessage("RunTimeStart", timeoutMs, command);
-  if (start === 0 || start === undefined)
-    return "the container exited but its exit status is not available (see docs/runtime-oci.md, create/start mode)";
-  const result: CommandResult =
-    typeof start === "number"
-      ? { code: start, signal: undefined, stdout: "", stderr: "" }
-      : { code: undefined, signal: SIGNALS.get(Number(start.slice(3))) ?? "SIGKILL", stdout: "", stderr: "" };
-  return `RunTimeStart ${describeResult(result)}: ${command}`;
-}
-
-function signalNumber(sig: NodeJS.Signals): number {
-  return constants.signals[sig] ?? 15;
 }
