@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { messageOf } from "@jobrt/core";
 import { isSameProcess } from "../processidentity.js";
 import { hostAlive } from "./collect.js";
-import { type JournalEntry, listEntries, recordedPids } from "./journal.js";
+import { type JournalEntry, listEntries, recordedPids } from "./journalgc.js";
 import type { Spool } from "./spool.js";
 import { collectsFor } from "./userjournals.js";
 
@@ -47,7 +47,7 @@ export interface StepView {
 }
 
 /** C0 and C1 control characters and DEL: a record's text must not drive root's terminal. */
-const CONTROL = new RegExp("[\\u0000-\\u001f\\u007f-\\u009f]", "g");
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /** A string of a record, shown: at most 4096 characters, control characters written as \xNN. */
 function text(v: unknown): string | undefined {
