@@ -90,20 +90,25 @@ export function launchTask(
         child.stdin?.end(options.input ?? "");
       },
       (error: NodeJS.ErrnoException) => {
-        // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
-        if (error.code === "ENOENT" || error.code === "EACCES") {
-          resolve({
-            code: error.code === "ENOENT" ? 127 : 126,
-            signal: null,
-            stdout: "",
-            stderr: `${error.message}\n`,
-            pid: undefined,
-            argv: spec.argv,
-          });
-        } else reject(error);
+        const result = unstartable(error, spec.argv);
+        if (result) resolve(result);
+        else reject(error);
       },
     );
   }).finally(() => tasks.close(5000));
+}
+
+/** The host reports a program it cannot start as the shell does: 127 not found, 126 not executable. */
+function unstartable(error: NodeJS.ErrnoException, argv: string[]): LaunchResult | undefined {
+  if (error.code !== "ENOENT" && error.code !== "EACCES") return undefined;
+  return {
+    code: error.code === "ENOENT" ? 127 : 126,
+    signal: null,
+    stdout: "",
+    stderr: `${error.message}\n`,
+    pid: undefined,
+    argv,
+  };
 }
 
 /** Delivers a stop signal as the launcher's StopControl does. */
