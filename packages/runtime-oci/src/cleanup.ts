@@ -38,6 +38,7 @@ function tasksToTearDown(st: StepState, step: StepRecord, afterCrash: boolean): 
   return out;
 }
 
+/** The cleanup hook; throws when a container's cgroup dirs stay, so gc keeps the step for another try. */
 export async function cleanup(ctx: CleanupContext<OciStepState>): Promise<void> {
   const left: TaskState[] = [];
   await cleanupStep(ctx, left);

@@ -16,6 +16,7 @@ export function expandPath(conf: OciConf, key: string, pattern: string, values: 
   }
 }
 
+/** Expands a RunTime* command (shell-quoted); a value it cannot take is a configuration error. */
 export function expandCommand(st: StepState, key: keyof OciConf["commands"], values: PatternValues): string {
   const pattern = st.conf.commands[key] as string;
   try {

@@ -77,6 +77,7 @@ export function stateFromJson(json: OciStepState | undefined, step: StepRecord):
   return { ...json, conf: confFromJson(json.conf), request: step.container, ...(identity ? { identity } : {}) };
 }
 
+/** The job user's identity when file work and commands must drop to it: the host is root, the user is not. */
 export function identityFor(step: StepRecord): Identity | undefined {
   const root = (process.getuid?.() ?? -1) === 0;
   return root && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : undefined;

@@ -26,6 +26,7 @@ import { taskDirOf } from "./stepplace.js";
 import { type TaskState, commandContext } from "./taskstate.js";
 import { requestError } from "./validate.js";
 
+/** The run hook: writes the task's files, then hands the host the command that runs its container. */
 export async function run({
   node,
   step,

@@ -27,6 +27,7 @@ async function fsOne(op: FsOp, as: Identity | undefined): Promise<FsResult> {
   return r as FsResult;
 }
 
+/** The setup hook: checks the request, reads the bundle (or pulls the image) and makes the step spool dir. */
 export async function setup({ node, step, client }: SetupContext): Promise<OciStepState | undefined> {
   const c = step.container;
   if (!c) return undefined;
@@ -115,6 +116,7 @@ function withoutMark(image: CachedImage): Omit<CachedImage, "mark"> {
   return rest;
 }
 
+/** The taskInit hook: the task's spool dir, before its container exists (see taskDirOf). */
 export async function taskInit({ step, task, state }: TaskHookContext<OciStepState>): Promise<void> {
   const st = stateFromJson(state, step);
   if (!st) return;

@@ -11,6 +11,7 @@ export function signalNumber(sig: NodeJS.Signals): number {
   return constants.signals[sig] ?? 15;
 }
 
+/** SIGKILL to a process group; one already gone is fine. */
 export function killGroup(pid: number): void {
   try {
     process.kill(-pid, "SIGKILL");

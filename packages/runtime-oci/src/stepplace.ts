@@ -65,4 +65,5 @@ export function stepPlace(
   return { base, stepDir };
 }
 
+/** A task's spool dir, in the step's: made before its container, so its absence means no container. */
 export const taskDirOf = (st: StepState, task: TaskRecord) => join(st.stepDir, `task-${task.localId}`);

@@ -4,6 +4,7 @@ import { filterEnvRecord } from "./env.js";
 import type { StepState } from "./ocistepstate.js";
 import type { PatternValues } from "./pattern.js";
 
+/** One task of the step as run and cleanup work on it: its dir and what its runtime commands get. */
 export interface TaskState {
   task: TaskRecord;
   taskDir: string;

@@ -84,6 +84,7 @@ async function forceKillTask(st: StepState, pid: number): Promise<void> {
   }
 }
 
+/** Kills and deletes a task's container (teardown.ts) with the commands and pid this task used. */
 export async function teardownTask(
   node: NodeConf,
   step: StepRecord,

@@ -6,6 +6,7 @@ import { requestedContainerId } from "./containername.js";
 import { imageOption, validateImage } from "./image/request.js";
 import { resolveConf } from "./resolveconf.js";
 
+/** ERR_CONTAINER_REQUEST for a request this runtime cannot run, naming the option at fault. */
 export function requestError(message: string, key?: string): JobrtError {
   return jobrtError(
     "ERR_CONTAINER_REQUEST",
@@ -57,6 +58,7 @@ export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mo
   return c.volumes.map(parseVolume);
 }
 
+/** The validate hook: the request as checkRequest sees it, without and with oci.conf, and the image. */
 export async function validate({ node, step }: ValidateContext): Promise<void> {
   const c = step.container;
   if (!c) return;
