@@ -180,56 +180,71 @@ export function parseRequest(step: StepRecord, conf: CharliecloudConf, rootfs?: 
     );
   }
   const binds = c.volumes.map((v) => parseBind(v, image));
-  const env: [string, string][] = c.env.map((e) => {
-    const eq = e.indexOf("=");
-    const name = eq < 0 ? e : e.slice(0, eq);
-    if (eq < 0) throw reject("--container-env", e, "write NAME=VALUE");
-    if (!ENV_NAME.test(name))
-      throw reject("--container-env", e, `${show(name)} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`);
-    const value = e.slice(eq + 1);
-    if (/[\0\n]/.test(value)) throw reject("--container-env", e, "the value contains a NUL or newline");
-    return [name, value];
-  });
-  const request: ChRunRequest = { image, binds, env, clearEnv: c.clearEnv, privateTmp: false, home: false };
-
-  for (const [key, values] of Object.entries(c.options)) {
-    if (!(OPTION_KEYS as readonly string[]).includes(key)) {
-      throw reject(
-        "--container-opt",
-        `${key}=${values[0] ?? ""}`,
-        `unknown option for charliecloud (known: ${OPTION_KEYS.join(", ")})`,
-      );
-    }
-    if (values.length !== 1) throw reject(`--container-opt ${key}`, values.join(","), "give it once");
-    if (key === "image") continue;
-    if (key === "env-file") {
-      const file = values[0] as string;
-      if (!isAbsolute(file)) throw reject("--container-opt env-file", file, "is not an absolute path");
-      try {
-        if (!statSync(file).isFile()) throw new Error("not a file");
-        accessSync(file, constants.R_OK);
-      } catch {
-        throw reject("--container-opt env-file", file, "is not a readable file");
-      }
-      request.envFile = file;
-    } else if (key === "private-tmp") request.privateTmp = flag(key, values);
-    else if (key === "home") request.home = flag(key, values);
-  }
-
-  const insideBind = (p: string) => binds.some((b) => under(p, b.target));
-  if (c.workdir !== undefined) {
-    checkGuestPath("--container-workdir", c.workdir, "directory", c.workdir);
-    if (!existsInImage(image, c.workdir) && !insideBind(c.workdir)) {
-      throw reject(
-        "--container-workdir",
-        c.workdir,
-        "does not exist in the image or under a --container-volume target",
-      );
-    }
-    request.workdir = c.workdir;
-  } else if (isAbsolute(step.cwd) && (existsInImage(image, step.cwd) || insideBind(step.cwd))) {
-    // Like srun --chdir: start where the job asked when the container has that directory.
-    request.workdir = step.cwd;
-  }
+  const request: ChRunRequest = {
+    image,
+    binds,
+    env: c.env.map(parseEnv),
+    clearEnv: c.clearEnv,
+    privateTmp: false,
+    home: false,
+  };
+  for (const [key, values] of Object.entries(c.options)) applyOption(request, key, values);
+  const workdir = workdirOf(c.workdir, step.cwd, image, binds);
+  if (workdir !== undefined) request.workdir = workdir;
   return request;
+}
+
+/** One `--container-env NAME=VALUE`. */
+function parseEnv(e: string): [string, string] {
+  const eq = e.indexOf("=");
+  const name = eq < 0 ? e : e.slice(0, eq);
+  if (eq < 0) throw reject("--container-env", e, "write NAME=VALUE");
+  if (!ENV_NAME.test(name))
+    throw reject("--container-env", e, `${show(name)} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)`);
+  const value = e.slice(eq + 1);
+  if (/[\0\n]/.test(value)) throw reject("--container-env", e, "the value contains a NUL or newline");
+  return [name, value];
+}
+
+/** One `--container-opt KEY=VALUE` into the request. */
+function applyOption(request: ChRunRequest, key: string, values: string[]): void {
+  if (!(OPTION_KEYS as readonly string[]).includes(key)) {
+    throw reject(
+      "--container-opt",
+      `${key}=${values[0] ?? ""}`,
+      `unknown option for charliecloud (known: ${OPTION_KEYS.join(", ")})`,
+    );
+  }
+  if (values.length !== 1) throw reject(`--container-opt ${key}`, values.join(","), "give it once");
+  if (key === "env-file") request.envFile = readableEnvFile(values[0] as string);
+  else if (key === "private-tmp") request.privateTmp = flag(key, values);
+  else if (key === "home") request.home = flag(key, values);
+}
+
+function readableEnvFile(file: string): string {
+  if (!isAbsolute(file)) throw reject("--container-opt env-file", file, "is not an absolute path");
+  try {
+    if (!statSync(file).isFile()) throw new Error("not a file");
+    accessSync(file, constants.R_OK);
+  } catch {
+    throw reject("--container-opt env-file", file, "is not a readable file");
+  }
+  return file;
+}
+
+/** --container-workdir, checked; else the step's cwd when the container has it (as srun --chdir). */
+function workdirOf(
+  workdir: string | undefined,
+  cwd: string,
+  image: string,
+  binds: ChRunRequest["binds"],
+): string | undefined {
+  const insideBind = (p: string) => binds.some((b) => under(p, b.target));
+  if (workdir !== undefined) {
+    checkGuestPath("--container-workdir", workdir, "directory", workdir);
+    if (!existsInImage(image, workdir) && !insideBind(workdir))
+      throw reject("--container-workdir", workdir, "does not exist in the image or under a --container-volume target");
+    return workdir;
+  }
+  return isAbsolute(cwd) && (existsInImage(image, cwd) || insideBind(cwd)) ? cwd : undefined;
 }

@@ -1,5 +1,6 @@
 import type { ContainerRequest } from "@jobrt/core";
 import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
+import type { Host } from "./host.js";
 import { NodeLogWriter, SEVERITY } from "./nodelogsink.js";
 
 /** What the CLI knows of a step that its events do not say. */
@@ -17,6 +18,18 @@ export interface NodeLogStep {
   task?: { id: number; stepTasks: number };
   /** Said once, when a line could not go where NodeLog says. */
   warn: (message: string) => void;
+}
+
+/** The node log of a step this host runs: where the site's jobrt.conf sends it, and what the step is. */
+export function hostNodeLog(host: Host, step: Pick<NodeLogStep, "uid" | "user" | "containers" | "task">): NodeLog {
+  return new NodeLog({
+    target: host.site.nodeLog,
+    facility: host.site.nodeLogFacility,
+    nodeName: host.node.nodeName,
+    defaultRuntime: host.registry.defaultRuntime,
+    warn: (m) => host.log("warn", m),
+    ...step,
+  });
 }
 
 interface Component {

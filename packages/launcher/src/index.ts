@@ -20,7 +20,8 @@ export type {
   TaskStartEvent,
 } from "./session/events.js";
 export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
-export { type SessionOptions, type StepPlan, type StepResult, runSession } from "./session/session.js";
+export { runSession } from "./session/session.js";
+export type { SessionOptions, StepPlan, StepResult } from "./session/sessionoptions.js";
 export type { Collected } from "./session/collect.js";
 export type { StepComponentView, StepView } from "./session/steplist.js";
 export type { ProcTrackMode, TrackerRecord } from "./session/proctrack.js";

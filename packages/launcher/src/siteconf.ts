@@ -174,6 +174,35 @@ function runtimeName(parsed: SiteConf, key: string, value: string): string {
   }
 }
 
+function nodeNameFrom(parsed: SiteConf): string | undefined {
+  const name = parsed.values.NodeName;
+  if (name === undefined) return undefined;
+  // Checked first: a name of a million characters went into every task's environment (E2BIG).
+  if (name.length > MAX_NODE_NAME)
+    throw confError(
+      parsed.where.NodeName!,
+      "NodeName",
+      `a name of ${name.length} characters is longer than the ${MAX_NODE_NAME}-character limit of a host name`,
+    );
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
+    throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
+  return name;
+}
+
+function procTrackFrom(parsed: SiteConf): ProcTrackMode | undefined {
+  const value = parsed.values.ProcTrack;
+  if (value === undefined) return undefined;
+  const text = value.toLowerCase();
+  const mode = PROCTRACK_MODES.find((m) => m === text);
+  if (mode === undefined)
+    throw confError(
+      parsed.where.ProcTrack!,
+      "ProcTrack",
+      `${JSON.stringify(value)} is not one of ${PROCTRACK_MODES.join(", ")}`,
+    );
+  return mode;
+}
+
 /**
  * Reads `<confDir>/jobrt.conf`; a missing file means all embedded defaults. A dangling symlink or
  * anything but a regular file is an error (it is not "missing": someone meant a file there).
@@ -211,34 +240,12 @@ export function loadSiteConfig(confDir: string): SiteConfig {
   const pluginDir = absolutePath(parsed, "PluginDir");
   if (pluginDir) config.pluginDir = pluginDir;
   config.spoolDir = absolutePath(parsed, "SpoolDir") ?? config.spoolDir;
-  if (v.NodeName !== undefined) {
-    const name = v.NodeName;
-    // Checked first: a name of a million characters went into every task's environment (E2BIG).
-    if (name.length > MAX_NODE_NAME)
-      throw confError(
-        parsed.where.NodeName!,
-        "NodeName",
-        `a name of ${name.length} characters is longer than the ${MAX_NODE_NAME}-character limit of a host name`,
-      );
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
-      throw confError(parsed.where.NodeName!, "NodeName", `${JSON.stringify(name)} is not a host name`);
-    config.nodeName = name;
-  }
+  config.nodeName = nodeNameFrom(parsed) ?? config.nodeName;
   config.nodeLog = nodeLogFrom(parsed);
   config.nodeLogFacility = facilityFrom(parsed);
   if (v.KillWait !== undefined) config.killWait = v.KillWait;
   if (v.PluginInitTimeout !== undefined) config.pluginInitTimeout = v.PluginInitTimeout;
-  if (v.ProcTrack !== undefined) {
-    const text = v.ProcTrack.toLowerCase();
-    const mode = PROCTRACK_MODES.find((m) => m === text);
-    if (mode === undefined)
-      throw confError(
-        parsed.where.ProcTrack!,
-        "ProcTrack",
-        `${JSON.stringify(v.ProcTrack)} is not one of ${PROCTRACK_MODES.join(", ")}`,
-      );
-    config.procTrack = mode;
-  }
+  config.procTrack = procTrackFrom(parsed) ?? config.procTrack;
   if (!config.runtimePlugins.includes(config.defRuntimePlugin) && v.DefRuntimePlugin !== undefined) {
     throw confError(
       parsed.where.DefRuntimePlugin!,

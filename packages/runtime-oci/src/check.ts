@@ -1,10 +1,20 @@
-import { join } from "node:path";
-import { type CheckFinding, type NodeConf, type RuntimeTool, type StepRecord, messageOf } from "@jobrt/core";
+import { join, resolve } from "node:path";
+import {
+  type CheckContext,
+  type CheckFinding,
+  type NodeConf,
+  type RuntimeTool,
+  type StepRecord,
+  messageOf,
+} from "@jobrt/core";
 import { fitRootless, parseBundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
 import { listImages, loadImageSettings, parseImageReference, resolveForStep } from "@jobrt/images";
-import type { UnnamedProgram } from "./tools.js";
+import { imageOption } from "./image/request.js";
+import { identityFor } from "./ocistepstate.js";
+import { resolveConf } from "./resolveconf.js";
+import { type UnnamedProgram, ociTools } from "./tools.js";
 
 /**
  * `jobrt check` of runtime oci (docs/cli.md, "jobrt check"): what this node can see of a
@@ -127,4 +137,27 @@ export async function imageFindings(node: NodeConf, step: StepRecord, text: stri
       },
     ];
   return [{ subject, status: "ok", detail: `resolves to ${digest}, cached in ${cached.dir}` }];
+}
+
+/** What this node can see of a request: the tools its commands run, the bundle or the image. */
+export async function check({ node, step }: CheckContext): Promise<CheckFinding[]> {
+  const c = step.container;
+  if (!c) return [];
+  let conf: OciConf;
+  try {
+    conf = resolveConf(node, step);
+  } catch (error) {
+    return [{ subject: "oci.conf", status: "failed", detail: messageOf(error) }];
+  }
+  // The step's PATH first, as resolveConf looks for the embedded default's runc.
+  const found = await ociTools(conf, [step.env.PATH, process.env.PATH]);
+  const findings = [...found.tools.map(toolFinding), ...found.unnamed.map(unnamedFinding)];
+  const ref = imageOption(c);
+  if (ref !== undefined) findings.push(...(await imageFindings(node, step, ref)));
+  else {
+    // The embedded default runs rootless runc for a job user: setup fits config.json to it (fitRootless).
+    const rootless = conf.embedded && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : undefined;
+    findings.push(...(await bundleFindings(resolve(step.cwd, c.value ?? ""), conf, identityFor(step), rootless)));
+  }
+  return findings;
 }

@@ -187,19 +187,14 @@ function matrixError(file: string, where: Record<string, ConfLocation>, keys: st
   return jobrtError("ERR_CONF", { where: file, problem: what }, { details: { file } });
 }
 
-/** Parses and validates oci.conf text: syntax, types, patterns, regexes, the mode matrix (runtime-oci.md, Configuration reference). */
-export function parseOciConf(text: string, file: string): OciConf {
-  const parsed = parseConf(text, { file, schema: OCI_CONF_SCHEMA });
-  const v = parsed.values;
-  const commands: Partial<Record<RuntimeCommandKey, string>> = {};
-  for (const k of RUNTIME_COMMAND_KEYS) {
-    const s = v[k];
-    if (s !== undefined) commands[k] = s;
-  }
-  const ignore = v.IgnoreFileConfigJson === true;
+/** The mode oci.conf's commands make (runtime-oci.md, Configuration reference); a set that makes none is ERR_CONF. */
+function ociMode(
+  file: string,
+  where: Record<string, ConfLocation>,
+  commands: Partial<Record<RuntimeCommandKey, string>>,
+  ignore: boolean,
+): OciMode {
   const has = (k: RuntimeCommandKey) => commands[k] !== undefined;
-  const where = parsed.where;
-  let mode: OciMode;
   if (ignore) {
     // Slurm accepts this file and then dies at task launch; say it now instead.
     if (has("RunTimeCreate") || has("RunTimeStart") || !has("RunTimeRun")) {
@@ -210,44 +205,56 @@ export function parseOciConf(text: string, file: string): OciConf {
         "IgnoreFileConfigJson=true works only with RunTimeRun: RunTimeCreate/RunTimeStart need the bundle's config.json",
       );
     }
-    mode = "run";
-  } else {
-    if (!RUNTIME_COMMAND_KEYS.some(has)) {
+    return "run";
+  }
+  if (!RUNTIME_COMMAND_KEYS.some(has)) {
+    throw matrixError(
+      file,
+      where,
+      [],
+      "missing required options: set RunTimeRun, RunTimeKill and RunTimeDelete (run mode) or RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete (create/start mode)",
+    );
+  }
+  if (has("RunTimeRun")) {
+    if (has("RunTimeCreate") || has("RunTimeStart")) {
       throw matrixError(
         file,
         where,
-        [],
-        "missing required options: set RunTimeRun, RunTimeKill and RunTimeDelete (run mode) or RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete (create/start mode)",
+        ["RunTimeCreate", "RunTimeStart"],
+        "RunTimeRun and RunTimeCreate/RunTimeStart are mutually exclusive",
       );
     }
-    if (has("RunTimeRun")) {
-      if (has("RunTimeCreate") || has("RunTimeStart")) {
-        throw matrixError(
-          file,
-          where,
-          ["RunTimeCreate", "RunTimeStart"],
-          "RunTimeRun and RunTimeCreate/RunTimeStart are mutually exclusive",
-        );
-      }
-      const missing = (["RunTimeKill", "RunTimeDelete"] as const).filter((k) => !has(k));
-      if (missing.length > 0)
-        throw matrixError(file, where, ["RunTimeRun"], `run mode (RunTimeRun) also needs ${missing.join(" and ")}`);
-      mode = "run";
-    } else {
-      const missing = (
-        ["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"] as const
-      ).filter((k) => !has(k));
-      if (missing.length > 0) {
-        throw matrixError(
-          file,
-          where,
-          [...RUNTIME_COMMAND_KEYS],
-          `create/start mode needs all of RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete; missing ${missing.join(", ")} (or set RunTimeRun for run mode)`,
-        );
-      }
-      mode = "create-start";
-    }
+    const missing = (["RunTimeKill", "RunTimeDelete"] as const).filter((k) => !has(k));
+    if (missing.length > 0)
+      throw matrixError(file, where, ["RunTimeRun"], `run mode (RunTimeRun) also needs ${missing.join(" and ")}`);
+    return "run";
   }
+  const missing = (["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"] as const).filter(
+    (k) => !has(k),
+  );
+  if (missing.length > 0) {
+    throw matrixError(
+      file,
+      where,
+      [...RUNTIME_COMMAND_KEYS],
+      `create/start mode needs all of RunTimeCreate, RunTimeStart, RunTimeQuery, RunTimeKill and RunTimeDelete; missing ${missing.join(", ")} (or set RunTimeRun for run mode)`,
+    );
+  }
+  return "create-start";
+}
+
+/** Parses and validates oci.conf text: syntax, types, patterns, regexes, the mode matrix (runtime-oci.md, Configuration reference). */
+export function parseOciConf(text: string, file: string): OciConf {
+  const parsed = parseConf(text, { file, schema: OCI_CONF_SCHEMA });
+  const v = parsed.values;
+  const commands: Partial<Record<RuntimeCommandKey, string>> = {};
+  for (const k of RUNTIME_COMMAND_KEYS) {
+    const s = v[k];
+    if (s !== undefined) commands[k] = s;
+  }
+  const ignore = v.IgnoreFileConfigJson === true;
+  const where = parsed.where;
+  const mode = ociMode(file, where, commands, ignore);
   const envExclude = v.EnvExclude;
   const runTimeEnvExclude = v.RunTimeEnvExclude;
   const conf: OciConf = {

@@ -1,4 +1,4 @@
-import type { ContainerRequest } from "@jobrt/core";
+import type { ContainerRequest, StepRecord } from "@jobrt/core";
 import type { BundleConfig, Mount } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import type { FileUser } from "@jobrt/host-services";
@@ -62,4 +62,23 @@ export function confFromJson(json: OciConfJson): OciConf {
   const a = fromJson(envExclude);
   const b = fromJson(runTimeEnvExclude);
   return { ...rest, ...(a ? { envExclude: a } : {}), ...(b ? { runTimeEnvExclude: b } : {}) };
+}
+
+/** The step state setup returns, as JSON (the host journals it). */
+export function stateToJson(st: StepState): OciStepState {
+  const { conf, request: _request, identity: _identity, ...rest } = st;
+  return { ...rest, conf: confToJson(conf) };
+}
+
+/** A hook's working state: the journaled step state, with the request and identity from the record. */
+export function stateFromJson(json: OciStepState | undefined, step: StepRecord): StepState | undefined {
+  if (!json || !step.container) return undefined;
+  const identity = identityFor(step);
+  return { ...json, conf: confFromJson(json.conf), request: step.container, ...(identity ? { identity } : {}) };
+}
+
+/** The job user's identity when file work and commands must drop to it: the host is root, the user is not. */
+export function identityFor(step: StepRecord): FileUser | undefined {
+  const root = (process.getuid?.() ?? -1) === 0;
+  return root && (step.uid !== 0 || step.gid !== 0) ? { uid: step.uid, gid: step.gid } : undefined;
 }

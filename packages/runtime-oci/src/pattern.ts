@@ -149,7 +149,7 @@ export interface ExpandOptions {
   shell: boolean;
   /**
    * Written for `%p` (raw) while the pid is not known yet, for a program that puts the pid in its
-   * place later (the create/start fast path, fastpath.ts).
+   * place later (createstart.pl, which fills in the pid).
    */
   pidPlaceholder?: string;
 }

@@ -1,7 +1,7 @@
-import type { RuntimeTool } from "@jobrt/core";
+import type { RuntimeTool, ToolsContext } from "@jobrt/core";
 import { executableProblem } from "@jobrt/host-services";
 import { runShellCommand } from "./command.js";
-import { type OciConf, RUNTIME_COMMAND_KEYS, findProgram } from "./conf.js";
+import { type OciConf, RUNTIME_COMMAND_KEYS, findProgram, loadOciConf } from "./conf.js";
 import { shellQuoteIn } from "./pattern.js";
 
 /** How long `<tool> --version` may take: it only prints a line. */
@@ -88,4 +88,11 @@ async function toolAt(program: string, source: string, paths: readonly (string |
   const version = where.path && !where.problem ? await versionOf(where.path) : undefined;
   const name = program.slice(program.lastIndexOf("/") + 1);
   return { name, source, ...where, ...(version !== undefined ? { version } : {}) };
+}
+
+/** The programs oci.conf's RunTime* commands run (runc, when there is no oci.conf), as the host finds them. */
+export async function tools({ node }: ToolsContext): Promise<RuntimeTool[]> {
+  const conf = loadOciConf(node.confDir);
+  if (!conf) return [await defaultRuncTool([process.env.PATH])];
+  return (await ociTools(conf, [process.env.PATH])).tools;
 }

@@ -75,7 +75,7 @@ describe("config.json", () => {
 
 describe("spool naming (runtime-oci.md, Lifecycle)", () => {
   test("step dirs and %s for normal, batch, interactive and extern steps", async () => {
-    const { printedStepId, stepDirName } = await import("../src/plugin.js");
+    const { printedStepId, stepDirName } = await import("../src/stepplace.js");
     expect(stepDirName({ kind: "normal", stepId: 7, jobId: 42 })).toBe("oci-job42-7");
     expect(stepDirName({ kind: "batch", stepId: 0, jobId: 42 })).toBe("oci-job42-batch");
     expect(stepDirName({ kind: "interactive", stepId: 0, jobId: 42 })).toBe("oci-job42-interactive");

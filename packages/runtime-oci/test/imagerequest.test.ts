@@ -1,6 +1,7 @@
 import { checkAccepted } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
-import { checkRequest, ociPlugin } from "../src/plugin.js";
+import { ociPlugin } from "../src/plugin.js";
+import { checkRequest } from "../src/validate.js";
 import { imageArgs } from "../src/image/request.js";
 
 describe("the container request", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { CommandResult } from "../src/command.js";
-import { COMMAND_TIMEOUTS, commandTimeouts } from "../src/plugin.js";
+import { COMMAND_TIMEOUTS, commandTimeouts } from "../src/commandtimeouts.js";
 import { teardown } from "../src/teardown.js";
 
 type Key = "RunTimeQuery" | "RunTimeKill" | "RunTimeDelete";

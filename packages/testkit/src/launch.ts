@@ -1,5 +1,5 @@
 import { type ExecSpec, NOT_SUPPORTED, type NotSupported, type StepRecord, type TaskRecord } from "@jobrt/core";
-import { type TaskStart, createTaskGroup } from "@jobrt/launcher";
+import { type TaskGroup, type TaskProcess, type TaskStart, createTaskGroup } from "@jobrt/launcher";
 
 export interface LaunchResult {
   code: number | null;
@@ -50,63 +50,83 @@ export function launchTask(
   const spec: ExecSpec = result === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : result;
   if (spec.argv[0] === undefined) return Promise.reject(new Error("launchTask: empty argv"));
   const tasks = createTaskGroup(`testkit.${process.pid}.${launches++}`, options.procTrack ?? "auto");
-  return new Promise<LaunchResult>((resolve, reject) => {
-    const start: TaskStart = { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["pipe", "pipe", "pipe"] };
-    const started = tasks.start(spec, start);
-    started.then(
+  const start: TaskStart = { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["pipe", "pipe", "pipe"] };
+  return tasks
+    .start(spec, start)
+    .then(
       (child) => {
         if (child.pid !== undefined) task.pid = child.pid;
-        let stdout = "";
-        let stderr = "";
-        let stopped = false;
-        let killTimer: NodeJS.Timeout | undefined;
-        const stop = options.stop;
-        child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-          stdout += d;
-          if (stop && !stopped && stdout.includes(stop.after) && child.pid !== undefined) {
-            stopped = true;
-            const signal = stop.signal ?? "SIGTERM";
-            if (!stop.leaderOnly) tasks.stop(spec, start, child.pid, signal);
-            else
-              try {
-                process.kill(child.pid, signal);
-              } catch {
-                // already gone
-              }
-            killTimer = setTimeout(() => tasks.killTask(task.globalId, child.pid), stop.killWaitMs);
-          }
-        });
-        child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-          stderr += d;
-        });
-        const timer = setTimeout(() => tasks.killTask(task.globalId, child.pid), options.timeoutMs ?? 60_000);
-        child.on("exit", () => tasks.killTask(task.globalId, child.pid));
-        child.on("close", (_code, signal) => {
-          clearTimeout(timer);
-          clearTimeout(killTimer);
-          const end = tasks.end(spec, start, child);
-          if (end.message) stderr += `${end.message}\n`;
-          resolve({ code: end.code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
-        });
-        child.stdin?.on("error", () => {});
-        child.stdin?.end(options.input ?? "");
+        return watchTask({ tasks, spec, start, child, options });
       },
-      (error: Error) => {
-        // The host reports a program it cannot start as the shell does: 127 not found, 126 not executable.
-        try {
-          const end = tasks.end(spec, start, error);
-          resolve({
-            code: end.status,
-            signal: null,
-            stdout: "",
-            stderr: `${error.message}\n`,
-            pid: undefined,
-            argv: spec.argv,
-          });
-        } catch {
-          reject(error);
-        }
-      },
-    );
-  }).finally(() => tasks.close(5000));
+      (error: Error) => unstartable(tasks, spec, start, error),
+    )
+    .finally(() => tasks.close(5000));
+}
+
+/** One started task of launchTask, with what its watch needs. */
+interface Launched {
+  tasks: TaskGroup;
+  spec: ExecSpec;
+  start: TaskStart;
+  child: TaskProcess;
+  options: LaunchOptions;
+}
+
+/** Collects the task's output, stops it when asked, kills what it leaves, and reports its end. */
+function watchTask({ tasks, spec, start, child, options }: Launched): Promise<LaunchResult> {
+  return new Promise((resolve) => {
+    let stdout = "";
+    let stderr = "";
+    let killTimer: NodeJS.Timeout | undefined;
+    const stop = options.stop;
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+      if (stop && killTimer === undefined && stdout.includes(stop.after) && child.pid !== undefined)
+        killTimer = stopTask(tasks, spec, start, child.pid, stop);
+    });
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => tasks.killTask(start.taskId, child.pid), options.timeoutMs ?? 60_000);
+    child.on("exit", () => tasks.killTask(start.taskId, child.pid));
+    child.on("close", (_code, signal) => {
+      clearTimeout(timer);
+      clearTimeout(killTimer);
+      const end = tasks.end(spec, start, child);
+      if (end.message) stderr += `${end.message}\n`;
+      resolve({ code: end.code, signal, stdout, stderr, pid: child.pid, argv: spec.argv });
+    });
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(options.input ?? "");
+  });
+}
+
+/** The stop signal as the host delivers it (or to the leader alone), then SIGKILL after KillWait. */
+function stopTask(
+  tasks: TaskGroup,
+  spec: ExecSpec,
+  start: TaskStart,
+  pid: number,
+  stop: NonNullable<LaunchOptions["stop"]>,
+): NodeJS.Timeout {
+  const signal = stop.signal ?? "SIGTERM";
+  if (!stop.leaderOnly) tasks.stop(spec, start, pid, signal);
+  else
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  return setTimeout(() => tasks.killTask(start.taskId, pid), stop.killWaitMs);
+}
+
+/** The host reports a program it cannot start as the shell does: 127 not found, 126 not executable. */
+function unstartable(tasks: TaskGroup, spec: ExecSpec, start: TaskStart, error: Error): LaunchResult {
+  let end: ReturnType<TaskGroup["end"]>;
+  try {
+    end = tasks.end(spec, start, error);
+  } catch {
+    throw error;
+  }
+  return { code: end.status, signal: null, stdout: "", stderr: `${error.message}\n`, pid: undefined, argv: spec.argv };
 }

@@ -105,77 +105,87 @@ export function registerLaunchChecks(kit: StepKit): void {
     for (const id of ids) kit.check(id, (ctx) => ctx.skip("real-launch checks turned off (launch: false)"));
     return;
   }
-  kit.check("launch.sigterm", async () => {
-    const n = kit.node();
-    // The handler takes a while (sleep 1) and prints only at its end, so a wrapper that kills the
-    // task when it gets the signal itself is caught. Under a runtime's pid 1 the foreground sleep
-    // delays the handler by at most a second.
-    // Its first line tells a signal that never reached the task from a handler cut short.
-    const script =
-      "trap 'echo jobrt-testkit-got-term; sleep 1; echo jobrt-testkit-handled; exit 0' TERM; echo jobrt-testkit-ready; while :; do sleep 1; done";
-    const s = kit.step({ tasks: 1, argv: ["sh", "-c", script] });
-    const [r] = await fullStep(kit, n, s, { stop: { after: "jobrt-testkit-ready", killWaitMs: n.killWait * 1000 } });
-    if (!r?.stdout.includes("jobrt-testkit-ready")) fail(`the task never started its SIGTERM test (${shown(r)})`);
-    if (!r.stdout.includes("jobrt-testkit-handled")) {
-      const why = r.stdout.includes("jobrt-testkit-got-term")
-        ? 'it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals "leader", or let the host signal the sandbox: ExecSpec.supervise.stop)'
-        : "it never started: the stop signal did not reach the task (a wrapper that forwards no signal, or a task outside the process group the host signals: see ExecSpec.signals and ExecSpec.supervise.stop)";
-      fail(
-        `the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal: ${why} (${JSON.stringify(r.argv)}: ${shown(r)})`,
-      );
-    }
-  });
-  kit.check("launch.missing-command", async () => {
-    const n = kit.node();
-    // A PATH every job user can search: a dir it may not enter turns "not found" into 126.
-    const s = kit.step({
-      tasks: 1,
-      argv: ["jobrt-testkit-no-such-command"],
-      env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
-    });
-    const [r] = await fullStep(kit, n, s);
-    if (r?.code !== 127)
-      fail(
-        `a task whose command does not exist gave ${shown(r)}; expected exit 127 (command not found), as jobrt run and the shell report it`,
-      );
-  });
-  kit.check("launch.env", async () => {
-    const n = kit.node();
-    const c = kit.fixtureContainer();
-    const s = kit.step({ tasks: 1, argv: ["env"], env: { JOBRT_TESTKIT_ENV: "two words, $HOME and 'quotes'" } });
-    const want = { ...(s.tasks[0]?.env ?? {}) };
-    for (const key of Object.keys(want))
-      if (CONTAINER_OWNED.has(key) || (c?.clearEnv && !key.startsWith("SLURM_"))) delete want[key];
-    for (const entry of c?.env ?? []) want[entry.slice(0, entry.indexOf("="))] = entry.slice(entry.indexOf("=") + 1);
-    const [r] = await fullStep(kit, n, s);
-    if (r?.code !== 0) fail(`the task \`env\` failed: ${shown(r)}`);
-    const got = new Map(
-      r.stdout.split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
+  kit.check("launch.sigterm", () => launchSigterm(kit));
+  kit.check("launch.missing-command", () => launchMissingCommand(kit));
+  kit.check("launch.env", () => launchEnv(kit));
+  kit.check("launch.cwd", () => launchCwd(kit));
+}
+
+/** A stop signal reaches the task and its handler may finish within KillWait. */
+async function launchSigterm(kit: StepKit): Promise<void> {
+  const n = kit.node();
+  // The handler takes a while (sleep 1) and prints only at its end, so a wrapper that kills the
+  // task when it gets the signal itself is caught. Under a runtime's pid 1 the foreground sleep
+  // delays the handler by at most a second.
+  // Its first line tells a signal that never reached the task from a handler cut short.
+  const script =
+    "trap 'echo jobrt-testkit-got-term; sleep 1; echo jobrt-testkit-handled; exit 0' TERM; echo jobrt-testkit-ready; while :; do sleep 1; done";
+  const s = kit.step({ tasks: 1, argv: ["sh", "-c", script] });
+  const [r] = await fullStep(kit, n, s, { stop: { after: "jobrt-testkit-ready", killWaitMs: n.killWait * 1000 } });
+  if (!r?.stdout.includes("jobrt-testkit-ready")) fail(`the task never started its SIGTERM test (${shown(r)})`);
+  if (!r.stdout.includes("jobrt-testkit-handled")) {
+    const why = r.stdout.includes("jobrt-testkit-got-term")
+      ? 'it started and was cut short: the task was killed while it ran (a wrapper that dies of the signal takes its task with it; deliver stop signals to the process you start and forward them: ExecSpec.signals "leader", or let the host signal the sandbox: ExecSpec.supervise.stop)'
+      : "it never started: the stop signal did not reach the task (a wrapper that forwards no signal, or a task outside the process group the host signals: see ExecSpec.signals and ExecSpec.supervise.stop)";
+    fail(
+      `the task's SIGTERM handler did not complete within KillWait (${n.killWait} s) after the host's stop signal: ${why} (${JSON.stringify(r.argv)}: ${shown(r)})`,
     );
-    const wrong = Object.entries(want).filter(([k, v]) => got.get(k) !== v);
-    if (wrong.length > 0) {
-      const list = wrong
-        .slice(0, 8)
-        .map(
-          ([k, v]) => `${k} (want ${JSON.stringify(v)}, got ${got.has(k) ? JSON.stringify(got.get(k)) : "nothing"})`,
-        );
-      fail(
-        `the task's environment lacks ${wrong.length} of the ${Object.keys(want).length} variables it must get: ${list.join(", ")}${wrong.length > 8 ? ", ..." : ""}`,
-      );
-    }
+  }
+}
+
+/** A command that does not exist exits 127, as the shell reports it. */
+async function launchMissingCommand(kit: StepKit): Promise<void> {
+  const n = kit.node();
+  // A PATH every job user can search: a dir it may not enter turns "not found" into 126.
+  const s = kit.step({
+    tasks: 1,
+    argv: ["jobrt-testkit-no-such-command"],
+    env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" },
   });
-  kit.check("launch.cwd", async () => {
-    const n = kit.node();
-    const workdir = kit.fixtureContainer()?.workdir;
-    const s = kit.step({ tasks: 1, argv: ["sh", "-c", "pwd -P"] });
-    const want = workdir ?? kit.launch?.cwd?.(s) ?? realpathSync(s.cwd);
-    const [r] = await fullStep(kit, n, s);
-    const got = r?.stdout.trim().split("\n").at(-1);
-    if (r?.code !== 0 || got !== want)
-      fail(
-        `the task ran in ${JSON.stringify(got)}, not ${workdir ? "--container-workdir" : kit.launch?.cwd ? "the declared launch.cwd" : "the step's cwd"} ${want} (${shown(r)})`,
-      );
-  });
+  const [r] = await fullStep(kit, n, s);
+  if (r?.code !== 127)
+    fail(
+      `a task whose command does not exist gave ${shown(r)}; expected exit 127 (command not found), as jobrt run and the shell report it`,
+    );
+}
+
+/** The task gets its environment, as the container's own keys and --container-env leave it. */
+async function launchEnv(kit: StepKit): Promise<void> {
+  const n = kit.node();
+  const c = kit.fixtureContainer();
+  const s = kit.step({ tasks: 1, argv: ["env"], env: { JOBRT_TESTKIT_ENV: "two words, $HOME and 'quotes'" } });
+  const want = { ...(s.tasks[0]?.env ?? {}) };
+  for (const key of Object.keys(want))
+    if (CONTAINER_OWNED.has(key) || (c?.clearEnv && !key.startsWith("SLURM_"))) delete want[key];
+  for (const entry of c?.env ?? []) want[entry.slice(0, entry.indexOf("="))] = entry.slice(entry.indexOf("=") + 1);
+  const [r] = await fullStep(kit, n, s);
+  if (r?.code !== 0) fail(`the task \`env\` failed: ${shown(r)}`);
+  const got = new Map(
+    r.stdout.split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
+  );
+  const wrong = Object.entries(want).filter(([k, v]) => got.get(k) !== v);
+  if (wrong.length > 0) {
+    const list = wrong
+      .slice(0, 8)
+      .map(([k, v]) => `${k} (want ${JSON.stringify(v)}, got ${got.has(k) ? JSON.stringify(got.get(k)) : "nothing"})`);
+    fail(
+      `the task's environment lacks ${wrong.length} of the ${Object.keys(want).length} variables it must get: ${list.join(", ")}${wrong.length > 8 ? ", ..." : ""}`,
+    );
+  }
+}
+
+/** The task runs in the step's cwd, the declared launch.cwd or --container-workdir. */
+async function launchCwd(kit: StepKit): Promise<void> {
+  const n = kit.node();
+  const workdir = kit.fixtureContainer()?.workdir;
+  const s = kit.step({ tasks: 1, argv: ["sh", "-c", "pwd -P"] });
+  const want = workdir ?? kit.launch?.cwd?.(s) ?? realpathSync(s.cwd);
+  const [r] = await fullStep(kit, n, s);
+  const got = r?.stdout.trim().split("\n").at(-1);
+  if (r?.code !== 0 || got !== want)
+    fail(
+      `the task ran in ${JSON.stringify(got)}, not ${workdir ? "--container-workdir" : kit.launch?.cwd ? "the declared launch.cwd" : "the step's cwd"} ${want} (${shown(r)})`,
+    );
 }
 
 /** The checks on what a step leaves behind or disturbs: processes, temp files, other steps' files. */

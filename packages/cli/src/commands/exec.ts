@@ -2,7 +2,7 @@ import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launc
 import { flag, one, parseCommandLine, requestFromOptions } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath, say } from "../host.js";
-import { NodeLog } from "../nodelog.js";
+import { hostNodeLog } from "../nodelog.js";
 import { showPull } from "../pullprogress.js";
 import { rawEnvironment } from "../rawinput.js";
 import { trapSignals } from "../signals.js";
@@ -34,16 +34,11 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   );
   const cancel = new StepCancel();
   trapSignals(cancel);
-  const nodeLog = new NodeLog({
-    target: host.site.nodeLog,
-    facility: host.site.nodeLogFacility,
-    nodeName: host.node.nodeName,
+  const nodeLog = hostNodeLog(host, {
     uid: record.uid,
     user: record.user,
-    defaultRuntime: host.registry.defaultRuntime,
     containers: [record.container],
     task: { id: record.tasks[0]?.globalId ?? 0, stepTasks: record.totalTasks },
-    warn: (m) => host.log("warn", m),
   });
   timings?.mark("config");
   const result = await runSession(

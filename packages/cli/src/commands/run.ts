@@ -1,5 +1,5 @@
 import { cpus } from "node:os";
-import { StepCancel, type StepEvent, parseTimeLimit, runSession } from "@jobrt/launcher";
+import { StepCancel, type StepEvent, type TaskExitEvent, parseTimeLimit, runSession } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
 import { describeError, exitCodeFor } from "../errors.js";
 import { type TaskEnd, failureLines } from "../failures.js";
@@ -7,7 +7,7 @@ import { jsonEventLine } from "../jsonevent.js";
 import { showPull } from "../pullprogress.js";
 import { createHost, say } from "../host.js";
 import { listRuntimes } from "../listing.js";
-import { NodeLog } from "../nodelog.js";
+import { hostNodeLog } from "../nodelog.js";
 import { componentSpecs, stepUser } from "../runspec.js";
 import { trapSignals } from "../signals.js";
 import type { Timings } from "../timings.js";
@@ -34,16 +34,7 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
   trapSignals(cancel);
   timings?.mark("config");
   const ends: TaskEnd[] = [];
-  const nodeLog = new NodeLog({
-    target: host.site.nodeLog,
-    facility: host.site.nodeLogFacility,
-    nodeName: host.node.nodeName,
-    uid: user.uid,
-    user: user.user,
-    defaultRuntime: host.registry.defaultRuntime,
-    containers: components.map((c) => c.container),
-    warn: (m) => host.log("warn", m),
-  });
+  const nodeLog = hostNodeLog(host, { uid: user.uid, user: user.user, containers: components.map((c) => c.container) });
   // srun numbers a heterogeneous step's tasks within each component in its failure lines.
   const firstTask = components.map((_, i) => components.slice(0, i).reduce((n, c) => n + c.ntasks, 0));
   const result = await runSession(
@@ -61,16 +52,7 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
       onEvent: (e: StepEvent) => {
         timings?.onEvent(e);
         nodeLog.onEvent(e);
-        if (e.event === "task-exit") {
-          const task = e.task - (firstTask[e.component] ?? 0);
-          ends.push({
-            component: e.component,
-            task,
-            code: e.code,
-            signal: e.signal,
-            interrupted: cancel.signal === "SIGINT",
-          });
-        }
+        if (e.event === "task-exit") ends.push(taskEnd(e, firstTask, cancel));
         if (json) process.stdout.write(jsonEventLine(e));
         else if (e.event === "pull")
           showPull(e, { write: (t) => process.stderr.write(t), isTTY: process.stderr.isTTY === true, verbose });
@@ -82,4 +64,15 @@ export async function runCommand(args: string[], timings?: Timings): Promise<num
   // A bad runtime name or a usage error found while launching is still a usage error (2).
   if (result.error && result.taskStatus.length === 0 && exitCodeFor(result.error) === 2) return 2;
   return result.status;
+}
+
+/** A task's end for srun's failure lines, its number within its component of a heterogeneous step. */
+function taskEnd(e: TaskExitEvent, firstTask: number[], cancel: StepCancel): TaskEnd {
+  return {
+    component: e.component,
+    task: e.task - (firstTask[e.component] ?? 0),
+    code: e.code,
+    signal: e.signal,
+    interrupted: cancel.signal === "SIGINT",
+  };
 }

@@ -9,7 +9,7 @@ import {
   removeEntry,
   setAsideEntry,
   unclaimEntry,
-} from "./journal.js";
+} from "./journalgc.js";
 import { removeForkerCgroup } from "./forkercgroup.js";
 import { trackerFromRecord } from "./proctrack.js";
 import type { Spool } from "./spool.js";

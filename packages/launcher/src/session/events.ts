@@ -1,5 +1,6 @@
 import type { ErrorCode, ExecSpec, PullProgress } from "@jobrt/core";
-import type { ProcTrackKind } from "./proctrack.js";
+import type { PlannedComponent } from "./plan.js";
+import type { ProcTrackKind, TrackerRecord } from "./proctrack.js";
 
 /**
  * What a step session reports while it runs: `jobrt run --json` prints each one as a JSON line
@@ -113,4 +114,23 @@ export interface StepEndEvent {
   code?: ErrorCode;
   /** For ERR_RUNTIME_HOOK: the code of the runtime's own error (e.g. ERR_CONTAINER_IMAGE). */
   causeCode?: string;
+}
+
+/** The step-start event of a planned step whose processes `tracker` tracks. */
+export function stepStartEvent(components: PlannedComponent[], tracker: TrackerRecord): StepStartEvent {
+  const first = components[0]!.record;
+  return {
+    event: "step-start",
+    jobId: first.jobId,
+    stepId: first.stepId,
+    proctrack: tracker.kind,
+    ...(tracker.path ? { cgroup: tracker.path } : {}),
+    ...(tracker.fallback ? { proctrackFallback: tracker.fallback } : {}),
+    components: components.map((c, i) => ({
+      component: i,
+      runtime: c.record.runtime,
+      ntasks: c.record.tasks.length,
+      argv: c.record.argv,
+    })),
+  };
 }

@@ -1,16 +1,15 @@
-import { linkSync, lstatSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { linkSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
+import { join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
 import { bootId, processStartTime } from "../processidentity.js";
 import type { TrackerRecord } from "./proctrack.js";
-import { asUser } from "@jobrt/host-services";
-import { processRunning, removeTree } from "@jobrt/host-services";
+import { removeTree } from "@jobrt/host-services";
 import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
-import { journalOwner } from "./userjournals.js";
 import { openEntryDir } from "./entrydir.js";
 
 /**
- * The spool layout, owned here and nowhere else (docs/reliability.md, "Crash recovery"):
+ * The spool layout, owned here and nowhere else (journalgc.ts, what gc does to an entry, takes its
+ * names from here; docs/reliability.md, "Crash recovery"):
  *
  *   <jobsDir>/next-jobid                       next fresh job id (a hint; mkdir is the lock)
  *   <jobsDir>/<J>/next-step                    the job's next step id, while a step of it runs
@@ -63,18 +62,18 @@ export interface StepJournal {
   release(): void;
 }
 
-const HOST_FILE = "host.json";
-const RECORD_FILE = "step.json";
-const PIDS_FILE = "pids";
-const FORKER_FILE = "forker";
+export const HOST_FILE = "host.json";
+export const RECORD_FILE = "step.json";
+export const PIDS_FILE = "pids";
+export const FORKER_FILE = "forker";
 /** What a step's entry holds when nothing went wrong. */
 const ENTRY_FILES = [HOST_FILE, RECORD_FILE, PIDS_FILE, FORKER_FILE];
 const STEP_COUNTER = "next-step";
-const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
+export const ENTRY = /^(?:step-(\d+)|exec-(\d+)\.(\d+)\.(\d+))$/;
 const SHARED_STATE = /^exec-(\d+)(?:\.h\d+)?\.state$/;
-const GC_CLAIM = /^(.+)\.gc-(\d+)-(\d+)$/;
+export const GC_CLAIM = /^(.+)\.gc-(\d+)-(\d+)$/;
 /** The most gc reads of one record file (step.json of 1,000 tasks' environments is a few MB). */
-const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+export const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 
 export function hostInfo(): HostInfo {
   return { pid: process.pid, start: processStartTime(process.pid), boot: bootId() };
@@ -91,6 +90,14 @@ function mkdirExclusive(path: string): boolean {
   } catch (error) {
     if (isErrno(error, "EEXIST")) return false;
     throw error;
+  }
+}
+
+export function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
   }
 }
 
@@ -143,7 +150,7 @@ function nextStepId(jobDir: string): number {
 }
 
 /** The last step out removes the job's step counter, then the job dir. */
-function releaseJobDir(jobDir: string): void {
+export function releaseJobDir(jobDir: string): void {
   if (listDir(jobDir).every((name) => name === STEP_COUNTER)) removeFile(join(jobDir, STEP_COUNTER));
   removeIfEmpty(jobDir);
 }
@@ -158,15 +165,7 @@ function entryJournal(
   const jobDir = join(jobsDir, String(jobId));
   const dir = join(jobDir, entry);
   const pending: string[] = [];
-  let held: ReturnType<typeof openEntryDir>;
-  try {
-    held = openEntryDir(dir);
-    writeExclusive(held.at(HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
-  } catch (error) {
-    removeTree(dir);
-    if (createdJobDir) removeIfEmpty(jobDir);
-    throw error;
-  }
+  const held = openEntry(dir, jobDir, createdJobDir);
   // Released already, or something not a regular file planted at its name: not followed.
   const flush = () => pending.length === 0 || held.append(PIDS_FILE, pending.splice(0).join(""));
   return {
@@ -203,14 +202,33 @@ function entryJournal(
     release() {
       flush();
       held.close();
-      removeDirOf(dir, ENTRY_FILES);
-      if (entry.startsWith("exec-")) dropIdleSharedState(jobDir, stepId);
-      releaseJobDir(jobDir);
-      // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
-      // journal (and its node marker) with it; `jobrt run` keeps its job id counter there.
-      if (entry.startsWith("exec-")) removeIdleJournal(jobsDir);
+      removeEntryDir(jobsDir, jobId, stepId, entry);
     },
   };
+}
+
+/** The entry's dir, holding host.json; on failure neither it nor a job dir made for it is left. */
+function openEntry(dir: string, jobDir: string, createdJobDir: boolean): ReturnType<typeof openEntryDir> {
+  try {
+    const held = openEntryDir(dir);
+    writeExclusive(held.at(HOST_FILE), `${JSON.stringify(hostInfo())}\n`);
+    return held;
+  } catch (error) {
+    removeTree(dir);
+    if (createdJobDir) removeIfEmpty(jobDir);
+    throw error;
+  }
+}
+
+/** A released entry goes, and with it what was kept only for it: shared state, counters, the journal. */
+function removeEntryDir(jobsDir: string, jobId: number, stepId: number, entry: string): void {
+  const jobDir = join(jobsDir, String(jobId));
+  removeDirOf(join(jobDir, entry), ENTRY_FILES);
+  if (entry.startsWith("exec-")) dropIdleSharedState(jobDir, stepId);
+  releaseJobDir(jobDir);
+  // A node that only runs Slurm tasks keeps a clean SpoolDir: the last task out takes the
+  // journal (and its node marker) with it; `jobrt run` keeps its job id counter there.
+  if (entry.startsWith("exec-")) removeIdleJournal(jobsDir);
 }
 
 function sharedStateFile(jobDir: string, step: StepRecord): string {
@@ -255,7 +273,7 @@ function isJsonText(text: string): boolean {
 }
 
 /** The last `jobrt exec` entry of a step (live or being collected) takes its shared state with it. */
-function dropIdleSharedState(jobDir: string, stepId: number): void {
+export function dropIdleSharedState(jobDir: string, stepId: number): void {
   const names = listDir(jobDir);
   const busy = names.some((n) => {
     const m = ENTRY.exec(GC_CLAIM.exec(n)?.[1] ?? n);
@@ -302,173 +320,4 @@ export function claimExecTask(spool: Spool, jobId: number, stepId: number, taskI
       problem: `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`,
     });
   }
-}
-
-/** A journal entry found by `jobrt gc`: its directory, ids, and (when written) its record. */
-export interface JournalEntry {
-  dir: string;
-  jobId: number;
-  stepId: number;
-  host?: HostInfo;
-  record?: JournalRecord;
-  /** Set when a `jobrt gc` claimed the entry and died before finishing. */
-  staleClaim?: boolean;
-  /** When the entry was claimed (ms since the epoch): host.json is written once, then never. */
-  since?: number;
-}
-
-/*
- * What gc does to a journal (list, read, claim, unclaim, set aside, remove) runs with the rights of
- * the journal's user (`journalOwner`): on a job user's journal, root then does only what that
- * user could do itself, whatever names the user swapped for symlinks, and at whatever moment
- * (docs/reliability.md, "Threat model").
- */
-
-function readJson<T>(path: string): T | undefined {
-  try {
-    const text = readNoFollow(path, MAX_RECORD_BYTES);
-    return text === undefined ? undefined : (JSON.parse(text) as T);
-  } catch {
-    // Not a regular file of ours (a FIFO, a symlink, too big) or not JSON: no record.
-    return undefined;
-  }
-}
-
-/** Only a real directory is a job dir or an entry: a symlink named like one is never followed. */
-function isRealDir(path: string): boolean {
-  try {
-    return lstatSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function mtimeOf(path: string): number | undefined {
-  try {
-    return lstatSync(path).mtimeMs;
-  } catch {
-    return undefined;
-  }
-}
-
-function listDir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
-
-function readEntry(jobDir: string, jobId: number, name: string): JournalEntry | undefined {
-  const claim = GC_CLAIM.exec(name);
-  const m = ENTRY.exec(claim ? claim[1]! : name);
-  const dir = join(jobDir, name);
-  if (!m || !isRealDir(dir)) return undefined;
-  const entry: JournalEntry = { dir, jobId, stepId: Number(m[1] ?? m[2]) };
-  if (claim) {
-    // A claim whose collector still runs is its business; a dead collector's is reclaimed.
-    const pid = Number(claim[2]);
-    if (processRunning(pid) && processStartTime(pid) === claim[3]) return undefined;
-    entry.staleClaim = true;
-  }
-  const record = readJson<JournalRecord>(join(dir, RECORD_FILE));
-  const host = record?.host ?? readJson<HostInfo>(join(dir, HOST_FILE));
-  if (host) entry.host = host;
-  if (record) entry.record = record;
-  const since = mtimeOf(join(dir, HOST_FILE));
-  if (since !== undefined) entry.since = since;
-  return entry;
-}
-
-/** Every entry of the journal (of one job, when given), live or not; gc claims included. */
-export function listEntries(spool: Spool, jobId?: number): JournalEntry[] {
-  return asUser(journalOwner(spool), () => {
-    const jobs = listDir(spool.jobsDir).filter((j) => /^\d+$/.test(j) && (jobId === undefined || Number(j) === jobId));
-    const out: JournalEntry[] = [];
-    for (const job of jobs) {
-      const jobDir = join(spool.jobsDir, job);
-      if (!isRealDir(jobDir)) continue;
-      for (const name of listDir(jobDir)) {
-        const entry = readEntry(jobDir, Number(job), name);
-        if (entry) out.push(entry);
-      }
-    }
-    return out;
-  });
-}
-
-/**
- * Takes an entry for cleanup by renaming it to `<entry>.gc-<pid>-<start>`: of several collectors
- * only the rename's winner goes on, and a collector that dies leaves a claim the next one reclaims.
- */
-export function claimEntry(spool: Spool, entry: JournalEntry): string | undefined {
-  const claimed = `${baseOf(entry.dir)}.gc-${process.pid}-${processStartTime(process.pid) ?? "0"}`;
-  try {
-    asUser(journalOwner(spool), () => renameSync(entry.dir, claimed));
-    return claimed;
-  } catch {
-    return undefined;
-  }
-}
-
-function baseOf(dir: string): string {
-  return dir.replace(/\.gc-\d+-\d+$/, "");
-}
-
-/**
- * Task pids (with start times) a claimed entry recorded. A `pids` that is not a regular file of at
- * most MAX_RECORD_BYTES throws (code ENOTREG, EFBIG or ELOOP): such an entry can never be read.
- */
-export function recordedPids(spool: Spool, dir: string): { pid: number; start: string | undefined }[] {
-  const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, PIDS_FILE), MAX_RECORD_BYTES)) ?? "";
-  return text
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [pid, start] = line.split(" ");
-      return { pid: Number(pid), start: start === "-" ? undefined : start };
-    })
-    .filter((p) => Number.isInteger(p.pid) && p.pid > 1);
-}
-
-/**
- * The step's task forker a claimed entry recorded, with its uid. A `forker` that is not a regular
- * file of at most 64 KiB throws, as `pids` does.
- */
-export function recordedForker(spool: Spool, dir: string): { pid: number; start: string; uid: number } | undefined {
-  const text = asUser(journalOwner(spool), () => readNoFollow(join(dir, FORKER_FILE))) ?? "";
-  const m = /^(\d+) (\d+) (\d+)\n$/.exec(text);
-  return m && Number(m[1]) > 1 ? { pid: Number(m[1]), start: m[2]!, uid: Number(m[3]) } : undefined;
-}
-
-/** Gives a claimed entry back (cleanup failed; a later gc tries again). */
-export function unclaimEntry(spool: Spool, claimed: string): void {
-  asUser(journalOwner(spool), () => renameSync(claimed, baseOf(claimed)));
-}
-
-/**
- * Sets a claimed entry aside as `<entry>.bad-<ms>`, a name no gc takes again: an entry that can
- * never be collected (junk for a record file, a cleanup past its bound) must not fail or hold up
- * every later gc. Returns the new name.
- */
-export function setAsideEntry(spool: Spool, claimed: string): string {
-  const aside = `${baseOf(claimed)}.bad-${Date.now()}`;
-  asUser(journalOwner(spool), () => renameSync(claimed, aside));
-  return aside;
-}
-
-/** Removes a claimed entry, and its job directory once empty; returns what could not be removed. */
-export function removeEntry(spool: Spool, claimed: string): string[] {
-  return asUser(journalOwner(spool), () => {
-    const left = removeTree(claimed);
-    if (left.length > 0) return left;
-    try {
-      const m = ENTRY.exec(basename(baseOf(claimed)));
-      if (m?.[2] !== undefined) dropIdleSharedState(dirname(claimed), Number(m[2]));
-      releaseJobDir(dirname(claimed));
-    } catch {
-      // The entry is gone; what else the job dir holds is not gc's to insist on.
-    }
-    return left;
-  });
 }

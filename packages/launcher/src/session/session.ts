@@ -1,76 +1,31 @@
-import type { Readable, Writable } from "node:stream";
 import {
-  type ClientInfo,
   type JobrtError,
-  type NodeConf,
   type PullProgress,
-  type RuntimeRegistry,
   type StepRecord,
   type StepStateText,
   isJobrtError,
   messageOf,
   jobrtError,
 } from "@jobrt/core";
-import type { StepCancel } from "../cancel.js";
-import type { DeviceConf } from "../devices/resolve.js";
 import { deviceConfFrom } from "../devices/conf.js";
 import { resolveStepDevices } from "../devices/step.js";
-import type { UserIdentity } from "../users.js";
 import { checkDescriptorBudget } from "./budget.js";
 import { collectOrphans } from "./collect.js";
-import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
-import { type ComponentSpec, type PlannedComponent, planStep } from "./plan.js";
+import { type ComponentHooks, cleanupComponents, loadRuntimes } from "./componenthooks.js";
+import type { StepJournal } from "./journal.js";
+import { type PlannedComponent, planStep } from "./plan.js";
 import { forkerCgroupPath, removeForkerCgroup } from "./forkercgroup.js";
-import { type ProcTrackMode, type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
+import { type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
 import type { AfterDeath, TaskProcess } from "./forker.js";
 import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
-import { type Spool, openSpool } from "./spool.js";
+import { claimJournal, openStepSpool } from "./stepclaim.js";
+import type { SessionOptions, StepPlan, StepResult } from "./sessionoptions.js";
 import { signalNumber } from "./status.js";
 import { copyStdinToTasks } from "./stdin.js";
 import { StepStdio } from "./stdio.js";
 import { StopControl } from "./stop.js";
-import type { StepEvent } from "./events.js";
+import { type StepEvent, stepStartEvent } from "./events.js";
 import { type TaskContext, runTask } from "./task.js";
-
-/** What to run: a `jobrt run` step (ids claimed here) or one task of a Slurm step (`jobrt exec`). */
-export type StepPlan =
-  | { mode: "run"; jobId?: number; user: UserIdentity; components: ComponentSpec[]; cpusOnNode: number }
-  | { mode: "exec"; record: StepRecord };
-
-export interface SessionOptions {
-  registry: RuntimeRegistry;
-  node: NodeConf;
-  cancel: StepCancel;
-  /** jobrt.conf ProcTrack. */
-  procTrack: ProcTrackMode;
-  /** jobrt.conf's CDI keys (docs/devices.md); the embedded defaults when not given. */
-  devices?: DeviceConf;
-  client?: ClientInfo;
-  /** Seconds; on expiry the step is cancelled like SIGTERM. */
-  timeLimit?: number;
-  /** Task output becomes "output" events. */
-  json?: boolean;
-  onEvent?: (event: StepEvent) => void;
-  /** One-line error reports. */
-  report: (line: string) => void;
-  /** How an error is put into words for `report` (the CLI adds stack traces with -v). */
-  describeError?: (error: JobrtError) => string;
-  stdout?: Writable;
-  stderr?: Writable;
-  stdin?: Readable;
-  /**
-   * The command that runs `jobrt gc` (`--job` and `--pid` are added) and its environment: the
-   * task forker runs it if jobrt dies while a journaled step's tasks run (docs/reliability.md).
-   */
-  gcAfterDeath?: { argv: string[]; env: Record<string, string> };
-}
-
-export interface StepResult {
-  status: number;
-  /** The first launch, setup or cleanup error, if any. */
-  error?: JobrtError;
-  taskStatus: number[];
-}
 
 /** Runs one step end to end; see StepSession. */
 export function runSession(plan: StepPlan, options: SessionOptions): Promise<StepResult> {
@@ -137,13 +92,9 @@ export class StepSession {
   async #claimAndRun(plan: StepPlan): Promise<StepResult> {
     closeInheritedDescriptors();
     const { node } = this.#o;
-    const spool =
-      plan.mode === "run"
-        ? openSpool(node.spoolDir, node.nodeName, { create: true, required: true })
-        : this.#tryOpenSpool(plan.record);
+    const spool = openStepSpool(plan, node);
     if (spool) await collectOrphans(spool, this.#o.registry, node, { log: node.log });
-    const journal =
-      plan.mode === "run" ? claimRunStep(spool as Spool, plan.jobId) : this.#tryClaimExec(spool, plan.record);
+    const journal = claimJournal(spool, plan, node);
     try {
       const components =
         plan.mode === "run"
@@ -177,83 +128,27 @@ export class StepSession {
     }
   }
 
-  /**
-   * `jobrt exec` runs as the job user: a SpoolDir it cannot use means no crash record, not failure.
-   * But nothing can clean up after a task without one, so it says so (docs/slurm.md, SpoolDir).
-   */
-  #tryOpenSpool(record: StepRecord): Spool | undefined {
-    const { node } = this.#o;
-    try {
-      const spool = openSpool(node.spoolDir, node.nodeName);
-      if (!spool) {
-        const uid = process.getuid?.() ?? 0;
-        this.#noRecord(
-          record,
-          `SpoolDir ${node.spoolDir} belongs to root and has no place for uid ${uid}'s records: make it mode 1777 like /tmp, or leave SpoolDir unset for one of the user's own (docs/slurm.md)`,
-        );
-      }
-      return spool;
-    } catch (error) {
-      if (isJobrtError(error, "ERR_SPOOL") && /is in use by host/.test(error.message)) throw error;
-      this.#noRecord(record, messageOf(error));
-      return undefined;
-    }
-  }
-
-  #tryClaimExec(spool: Spool | undefined, record: StepRecord): StepJournal | undefined {
-    if (!spool) return undefined;
-    try {
-      return claimExecTask(spool, record.jobId, record.stepId, record.tasks[0]!.globalId);
-    } catch (error) {
-      this.#noRecord(record, messageOf(error));
-      return undefined;
-    }
-  }
-
-  /** A warning from the node's first task (one line per node, not one per task); -v shows every task's. */
-  #noRecord(record: StepRecord, why: string): void {
-    const first = record.tasks[0]?.localId === 0;
-    this.#o.node.log(
-      first ? "warn" : "verbose",
-      `no crash record for this task (jobrt gc cannot clean up after it if jobrt dies): ${why}`,
-    );
-  }
-
   async #runPlanned(
     components: PlannedComponent[],
     tracker: ProcessTracker,
     journal: StepJournal | undefined,
     forkerCgroup: string | undefined,
   ): Promise<StepResult> {
-    const { node, cancel } = this.#o;
+    const { node } = this.#o;
     const first = components[0]!.record;
     if (tracker.record.fallback) node.log("verbose", `process tracking by process group: ${tracker.record.fallback}`);
-    this.#emit({
-      event: "step-start",
-      jobId: first.jobId,
-      stepId: first.stepId,
-      proctrack: tracker.record.kind,
-      ...(tracker.record.path ? { cgroup: tracker.record.path } : {}),
-      ...(tracker.record.fallback ? { proctrackFallback: tracker.record.fallback } : {}),
-      components: components.map((c, i) => ({
-        component: i,
-        runtime: c.record.runtime,
-        ntasks: c.record.tasks.length,
-        argv: c.record.argv,
-      })),
-    });
-    const stop = new StopControl(cancel, node, tracker, (signal) =>
-      this.#emit({ event: "cancel", signal, reason: cancel.reason }),
-    );
-    if (this.#o.timeLimit !== undefined) {
-      const limit = this.#o.timeLimit;
-      stop.limitTime(limit, () =>
-        this.#o.report(`step ${first.jobId}.${first.stepId} cancelled: time limit of ${limit} s reached`),
-      );
-    }
+    this.#emit(stepStartEvent(components, tracker.record));
+    const stop = this.#stopControl(tracker, first);
     const unguard = this.#guardOutputs();
     const setupTried: number[] = [];
     const indexes: number[] = [];
+    const hooks: ComponentHooks = {
+      registry: this.#o.registry,
+      node,
+      components,
+      indexes,
+      emit: (e) => this.#emit(e),
+    };
     // Each component's step state, as setup returned it (JSON text), for every later hook.
     const states: StepStateText[] = [];
     let taskStatus: number[] = [];
@@ -265,7 +160,7 @@ export class StepSession {
     };
     try {
       for (const c of components) resolveStepDevices(c.record, this.#o.devices ?? deviceConfFrom(undefined));
-      if (await this.#loadRuntimes(components, indexes, stop)) {
+      if (await loadRuntimes(hooks, stop)) {
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
         if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal, forkerCgroup);
@@ -277,39 +172,23 @@ export class StepSession {
       stop.dispose();
       unguard();
     }
-    const cleanupFailed = await this.#cleanup(components, indexes, setupTried, states);
+    const cleanupFailed = await cleanupComponents(hooks, setupTried, states, (e) => this.#report(e));
     return this.#finish(taskStatus, cleanupFailed);
   }
 
-  /** Resolves every runtime before any setup, so a bad name fails the step with nothing started. */
-  async #loadRuntimes(components: PlannedComponent[], indexes: number[], stop: StopControl): Promise<boolean> {
-    const { registry, node } = this.#o;
-    for (const [i, c] of components.entries()) {
-      // A signal must not wait for a slow or hung plugin init (up to PluginInitTimeout).
-      const index = await Promise.race([
-        registry.load(c.record.runtime || undefined, "step"),
-        stop.cancelled.then(() => undefined),
-      ]);
-      if (index === undefined) return false;
-      const info = registry.info(index);
-      c.record.runtime = info.name;
-      for (const task of c.record.tasks) task.env.SLURM_RUNTIME = info.name;
-      indexes.push(index);
-      node.log(
-        "verbose",
-        `component ${i}: runtime ${info.type} (index ${index}) ${info.package ?? ""}@${info.version} ${info.path ?? ""}`,
+  /** Stops the step on cancel (signals, SIGPIPE) and at its time limit. */
+  #stopControl(tracker: ProcessTracker, first: StepRecord): StopControl {
+    const { node, cancel } = this.#o;
+    const stop = new StopControl(cancel, node, tracker, (signal) =>
+      this.#emit({ event: "cancel", signal, reason: cancel.reason }),
+    );
+    if (this.#o.timeLimit !== undefined) {
+      const limit = this.#o.timeLimit;
+      stop.limitTime(limit, () =>
+        this.#o.report(`step ${first.jobId}.${first.stepId} cancelled: time limit of ${limit} s reached`),
       );
-      this.#emit({
-        event: "runtime",
-        component: i,
-        index,
-        type: info.type,
-        package: info.package,
-        version: info.version,
-        path: info.path,
-      });
     }
-    return true;
+    return stop;
   }
 
   /**
@@ -357,19 +236,7 @@ export class StepSession {
     forkerCgroup: string | undefined,
   ): Promise<number[]> {
     const { node, cancel } = this.#o;
-    const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
-    const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
-    const first = components[0]!.record;
-    const stdio = new StepStdio({
-      json: Boolean(this.#o.json),
-      lineMode,
-      totalTasks: total,
-      nodeName: node.nodeName,
-      user: node.hostUid === 0 ? { uid: first.uid, gid: first.gid } : undefined,
-      stdout: this.#o.stdout ?? process.stdout,
-      stderr: this.#o.stderr ?? process.stderr,
-    });
-    stdio.open(components);
+    const stdio = this.#openStdio(components);
     const spawner = new TaskSpawner(
       stdio.all(),
       (line) => node.log("warn", line),
@@ -397,6 +264,35 @@ export class StepSession {
       // A task stopped before it started reports the signal that stopped the step.
       stoppedStatus: () => (cancel.requested ? 128 + signalNumber(cancel.signal ?? "SIGTERM") : 1),
     };
+    return this.#runTasks(ctx, components, indexes, journal);
+  }
+
+  /** Every task's output and error files, opened before any task starts. */
+  #openStdio(components: PlannedComponent[]): StepStdio {
+    const { node } = this.#o;
+    const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
+    const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
+    const first = components[0]!.record;
+    const stdio = new StepStdio({
+      json: Boolean(this.#o.json),
+      lineMode,
+      totalTasks: total,
+      nodeName: node.nodeName,
+      user: node.hostUid === 0 ? { uid: first.uid, gid: first.gid } : undefined,
+      stdout: this.#o.stdout ?? process.stdout,
+      stderr: this.#o.stderr ?? process.stderr,
+    });
+    stdio.open(components);
+    return stdio;
+  }
+
+  /** Starts every task, with stdin copied to those that take it; resolves with their statuses. */
+  async #runTasks(
+    ctx: TaskContext,
+    components: PlannedComponent[],
+    indexes: number[],
+    journal: StepJournal | undefined,
+  ): Promise<number[]> {
     const spawned: Promise<TaskProcess | undefined>[] = [];
     const done: Promise<number>[] = [];
     for (const [i, c] of components.entries()) {
@@ -413,8 +309,8 @@ export class StepSession {
     }
     const all = Promise.all(done);
     copyStdinToTasks(this.#o.stdin ?? process.stdin, spawned, all);
-    const statuses = await all.finally(() => spawner.close());
-    await stdio.end();
+    const statuses = await all.finally(() => ctx.spawner.close());
+    await ctx.stdio.end();
     return statuses;
   }
 
@@ -456,35 +352,6 @@ export class StepSession {
         "warn",
         `processes of the step were still alive ${bound} ms after SIGKILL (uninterruptible sleep?)`,
       );
-  }
-
-  /** Cleanup always, in reverse order, for every component whose setup was attempted. */
-  async #cleanup(
-    components: PlannedComponent[],
-    indexes: number[],
-    setupTried: number[],
-    states: StepStateText[],
-  ): Promise<boolean> {
-    let failed = false;
-    for (const i of [...setupTried].reverse()) {
-      const c = components[i]!;
-      try {
-        await this.#o.registry.cleanup(indexes[i]!, { node: this.#o.node, step: c.record, state: states[i] });
-        this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: true });
-      } catch (error) {
-        failed = true;
-        const e = isJobrtError(error)
-          ? error
-          : jobrtError(
-              "ERR_RUNTIME_HOOK",
-              { runtime: c.record.runtime, hook: "cleanup", reason: messageOf(error) },
-              { cause: error },
-            );
-        this.#report(e);
-        this.#emit({ event: "cleanup", component: i, runtime: c.record.runtime, ok: false, error: e.message });
-      }
-    }
-    return failed;
   }
 
   #finish(taskStatus: number[], cleanupFailed: boolean): StepResult {

@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { messageOf } from "@jobrt/core";
 import { isSameProcess } from "../processidentity.js";
 import { hostAlive } from "./collect.js";
-import { type JournalEntry, listEntries, recordedPids } from "./journal.js";
+import { type JournalEntry, listEntries, recordedPids } from "./journalgc.js";
 import type { Spool } from "./spool.js";
 import { collectsFor } from "./userjournals.js";
 

@@ -1,0 +1,208 @@
+import { join } from "node:path";
+import {
+  type ExecSpec,
+  NOT_SUPPORTED,
+  type NodeConf,
+  type NotSupported,
+  type StepRecord,
+  type TaskHookContext,
+  type TaskRecord,
+  jobrtError,
+} from "@jobrt/core";
+import { type BundleConfig, type OciConfig, rewriteConfig } from "./bundle.js";
+import { supervisorExec } from "./createstartexec.js";
+import { filterEnvStrings, formatEnvFile, envStrings, mergeBundleEnv } from "./env.js";
+import { expandCommand, expandPath } from "./expand.js";
+import { type FileOp, runFileOps } from "@jobrt/host-services";
+import { imageArgs, imageHasMountPoint } from "./image/request.js";
+import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
+import { GUARD_PROGRAM } from "./missingguard.js";
+import { refuseBytesNotUtf8 } from "./notutf8.js";
+import { type OciStepState, type StepState, stateFromJson } from "./ocistepstate.js";
+import { type PatternValues, expandPattern } from "./pattern.js";
+import { runScript } from "./shell.js";
+import { spoolMountProblem } from "./spoolmount.js";
+import { taskDirOf } from "./stepplace.js";
+import { type TaskState, commandContext } from "./taskstate.js";
+import { requestError } from "./validate.js";
+
+/** The run hook: writes the task's files, then hands the host the command that runs its container. */
+export async function run({
+  node,
+  step,
+  task,
+  state,
+}: TaskHookContext<OciStepState>): Promise<ExecSpec | NotSupported> {
+  const st = stateFromJson(state, step);
+  if (!st) return NOT_SUPPORTED;
+  const taskDir = taskDirOf(st, task);
+  refuseBytesNotUtf8(task, !st.request.clearEnv, st.request.env);
+  const env = containerEnv(st, task);
+  const { values, runtimeEnv } = commandContext(st, task, taskDir);
+  const ts: TaskState = { task, taskDir, values, runtimeEnv };
+  const missing = await writeTaskFiles(node, step, st, ts, env);
+  if (st.conf.mode === "run") return runModeSpec(node, step, st, ts, missing);
+  return createStartSpec(node, step, st, ts);
+}
+
+/**
+ * The job env as the container sees it: task env (or nothing with --container-clearenv), the
+ * bundle's env on top (Slurm's precedence), --container-env last, then EnvExclude.
+ */
+function containerEnv(st: StepState, task: TaskRecord): string[] {
+  const { conf, request } = st;
+  let env = request.clearEnv ? [] : envStrings(task.env);
+  if (st.bundleConfig) env = mergeBundleEnv(env, st.bundleConfig.env);
+  // The devices' env (CUDA_VISIBLE_DEVICES renumbered) over the host's; --container-env still wins.
+  if (request.deviceEdits) env = mergeBundleEnv(env, request.deviceEdits.env);
+  if (request.env.length > 0) env = mergeBundleEnv(env, request.env);
+  return filterEnvStrings(env, conf.envExclude);
+}
+
+/**
+ * Writes the task dir's config.json and environment file as the job user. In run mode, also the
+ * command config.json names when the container cannot exec it (missingcommand.ts).
+ */
+async function writeTaskFiles(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  ts: TaskState,
+  env: string[],
+): Promise<MissingCommand | undefined> {
+  const { conf } = st;
+  const ops: FileOp[] = [];
+  let missing: MissingCommand | undefined;
+  if (st.bundleConfig) {
+    const config = taskConfig(node, step, st, st.bundleConfig, ts, env);
+    ops.push({
+      op: "write",
+      dir: ts.taskDir,
+      name: "config.json",
+      content: `${JSON.stringify(config, null, 2)}\n`,
+      mode: 0o600,
+    });
+    if (conf.mode === "run")
+      missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
+  }
+  if (conf.createEnvFile !== "disabled") {
+    const file = formatEnvFile(env, conf.createEnvFile);
+    if (file.dropped.length > 0)
+      node.log(
+        "warn",
+        `runtime oci: CreateEnvFile=newline cannot hold values with a line feed; left out: ${file.dropped.join(", ")}`,
+      );
+    ops.push({ op: "write", dir: ts.taskDir, name: "environment", content: file.content, mode: 0o600 });
+  }
+  const results = runFileOps(ops, st.identity);
+  results.forEach((r, i) => {
+    if (!r.ok) {
+      const op = ops[i] as Extract<FileOp, { op: "write" }>;
+      throw jobrtError(
+        "ERR_LAUNCH",
+        { problem: `cannot write ${join(op.dir, op.name)}: ${r.error}` },
+        { details: { runtime: "runtime/oci", path: join(op.dir, op.name) } },
+      );
+    }
+  });
+  return missing;
+}
+
+/** The bundle's config.json as this task's container gets it. */
+function taskConfig(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  bundleConfig: BundleConfig,
+  ts: TaskState,
+  env: string[],
+): OciConfig {
+  const { conf, request } = st;
+  const { task } = ts;
+  // One warning per step record: its first task's.
+  const destination = spoolMountDestination(node, st, ts.values, task.localId === step.tasks[0]?.localId);
+  return rewriteConfig(bundleConfig.config, {
+    terminal: step.pty,
+    rootfs: st.rootfs,
+    ...(destination !== undefined && spoolMountFits(node, st, destination)
+      ? { spoolMount: { source: st.stepDir, destination } }
+      : {}),
+    extraMounts: st.mounts,
+    disableHooks: conf.disableHooks,
+    env,
+    args: st.image ? imageArgs(bundleConfig.config, task.argv) : task.argv,
+    ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
+    ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
+  });
+}
+
+/** Run mode: the host runs RunTimeRun itself, under the missing-command guard when it is needed. */
+function runModeSpec(
+  node: NodeConf,
+  step: StepRecord,
+  st: StepState,
+  ts: TaskState,
+  missing: MissingCommand | undefined,
+): ExecSpec {
+  const { conf } = st;
+  const { task, values, runtimeEnv } = ts;
+  let spec: ExecSpec;
+  if (conf.runArgv) {
+    const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
+    spec = { argv, env: runtimeEnv, cwd: step.cwd };
+  } else {
+    const command = expandCommand(st, "RunTimeRun", values);
+    node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
+    spec = { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
+  }
+  if (!missing) return spec;
+  // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
+  node.log(
+    "verbose",
+    `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`,
+  );
+  return { ...spec, argv: [process.execPath, GUARD_PROGRAM, ts.taskDir, spec.signals ?? "group", ...spec.argv] };
+}
+
+/** Create/start mode: the supervisor runs the task (createstart.ts). */
+function createStartSpec(node: NodeConf, step: StepRecord, st: StepState, ts: TaskState): ExecSpec {
+  if (step.pty) {
+    throw requestError(
+      `--pty needs run mode: create/start would need a console socket that RunTimeCreate cannot be given; set RunTimeRun in ${st.conf.file}`,
+      "--pty",
+    );
+  }
+  // Check now that every command expands, so a bad pattern fails before anything starts.
+  for (const key of ["RunTimeCreate", "RunTimeQuery"] as const) expandCommand(st, key, ts.values);
+  return supervisorExec(node, step, st, ts, ts.values, ts.runtimeEnv);
+}
+
+/**
+ * MountSpoolDir, when set and its mount point needs nothing created in the image (see
+ * spoolmount.ts); otherwise no spool mount, with one warning per step when one was asked for.
+ */
+function spoolMountDestination(
+  node: NodeConf,
+  st: StepState,
+  values: PatternValues,
+  warn: boolean,
+): string | undefined {
+  const { conf } = st;
+  if (!conf.mountSpool || conf.mountSpoolDir === undefined || !st.bundleConfig) return undefined;
+  const destination = expandPath(conf, "MountSpoolDir", conf.mountSpoolDir, values);
+  const problem = spoolMountProblem(st.rootfs, st.bundleConfig.config.mounts, destination);
+  if (problem === undefined) return destination;
+  if (warn) node.log("warn", `runtime oci: MountSpoolDir: the step spool dir is not mounted: ${problem}`);
+  return undefined;
+}
+
+/** An image's shared rootfs takes the spool dir bind only where it has a mount point (imageHasMountPoint). */
+function spoolMountFits(node: NodeConf, st: StepState, destination: string): boolean {
+  if (!st.image || imageHasMountPoint(st.rootfs, destination)) return true;
+  node.log(
+    "verbose",
+    `runtime oci: the image has no ${destination}: the spool dir is not mounted (set MountSpoolDir to a path under /tmp to have it)`,
+  );
+  return false;
+}
