@@ -5,11 +5,13 @@
  * command up before the task exists), and jobrt cannot tell that apart from a task that exits 1
  * by reading runc's message: it goes to the task's stderr. So the task's config.json (the one the
  * runtime was given) is looked up from the host (lookupCommand of @jobrt/core), and only a
- * certain answer changes the status (docs/runtime-oci.md, Missing command).
+ * certain answer changes the status (docs/runtime-oci.md, Missing command): in run mode by the
+ * host itself after the runtime failed (missingCommandCheck, ExecSpec.supervise), in create/start
+ * mode by createstart.pl after RunTimeCreate failed (missingCommandIn).
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type CommandLookup, type ContainerView, lookupCommand } from "@jobrt/core";
+import { type CommandLookup, type ContainerView, type MissingCommandCheck, lookupCommand } from "@jobrt/core";
 
 /** The status a missing (127) or non-executable (126) command stands for. */
 export interface MissingCommand {
@@ -53,6 +55,28 @@ function viewOf(
     ?.slice(5);
   const cwd = typeof proc?.cwd === "string" ? proc.cwd : "/";
   return { view: { root, mounts }, command: args[0], path, cwd };
+}
+
+/**
+ * Every non-zero exit of the runtime: runc's failed exec is 1, but crun's and a site wrapper's
+ * differ, and a command the host finds keeps whatever status the runtime gave.
+ */
+const RUNTIME_FAILURES = Array.from({ length: 255 }, (_, i) => i + 1);
+
+/**
+ * The host's check of a run-mode task's command after RunTimeRun failed, from the config.json the
+ * runtime is given; undefined when nothing could be certain (no root, no args, hooks).
+ */
+export function missingCommandCheck(config: Json): MissingCommandCheck | undefined {
+  const v = viewOf(config);
+  if (typeof v === "string") return undefined;
+  return {
+    command: v.command,
+    view: v.view,
+    ...(v.path !== undefined ? { path: v.path } : {}),
+    cwd: v.cwd,
+    exitCodes: RUNTIME_FAILURES,
+  };
 }
 
 /** Looks the task's command up in the container a config.json describes. */

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import {
   type ExecSpec,
+  type MissingCommandCheck,
   NOT_SUPPORTED,
   type NodeConf,
   type NotSupported,
@@ -15,8 +16,7 @@ import { filterEnvStrings, formatEnvFile, envStrings, mergeBundleEnv } from "./e
 import { expandCommand, expandPath } from "./expand.js";
 import { type FileOp, runFileOps } from "@jobrt/host-services";
 import { imageArgs, imageHasMountPoint } from "./image/request.js";
-import { type MissingCommand, lookupInConfig, missingStatus } from "./missingcommand.js";
-import { GUARD_PROGRAM } from "./missingguard.js";
+import { missingCommandCheck } from "./missingcommand.js";
 import { refuseBytesNotUtf8 } from "./notutf8.js";
 import { type OciStepState, type StepState, stateFromJson } from "./ocistepstate.js";
 import { type PatternValues, expandPattern } from "./pattern.js";
@@ -40,8 +40,8 @@ export async function run({
   const env = containerEnv(st, task);
   const { values, runtimeEnv } = commandContext(st, task, taskDir);
   const ts: TaskState = { task, taskDir, values, runtimeEnv };
-  const missing = await writeTaskFiles(node, step, st, ts, env);
-  if (st.conf.mode === "run") return runModeSpec(node, step, st, ts, missing);
+  const check = await writeTaskFiles(node, step, st, ts, env);
+  if (st.conf.mode === "run") return runModeSpec(node, step, st, ts, check);
   return createStartSpec(node, step, st, ts);
 }
 
@@ -60,8 +60,8 @@ function containerEnv(st: StepState, task: TaskRecord): string[] {
 }
 
 /**
- * Writes the task dir's config.json and environment file as the job user. In run mode, also the
- * command config.json names when the container cannot exec it (missingcommand.ts).
+ * Writes the task dir's config.json and environment file as the job user. In run mode, also how
+ * the host checks the command config.json names after the runtime failed (missingcommand.ts).
  */
 async function writeTaskFiles(
   node: NodeConf,
@@ -69,10 +69,10 @@ async function writeTaskFiles(
   st: StepState,
   ts: TaskState,
   env: string[],
-): Promise<MissingCommand | undefined> {
+): Promise<MissingCommandCheck | undefined> {
   const { conf } = st;
   const ops: FileOp[] = [];
-  let missing: MissingCommand | undefined;
+  let check: MissingCommandCheck | undefined;
   if (st.bundleConfig) {
     const config = taskConfig(node, step, st, st.bundleConfig, ts, env);
     ops.push({
@@ -82,8 +82,7 @@ async function writeTaskFiles(
       content: `${JSON.stringify(config, null, 2)}\n`,
       mode: 0o600,
     });
-    if (conf.mode === "run")
-      missing = missingStatus(lookupInConfig(config), String((config.process as { args: unknown[] }).args[0]));
+    if (conf.mode === "run") check = missingCommandCheck(config);
   }
   if (conf.createEnvFile !== "disabled") {
     const file = formatEnvFile(env, conf.createEnvFile);
@@ -105,7 +104,7 @@ async function writeTaskFiles(
       );
     }
   });
-  return missing;
+  return check;
 }
 
 /** The bundle's config.json as this task's container gets it. */
@@ -136,13 +135,17 @@ function taskConfig(
   });
 }
 
-/** Run mode: the host runs RunTimeRun itself, under the missing-command guard when it is needed. */
+/**
+ * Run mode: the host runs RunTimeRun itself and, after the runtime failed, looks the task's
+ * command up in the container (ExecSpec.supervise; docs/decisions.md, "The host supervises a
+ * wrapper's task").
+ */
 function runModeSpec(
   node: NodeConf,
   step: StepRecord,
   st: StepState,
   ts: TaskState,
-  missing: MissingCommand | undefined,
+  check: MissingCommandCheck | undefined,
 ): ExecSpec {
   const { conf } = st;
   const { task, values, runtimeEnv } = ts;
@@ -156,13 +159,7 @@ function runModeSpec(
     node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${command}`);
     spec = { argv: ["/bin/sh", "-c", runScript(command)], env: runtimeEnv, cwd: step.cwd, shell: true };
   }
-  if (!missing) return spec;
-  // The runtime will fail to exec it: the guard turns that failure into 127/126 (missingguard.ts).
-  node.log(
-    "verbose",
-    `runtime oci: task ${task.localId}: ${missing.message.replace(/^jobrt-oci: /, "")}: the runtime runs under the missing-command guard`,
-  );
-  return { ...spec, argv: [process.execPath, GUARD_PROGRAM, ts.taskDir, spec.signals ?? "group", ...spec.argv] };
+  return check ? { ...spec, supervise: { missingCommand: check } } : spec;
 }
 
 /** Create/start mode: the supervisor runs the task (createstart.ts). */

@@ -12,7 +12,7 @@ import {
   type StepRecord,
   type TaskRecord,
 } from "@jobrt/core";
-import { type TaskGroup, type TaskProcess, createTaskGroup } from "@jobrt/launcher";
+import { type TaskEnd, type TaskGroup, type TaskProcess, type TaskStart, createTaskGroup } from "@jobrt/launcher";
 import { pluginHost } from "@jobrt/testkit";
 import { afterAll, expect } from "vitest";
 import { tempDir as fileTempDir } from "../../../tests/helpers/tmp.js";
@@ -130,9 +130,9 @@ function spawnTask(
 ): Promise<TaskOutcome> {
   const exec: ExecSpec = spec === NOT_SUPPORTED ? { argv: task.argv, env: task.env, cwd: step.cwd } : spec;
   // The launcher's own spawn path: process group, cgroup, uid drop, as `jobrt run` starts tasks.
-  return tasks
-    .start(exec, { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["ignore", "pipe", "pipe"] })
-    .then((child) => waitTask(child, task, spec, o));
+  const start: TaskStart = { taskId: task.globalId, uid: step.uid, gid: step.gid, stdio: ["ignore", "pipe", "pipe"] };
+  // Its status as a step session decides it (ExecSpec.supervise), with its line on the task's stderr.
+  return tasks.start(exec, start).then((child) => waitTask(child, task, spec, o, () => tasks.end(exec, start, child)));
 }
 
 function waitTask(
@@ -140,6 +140,7 @@ function waitTask(
   task: TaskRecord,
   spec: ExecSpec | typeof NOT_SUPPORTED,
   o: HostOptions,
+  decide: () => TaskEnd,
 ): Promise<TaskOutcome> {
   return new Promise((resolve, reject) => {
     task.pid = child.pid;
@@ -174,12 +175,16 @@ function waitTask(
     };
     if (o.signal) sigTimer = o.signalWhen ? setTimeout(poll, 20) : setTimeout(signalNow, o.signalAfterMs ?? 1000);
     child.on("error", reject);
-    child.on("exit", (code, signal) => {
+    child.on("exit", (_code, signal) => {
       const durationMs = performance.now() - started;
       clearTimeout(sigTimer);
       clearTimeout(killTimer);
+      const end = decide();
       // Output written by processes that outlive the task (they should not) is not awaited.
-      setTimeout(() => resolve({ code, signal, stdout, stderr, spec, durationMs }), 20);
+      setTimeout(() => {
+        if (end.message) stderr += `${end.message}\n`;
+        resolve({ code: end.code, signal, stdout, stderr, spec, durationMs });
+      }, 20);
     });
   });
 }

@@ -8,9 +8,8 @@
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
-import { NOT_SUPPORTED } from "@jobrt/core";
+import { type ExecSpec, NOT_SUPPORTED } from "@jobrt/core";
 import plugin from "../src/index.js";
-import { GUARD_PROGRAM } from "../src/missingguard.js";
 import { createStartConf, haveRunc, isRoot, makeBundle, openUp, runModeConf, writeConf } from "./fixtures.js";
 import { type HostOptions, type TaskOutcome, runStep, tempDir, trackedJobs } from "./host.js";
 
@@ -119,8 +118,11 @@ describe("a command missing in the container", () => {
         ]);
         expect(status(missing)).toEqual({ code: 127, signal: null });
         expect(missing.stderr).toContain(`jobrt-no-such-command: ${NOT_FOUND}`);
-        // One prefix, in both modes (create/start printed "jobrt-oci: jobrt-oci: ...").
-        expect(missing.stderr).toMatch(new RegExp(`^jobrt-oci: jobrt-no-such-command: ${NOT_FOUND}`, "m"));
+        // One line: create/start's own, with one prefix (it printed "jobrt-oci: jobrt-oci: ..."); in
+        // run mode the host's (ExecSpec.supervise), which `jobrt run` prints as "jobrt: task N: ...".
+        const prefix = mode === "create/start mode" ? "jobrt-oci: " : "";
+        expect(missing.stderr).toMatch(new RegExp(`^${prefix}jobrt-no-such-command: ${NOT_FOUND}`, "m"));
+        expect(missing.stderr.match(new RegExp(NOT_FOUND, "g"))).toHaveLength(1);
         expect(status(absolute)).toEqual({ code: 127, signal: null });
         expect(status(dirOnly)).toEqual({ code: 126, signal: null });
         expect(status(noExec)).toEqual({ code: 126, signal: null });
@@ -169,23 +171,24 @@ describe("a command missing in the container", () => {
         expect(status(rootEtc)).toEqual({ code: 126, signal: null });
       });
 
-      // create/start looks only after RunTimeCreate failed, so only run mode has a look before the exec.
+      // Run mode: the host looks only after the runtime failed (ExecSpec.supervise), never before the exec.
       if (mode !== "create/start mode") {
-        test("a command that appears between the host's look and the exec keeps its own status: the guard looks again", async () => {
+        test("a command that appears after the run hook keeps its own status: the host looks after the runtime failed", async () => {
           const tools = tempDir();
           chmodSync(tools, 0o755);
-          let argv: string[] = [];
+          let spec: ExecSpec | undefined;
           const late = await run(["/jobrt-late/latetool"], {
             container: { value: bundle, volumes: [`${tools}:/jobrt-late`] },
-            beforeSpawn: (spec) => {
-              argv = spec === NOT_SUPPORTED ? [] : spec.argv;
+            beforeSpawn: (s) => {
+              spec = s === NOT_SUPPORTED ? undefined : s;
               writeFileSync(join(tools, "latetool"), EXITS_ONE, { mode: 0o755 });
             },
           });
           expect(status(late)).toEqual({ code: 1, signal: null });
           expect(late.stdout).toBe("ran:/jobrt-late/latetool\n");
-          // The runtime ran under the guard, which looked again.
-          expect(argv).toContain(GUARD_PROGRAM);
+          // The runtime is the task's process; the host checks the command config.json names.
+          expect(spec?.argv).not.toContain(process.execPath);
+          expect(spec?.supervise?.missingCommand?.command).toBe("/jobrt-late/latetool");
         });
       }
 
