@@ -291,6 +291,29 @@ describe("jobrt run --runtime oci with real runc", () => {
     expect(stepDirs(spool)).toEqual([]);
   });
 
+  test("run mode, a command the container lacks: 127 with one line of jobrt's after runc's, and no Node but jobrt runs (strace)", async () => {
+    const { dir, spool } = confDir(RUN_MODE);
+    const trace = join(tempDir("jobrt-oci-strace-"), "execve");
+    const strace = ["strace", "-f", "-qq", "-s", "256", "-e", "trace=execve", "-o", trace];
+    const args = ["run", "--conf-dir", dir, "--jobid", String(jobId()), "-D", "/", "--container", bundle];
+    const r = await runProgram([...strace, process.execPath, "--", jobrtBin, ...args, "jobrt-no-such-command"]);
+    expect(r.code, r.stderr).toBe(127);
+    // The host decides it after runc failed (ExecSpec.supervise): runc's own message, then jobrt's line.
+    expect(r.stderr.match(/command not found in the container/g)).toHaveLength(1);
+    expect(r.stderr).toMatch(/runc/);
+    expect(
+      r.stderr.endsWith(
+        `jobrt: task 0: jobrt-no-such-command: command not found in the container (exit status 127)\n${failureLine("task 0", "Exited with exit code 127")}`,
+      ),
+    ).toBe(true);
+    const execs = readFileSync(trace, "utf8")
+      .split("\n")
+      .filter((l) => l.includes("execve(") && !l.includes("= -1"));
+    // Only jobrt itself: before, a Node guard ran `runc run` as its child (missingguardmain.js).
+    expect(execs.filter((l) => l.includes(`execve("${process.execPath}"`))).toHaveLength(1);
+    expect(stepDirs(spool)).toEqual([]);
+  });
+
   test("--container-id names each task's container: %I in oci.conf patterns and in the embedded default (ID.TASK)", async () => {
     const cgroupOf = (out: string) =>
       out
