@@ -106,6 +106,8 @@ function rootless(a: { dir: string; cache: string }, store: string, ref: string)
 
 /** Counts the squashfuse mounts this shell's namespace has, into $W/NAME. */
 const countFuse = (name: string) => `grep -c ' - fuse.squashfuse ' /proc/self/mountinfo > "$W/${name}" || true`;
+/** Waits (30 s at most) until this shell's namespace has a squashfuse mount. */
+const WAIT_MOUNTED = `i=0; until grep -q ' - fuse.squashfuse ' /proc/self/mountinfo || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`;
 /** The file system type of the container's own root, printed from inside the step. */
 const ROOT_FS = `awk '$5 == "/" { for (i = 7; i <= NF; i++) if ($i == "-") print $(i + 1) }' /proc/self/mountinfo`;
 
@@ -597,14 +599,19 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     expect(existsSync(join(store, "inuse"))).toBe(true);
     expect(readdirSync(join(store, "inuse"))).toEqual([]);
   }, 120_000);
-  test("a rootless jobrt runs from the store's squashfs through squashfuse: two concurrent steps share one mount, the last one unmounts", async () => {
-    pushBusybox(reg, "fuse:1", "via-fuse");
+  /** Image TAG (content LABEL) filled into a new store by root on node NODE; a rootless jobrt there. */
+  async function rootlessSite(tag: string, label: string, nodeName: string) {
+    pushBusybox(reg, `${tag}:1`, label);
     const store = sharedStore();
-    const a = nodeSite(reg, "fusenode", store);
-    const ref = `docker://${reg.host}/fuse:1`;
+    const a = nodeSite(reg, nodeName, store);
+    const ref = `docker://${reg.host}/${tag}:1`;
     const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
     expect(fill.code, fill.stderr).toBe(0);
-    const u = rootless(a, store, ref);
+    return { store, a, u: rootless(a, store, ref) };
+  }
+
+  test("a rootless jobrt runs from the store's squashfs through squashfuse: two concurrent steps share one mount, the last one unmounts", async () => {
+    const { a, u } = await rootlessSite("fuse", "via-fuse", "fusenode");
     const [j1, j2] = [jobId(), jobId()];
     const r = await u.run(
       [
@@ -630,18 +637,12 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
   }, 180_000);
 
   test("a rootless step SIGKILLed leaves its squashfuse mount: root's gc leaves it alone (its daemon stopped: root does not hang), the user's gc unmounts it", async () => {
-    pushBusybox(reg, "fusegc:1", "fuse-gc");
-    const store = sharedStore();
-    const a = nodeSite(reg, "fgnode", store);
-    const ref = `docker://${reg.host}/fusegc:1`;
-    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
-    expect(fill.code, fill.stderr).toBe(0);
-    const u = rootless(a, store, ref);
+    const { u } = await rootlessSite("fusegc", "fuse-gc", "fgnode");
     const r = await u.run(
       [
         `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" sleep 2 > "$W/out" 2> "$W/err" &`,
         "P=$!",
-        `i=0; until grep -q ' - fuse.squashfuse ' /proc/self/mountinfo || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+        WAIT_MOUNTED,
         "kill -KILL $P; wait $P; sleep 3",
         countFuse("killed"),
         // The user's FUSE daemon stops answering: a root that looked into its mount would hang.
@@ -665,18 +666,12 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
   }, 180_000);
 
   test("a squashfuse mount whose daemon died is unmounted and made anew by the next rootless step", async () => {
-    pushBusybox(reg, "fusedead:1", "fuse-again");
-    const store = sharedStore();
-    const a = nodeSite(reg, "fdnode", store);
-    const ref = `docker://${reg.host}/fusedead:1`;
-    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
-    expect(fill.code, fill.stderr).toBe(0);
-    const u = rootless(a, store, ref);
+    const { u } = await rootlessSite("fusedead", "fuse-again", "fdnode");
     const r = await u.run(
       [
         `$U $J run --conf-dir "$C" --jobid ${jobId()} --container-image "$R" sleep 2 > "$W/out1" 2> "$W/err1" &`,
         "P=$!",
-        `i=0; until grep -q ' - fuse.squashfuse ' /proc/self/mountinfo || [ $i -gt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+        WAIT_MOUNTED,
         `D=$(pgrep -u 65534 -f "^squashfuse .*$S/")`,
         "kill -KILL $P $D; wait $P; sleep 3",
         countFuse("dead"),
@@ -692,13 +687,7 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
   }, 180_000);
 
   test("a rootless jobrt without a usable /dev/fuse runs from its node cache, and -v and jobrt check say why", async () => {
-    pushBusybox(reg, "nofuse:1", "no-fuse");
-    const store = sharedStore();
-    const a = nodeSite(reg, "nfnode", store);
-    const ref = `docker://${reg.host}/nofuse:1`;
-    const fill = await jobrt(["run", "--conf-dir", a.dir, "--jobid", jobId(), "--container-image", ref, "true"]);
-    expect(fill.code, fill.stderr).toBe(0);
-    const u = rootless(a, store, ref);
+    const { store, a, u } = await rootlessSite("nofuse", "no-fuse", "nfnode");
     const r = await u.run(
       [
         `$U $J run --conf-dir "$C" --jobid ${jobId()} -v --container-image "$R" cat /etc/jobrt-image > "$W/out" 2> "$W/err"`,
