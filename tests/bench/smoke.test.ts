@@ -79,7 +79,7 @@ describe("bench smoke", () => {
     const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-modes, exit-detection, startup, srun, registry, images)\n',
+      'bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-user, oci-modes, exit-detection, startup, srun, registry, images)\n',
     );
   });
 });

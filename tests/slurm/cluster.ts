@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { type Dirent, chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach } from "vitest";
@@ -176,7 +176,15 @@ export function jobrtSite(nodes = ["nodea", "nodeb"], killWait = 2): JobrtSite {
 export function listTree(dir: string): string[] {
   const out: string[] = [];
   const walk = (rel: string): void => {
-    for (const entry of readdirSync(join(dir, rel), { withFileTypes: true })) {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(join(dir, rel), { withFileTypes: true });
+    } catch (error) {
+      // Removed while we walk (a step's cleanup racing the poll): what is gone is no leftover.
+      if ((error as NodeJS.ErrnoException).code === "ENOENT" && rel !== "") return;
+      throw error;
+    }
+    for (const entry of entries) {
       const path = rel === "" ? entry.name : `${rel}/${entry.name}`;
       if (entry.isDirectory()) {
         out.push(`${path}/`);

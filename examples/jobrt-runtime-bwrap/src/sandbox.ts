@@ -70,8 +70,9 @@ export function planSandbox(step: StepRecord, hostPath: string | undefined): San
 }
 
 /**
- * The sandbox as bwrap's options build it, in their order: a bind's content is its host source,
- * bwrap's own /dev, /proc and tmpfs are not known here (a command under them is never called missing).
+ * The sandbox as bwrap's options build it, in their order: a bind's content is its host source, a
+ * tmpfs is empty when bwrap executes the command (a PATH entry in it holds nothing), bwrap's own
+ * /dev and /proc are not known here (a command under them is never called missing).
  */
 function viewOf(args: string[]): ContainerView {
   const view: ContainerView = { root: "/", mounts: [] };
@@ -81,7 +82,10 @@ function viewOf(args: string[]): ContainerView {
       if (b === "/") view.root = a;
       else view.mounts.push({ destination: b, source: a });
       i += 2;
-    } else if (option === "--dev" || option === "--proc" || option === "--tmpfs") {
+    } else if (option === "--tmpfs") {
+      view.mounts.push({ destination: a, empty: true });
+      i += 1;
+    } else if (option === "--dev" || option === "--proc") {
       view.mounts.push({ destination: a });
       i += 1;
     } else if (option === "--setenv") i += 2;

@@ -53,7 +53,7 @@ export default definePlugin<State>(
               mounts: [
                 { destination: "/dev" },
                 { destination: "/proc" },
-                { destination: "/tmp" },
+                { destination: "/tmp", empty: true },
                 { destination: step.cwd, source: step.cwd },
               ],
             },

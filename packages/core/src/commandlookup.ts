@@ -13,10 +13,15 @@
 import { type Stats, lstatSync, readlinkSync, statSync } from "node:fs";
 import { isAbsolute, posix } from "node:path";
 
-/** A mount as the container sees it: `source` is a host path for a bind, undefined when its content is not known here. */
+/**
+ * A mount as the container sees it: `source` is a host path for a bind, undefined when its content
+ * is not known here; `empty` for a file system the runtime makes fresh (bwrap's `--tmpfs`): empty
+ * when the command is executed, but for the mounts made under it later.
+ */
 export interface ViewMount {
   destination: string;
   source?: string;
+  empty?: boolean;
 }
 
 /** The container's filesystem as seen from the host. */
@@ -48,22 +53,42 @@ const MAX_LINKS = 40;
 
 const split = (path: string) => path.split("/").filter((c) => c !== "" && c !== ".");
 
-/** The host path holding container path `/comps...`, or undefined when a mount of unknown content covers it. */
-function hostPath(view: ContainerView, comps: string[]): string | undefined {
-  const path = `/${comps.join("/")}`;
+/** The last mount at or above container path `path`: what the container sees there. */
+function coveringMount(view: ContainerView, path: string): ViewMount | undefined {
   for (let i = view.mounts.length - 1; i >= 0; i--) {
     const m = view.mounts[i] as ViewMount;
     const d = m.destination;
-    if (path === d || d === "/" || path.startsWith(`${d}/`)) {
-      if (m.source === undefined) return undefined;
-      return d === "/" ? posix.join(m.source, path) : m.source + path.slice(d.length);
-    }
+    if (path === d || d === "/" || path.startsWith(`${d}/`)) return m;
   }
-  return posix.join(view.root, path);
+  return undefined;
 }
+
+/** The host path holding container path `/comps...`, or undefined when a mount not of a host dir covers it. */
+function hostPath(view: ContainerView, comps: string[]): string | undefined {
+  const path = `/${comps.join("/")}`;
+  const m = coveringMount(view, path);
+  if (!m) return posix.join(view.root, path);
+  if (m.source === undefined) return undefined;
+  return m.destination === "/" ? posix.join(m.source, path) : m.source + path.slice(m.destination.length);
+}
+
+/** A directory of a fresh, empty file system (ViewMount.empty): its root, or a mount point made in it. */
+const EMPTY_ROOT = {
+  isSymbolicLink: () => false,
+  isDirectory: () => true,
+  isFile: () => false,
+  mode: 0o40755,
+} as Stats;
 
 /** lstat, except at a mount destination: a bind's source was resolved on the host when it was mounted. */
 function inspect(view: ContainerView, comps: string[], memo: Memo): Stats | "missing" | "unknown" {
+  const path = `/${comps.join("/")}`;
+  const covering = coveringMount(view, path);
+  // In an empty file system only its root and the directories the runtime made for mounts below exist.
+  if (covering?.empty)
+    return covering.destination === path || view.mounts.some((m) => m.destination.startsWith(`${path}/`))
+      ? EMPTY_ROOT
+      : "missing";
   const host = hostPath(view, comps);
   if (host === undefined) return "unknown";
   const atMount = view.mounts.some((m) => m.destination === `/${comps.join("/")}`);
