@@ -15,10 +15,11 @@ export function asUser<T>(user: FileUser | undefined, fn: () => T): T {
   const root = process.geteuid?.() === 0;
   if (!user || !root || (user.uid === 0 && user.gid === 0)) return fn();
   const groups = process.getgroups?.() ?? [];
-  process.setgroups?.([user.gid]);
-  process.setegid?.(user.gid);
-  process.seteuid?.(user.uid);
+  // Inside the try: a switch that fails half-way (an id the system refuses) is undone too.
   try {
+    process.setgroups?.([user.gid]);
+    process.setegid?.(user.gid);
+    process.seteuid?.(user.uid);
     return fn();
   } finally {
     process.seteuid?.(0);

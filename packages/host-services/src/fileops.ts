@@ -5,7 +5,6 @@ import {
   fchownSync,
   fstatSync,
   fsyncSync,
-  mkdirSync,
   openSync,
   readFileSync,
   renameSync,
@@ -138,9 +137,15 @@ export function applyFileOp(op: FileOp): FileOpResult {
 
 /**
  * Runs the operations in order, with `user`'s effective ids when this process is root (asUser).
- * Operations are independent: each has its own result. Synchronous, so nothing else of this
- * process runs while the ids are the user's.
+ * Operations are independent: each has its own result; it never throws. Synchronous, so nothing
+ * else of this process runs while the ids are the user's.
  */
 export function runFileOps(ops: readonly FileOp[], user: FileUser | undefined): FileOpResult[] {
-  return asUser(user, () => ops.map(applyFileOp));
+  try {
+    return asUser(user, () => ops.map(applyFileOp));
+  } catch (error) {
+    // applyFileOp throws nothing: this is the switch to the user's ids failing, so every op failed.
+    const why = `cannot take the ids of uid ${user?.uid}, gid ${user?.gid}: ${(error as Error).message}`;
+    return ops.map(() => ({ ok: false, error: why }));
+  }
 }

@@ -120,4 +120,29 @@ describe("asUser", () => {
     ).toThrow("boom");
     expect([process.geteuid?.(), process.getegid?.(), process.getgroups?.()]).toEqual([0, 0, groups]);
   });
+
+  test.runIf(root)("an id the system refuses half-way (gid taken, uid unknown): every id and group is back", () => {
+    const groups = process.getgroups?.();
+    expect(() => asUser({ uid: 4294967295, gid: nobody.gid }, () => "ran")).toThrow();
+    expect([process.geteuid?.(), process.getegid?.(), process.getgroups?.()]).toEqual([0, 0, groups]);
+  });
+});
+
+describe("runFileOps when the user's ids cannot be taken", () => {
+  test.runIf(root)("never throws: every op fails, saying why, and nothing is done", () => {
+    const dir = tempDir("hs-fileops-");
+    const results = runFileOps(
+      [
+        { op: "mkdir", path: join(dir, "d"), mode: 0o700 },
+        { op: "read", path: join(dir, "missing") },
+      ],
+      { uid: 4294967295, gid: nobody.gid },
+    );
+    expect(results).toEqual([
+      { ok: false, error: expect.stringContaining("cannot take the ids of uid 4294967295") },
+      { ok: false, error: expect.stringContaining("cannot take the ids of uid 4294967295") },
+    ]);
+    expect(existsSync(join(dir, "d"))).toBe(false);
+    expect([process.geteuid?.(), process.getegid?.()]).toEqual([0, 0]);
+  });
 });

@@ -4,7 +4,7 @@ import { type CleanupContext, type NodeConf, type StepRecord, isJobrtError, mess
 import { markName } from "@jobrt/images";
 import { commandTimeouts } from "./commandtimeouts.js";
 import { trustedCrashState } from "./crashstate.js";
-import { type FileOp, type FileOpResult, type FileUser, removeEmptyDir, runFileOps } from "@jobrt/host-services";
+import { type FileOpResult, removeEmptyDir, runFileOps } from "@jobrt/host-services";
 import { IMAGE_OPTION, releaseImageOfStep } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
@@ -119,10 +119,9 @@ async function removeTaskDirs(
   for (const [i, ts] of tasks.entries())
     if (results[i] === "left") warn(`task ${ts.task.localId}: container may still exist; keeping ${ts.taskDir}`);
   report(
-    fsOps(
+    runFileOps(
       done.map((ts) => ({ op: "remove", path: ts.taskDir })),
       st.identity,
-      warn,
     ),
     warn,
   );
@@ -146,10 +145,9 @@ async function removeStepDir(node: NodeConf, st: StepState, warn: (m: string) =>
     return;
   }
   report(
-    fsOps(
+    runFileOps(
       names.map((n) => ({ op: "remove", path: join(st.stepDir, n) })),
       st.identity,
-      warn,
     ),
     warn,
   );
@@ -190,16 +188,6 @@ function cleanupState(
     place: (conf, bundle, rootfs) => stepPlace(node, step, conf, bundle, rootfs),
     journaled: () => stateFromJson(state, step),
   });
-}
-
-function fsOps(ops: FileOp[], as: FileUser | undefined, warn: (m: string) => void): FileOpResult[] {
-  if (ops.length === 0) return [];
-  try {
-    return runFileOps(ops, as);
-  } catch (error) {
-    warn(`cannot remove files: ${messageOf(error)}`);
-    return [];
-  }
 }
 
 function report(results: FileOpResult[], warn: (m: string) => void): void {

@@ -14,22 +14,13 @@ import { type BundleConfig, type Mount, fitRootless, parseBundleConfig } from ".
 import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
 import type { OciConf } from "./conf.js";
-import { type FileOp, type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
+import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
 import { checkImageVolumes, fitImageToStep, imageOption, releaseImageOfStep, setupImage } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson, stateToJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
 import { makeStepDir } from "./stepdir.js";
 import { stepPlace, taskDirOf } from "./stepplace.js";
 import { checkRequest } from "./validate.js";
-
-/** One file operation; a failure to take the user's ids is a failed result too. */
-function fsOne(op: FileOp, as: FileUser | undefined): FileOpResult {
-  try {
-    return runFileOps([op], as)[0] as FileOpResult;
-  } catch (error) {
-    return { ok: false, error: messageOf(error) };
-  }
-}
 
 /** The setup hook: checks the request, reads the bundle (or pulls the image) and makes the step spool dir. */
 export async function setup({ node, step, client }: SetupContext): Promise<OciStepState | undefined> {
@@ -72,7 +63,7 @@ async function stepState(
   if (!conf.ignoreFileConfigJson && bundle !== "") {
     const file = join(bundle, "config.json");
     // Read as the job user: a root host must not copy files the user cannot read (runtime-oci.md W8).
-    const r = fsOne({ op: "read", path: file }, identity);
+    const r = runFileOps([{ op: "read", path: file }], identity)[0] as FileOpResult;
     if (!r.ok) {
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
       throw jobrtError(
@@ -128,7 +119,7 @@ export async function taskInit({ step, task, state }: TaskHookContext<OciStepSta
   // setup and this point: make it again and retry.
   for (let attempt = 0; attempt < 5; attempt++) {
     if (attempt > 0) ensureStepDir(st.stepDir, st.identity, step);
-    r = fsOne({ op: "mkdir", path: taskDir, mode: 0o770 }, st.identity);
+    r = runFileOps([{ op: "mkdir", path: taskDir, mode: 0o770 }], st.identity)[0] as FileOpResult;
     if (r.ok || r.code !== "ENOENT") break;
   }
   if (!r.ok)

@@ -18,7 +18,13 @@ import { WATCHDOG_NAME, WATCHDOG_PID_FILE } from "./watchdog.js";
  * is done would find no container yet and leak it.
  */
 async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: number; watchdog: boolean }> {
-  const [r, w] = readNotes(join(ts.taskDir, "container.pid"), join(ts.taskDir, WATCHDOG_PID_FILE), st);
+  const [r, w] = runFileOps(
+    [
+      { op: "read", path: join(ts.taskDir, "container.pid") },
+      { op: "read", path: join(ts.taskDir, WATCHDOG_PID_FILE) },
+    ],
+    st.identity,
+  );
   const number = (x: FileOpResult | undefined) => {
     const n = x?.ok ? Number(String(x.value).trim()) : Number.NaN;
     return Number.isInteger(n) && n > 0 ? n : undefined;
@@ -28,21 +34,6 @@ async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: n
     await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
   const pid = number(r);
   return { ...(pid !== undefined ? { pid } : {}), watchdog: watchdog !== undefined };
-}
-
-/** Both notes, as the job user; none when the user's ids cannot be taken. */
-function readNotes(pidFile: string, watchdogFile: string, st: StepState): FileOpResult[] {
-  try {
-    return runFileOps(
-      [
-        { op: "read", path: pidFile },
-        { op: "read", path: watchdogFile },
-      ],
-      st.identity,
-    );
-  } catch {
-    return [];
-  }
 }
 
 /** Waits (bounded) until `pid` is no longer a running create/start watchdog. */
