@@ -39,13 +39,20 @@ function tryOpenSpool(record: StepRecord, node: NodeConf): Spool | undefined {
 }
 
 function tryClaimExec(spool: Spool | undefined, record: StepRecord, node: NodeConf): StepJournal | undefined {
-  if (!spool) return undefined;
-  try {
-    return claimExecTask(spool, record.jobId, record.stepId, record.tasks[0]!.globalId);
-  } catch (error) {
-    noRecord(node, record, messageOf(error));
-    return undefined;
+  for (let attempt = 0; spool; attempt++) {
+    try {
+      return claimExecTask(spool, record.jobId, record.stepId, record.tasks[0]!.globalId);
+    } catch (error) {
+      // Another task's jobrt on this node, ending, removes the job's dir and the user's then idle
+      // journal dir between our opening the spool and our claim: open it again (made anew) and retry.
+      if (attempt >= 4 || !/ENOENT/.test(messageOf(error))) {
+        noRecord(node, record, messageOf(error));
+        return undefined;
+      }
+      spool = tryOpenSpool(record, node);
+    }
   }
+  return undefined;
 }
 
 /** A warning from the node's first task (one line per node, not one per task); -v shows every task's. */
