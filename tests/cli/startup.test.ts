@@ -3,6 +3,7 @@ import { isBuiltin } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
+import { busyboxBundle } from "../helpers/fixtures.js";
 import { jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 
 // Loading modules was the largest part of jobrt's own start-up (docs/performance.md, "Where the
@@ -61,6 +62,22 @@ describe("what a command loads", () => {
       "packages/cli/dist/bin.js",
       "packages/core/dist/index.js",
       "packages/runtime-none/dist/index.js",
+    ]);
+  }, 60_000);
+
+  it("jobrt run --runtime oci from a bundle dir: runtime-oci and host-services as one module each, not @jobrt/images", async () => {
+    // A step without an image needs none of the image code (runtime-oci imports it when a step
+    // names one); each package is one module (scripts/rolldown-package.mjs). Before both, this step
+    // loaded 90 modules of the three packages.
+    const bundle = busyboxBundle(tempDir("jobrt-startup-bundle-"));
+    const r = await loadedModules(["run", "--runtime", "oci", "--container", bundle, "/bin/true"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.loaded.sort()).toEqual([
+      "packages/cli/dist/bin.js",
+      "packages/core/dist/index.js",
+      "packages/host-services/dist/index.js",
+      "packages/runtime-oci/dist/index.js",
     ]);
   }, 60_000);
 
@@ -138,6 +155,23 @@ describe("what a command loads", () => {
     );
     expect([...packages].sort()).toEqual(["packages/cli", "packages/host-services", "packages/launcher"]);
   });
+
+  it.each(["core", "host-services", "images", "runtime-oci"])(
+    "packages/%s/dist/index.js is one module of the package's own sources; other packages stay imports",
+    (name) => {
+      const dist = join(repoRoot, "packages", name, "dist");
+      const code = readFileSync(join(dist, "index.js"), "utf8");
+      const specifiers = [...code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)"([^"]+)"/g)].map((m) => m[1] ?? "");
+      // Nothing relative: each module the package would load on its own is in this file.
+      expect(specifiers.filter((id) => id.startsWith("."))).toEqual([]);
+      // A bundled @jobrt package would be a second instance of it (JobrtError, NOT_SUPPORTED).
+      const map = JSON.parse(readFileSync(join(dist, "index.js.map"), "utf8")) as { sources: string[] };
+      const owners = new Set(
+        map.sources.map((s) => relative(join(repoRoot, "packages"), resolve(dist, s)).split("/")[0]),
+      );
+      expect([...owners]).toEqual([name]);
+    },
+  );
 
   it("dist/steps.cjs imports nothing and requires only @jobrt/core and Node's builtins: what the code cache loader gives it", () => {
     // A vm.Script cannot import() on Node 20 without an experimental loader that warns on stderr.

@@ -10,8 +10,7 @@ import {
 import { fitRootless, parseBundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
-import { listImages, loadImageSettings, parseImageReference, resolveForStep } from "@jobrt/images";
-import { imageOption } from "./image/request.js";
+import { imageOption, imagesModule } from "./image/request.js";
 import { identityFor } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
 import { type UnnamedProgram, ociTools } from "./tools.js";
@@ -120,6 +119,7 @@ export async function bundleFindings(
  */
 export async function imageFindings(node: NodeConf, step: StepRecord, text: string): Promise<CheckFinding[]> {
   const subject = `image ${text}`;
+  const { listImages, loadImageSettings, parseImageReference, resolveForStep } = await imagesModule();
   const settings = loadImageSettings(node.confDir);
   let digest: string;
   try {

@@ -1,7 +1,6 @@
 import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { type CleanupContext, type NodeConf, type StepRecord, isJobrtError, messageOf } from "@jobrt/core";
-import { markName } from "@jobrt/images";
 import { commandTimeouts } from "./commandtimeouts.js";
 import { trustedCrashState } from "./crashstate.js";
 import { type FileOpResult, removeEmptyDir, runFileOps } from "@jobrt/host-services";
@@ -167,7 +166,7 @@ async function removeStepDir(node: NodeConf, st: StepState, warn: (m: string) =>
  * step's pin dir still goes.
  */
 async function releaseImage(node: NodeConf, step: StepRecord, st: StepState, afterCrash: boolean): Promise<void> {
-  const image = st.image && !afterCrash ? { ...st.image, mark: markName(step.jobId, step.stepId) } : undefined;
+  const image = st.image && !afterCrash ? st.image : undefined;
   if (st.image || st.request.options[IMAGE_OPTION]) await releaseImageOfStep(node, step, image);
 }
 

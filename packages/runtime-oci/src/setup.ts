@@ -74,7 +74,7 @@ async function stepState(
     }
     bundleConfig = parseBundleConfig(r.value as string, file, bundle);
     rootfs = bundleConfig.rootfs;
-    if (image) fitImageToStep(node, bundleConfig.config, step.uid);
+    if (image) await fitImageToStep(node, bundleConfig.config, step.uid);
     if (conf.embedded && step.uid !== 0) {
       const problem = fitRootless(bundleConfig.config, step.uid, step.gid);
       if (problem)

@@ -2,15 +2,15 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
-import {
-  type CachedImage,
-  acquireStepImage,
-  fitImageUser,
-  loadImageSettings,
-  parseImageReference,
-  releaseStepImage,
-  resolveForStep,
-} from "@jobrt/images";
+import type { CachedImage } from "@jobrt/images";
+
+/**
+ * @jobrt/images, loaded by the first call that needs it: a step from a bundle dir never does, and
+ * loading it was a tenth of what runtime-oci added to a step under srun (docs/performance.md).
+ */
+export function imagesModule(): Promise<typeof import("@jobrt/images")> {
+  return import("@jobrt/images");
+}
 
 /** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
 export const IMAGE_OPTION = "image";
@@ -32,25 +32,35 @@ export function imageOption(c: ContainerRequest): string | undefined {
 const WHO = "runtime oci";
 
 /** Setup's image work: the cached bundle this step runs from (pulled and unpacked if needed). */
-export function setupImage(
+export async function setupImage(
   node: NodeConf,
   step: StepRecord,
   text: string,
   progress?: (p: PullProgress) => void,
 ): Promise<CachedImage> {
-  return acquireStepImage(node, step, text, WHO, progress);
+  return (await imagesModule()).acquireStepImage(node, step, text, WHO, progress);
 }
 
 /** The submit-context check: the reference parses and names an image the user can pull. */
 export async function validateImage(node: NodeConf, step: StepRecord, text: string): Promise<void> {
+  const { loadImageSettings, parseImageReference, resolveForStep } = await imagesModule();
   const ref = parseImageReference(text);
   const r = await resolveForStep(step, loadImageSettings(node.confDir), ref);
   node.log("info", `runtime oci: ${ref.text} is ${r.digest}${r.public ? " (public)" : ""}`);
 }
 
-/** Cleanup's image work: give back the image and this process's share of the step's pin. */
-export function releaseImageOfStep(node: NodeConf, step: StepRecord, image: CachedImage | undefined): Promise<void> {
-  return releaseStepImage(node, step, image, WHO);
+/**
+ * Cleanup's image work: give back the image under this process's in-use mark (the one setup's
+ * acquire left) and this process's share of the step's pin.
+ */
+export async function releaseImageOfStep(
+  node: NodeConf,
+  step: StepRecord,
+  image: Omit<CachedImage, "mark"> | undefined,
+): Promise<void> {
+  const { markName, releaseStepImage } = await imagesModule();
+  const held = image ? { ...image, mark: markName(step.jobId, step.stepId) } : undefined;
+  return releaseStepImage(node, step, held, WHO);
 }
 
 /** The task's process.args: the image's Entrypoint (kept in the cached config.json), then the task argv. */
@@ -61,8 +71,8 @@ export function imageArgs(config: OciConfig, argv: string[]): string[] {
 }
 
 /** Fits the cached config to this step's user; logs what could not be honoured. */
-export function fitImageToStep(node: NodeConf, config: OciConfig, uid: number): void {
-  const note = fitImageUser(config, uid);
+export async function fitImageToStep(node: NodeConf, config: OciConfig, uid: number): Promise<void> {
+  const note = (await imagesModule()).fitImageUser(config, uid);
   if (note) node.log("verbose", `runtime oci: ${note}`);
 }
 
