@@ -42,9 +42,10 @@ afterEach(async () => {
 /**
  * A site that user nobody can use: directories on the way open to all, a rootless bundle mapped to
  * nobody, and an oci.conf (create/start, rootless runc with its state in the step dir) whose every
- * command first appends "<key> <uid> <gid>" to a log.
+ * command first appends "<key> <uid> <gid>" to a log. With `deleteFailsOnce`, each task's first
+ * RunTimeDelete (its supervisor's) exits 1 without deleting, so the host's cleanup must.
  */
-function nobodySite(precreateSpool = true): FaultSite & { bundle: string; log: string } {
+function nobodySite(precreateSpool = true, deleteFailsOnce = false): FaultSite & { bundle: string; log: string } {
   const tag = `jfpriv${process.pid}x${Math.random().toString(36).slice(2, 6)}`;
   const id = `${tag}.%j.%s.%t`;
   const logDir = "LOGDIR";
@@ -57,7 +58,10 @@ function nobodySite(precreateSpool = true): FaultSite & { bundle: string; log: s
     cmd("RunTimeStart", `${R} start ${id}`),
     // Not `kill -a`: rootless runc cannot reach a container's cgroup on a cgroup-v1 node.
     cmd("RunTimeKill", `${R} kill ${id}`),
-    cmd("RunTimeDelete", `${R} delete --force ${id}`),
+    cmd(
+      "RunTimeDelete",
+      `${deleteFailsOnce ? `mkdir ${logDir}/once.%t 2>/dev/null && exit 1; ` : ""}${R} delete --force ${id}`,
+    ),
     "CreateEnvFile=newline",
     "",
   ].join("\n");
@@ -172,7 +176,7 @@ describe("privilege: host as root, tasks as nobody", () => {
   describe("runtime oci (rootless runc, create/start)", () => {
     requires({ runc: haveRunc, "user namespaces": userns });
     it("the supervisor, runc and every RunTime* command (cleanup's too) run as the user; the step's files are owned as documented", async () => {
-      const site = nobodySite();
+      const site = nobodySite(true, true);
       const { child, done } = startAsNobody(site, [
         "-n",
         "2",
@@ -233,15 +237,24 @@ describe("privilege: host as root, tasks as nobody", () => {
 
       child.kill("SIGTERM");
       const r = await done;
-      expect(r.stderr).toBe(failureLine("tasks 0-1", "Exited with exit code 7"));
+      // Each supervisor's own RunTimeDelete failed (the site's first one per task does), so cleanup
+      // tore the containers down.
+      const deleteFailed = "jobrt-oci: RunTimeDelete exited with status 1: \n";
+      expect(r.stderr).toBe(`${deleteFailed}${deleteFailed}${failureLine("tasks 0-1", "Exited with exit code 7")}`);
       expect(r.code).toBe(7);
       const lines = readFileSync(site.log, "utf8").trim().split("\n");
       const keys = new Set(lines.map((l) => l.split(" ")[0]));
       for (const k of ["RunTimeCreate", "RunTimeStart", "RunTimeQuery", "RunTimeKill", "RunTimeDelete"])
         expect(keys).toContain(k);
       for (const l of lines) expect(l).toMatch(/^RunTime[A-Za-z]+ 65534 65534$/);
-      // The host's own cleanup queried too (after the supervisors), still as the user.
-      expect(lines.at(-1)).toMatch(/^RunTimeQuery /);
+      // The host's own cleanup queried and deleted too (after the supervisors), still as the user.
+      // Its two tasks' teardowns run at once: the last four lines, in either order.
+      expect(
+        lines
+          .slice(-4)
+          .map((l) => l.split(" ")[0])
+          .sort(),
+      ).toEqual(["RunTimeDelete", "RunTimeDelete", "RunTimeQuery", "RunTimeQuery"]);
       await expectNoLeaks(site);
     });
 

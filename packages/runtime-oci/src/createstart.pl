@@ -16,8 +16,8 @@
 # Plain perl with no module but strict, Fcntl and Config (perl-base, Debian's Essential perl): no
 # Time::HiRes, so time comes from /proc/uptime, and no JSON, so the state JSON is read with
 # patterns. prctl goes through syscall() with the number createstart.ts passes for this
-# architecture. A signal interrupts select(), so SIGCHLD ends a wait at once; the 0.1 s cap
-# covers the moment between a check and the next select.
+# architecture. Every caught signal writes a byte to a pipe each wait selects on, so SIGCHLD or a
+# stop signal ends a wait at once, even one perl's deferred handler ran just before the select.
 # strict, never warnings: a warning would be a line on the task's stderr.
 use strict;
 
@@ -37,8 +37,12 @@ my @STOP = qw(TERM INT HUP);
 
 # Caught from the start, not ignored: a caught signal is reset to its default at exec.
 my @sigs;
-$SIG{$_} = sub { push @sigs, $_[0] } for @STOP;
-$SIG{CHLD} = sub { };
+my ($WAKE_R, $WAKE_W);
+pipe($WAKE_R, $WAKE_W) or ($WAKE_R, $WAKE_W) = ();
+if ($WAKE_W) { require Fcntl; fcntl($WAKE_W, Fcntl::F_SETFL(), Fcntl::O_NONBLOCK()); }
+sub wake { syswrite($WAKE_W, "x") if $WAKE_W }
+$SIG{$_} = sub { push @sigs, $_[0]; wake() } for @STOP;
+$SIG{CHLD} = \&wake;
 my $SUBREAPER = syscall($PRCTL, 36, 1, 0, 0, 0) == 0;    # PR_SET_CHILD_SUBREAPER
 
 # Per task: the watchdog's pid, the container's pid once known, the pending SIGKILL, RunTimeKill runs.
@@ -50,7 +54,15 @@ sub verbose { say($_[0]) if $VERBOSE }
 sub seconds { $_[0] / 1000 }
 sub timed_out { my ($key, $command) = @_; "$key did not finish within " . seconds($LIMIT{$key}) . " s and was killed: $command" }
 sub signame { require Config; "SIG" . (split " ", $Config::Config{sig_name})[$_[0]] }
-sub pause { select(undef, undef, undef, $_[0]) }
+# A select on the wake pipe (and `$rin`'s fds): > 0 when one is readable; the wake pipe is drained.
+sub wait_for {
+  my ($rin, $seconds) = @_;
+  vec($rin, fileno($WAKE_R), 1) = 1 if $WAKE_R;
+  my $n = select(my $rout = $rin, undef, undef, $seconds);
+  sysread($WAKE_R, my $b, 512) if $n > 0 && $WAKE_R && vec($rout, fileno($WAKE_R), 1);
+  return ($n, $rout);
+}
+sub pause { wait_for("", $_[0]) }
 
 # A command with %p, once the pid is known; undef with why when it cannot be run now.
 sub expanded {
@@ -92,7 +104,8 @@ sub capture {
     if (!defined $st && now() > $end) { kill "KILL", -$p; waitpid($p, 0); return { timeout => 1 }; }
     my $rin = "";
     vec($rin, fileno($_), 1) = 1 for values %fh;
-    next unless select(my $rout = $rin, undef, undef, %fh ? 0.1 : 0.01) > 0;
+    my ($n, $rout) = wait_for($rin, %fh ? 0.1 : 0.01);
+    next unless $n > 0;
     for my $k (keys %fh) {
       next unless vec($rout, fileno($fh{$k}), 1);
       if (sysread($fh{$k}, my $b, 65536)) { $buf{$k} .= $b if length($buf{$k}) < 1048576; }
@@ -185,8 +198,9 @@ sub teardown {
     return unless $st;
   }
   my $del = safe("RunTimeDelete");
-  say("RunTimeDelete exited with status " . ($del->{code} // signame($del->{sig})) . ": " . trim($del->{err}))
-    if $del && !(defined $del->{code} && $del->{code} == 0);
+  # The host's cleanup has nothing left to ask about this container (taskteardown.ts).
+  if ($del && defined $del->{code} && $del->{code} == 0) { note("container.deleted", "", "the container's deletion"); return; }
+  say("RunTimeDelete exited with status " . ($del->{code} // signame($del->{sig})) . ": " . trim($del->{err})) if $del;
 }
 
 # RunTimeKill, then SIGKILL to the container's pid after the grace time; its state after that.
@@ -336,17 +350,21 @@ sub wait_created {
   }
 }
 
-# The container's pid, for the host's cleanup (best effort).
-sub record_pid {
+# A note in the task dir for the host's cleanup (best effort): written whole, then renamed.
+sub note {
+  my ($name, $text, $what) = @_;
   require Fcntl;
-  my $tmp = "$DIR/.container.pid.$$.tmp";
+  my $tmp = "$DIR/.$name.$$.tmp";
   if (sysopen(my $f, $tmp, Fcntl::O_WRONLY() | Fcntl::O_CREAT() | Fcntl::O_EXCL() | Fcntl::O_NOFOLLOW(), 0600)) {
-    print $f "$cpid\n";
-    (close($f) && rename($tmp, "$DIR/container.pid")) or unlink $tmp;
+    print $f $text;
+    (close($f) && rename($tmp, "$DIR/$name")) or unlink $tmp;
   } else {
-    verbose("cannot record the container pid: $!");
+    verbose("cannot record $what: $!");
   }
 }
+
+# The container's pid, for the host's cleanup.
+sub record_pid { note("container.pid", "$cpid\n", "the container pid") }
 
 # /proc/<pid>/stat's state, parent and start time; () when it is gone.
 sub proc_stat {

@@ -12,16 +12,22 @@ import { teardown } from "./teardown.js";
 import { WATCHDOG_NAME, WATCHDOG_PID_FILE } from "./watchdog.js";
 
 /**
- * The container pid a create/start task's createstart.pl recorded in its task dir (read as the job
- * user, like every other file there). A createstart.pl that was killed leaves its watchdog finishing
- * an in-flight create and deleting the container: that is waited for first, since a query before it
- * is done would find no container yet and leak it.
+ * What a create/start task's createstart.pl recorded in its task dir (read as the job user, like
+ * every other file there): the container's pid, and whether its own RunTimeDelete succeeded. The
+ * note is the task's word on the task's own container, which runs as the same user: trusting it
+ * spares the query and gives the user nothing a runtime of their own could not. A createstart.pl
+ * that was killed leaves its watchdog finishing an in-flight create and deleting the container:
+ * that is waited for first, since a query before it is done would find no container yet and leak it.
  */
-async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: number; watchdog: boolean }> {
-  const [r, w] = runFileOps(
+async function createStartNotes(
+  st: StepState,
+  ts: TaskState,
+): Promise<{ pid?: number; watchdog: boolean; deleted: boolean }> {
+  const [r, w, d] = runFileOps(
     [
       { op: "read", path: join(ts.taskDir, "container.pid") },
       { op: "read", path: join(ts.taskDir, WATCHDOG_PID_FILE) },
+      { op: "read", path: join(ts.taskDir, "container.deleted") },
     ],
     st.identity,
   );
@@ -33,7 +39,7 @@ async function createStartNotes(st: StepState, ts: TaskState): Promise<{ pid?: n
   if (watchdog !== undefined)
     await waitForWatchdog(watchdog, st.timeouts.create + st.timeouts.kill + st.timeouts.delete);
   const pid = number(r);
-  return { ...(pid !== undefined ? { pid } : {}), watchdog: watchdog !== undefined };
+  return { ...(pid !== undefined ? { pid } : {}), watchdog: watchdog !== undefined, deleted: d?.ok === true };
 }
 
 /** Waits (bounded) until `pid` is no longer a running create/start watchdog. */
@@ -96,7 +102,8 @@ export async function teardownTask(
   if (!afterCrash && ts.task.pid === undefined) return "gone";
   if (removedByItself(st, ts)) return "gone";
   const cwd = existsSync(step.cwd) ? step.cwd : "/";
-  const { recorded, createInFlight } = await recordedContainer(st, ts);
+  const { recorded, createInFlight, deleted } = await recordedContainer(st, ts);
+  if (deleted) return "gone";
   const pidNow = () => containerPid(st, ts, recorded);
   const log: TaskLog = (level, m) => node.log(level, `runtime oci: task ${ts.task.localId}: ${m}`);
   // A task process that died of SIGKILL was killed by the host after its KillWait (or by a second
@@ -133,14 +140,14 @@ function removedByItself(st: StepState, ts: TaskState): boolean {
   );
 }
 
-/** create/start: the supervisor recorded the container's pid in the (user-owned) task dir. */
+/** create/start: what createstart.pl recorded in the (user-owned) task dir. */
 async function recordedContainer(
   st: StepState,
   ts: TaskState,
-): Promise<{ recorded: number | undefined; createInFlight: boolean }> {
-  if (st.conf.mode !== "create-start") return { recorded: undefined, createInFlight: false };
+): Promise<{ recorded: number | undefined; createInFlight: boolean; deleted: boolean }> {
+  if (st.conf.mode !== "create-start") return { recorded: undefined, createInFlight: false, deleted: false };
   const notes = await createStartNotes(st, ts);
-  return { recorded: notes.pid, createInFlight: notes.watchdog && notes.pid === undefined };
+  return { recorded: notes.pid, createInFlight: notes.watchdog && notes.pid === undefined, deleted: notes.deleted };
 }
 
 /** The container's pid while it runs: the task's own in run mode, the recorded one in create/start. */

@@ -148,6 +148,32 @@ describe("create/start (createstart.pl) with real runc", () => {
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: nope\n");
   });
 
+  test.each([
+    ["succeeded", "", "q d"],
+    ["failed", "; exit 3", "q d q"],
+  ])(
+    "RunTimeDelete at the task's end %s: the host's cleanup queries the container again only when it failed",
+    async (_, deleteTail, commands) => {
+      const log = join(tempDir(), "log");
+      const conf = createStartConf()
+        .replace(`RunTimeQuery="${RUNC}`, `RunTimeQuery="echo q >> ${log}; ${RUNC}`)
+        .replace(/RunTimeDelete="([^"]*)"/, `RunTimeDelete="echo d >> ${log}; $1${deleteTail}"`);
+      const jobId = job();
+      const r = await runStep(plugin, {
+        confDir: writeConf(tempDir(), conf),
+        spoolDir: tempDir(),
+        jobId,
+        argv: ["true"],
+        container: { value: bundle },
+      });
+      expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
+      // createstart.pl: the query after RunTimeCreate, the delete at the end; cleanup: its query (which
+      // finds the container gone: the failing delete had deleted it before its exit 3).
+      expect(readFileSync(log, "utf8").split("\n").filter(Boolean).join(" ")).toBe(commands);
+      expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+    },
+  );
+
   test("without perl, or on an architecture whose prctl number is not known, there is no create/start argv (the plugin refuses with ERR_LAUNCH)", () => {
     const watchdog = { taskDir: "/t", create: "c", kill: "", delete: "", killSeconds: 1, deleteSeconds: 1 };
     const spec = {

@@ -142,7 +142,7 @@ describe("with real runc", () => {
 
   // How soon the exit is noticed is a speed, measured in bench/exit-detection.mjs; what this checks
   // is the mechanism: no polling (Slurm queries on a back-off, dozens of times in 2.6 s).
-  test("create/start waits for the container's exit without polling: RunTimeQuery runs twice (after create, at cleanup), not on a schedule", async () => {
+  test("create/start waits for the container's exit without polling: RunTimeQuery runs once (after create; the task's own delete spares cleanup's), not on a schedule", async () => {
     const log = join(tempDir(), "queries");
     const confDir = writeConf(
       tempDir(),
@@ -157,7 +157,7 @@ describe("with real runc", () => {
     });
     expect(r.tasks[0]?.code).toBe(0);
     expect(r.tasks[0]?.durationMs ?? Number.NaN).toBeGreaterThanOrEqual(2600);
-    expect(readFileSync(log, "utf8")).toBe("q\nq\n");
+    expect(readFileSync(log, "utf8")).toBe("q\n");
   });
 
   test("create/start reports a container killed by a signal as that signal", async () => {
@@ -459,6 +459,7 @@ describe("with real runc", () => {
     expect(r.tasks[0]?.code).toBe(0);
     expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual([
       "config.json",
+      "container.deleted",
       "container.pid",
       "environment",
       "watchdog.pid",
