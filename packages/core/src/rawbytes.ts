@@ -49,8 +49,12 @@ function validSequenceAt(bytes: Uint8Array, at: number): number {
   return length;
 }
 
+/** Any code unit U+DC80..U+DCFF: the regex engine scans a step's whole environment far faster than a cold loop. */
+const CANDIDATE = /[\uDC80-\uDCFF]/;
+
 /** True when `text` carries at least one byte that is not UTF-8 (a lone U+DC80..U+DCFF). */
 export function carriesRawBytes(text: string): boolean {
+  if (!CANDIDATE.test(text)) return false;
   for (let i = nextCandidate(text, 0); i !== -1; i = nextCandidate(text, i + 1))
     if (escapedByteAt(text, i) !== -1) return true;
   return false;
