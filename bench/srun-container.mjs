@@ -72,7 +72,8 @@ export async function containerRows({ quick, env, cluster }) {
   const confs = { none: confDir(), run: confDir(RUN_MODE_CONF), cs: confDir(CREATE_START_CONF) };
   const job = allocate(env);
   try {
-    const m = await rounds(commands(job, bundle, confs), quick ? 2 : 10, env);
+    // 30 rounds: at 10 the per-round differences of two ~50 ms extras spread over ±30 ms.
+    const m = await rounds(commands(job, bundle, confs), quick ? 2 : 30, env);
     const row = (label, k, base) => [label, spread(m[k]), base ? spread(m[k].map((x, i) => x - m[base][i])) : "-"];
     const rows = [
       row("srun /bin/true", "plain"),
