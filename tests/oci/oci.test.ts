@@ -43,6 +43,17 @@ function ours(id: number): string[] {
   return r.stdout.split("\n").filter((c) => c.includes(`.${id}.`));
 }
 
+/** jobrt run under `strace -f`: its result and every program the step executed (execve calls that succeeded). */
+async function jobrtExecs(args: string[]): Promise<{ r: Awaited<ReturnType<typeof runProgram>>; execs: string[] }> {
+  const trace = join(tempDir("jobrt-oci-strace-"), "execve");
+  const strace = ["strace", "-f", "-qq", "-s", "256", "-e", "trace=execve", "-o", trace];
+  const r = await runProgram([...strace, process.execPath, "--", jobrtBin, ...args]);
+  const execs = readFileSync(trace, "utf8")
+    .split("\n")
+    .filter((l) => l.includes("execve(") && !l.includes("= -1"));
+  return { r, execs };
+}
+
 /** Step spool dirs left in SpoolDir (the launcher keeps its own `jobs` dir there). */
 function stepDirs(spool: string): string[] {
   return readdirSync(spool).filter((n) => n.startsWith("oci-job"));
@@ -252,7 +263,6 @@ describe("jobrt run --runtime oci with real runc", () => {
     chmodSync(base, 0o755);
     const b = busyboxBundle(join(base, "bundle"), true);
     const { dir, spool } = confDir();
-    const trace = join(tempDir("jobrt-oci-strace-"), "execve");
     const args = [
       "run",
       "--conf-dir",
@@ -266,24 +276,9 @@ describe("jobrt run --runtime oci with real runc", () => {
       "--gid",
       "nogroup",
     ];
-    const strace = ["strace", "-f", "-qq", "-s", "256", "-e", "trace=execve", "-o", trace];
-    const r = await runProgram([
-      ...strace,
-      process.execPath,
-      "--",
-      jobrtBin,
-      ...args,
-      "-D",
-      "/",
-      "--container",
-      b,
-      "true",
-    ]);
+    const { r, execs } = await jobrtExecs([...args, "-D", "/", "--container", b, "true"]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    const execs = readFileSync(trace, "utf8")
-      .split("\n")
-      .filter((l) => l.includes("execve(") && !l.includes("= -1"));
     const node = execs.filter((l) => l.includes(`execve("${process.execPath}"`));
     // Only jobrt itself: before, every file operation as the job user ran `node fsopmain.js` (11).
     expect(node.map((l) => l.replace(/^\d+\s+/, "").slice(0, 160))).toHaveLength(1);
@@ -293,10 +288,8 @@ describe("jobrt run --runtime oci with real runc", () => {
 
   test("run mode, a command the container lacks: 127 with one line of jobrt's after runc's, and no Node but jobrt runs (strace)", async () => {
     const { dir, spool } = confDir(RUN_MODE);
-    const trace = join(tempDir("jobrt-oci-strace-"), "execve");
-    const strace = ["strace", "-f", "-qq", "-s", "256", "-e", "trace=execve", "-o", trace];
     const args = ["run", "--conf-dir", dir, "--jobid", String(jobId()), "-D", "/", "--container", bundle];
-    const r = await runProgram([...strace, process.execPath, "--", jobrtBin, ...args, "jobrt-no-such-command"]);
+    const { r, execs } = await jobrtExecs([...args, "jobrt-no-such-command"]);
     expect(r.code, r.stderr).toBe(127);
     // The host decides it after runc failed (ExecSpec.supervise): runc's own message, then jobrt's line.
     expect(r.stderr.match(/command not found in the container/g)).toHaveLength(1);
@@ -306,9 +299,6 @@ describe("jobrt run --runtime oci with real runc", () => {
         `jobrt: task 0: jobrt-no-such-command: command not found in the container (exit status 127)\n${failureLine("task 0", "Exited with exit code 127")}`,
       ),
     ).toBe(true);
-    const execs = readFileSync(trace, "utf8")
-      .split("\n")
-      .filter((l) => l.includes("execve(") && !l.includes("= -1"));
     // Only jobrt itself: before, a Node guard ran `runc run` as its child (missingguardmain.js).
     expect(execs.filter((l) => l.includes(`execve("${process.execPath}"`))).toHaveLength(1);
     expect(stepDirs(spool)).toEqual([]);
