@@ -402,6 +402,8 @@ sub start_and_wait {
   return $cst;
 }
 
+# Notes a crashed run with these ids left would speak for this run's container (W9).
+unlink "$DIR/container.pid", "$DIR/container.deleted";
 my $report = start_watchdog();
 create($report);
 $cpid = wait_created();

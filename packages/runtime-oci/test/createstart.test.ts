@@ -3,7 +3,7 @@
  * case and every unusual path, with no node process. Real runc, real busybox bundles.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
@@ -173,6 +173,30 @@ describe("create/start (createstart.pl) with real runc", () => {
       expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
     },
   );
+
+  test("a container.deleted a crashed run left in the task dir does not make cleanup skip this run's container (W9)", async () => {
+    const jobId = job();
+    const spoolDir = tempDir();
+    const taskDir = join(spoolDir, `oci-job${jobId}-0`, "task-0");
+    mkdirSync(taskDir, { recursive: true });
+    writeFileSync(join(taskDir, "container.deleted"), "");
+    // The task's own RunTimeDelete fails without deleting: only the host's cleanup deletes it.
+    const once = join(tempDir(), "once");
+    const conf = createStartConf().replace(
+      /RunTimeDelete="([^"]*)"/,
+      `RunTimeDelete="mkdir ${once} 2>/dev/null && exit 3; $1"`,
+    );
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir,
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+    });
+    expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
+    expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: \n");
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+  });
 
   test("without perl, or on an architecture whose prctl number is not known, there is no create/start argv (the plugin refuses with ERR_LAUNCH)", () => {
     const watchdog = { taskDir: "/t", create: "c", kill: "", delete: "", killSeconds: 1, deleteSeconds: 1 };
