@@ -6,7 +6,7 @@ import {
   fstatSync,
   fsyncSync,
   openSync,
-  readFileSync,
+  readSync,
   renameSync,
   rmdirSync,
   unlinkSync,
@@ -85,17 +85,41 @@ export function writeAtomic(
   }
 }
 
-/** Reads a regular file without following a symlink in the last component. */
-export function readNoFollow(path: string): string {
-  // O_NONBLOCK: a FIFO for a file (a bundle's config.json is the job user's) opens at once and is
-  // refused below, instead of blocking this process for good in a synchronous open.
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+/**
+ * Reads a regular file without following a symlink and without blocking (a FIFO opens at once with
+ * O_NONBLOCK, then is refused as not a regular file); undefined when it does not exist. A file over
+ * `max` bytes is refused, not read: a job user's file must not make root read or allocate gigabytes
+ * (docs/reliability.md, "Threat model").
+ */
+export function readNoFollow(path: string, max = 64 * 1024): string | undefined {
+  let fd: number;
   try {
-    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file`);
-    return readFileSync(fd, "utf8");
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return undefined;
+    throw error;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "ENOTREG" });
+    if (st.size > max)
+      throw Object.assign(new Error(`${path} is ${st.size} bytes, more than the ${max}-byte limit`), { code: "EFBIG" });
+    const buf = Buffer.alloc(st.size);
+    const n = readSync(fd, buf, 0, st.size, 0);
+    return buf.subarray(0, n).toString("utf8");
   } finally {
     closeSync(fd);
   }
+}
+
+/** The largest file a read op takes: a bundle's config.json is the largest a runtime reads. */
+const READ_OP_MAX_BYTES = 16 * 1024 * 1024;
+
+function readOp(path: string): FileOpResult {
+  const text = readNoFollow(path, READ_OP_MAX_BYTES);
+  if (text === undefined)
+    return { ok: false, error: `ENOENT: no such file or directory, open '${path}'`, code: "ENOENT" };
+  return { ok: true, value: text };
 }
 
 /** rmdir that treats "already gone" as success; false when the dir is not empty. */
@@ -115,7 +139,7 @@ export function applyFileOp(op: FileOp): FileOpResult {
   try {
     switch (op.op) {
       case "read":
-        return { ok: true, value: readNoFollow(op.path) };
+        return readOp(op.path);
       case "mkdir":
         makeDir(op.path, op.mode);
         return { ok: true };

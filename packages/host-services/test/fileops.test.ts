@@ -7,6 +7,7 @@ import {
   readFileSync,
   statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -62,6 +63,22 @@ describe("runFileOps", () => {
     execFileSync("mkfifo", [join(dir, "config.json")]);
     const [r] = runFileOps([{ op: "read", path: join(dir, "config.json") }], undefined);
     expect(r).toMatchObject({ ok: false, error: expect.stringContaining("not a regular file") });
+  });
+
+  test("hostile: a file over the read limit (a sparse 1 GiB config.json) is refused without being read", () => {
+    const dir = tempDir("hs-fileops-");
+    const file = join(dir, "config.json");
+    writeFileSync(file, "");
+    truncateSync(file, 1024 ** 3);
+    const before = process.memoryUsage().rss;
+    const [r] = runFileOps([{ op: "read", path: file }], undefined);
+    expect(r).toMatchObject({
+      ok: false,
+      code: "EFBIG",
+      error: expect.stringContaining("more than the 16777216-byte limit"),
+    });
+    // Not read, not allocated (Buffer.alloc would have zero-filled the whole GiB first).
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024);
   });
 
   test.runIf(root)(

@@ -4,7 +4,8 @@ import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, 
 import { bootId, processStartTime } from "../processidentity.js";
 import type { TrackerRecord } from "./proctrack.js";
 import { removeTree } from "@jobrt/host-services";
-import { type Spool, readNoFollow, removeDirOf, removeFile, writeExclusive } from "./spool.js";
+import { readNoFollow } from "@jobrt/host-services";
+import { type Spool, removeDirOf, removeFile, writeExclusive } from "./spool.js";
 import { openEntryDir } from "./entrydir.js";
 
 /**

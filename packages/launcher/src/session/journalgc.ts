@@ -17,7 +17,8 @@ import {
   listDir,
   releaseJobDir,
 } from "./journal.js";
-import { type Spool, readNoFollow } from "./spool.js";
+import { readNoFollow } from "@jobrt/host-services";
+import type { Spool } from "./spool.js";
 import { journalOwner } from "./userjournals.js";
 
 /** A journal entry found by `jobrt gc`: its directory, ids, and (when written) its record. */

@@ -2,12 +2,10 @@ import {
   constants,
   type Stats,
   closeSync,
-  fstatSync,
   linkSync,
   lstatSync,
   mkdirSync,
   openSync,
-  readSync,
   realpathSync,
   rmdirSync,
   unlinkSync,
@@ -16,7 +14,7 @@ import {
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
-import { removeTree } from "@jobrt/host-services";
+import { readNoFollow, removeTree } from "@jobrt/host-services";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is
@@ -144,33 +142,6 @@ export function openSpool(
   } catch (error) {
     if ((error as JobrtError).code === "ERR_SPOOL") throw error;
     throw spoolError(`cannot use ${spoolDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`);
-  }
-}
-
-/**
- * Reads a small regular file without following a symlink and without blocking (a FIFO opens at
- * once with O_NONBLOCK, then is refused as not a regular file); undefined when it does not exist.
- * A file over `max` bytes is refused, not read: a job user's record must not make root read or
- * allocate gigabytes (docs/reliability.md, "Threat model").
- */
-export function readNoFollow(path: string, max = 64 * 1024): string | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: "ENOTREG" });
-    if (st.size > max)
-      throw Object.assign(new Error(`${path} is ${st.size} bytes, more than the ${max}-byte limit`), { code: "EFBIG" });
-    const buf = Buffer.alloc(st.size);
-    const n = readSync(fd, buf, 0, st.size, 0);
-    return buf.subarray(0, n).toString("utf8");
-  } finally {
-    closeSync(fd);
   }
 }
 
