@@ -317,8 +317,10 @@ export function claimExecTask(spool: Spool, jobId: number, stepId: number, taskI
     mkdirSync(join(jobDir, entry), { mode: 0o700 });
     return entryJournal(spool.jobsDir, jobId, stepId, entry, createdJobDir);
   } catch (error) {
-    throw jobrtError("ERR_LAUNCH", {
-      problem: `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)`,
-    });
+    throw jobrtError(
+      "ERR_LAUNCH",
+      { problem: `cannot record the task in ${jobDir}: ${messageOf(error)} (check SpoolDir in jobrt.conf)` },
+      { cause: error },
+    );
   }
 }

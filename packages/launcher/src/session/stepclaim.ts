@@ -45,7 +45,7 @@ function tryClaimExec(spool: Spool | undefined, record: StepRecord, node: NodeCo
     } catch (error) {
       // Another task's jobrt on this node, ending, removes the job's dir and the user's then idle
       // journal dir between our opening the spool and our claim: open it again (made anew) and retry.
-      if (attempt >= 4 || !/ENOENT/.test(messageOf(error))) {
+      if (attempt >= 4 || ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code !== "ENOENT") {
         noRecord(node, record, messageOf(error));
         return undefined;
       }
