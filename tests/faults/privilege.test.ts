@@ -45,7 +45,13 @@ afterEach(async () => {
  * command first appends "<key> <uid> <gid>" to a log. With `deleteFailsOnce`, each task's first
  * RunTimeDelete (its supervisor's) exits 1 without deleting, so the host's cleanup must.
  */
-function nobodySite(precreateSpool = true, deleteFailsOnce = false): FaultSite & { bundle: string; log: string } {
+function nobodySite({
+  precreateSpool = true,
+  deleteFailsOnce = false,
+}: {
+  precreateSpool?: boolean;
+  deleteFailsOnce?: boolean;
+} = {}): FaultSite & { bundle: string; log: string } {
   const tag = `jfpriv${process.pid}x${Math.random().toString(36).slice(2, 6)}`;
   const id = `${tag}.%j.%s.%t`;
   const logDir = "LOGDIR";
@@ -176,7 +182,7 @@ describe("privilege: host as root, tasks as nobody", () => {
   describe("runtime oci (rootless runc, create/start)", () => {
     requires({ runc: haveRunc, "user namespaces": userns });
     it("the supervisor, runc and every RunTime* command (cleanup's too) run as the user; the step's files are owned as documented", async () => {
-      const site = nobodySite(true, true);
+      const site = nobodySite({ deleteFailsOnce: true });
       const { child, done } = startAsNobody(site, [
         "-n",
         "2",
@@ -260,7 +266,7 @@ describe("privilege: host as root, tasks as nobody", () => {
 
     // The job user's file helper must get through SpoolDir to its step dir: jobrt makes it 0755.
     it("a SpoolDir that jobrt creates itself works for a job of user nobody", async () => {
-      const site = nobodySite(false);
+      const site = nobodySite({ precreateSpool: false });
       const r = await jobrt(
         ["run", "--uid", "nobody", "--gid", "nogroup", "--container", site.bundle, "sh", "-c", "exit 3"],
         { env: site.env },

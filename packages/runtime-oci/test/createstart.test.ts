@@ -3,7 +3,7 @@
  * case and every unusual path, with no node process. Real runc, real busybox bundles.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
@@ -11,7 +11,7 @@ import { findProgram } from "../src/conf.js";
 import { createStartArgv } from "../src/createstart.js";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
-import { createStartConf, haveRunc, isRoot, makeBundle, runcIds, writeConf } from "./fixtures.js";
+import { createStartConf, haveRunc, isRoot, leftoverTaskDir, makeBundle, runcIds, writeConf } from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 
 /** The plugin driven as the host drives it (API 2 contexts, setup's state handed on). */
@@ -177,9 +177,7 @@ describe("create/start (createstart.pl) with real runc", () => {
   test("a container.deleted a crashed run left in the task dir does not make cleanup skip this run's container (W9)", async () => {
     const jobId = job();
     const spoolDir = tempDir();
-    const taskDir = join(spoolDir, `oci-job${jobId}-0`, "task-0");
-    mkdirSync(taskDir, { recursive: true });
-    writeFileSync(join(taskDir, "container.deleted"), "");
+    leftoverTaskDir(spoolDir, jobId, { "container.deleted": "" });
     // The task's own RunTimeDelete fails without deleting: only the host's cleanup deletes it.
     const once = join(tempDir(), "once");
     const conf = createStartConf().replace(

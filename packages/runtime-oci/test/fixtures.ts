@@ -43,6 +43,19 @@ export function createStartConf(extra = ""): string {
   return `RunTimeQuery="${RUNC} state ${ID}"\nRunTimeCreate="${RUNC} create ${ID} -b %b"\nRunTimeStart="${RUNC} start ${ID}"\nRunTimeKill="${RUNC} kill -a ${ID}"\nRunTimeDelete="${RUNC} delete --force ${ID}"\n${extra}`;
 }
 
+/** The spool dir of task `task` of step 0 of job `jobId` under `spoolDir`. */
+export function stepTaskDir(spoolDir: string, jobId: number, task = 0): string {
+  return join(spoolDir, `oci-job${jobId}-0`, `task-${task}`);
+}
+
+/** A task dir a crashed run with these ids left, holding `files` (name: content). */
+export function leftoverTaskDir(spoolDir: string, jobId: number, files: Record<string, string>): string {
+  const dir = stepTaskDir(spoolDir, jobId);
+  mkdirSync(dir, { recursive: true });
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
+  return dir;
+}
+
 export function writeConf(dir: string, text: string): string {
   writeFileSync(join(dir, "oci.conf"), text);
   return dir;

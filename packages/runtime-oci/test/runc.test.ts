@@ -11,11 +11,13 @@ import {
   createStartConf,
   haveRunc,
   isRoot,
+  leftoverTaskDir,
   makeBundle,
   openUp,
   processesWith,
   runModeConf,
   runcIds,
+  stepTaskDir,
   writeConf,
 } from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
@@ -457,7 +459,7 @@ describe("with real runc", () => {
       container: { value: bundle },
     });
     expect(r.tasks[0]?.code).toBe(0);
-    expect(readdirSync(join(spoolDir, `oci-job${jobId}-0`, "task-0")).sort()).toEqual([
+    expect(readdirSync(stepTaskDir(spoolDir, jobId)).sort()).toEqual([
       "config.json",
       "container.deleted",
       "container.pid",
@@ -470,10 +472,7 @@ describe("with real runc", () => {
   test("leftover files from a crashed run do not stop the next launch (W9)", async () => {
     const spoolDir = tempDir();
     const jobId = job();
-    const taskDir = join(spoolDir, `oci-job${jobId}-0`, "task-0");
-    mkdirSync(taskDir, { recursive: true });
-    writeFileSync(join(taskDir, "config.json"), "stale");
-    writeFileSync(join(taskDir, "environment"), "stale");
+    leftoverTaskDir(spoolDir, jobId, { "config.json": "stale", environment: "stale" });
     const r = await runStep(plugin, {
       confDir: writeConf(tempDir(), runModeConf("CreateEnvFile=yes\n")),
       spoolDir,
@@ -490,7 +489,7 @@ describe("with real runc", () => {
     writeFileSync(join(victim, "precious"), "keep me");
     const spoolDir = tempDir();
     const jobId = job();
-    const taskDir = join(spoolDir, `oci-job${jobId}-0`, "task-0");
+    const taskDir = stepTaskDir(spoolDir, jobId);
     const r = await runStep(plugin, {
       confDir: writeConf(tempDir(), runModeConf()),
       spoolDir,
