@@ -2,7 +2,7 @@
  * A create/start task (src/createstart.ts): createstart.pl runs the whole lifecycle, the common
  * case and every unusual path, with no node process. Real runc, real busybox bundles.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecSpec, TaskRecord } from "@jobrt/core";
@@ -11,7 +11,16 @@ import { findProgram } from "../src/conf.js";
 import { createStartArgv } from "../src/createstart.js";
 import { pluginHost } from "@jobrt/testkit";
 import plugin from "../src/index.js";
-import { createStartConf, haveRunc, isRoot, leftoverTaskDir, makeBundle, runcIds, writeConf } from "./fixtures.js";
+import {
+  createStartConf,
+  haveRunc,
+  isRoot,
+  leftoverTaskDir,
+  makeBundle,
+  runcIds,
+  stepTaskDir,
+  writeConf,
+} from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 
 /** The plugin driven as the host drives it (API 2 contexts, setup's state handed on). */
@@ -193,6 +202,26 @@ describe("create/start (createstart.pl) with real runc", () => {
     });
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: \n");
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+  });
+
+  test("hostile: a FIFO planted as container.deleted before cleanup is not taken for the note; cleanup deletes the container, no hang", async () => {
+    const jobId = job();
+    const spoolDir = tempDir();
+    const once = join(tempDir(), "once");
+    const conf = createStartConf().replace(
+      /RunTimeDelete="([^"]*)"/,
+      `RunTimeDelete="mkdir ${once} 2>/dev/null && exit 3; $1"`,
+    );
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir,
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+      beforeCleanup: () => execFileSync("mkfifo", [join(stepTaskDir(spoolDir, jobId), "container.deleted")]),
+    });
+    expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
 
