@@ -1,7 +1,7 @@
 # A create/start task (see createstart.ts), run by the host in place of the task, already as the
 # job user, as
-#   perl -f -- createstart.pl <prctl nr> <SIGUSR1> <watchdog.sh> <task dir>
-#     <create> <kill> <delete> <kill s> <delete s>         the watchdog's (Kill/Delete without %p)
+#   perl -f -- createstart.pl <prctl nr> <SIGUSR1> <O_NONBLOCK> <O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW> <task dir>
+#     <create> <kill> <delete>                              the watchdog's (Kill/Delete without %p)
 #     <start> <query> <kill> <delete> <start problem>       "" for a command that cannot be expanded
 #     <create ms> <start ms> <query ms> <kill ms> <delete ms> <grace ms> <pid mark> <verbose 0|1>
 #     <missing-command look: argv...>
@@ -13,18 +13,19 @@
 # once it exists (RunTimeKill, then SIGKILL after the grace time). The whole lifecycle is here:
 # no other program does any of it (docs/decisions.md, "One language per path").
 #
-# Plain perl with no module but strict, Fcntl and Config (perl-base, Debian's Essential perl): no
-# Time::HiRes, so time comes from /proc/uptime, and no JSON, so the state JSON is read with
-# patterns. prctl goes through syscall() with the number createstart.ts passes for this
-# architecture. Every caught signal writes a byte to a pipe each wait selects on, so SIGCHLD or a
+# Plain perl with no module but strict (and Config for a rare message; perl-base, Debian's
+# Essential perl): no Time::HiRes, so time comes from /proc/uptime, and no JSON, so the state JSON
+# is read with patterns. prctl goes through syscall() with the number createstart.ts passes for
+# this architecture, as it passes the open flags (Fcntl would cost a module load per task). Every caught signal writes a byte to a pipe each wait selects on, so SIGCHLD or a
 # stop signal ends a wait at once, even one perl's deferred handler ran just before the select.
 # strict, never warnings: a warning would be a line on the task's stderr.
 use strict;
 
-my ($PRCTL, $SIGUSR1, $WATCHDOG, $DIR, @W) = splice(@ARGV, 0, 9);
+my ($PRCTL, $SIGUSR1, $O_NONBLOCK, $O_NOTE, $DIR, @W) = splice(@ARGV, 0, 8);
 # Numbers, not strings: syscall() passes a string as a pointer.
-($PRCTL, $SIGUSR1) = (0 + $PRCTL, 0 + $SIGUSR1);
+($PRCTL, $SIGUSR1, $O_NONBLOCK, $O_NOTE) = (0 + $PRCTL, 0 + $SIGUSR1, 0 + $O_NONBLOCK, 0 + $O_NOTE);
 my %CMD = (RunTimeCreate => $W[0]);
+my %WATCHDOG = (RunTimeKill => $W[1], RunTimeDelete => $W[2]);
 @CMD{qw(RunTimeStart RunTimeQuery RunTimeKill RunTimeDelete)} = splice(@ARGV, 0, 4);
 my $START_PROBLEM = shift @ARGV;
 my %LIMIT;
@@ -37,9 +38,13 @@ my @STOP = qw(TERM INT HUP);
 
 # Caught from the start, not ignored: a caught signal is reset to its default at exec.
 my @sigs;
-my ($WAKE_R, $WAKE_W);
-pipe($WAKE_R, $WAKE_W) or ($WAKE_R, $WAKE_W) = ();
-if ($WAKE_W) { require Fcntl; fcntl($WAKE_W, Fcntl::F_SETFL(), Fcntl::O_NONBLOCK()); }
+# The wake pipe: its write end non-blocking (F_SETFL is 4 on every Linux architecture).
+sub wake_pipe {
+  pipe(my $r, my $w) or return ();
+  fcntl($w, 4, $O_NONBLOCK);
+  return ($r, $w);
+}
+my ($WAKE_R, $WAKE_W) = wake_pipe();
 sub wake { syswrite($WAKE_W, "x") if $WAKE_W }
 $SIG{$_} = sub { push @sigs, $_[0]; wake() } for @STOP;
 $SIG{CHLD} = \&wake;
@@ -273,24 +278,14 @@ sub forward {
   if (defined $killat && now() >= $killat) { kill "KILL", $cpid; $killat = undef; }
 }
 
-# 0. The watchdog (watchdog.sh): it runs RunTimeCreate and reports its status on a pipe. In its
-# own process group, with SIGUSR1 when we die (PR_SET_PDEATHSIG), its pid in the task dir.
-# Descriptors above $^F get close-on-exec: keep the pipe's write end across exec.
+# 0. The watchdog: a fork of this program (see watchdog.ts) that runs RunTimeCreate and reports its
+# status on a pipe. In its own process group, with SIGUSR1 when we die (PR_SET_PDEATHSIG), its
+# pid in the task dir.
 sub start_watchdog {
-  $^F = 255;
   pipe(my $r, my $w) or die "jobrt-oci: pipe: $!\n";
-  $^F = 2;
   my $parent = $$;
   $wpid = fork() // die "jobrt-oci: fork: $!\n";
-  if ($wpid == 0) {
-    close $r;
-    syscall($PRCTL, 1, $SIGUSR1, 0, 0, 0);    # PR_SET_PDEATHSIG
-    exit 0 if getppid() != $parent;
-    setpgrp(0, 0);
-    # Named jobrt-oci-watchdog in /proc/<pid>/cmdline: cleanup recognises it by that.
-    exec { "/bin/sh" } "jobrt-oci-watchdog", $WATCHDOG, fileno($w), @W;
-    die "jobrt-oci: cannot run /bin/sh: $!\n";
-  }
+  if ($wpid == 0) { close $r; watchdog($w, $parent); }
   close $w;
   if (open(my $f, ">", "$DIR/.watchdog.pid.$$")) {
     print $f "$wpid\n";
@@ -298,6 +293,51 @@ sub start_watchdog {
     rename("$DIR/.watchdog.pid.$$", "$DIR/watchdog.pid");
   }
   return $r;
+}
+
+# The watchdog's life; it never returns. The create runs with the task's stdio, in this group, with
+# the default signal dispositions the task's would have. A USR1 during the create only sets a
+# flag (the create finishes: runc killed half-way leaves its state dir and cgroups behind); the
+# handler that tears down is installed before the flag is looked at, so none falls between.
+sub watchdog {
+  my ($report, $parent) = @_;
+  $0 = "jobrt-oci-watchdog";    # /proc/<pid>/cmdline: cleanup recognises it by that
+  my $gone;
+  $SIG{USR1} = sub { $gone = 1 };
+  $SIG{$_} = "DEFAULT" for @STOP;
+  close $WAKE_R if $WAKE_R;
+  close $WAKE_W if $WAKE_W;
+  ($WAKE_R, $WAKE_W) = wake_pipe();
+  syscall($PRCTL, 1, $SIGUSR1, 0, 0, 0);    # PR_SET_PDEATHSIG
+  exit 0 if getppid() != $parent;
+  setpgrp(0, 0);
+  my $c = fork();
+  if (defined $c && $c == 0) {
+    $SIG{$_} = "DEFAULT" for "USR1", "CHLD";
+    exec { "/bin/sh" } "/bin/sh", "-c", $CMD{RunTimeCreate};
+    exit 127;
+  }
+  my $st = defined $c && waitpid($c, 0) == $c ? $? : 127 << 8;
+  # A supervisor that died makes the report's write fail: no SIGPIPE for that.
+  $SIG{PIPE} = "IGNORE";
+  syswrite($report, (($st & 127) ? 128 + ($st & 127) : $st >> 8) . "\n");
+  close $report;
+  open(STDIN, "<", "/dev/null"); open(STDOUT, ">", "/dev/null");
+  $SIG{USR1} = \&watchdog_teardown;
+  watchdog_teardown() if $gone;
+  select(undef, undef, undef, 3600) for 1 .. 1e9;
+  exit 0;
+}
+
+# The watchdog's teardown once the supervisor is gone: RunTimeKill and RunTimeDelete (those that
+# expand without %p), each under its time-out, their output dropped.
+sub watchdog_teardown {
+  $SIG{USR1} = "IGNORE";
+  for my $key (qw(RunTimeKill RunTimeDelete)) {
+    my $command = $WATCHDOG{$key};
+    capture($command, $LIMIT{$key}) if $command ne "";
+  }
+  exit 0;
 }
 
 # 1. RunTimeCreate's status from the watchdog; past its time-out the watchdog's group is killed.
@@ -353,9 +393,8 @@ sub wait_created {
 # A note in the task dir for the host's cleanup (best effort): written whole, then renamed.
 sub note {
   my ($name, $text, $what) = @_;
-  require Fcntl;
   my $tmp = "$DIR/.$name.$$.tmp";
-  if (sysopen(my $f, $tmp, Fcntl::O_WRONLY() | Fcntl::O_CREAT() | Fcntl::O_EXCL() | Fcntl::O_NOFOLLOW(), 0600)) {
+  if (sysopen(my $f, $tmp, $O_NOTE, 0600)) {
     print $f $text;
     (close($f) && rename($tmp, "$DIR/$name")) or unlink $tmp;
   } else {

@@ -8,6 +8,7 @@
  * perl, which Debian's perl-base (Essential) always has.
  */
 import { syscallNumbers } from "@jobrt/host-services";
+import { constants } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { WatchdogSpec } from "./watchdog.js";
@@ -30,12 +31,11 @@ export interface CreateStartSpec {
 }
 
 /**
- * The programs beside this module: src/ and dist/ (the build copies the non-TypeScript ones
- * there). Files, not `-e` and `-c` strings: their own linters and tests see them.
+ * The program beside this module: src/ and dist/ (the build copies it there). A file, not a `-e`
+ * string: its own linter and tests see it.
  */
 const HERE = dirname(fileURLToPath(import.meta.url));
 const CREATESTART_PROGRAM = join(HERE, "createstart.pl");
-const WATCHDOG_SCRIPT = join(HERE, "watchdog.sh");
 /** The missing-command look after a failed create, from either src/ (tests) or dist/. */
 const MISSING_COMMAND_PROGRAM = fileURLToPath(new URL("../dist/missingcommandmain.js", import.meta.url));
 
@@ -71,13 +71,12 @@ export function createStartArgv(
     CREATESTART_PROGRAM,
     String(nr),
     String(usr1),
-    WATCHDOG_SCRIPT,
+    String(constants.O_NONBLOCK),
+    String(constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW),
     watchdog.taskDir,
     watchdog.create,
     watchdog.kill,
     watchdog.delete,
-    String(watchdog.killSeconds),
-    String(watchdog.deleteSeconds),
     spec.start,
     spec.query,
     spec.kill,

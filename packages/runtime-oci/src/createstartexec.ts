@@ -71,13 +71,10 @@ function watchdogSpec(st: StepState, values: PatternValues, taskDir: string): Wa
       return "";
     }
   };
-  const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
   return {
     taskDir,
     create: expandCommand(st, "RunTimeCreate", values),
     kill: orEmpty("RunTimeKill"),
     delete: orEmpty("RunTimeDelete"),
-    killSeconds: seconds(st.timeouts.kill),
-    deleteSeconds: seconds(st.timeouts.delete),
   };
 }

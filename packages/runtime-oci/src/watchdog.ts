@@ -1,11 +1,11 @@
 /**
- * The create/start watchdog: a small `/bin/sh` script (watchdog.sh) that createstart.pl forks
- * first. It runs RunTimeCreate itself (with the task's stdio, in its own process group) and
- * then waits, holding nothing of the task but its stderr. If createstart.pl dies without saying
+ * The create/start watchdog: a fork of createstart.pl (its `watchdog` sub, no exec), made first.
+ * It runs RunTimeCreate itself (with the task's stdio, in its own process group) and then waits,
+ * holding nothing of the task but its stderr. If createstart.pl dies without saying
  * goodbye (SIGKILL from the host's KillWait or a second signal, `jobrt gc` killing the task
- * group), the kernel sends the watchdog SIGUSR1 (PR_SET_PDEATHSIG); the trap runs only after an
- * in-flight create has finished (a shell runs traps between commands), and then RunTimeKill and
- * RunTimeDelete. So:
+ * group), the kernel sends the watchdog SIGUSR1 (PR_SET_PDEATHSIG); its teardown runs only after
+ * an in-flight create has finished (the signal only marks it until then), and then RunTimeKill and
+ * RunTimeDelete, each under its time-out. So:
  * - a created-but-not-started container, whose init holds the task's stdout and stderr, cannot
  *   outlive its task program and keep the host waiting for those pipes for ever;
  * - `runc create` is never killed half-way by a signal to the task's process group (which leaves
@@ -25,6 +25,4 @@ export interface WatchdogSpec {
   create: string;
   kill: string;
   delete: string;
-  killSeconds: number;
-  deleteSeconds: number;
 }

@@ -226,7 +226,7 @@ describe("create/start (createstart.pl) with real runc", () => {
   });
 
   test("without perl, or on an architecture whose prctl number is not known, there is no create/start argv (the plugin refuses with ERR_LAUNCH)", () => {
-    const watchdog = { taskDir: "/t", create: "c", kill: "", delete: "", killSeconds: 1, deleteSeconds: 1 };
+    const watchdog = { taskDir: "/t", create: "c", kill: "", delete: "" };
     const spec = {
       start: "s",
       startProblem: "",
