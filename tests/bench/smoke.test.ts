@@ -42,6 +42,10 @@ const expectations: Record<string, RegExp[]> = {
     /jobrt exec adds -?[\d.]+ ms per srun/,
     /\| srun --container B \/bin\/true \(Slurm's own, run mode\) \| [\d.]+ \(quartiles [\d.]+…[\d.]+\) \| -?[\d.]+ /,
     /\| srun jobrt exec --runtime oci \(create\/start\) \| [\d.]+ \(quartiles/,
+    /\| srun --container B \/bin\/true \(Slurm's own, create\/start, W2 worked around\) \| [\d.]+ \(quartiles [\d.]+…[\d.]+\) \| -?[\d.]+ /,
+    /\| srun sh runc-floor\.sh lifecycle \(floor: runc create, state, start, delete alone\) \| [\d.]+ \(quartiles/,
+    /jobrt oci create\/start against Slurm's own create\/start: -?[\d.]+ \(quartiles -?[\d.]+…-?[\d.]+\) ms over Slurm's extra: (met|MISSED|within noise of the target)/,
+    /the floor of create\/start \(runc alone, no jobrt\), its extra over srun against Slurm's run-mode extra: -?[\d.]+ \(quartiles -?[\d.]+…-?[\d.]+\) ms: (above it|below it|within noise of it)/,
     /jobrt oci run mode, its extra over jobrt none against Slurm's --container extra over srun, per round: -?[\d.]+ \(quartiles -?[\d.]+…-?[\d.]+\) ms over Slurm's extra: (met|MISSED|within noise of the target)/,
   ],
   "oci-user": [
@@ -74,6 +78,16 @@ describe("bench smoke", () => {
     },
     300_000,
   );
+
+  it("runc-floor.sh parses (sh -n) and refuses an unknown mode with exit 2, running nothing", async () => {
+    const floor = join(repoRoot, "bench/runc-floor.sh");
+    const parse = await runProgram(["sh", "-n", floor]);
+    expect(parse.stderr).toBe("");
+    expect(parse.code).toBe(0);
+    const r = await runProgram(["sh", floor, "nope", "/nonexistent/runc-root", "/nonexistent/bundle"]);
+    expect(r.stderr).toBe("runc-floor.sh: unknown mode nope\n");
+    expect(r.code).toBe(2);
+  });
 
   it("refuses an unknown benchmark", async () => {
     const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
