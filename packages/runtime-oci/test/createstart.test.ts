@@ -23,6 +23,15 @@ import {
 } from "./fixtures.js";
 import { makeNode, makeStep, runStep, tempDir, trackedJobs } from "./host.js";
 
+/** Resolves once `ready()` holds; throws after `ms`. */
+async function waitFor(ready: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ready()) {
+    if (Date.now() > end) throw new Error(`not ready within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** The plugin driven as the host drives it (API 2 contexts, setup's state handed on). */
 const host = pluginHost(plugin);
 
@@ -222,6 +231,59 @@ describe("create/start (createstart.pl) with real runc", () => {
       beforeCleanup: () => execFileSync("mkfifo", [join(stepTaskDir(spoolDir, jobId), "container.deleted")]),
     });
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
+    expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
+  });
+
+  test("the supervisor SIGKILLed while RunTimeStart hangs: its watchdog runs Kill and Delete, and kills a hanging Delete's whole process group after the delete time-out", async () => {
+    const jobId = job();
+    const out = tempDir();
+    const once = join(out, "once");
+    // The watchdog's Delete hangs, with a process of its own in the background; the host's
+    // cleanup later runs the real one.
+    const conf = createStartConf()
+      .replace(/RunTimeStart="[^"]*"/, `RunTimeStart="touch ${out}/starting; sleep 60"`)
+      .replace(
+        /RunTimeDelete="([^"]*)"/,
+        `RunTimeDelete="mkdir ${once} 2>/dev/null && { sleep 61 & echo $! > ${out}/background; sleep 62; }; $1"`,
+      );
+    const confDir = writeConf(tempDir(), conf);
+    const spoolDir = tempDir();
+    const step = makeStep({ confDir, spoolDir, jobId, argv: ["true"], container: { value: bundle } });
+    const node = makeNode({ confDir, spoolDir });
+    const task = step.tasks[0] as TaskRecord;
+    const saved = process.env.JOBRT_OCI_TIMEOUTS;
+    process.env.JOBRT_OCI_TIMEOUTS = "delete=1";
+    const pidOf = (file: string) => Number(readFileSync(file, "utf8").trim());
+    const alive = (pid: number) =>
+      existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ");
+    try {
+      await host.setup(node, step);
+      await host.taskInit(node, step, task);
+      const spec = (await host.run(node, step, task)) as ExecSpec;
+      const child = spawn(spec.argv[0] as string, spec.argv.slice(1), {
+        env: spec.env,
+        cwd: spec.cwd,
+        stdio: "ignore",
+      });
+      // The host's cleanup then knows a task ran.
+      task.pid = child.pid;
+      const exited = new Promise((r) => child.on("exit", r));
+      await waitFor(() => existsSync(join(out, "starting")), 20_000);
+      const watchdog = pidOf(join(stepTaskDir(spoolDir, jobId), "watchdog.pid"));
+      expect(readFileSync(`/proc/${watchdog}/cmdline`, "utf8")).toBe("jobrt-oci-watchdog\0");
+      child.kill("SIGKILL");
+      await exited;
+      await waitFor(() => existsSync(join(out, "background")), 10_000);
+      const background = pidOf(join(out, "background"));
+      // Kill (10 s bound, immediate here) then the Delete's 1 s: the watchdog is gone, and so is
+      // everything its Delete started.
+      await waitFor(() => !alive(watchdog), 8_000);
+      expect(alive(background)).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.JOBRT_OCI_TIMEOUTS;
+      else process.env.JOBRT_OCI_TIMEOUTS = saved;
+      await host.cleanup(node, step);
+    }
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
 
