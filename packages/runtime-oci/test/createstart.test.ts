@@ -2,10 +2,10 @@
  * A create/start task (src/createstart.ts): createstart.pl runs the whole lifecycle, the common
  * case and every unusual path, with no node process. Real runc, real busybox bundles.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ExecSpec, TaskRecord } from "@jobrt/core";
+import type { ExecSpec, NodeConf, StepRecord, TaskRecord } from "@jobrt/core";
 import { describe, expect, test } from "vitest";
 import { findProgram } from "../src/conf.js";
 import { createStartArgv } from "../src/createstart.js";
@@ -37,6 +37,16 @@ const host = pluginHost(plugin);
 
 const RUNC = "runc --root /run/runc";
 
+/** Setup, taskInit and run, then the task started as the host starts it (its pid recorded for cleanup). */
+async function startTask(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ChildProcess> {
+  await host.setup(node, step);
+  await host.taskInit(node, step, task);
+  const spec = (await host.run(node, step, task)) as ExecSpec;
+  const child = spawn(spec.argv[0] as string, spec.argv.slice(1), { env: spec.env, cwd: spec.cwd, stdio: "ignore" });
+  task.pid = child.pid;
+  return child;
+}
+
 describe("create/start (createstart.pl) with real runc", () => {
   const job = trackedJobs();
 
@@ -62,14 +72,7 @@ describe("create/start (createstart.pl) with real runc", () => {
     const node20 = realpathSync(process.execPath);
     const seen = new Set<string>();
     try {
-      await host.setup(node, step);
-      await host.taskInit(node, step, task);
-      const spec = (await host.run(node, step, task)) as ExecSpec;
-      const child = spawn(spec.argv[0] as string, spec.argv.slice(1), {
-        env: spec.env,
-        cwd: spec.cwd,
-        stdio: "ignore",
-      });
+      const child = await startTask(node, step, task);
       const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
       let done = false;
       void exited.then(() => {
@@ -257,16 +260,7 @@ describe("create/start (createstart.pl) with real runc", () => {
     const alive = (pid: number) =>
       existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ");
     try {
-      await host.setup(node, step);
-      await host.taskInit(node, step, task);
-      const spec = (await host.run(node, step, task)) as ExecSpec;
-      const child = spawn(spec.argv[0] as string, spec.argv.slice(1), {
-        env: spec.env,
-        cwd: spec.cwd,
-        stdio: "ignore",
-      });
-      // The host's cleanup then knows a task ran.
-      task.pid = child.pid;
+      const child = await startTask(node, step, task);
       const exited = new Promise((r) => child.on("exit", r));
       await waitFor(() => existsSync(join(out, "starting")), 20_000);
       const watchdog = pidOf(join(stepTaskDir(spoolDir, jobId), "watchdog.pid"));
