@@ -424,7 +424,15 @@ sub start_and_wait {
   verbose("RunTimeStart: $start");
   my $sp = fork();
   fail("RunTimeStart: cannot start /bin/sh: $!") unless defined $sp;
-  if ($sp == 0) { $SIG{$_} = "DEFAULT" for @STOP, "CHLD"; exec { "/bin/sh" } "/bin/sh", "-c", $start; exit 127; }
+  # The start command stays in the task's group, so the host's SIGKILL takes it, but ignores the stop
+  # signals sent to that group (an ignored signal stays ignored across exec): a stop while it runs
+  # is ours to forward to the container, and must not kill the start half-way.
+  if ($sp == 0) {
+    $SIG{$_} = "IGNORE" for @STOP;
+    $SIG{CHLD} = "DEFAULT";
+    exec { "/bin/sh" } "/bin/sh", "-c", $start;
+    exit 127;
+  }
   my $send = now() + seconds($LIMIT{RunTimeStart});
   my ($sst, $cst);
   for (;;) {

@@ -116,6 +116,22 @@ describe("create/start (createstart.pl) with real runc", () => {
     expect(readFileSync(join(out, "delete"), "utf8")).toBe(pid);
   });
 
+  test("a stop signal to the task's group while RunTimeStart is still running (the container already is): it reaches the container through RunTimeKill, not the start command", async () => {
+    // The start command lingers after starting the container: a group signal then lands in it.
+    const conf = createStartConf().replace(/RunTimeStart="([^"]*)"/, 'RunTimeStart="$1; sleep 1"');
+    const r = await runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sh", "-c", 'trap "exit 7" TERM; echo trapped; sleep 30 & wait'],
+      container: { value: bundle },
+      signal: "SIGTERM",
+      signalWhen: ({ stdout }) => stdout.includes("trapped"),
+    });
+    expect(r.tasks[0]?.stderr).toBe("");
+    expect(r.tasks[0]?.code).toBe(7);
+  });
+
   test("a signal before the container started: it says so, the task dies of it, the container is deleted", async () => {
     const jobId = job();
     const out = tempDir();
