@@ -153,6 +153,30 @@ describe("faults: jobrt SIGKILLed while runc create runs, then gc with a step cg
     }
   }, 120_000);
 
+  it("run mode: `runc run` killed before it made any cgroup dir (its state dir holds only exec.fifo): the run's cleanup removes the state dir", async () => {
+    // runc's first step of a create, stood in for by a shell: the state dir and its exec.fifo, then
+    // the kill (no hook of runc's runs that early, and cgroup dirs, which a real kill later would
+    // also leave, are what the test above covers). runc's query finds no container there; its
+    // delete removes the dir.
+    const tag = `jfcut${process.pid}x${++seq}`;
+    const id = `${tag}.1.0.0`;
+    ids.push(id);
+    const c = `${tag}.%j.%s.%t`;
+    const conf = [
+      `RunTimeQuery="${RUNC} state ${c}"`,
+      `RunTimeRun="mkdir /run/runc/${c} && mkfifo /run/runc/${c}/exec.fifo && kill -s KILL $$"`,
+      `RunTimeKill="${RUNC} kill -a ${c}"`,
+      `RunTimeDelete="${RUNC} delete --force ${c}"`,
+    ].join("\n");
+    const site = faultSite("ProcTrack=pgid\n", { "oci.conf": `${conf}\n` });
+    sites.push(site);
+    const bundle = busyboxBundle(join(site.dir, "bundle"));
+    const r = await jobrt(["run", "--container", bundle, "true"], { env: site.env });
+    expect(r.code, r.stderr).toBe(137);
+    expect(existsSync(join("/run/runc", id))).toBe(false);
+    await expectNoLeaks(site);
+  });
+
   it("not only gc: SIGTERM to jobrt while runc create is held, so the host kills the step cgroup after KillWait: the run removes the dirs too", async () => {
     const { site, bundle, id, marker } = cutSite("cgroup2");
     const child = spawn(process.execPath, ["--", jobrtBin, "run", "--container", bundle, "sleep", "600"], {

@@ -213,9 +213,15 @@ async function sweepCutShort(
     await runKey("RunTimeDelete").catch(() => undefined);
     ts.cgroupsLeft = await cutShortCgroups(cutShortTask(st, ts, "RunTimeCreate", afterCrash, log));
   } else if (st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)) {
-    // A killed `runc run` may have been half-way through its create just the same, and only the
-    // cgroup dirs it left show it: RunTimeDelete (for its state dir) runs when there are some.
-    const whenFound = () => runKey("RunTimeDelete").catch(() => undefined);
+    // A killed `runc run` may have been half-way through its create just the same, with state the
+    // query does not see: RunTimeDelete removes it (runc: a state dir with only exec.fifo, made
+    // before any cgroup dir), once, before the cgroup dirs it may have left are removed.
+    let deleted: Promise<unknown> | undefined;
+    const whenFound = () => {
+      deleted ??= runKey("RunTimeDelete").catch(() => undefined);
+      return deleted;
+    };
+    await whenFound();
     ts.cgroupsLeft = await cutShortCgroups({ ...cutShortTask(st, ts, "RunTimeRun", afterCrash, log), whenFound });
   }
 }
