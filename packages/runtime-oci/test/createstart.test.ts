@@ -58,6 +58,18 @@ describe("create/start (createstart.pl) with real runc", () => {
 
   const bundle = makeBundle(join(tempDir(), "bundle"));
 
+  /** A step with `conf` whose container traps SIGTERM (exit 7), sent SIGTERM to its group once it runs. */
+  const stopTrappingTask = (conf: string) =>
+    runStep(plugin, {
+      confDir: writeConf(tempDir(), conf),
+      spoolDir: tempDir(),
+      jobId: job(),
+      argv: ["sh", "-c", 'trap "exit 7" TERM; echo trapped; sleep 30 & wait'],
+      container: { value: bundle },
+      signal: "SIGTERM",
+      signalWhen: ({ stdout }) => stdout.includes("trapped"),
+    });
+
   test("the task process stays perl from start to exit: no node process starts, and exit status 3 propagates", async () => {
     const confDir = writeConf(tempDir(), createStartConf());
     const step = makeStep({
@@ -100,15 +112,7 @@ describe("create/start (createstart.pl) with real runc", () => {
       .replace(`RunTimeStart="${RUNC}`, `RunTimeStart="echo %p > ${out}/start; ${RUNC}`)
       .replace(`RunTimeKill="${RUNC}`, `RunTimeKill="echo %p > ${out}/kill; ${RUNC}`)
       .replace(`RunTimeDelete="${RUNC}`, `RunTimeDelete="echo %p > ${out}/delete; ${RUNC}`);
-    const r = await runStep(plugin, {
-      confDir: writeConf(tempDir(), conf),
-      spoolDir: tempDir(),
-      jobId: job(),
-      argv: ["sh", "-c", 'trap "exit 7" TERM; echo trapped; sleep 30 & wait'],
-      container: { value: bundle },
-      signal: "SIGTERM",
-      signalWhen: ({ stdout }) => stdout.includes("trapped"),
-    });
+    const r = await stopTrappingTask(conf);
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(7);
     const pid = readFileSync(join(out, "start"), "utf8");
     expect(pid).toMatch(/^[1-9]\d*\n$/);
@@ -119,15 +123,7 @@ describe("create/start (createstart.pl) with real runc", () => {
   test("a stop signal to the task's group while RunTimeStart is still running (the container already is): it reaches the container through RunTimeKill, not the start command", async () => {
     // The start command lingers after starting the container: a group signal then lands in it.
     const conf = createStartConf().replace(/RunTimeStart="([^"]*)"/, 'RunTimeStart="$1; sleep 1"');
-    const r = await runStep(plugin, {
-      confDir: writeConf(tempDir(), conf),
-      spoolDir: tempDir(),
-      jobId: job(),
-      argv: ["sh", "-c", 'trap "exit 7" TERM; echo trapped; sleep 30 & wait'],
-      container: { value: bundle },
-      signal: "SIGTERM",
-      signalWhen: ({ stdout }) => stdout.includes("trapped"),
-    });
+    const r = await stopTrappingTask(conf);
     expect(r.tasks[0]?.stderr).toBe("");
     expect(r.tasks[0]?.code).toBe(7);
   });
