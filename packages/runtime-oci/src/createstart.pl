@@ -16,8 +16,9 @@
 # Plain perl with no module but strict (and Config for a rare message; perl-base, Debian's
 # Essential perl): no Time::HiRes, so time comes from /proc/uptime, and no JSON, so the state JSON
 # is read with patterns. prctl goes through syscall() with the number createstart.ts passes for
-# this architecture, as it passes the open flags (Fcntl would cost a module load per task). Every caught signal writes a byte to a pipe each wait selects on, so SIGCHLD or a
-# stop signal ends a wait at once, even one perl's deferred handler ran just before the select.
+# this architecture, as it passes the open flags (Fcntl would cost a module load per task).
+# Every caught signal writes a byte to a pipe each wait selects on, so SIGCHLD or a stop signal
+# ends a wait at once, even one perl's deferred handler ran just before the select.
 # strict, never warnings: a warning would be a line on the task's stderr.
 use strict;
 
