@@ -20,10 +20,10 @@ export interface CutShortTask {
   afterCrash: boolean;
   log: (level: "verbose" | "debug" | "warn", message: string) => void;
   /**
-   * Set when nothing but the dirs themselves shows that the command was cut short (run mode):
-   * run before they are removed (RunTimeDelete, for the runtime's own state).
+   * Set when nothing but the dirs themselves shows that the command was cut short (run mode;
+   * the caller has run RunTimeDelete for the runtime's own state already).
    */
-  whenFound?: () => Promise<unknown>;
+  uncertain?: boolean;
 }
 
 function describe(left: CgroupLeft): string {
@@ -43,7 +43,7 @@ export async function cutShortCgroups(t: CutShortTask): Promise<string | undefin
   if (typeof t.cgroupsPath === "string" && t.cgroupsPath !== "") {
     const path = t.cgroupsPath;
     // Without a known cut-short command, a dir there is most likely another container's.
-    if (path.includes(":") || t.whenFound) return undefined;
+    if (path.includes(":") || t.uncertain) return undefined;
     const found = findContainerCgroups(
       path.startsWith("/") ? { absolute: [path] } : { relative: [path] },
       recorded,
@@ -67,13 +67,8 @@ export async function cutShortCgroups(t: CutShortTask): Promise<string | undefin
   }
   const found = findContainerCgroups({ relative: ids }, recorded, t.uid);
   t.log("debug", `cgroup dirs of container ${ids.join(", ")}: ${found.join(", ") || "none"}`);
-  if (found.length > 0 && t.whenFound) {
-    t.log(
-      "verbose",
-      `${t.key} was cut short (its container's cgroup dirs are left, the runtime knows no container): running RunTimeDelete`,
-    );
-    await t.whenFound();
-  }
+  if (found.length > 0 && t.uncertain)
+    t.log("verbose", `${t.key} was cut short (its container's cgroup dirs are left, the runtime knows no container)`);
   const left = await removeCgroups(found, t.identity);
   if (left.length === 0) return undefined;
   // Only gc keeps the step for another try; after a run nothing else will come back for the dirs.

@@ -205,25 +205,24 @@ async function sweepCutShort(
   },
 ): Promise<void> {
   const { createInFlight, afterCrash, runKey, log } = o;
-  if (createInFlight) {
-    // The supervisor and its watchdog died while RunTimeCreate ran (e.g. gc killed the step's
-    // cgroup): a create cut short leaves runtime state without a container to query (runc: its
-    // state dir). Delete it anyway; the cgroup dirs it made are not in that state: removed here.
-    log("verbose", "RunTimeCreate was cut short: running RunTimeDelete anyway");
-    await runKey("RunTimeDelete").catch(() => undefined);
-    ts.cgroupsLeft = await cutShortCgroups(cutShortTask(st, ts, "RunTimeCreate", afterCrash, log));
-  } else if (st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)) {
-    // A killed `runc run` may have been half-way through its create just the same, with state the
-    // query does not see: RunTimeDelete removes it (runc: a state dir with only exec.fifo, made
-    // before any cgroup dir), once, before the cgroup dirs it may have left are removed.
-    let deleted: Promise<unknown> | undefined;
-    const whenFound = () => {
-      deleted ??= runKey("RunTimeDelete").catch(() => undefined);
-      return deleted;
-    };
-    await whenFound();
-    ts.cgroupsLeft = await cutShortCgroups({ ...cutShortTask(st, ts, "RunTimeRun", afterCrash, log), whenFound });
-  }
+  // The supervisor and its watchdog died while RunTimeCreate ran (e.g. gc killed the step's cgroup),
+  // or a killed `runc run` may have been half-way through its create: either leaves runtime state
+  // the query does not see (runc: its state dir, with only exec.fifo if it was killed before any
+  // cgroup dir). RunTimeDelete removes it; the cgroup dirs the create made are removed here.
+  const key = createInFlight
+    ? "RunTimeCreate"
+    : st.conf.mode === "run" && (afterCrash || ts.task.exit?.signal)
+      ? "RunTimeRun"
+      : undefined;
+  if (key === undefined) return;
+  // A run-mode task killed by a signal may as well have had its container made and gone.
+  const uncertain = key === "RunTimeRun";
+  log(
+    uncertain ? "debug" : "verbose",
+    `${key} ${uncertain ? "may have been" : "was"} cut short: running RunTimeDelete anyway`,
+  );
+  await runKey("RunTimeDelete").catch(() => undefined);
+  ts.cgroupsLeft = await cutShortCgroups({ ...cutShortTask(st, ts, key, afterCrash, log), uncertain });
 }
 
 /** What leftovers.ts needs to find and remove the cgroup dirs of a task's container. */
