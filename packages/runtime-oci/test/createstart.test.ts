@@ -37,6 +37,15 @@ const host = pluginHost(plugin);
 
 const RUNC = "runc --root /run/runc";
 
+/** The create/start conf whose first RunTimeDelete (the task's own) runs `instead` and not the delete. */
+function firstDeleteRuns(instead: string): string {
+  const once = join(tempDir(), "once");
+  return createStartConf().replace(
+    /RunTimeDelete="([^"]*)"/,
+    `RunTimeDelete="mkdir ${once} 2>/dev/null && ${instead}; $1"`,
+  );
+}
+
 /** Setup, taskInit and run, then the task started as the host starts it (its pid recorded for cleanup). */
 async function startTask(node: NodeConf, step: StepRecord, task: TaskRecord): Promise<ChildProcess> {
   await host.setup(node, step);
@@ -68,6 +77,17 @@ describe("create/start (createstart.pl) with real runc", () => {
       container: { value: bundle },
       signal: "SIGTERM",
       signalWhen: ({ stdout }) => stdout.includes("trapped"),
+    });
+
+  /** A `true` step whose task's own RunTimeDelete exits 3 without deleting; `beforeCleanup` as runStep's. */
+  const firstDeleteFailsStep = (spoolDir: string, jobId: number, beforeCleanup?: () => void) =>
+    runStep(plugin, {
+      confDir: writeConf(tempDir(), firstDeleteRuns("exit 3")),
+      spoolDir,
+      jobId,
+      argv: ["true"],
+      container: { value: bundle },
+      ...(beforeCleanup ? { beforeCleanup } : {}),
     });
 
   test("the task process stays perl from start to exit: no node process starts, and exit status 3 propagates", async () => {
@@ -212,18 +232,7 @@ describe("create/start (createstart.pl) with real runc", () => {
     const spoolDir = tempDir();
     leftoverTaskDir(spoolDir, jobId, { "container.deleted": "" });
     // The task's own RunTimeDelete fails without deleting: only the host's cleanup deletes it.
-    const once = join(tempDir(), "once");
-    const conf = createStartConf().replace(
-      /RunTimeDelete="([^"]*)"/,
-      `RunTimeDelete="mkdir ${once} 2>/dev/null && exit 3; $1"`,
-    );
-    const r = await runStep(plugin, {
-      confDir: writeConf(tempDir(), conf),
-      spoolDir,
-      jobId,
-      argv: ["true"],
-      container: { value: bundle },
-    });
+    const r = await firstDeleteFailsStep(spoolDir, jobId);
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
     expect(r.tasks[0]?.stderr).toBe("jobrt-oci: RunTimeDelete exited with status 3: \n");
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
@@ -232,19 +241,9 @@ describe("create/start (createstart.pl) with real runc", () => {
   test("hostile: a FIFO planted as container.deleted before cleanup is not taken for the note; cleanup deletes the container, no hang", async () => {
     const jobId = job();
     const spoolDir = tempDir();
-    const once = join(tempDir(), "once");
-    const conf = createStartConf().replace(
-      /RunTimeDelete="([^"]*)"/,
-      `RunTimeDelete="mkdir ${once} 2>/dev/null && exit 3; $1"`,
+    const r = await firstDeleteFailsStep(spoolDir, jobId, () =>
+      execFileSync("mkfifo", [join(stepTaskDir(spoolDir, jobId), "container.deleted")]),
     );
-    const r = await runStep(plugin, {
-      confDir: writeConf(tempDir(), conf),
-      spoolDir,
-      jobId,
-      argv: ["true"],
-      container: { value: bundle },
-      beforeCleanup: () => execFileSync("mkfifo", [join(stepTaskDir(spoolDir, jobId), "container.deleted")]),
-    });
     expect(r.tasks[0]?.code, r.tasks[0]?.stderr).toBe(0);
     expect(runcIds().filter((id) => id.includes(`.${jobId}.`))).toEqual([]);
   });
@@ -252,15 +251,12 @@ describe("create/start (createstart.pl) with real runc", () => {
   test("the supervisor SIGKILLed while RunTimeStart hangs: its watchdog runs Kill and Delete, and kills a hanging Delete's whole process group after the delete time-out", async () => {
     const jobId = job();
     const out = tempDir();
-    const once = join(out, "once");
     // The watchdog's Delete hangs, with a process of its own in the background; the host's
     // cleanup later runs the real one.
-    const conf = createStartConf()
-      .replace(/RunTimeStart="[^"]*"/, `RunTimeStart="touch ${out}/starting; sleep 60"`)
-      .replace(
-        /RunTimeDelete="([^"]*)"/,
-        `RunTimeDelete="mkdir ${once} 2>/dev/null && { sleep 61 & echo $! > ${out}/background; sleep 62; }; $1"`,
-      );
+    const conf = firstDeleteRuns(`{ sleep 61 & echo $! > ${out}/background; sleep 62; }`).replace(
+      /RunTimeStart="[^"]*"/,
+      `RunTimeStart="touch ${out}/starting; sleep 60"`,
+    );
     const confDir = writeConf(tempDir(), conf);
     const spoolDir = tempDir();
     const step = makeStep({ confDir, spoolDir, jobId, argv: ["true"], container: { value: bundle } });
