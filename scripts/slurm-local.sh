@@ -269,7 +269,7 @@ do_stop() {
   remove_device_cgroups
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR/constraindevices" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/tmp" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR/constraindevices" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rm -f "$CREATED"
   rmdir "$DIR" 2>/dev/null || true
@@ -367,6 +367,9 @@ CredType=cred/munge
 AuthInfo=socket=$DIR/munge/munge.socket
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
+# Each node its own TmpFS: PMIx puts its rendezvous directories there, and two slurmd on one
+# machine sharing /tmp would collide on them (docs/slurm.md, MPI).
+TmpFS=$DIR/tmp/%n
 SlurmctldPidFile=$DIR/run-slurmctld.pid
 SlurmdPidFile=$DIR/run-slurmd-%n.pid
 SlurmctldLogFile=$LOGS/slurmctld.log
@@ -513,7 +516,8 @@ start_slurm() {
   k=0
   while [ $k -lt "$NODES" ]; do
     name=$(node_name $k)
-    mkdir -p "$DIR/spool/$name"
+    mkdir -p "$DIR/spool/$name" "$DIR/tmp/$name"
+    chmod 1777 "$DIR/tmp/$name"
     if [ $k -eq 0 ]; then
       setsid slurmd -D -N "$name" -f "$CONF" </dev/null >>"$LOGS/slurmd-$name.out" 2>&1 9>&- &
     else

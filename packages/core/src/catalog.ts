@@ -148,6 +148,12 @@ export const ERROR_CATALOG = {
     hint: "fix the owner or mode of the path the message names, or set another SpoolDir",
     exit: 1,
   },
+  ERR_MPI_WIREUP: {
+    template: "MPI wire-up: {problem}",
+    when: "what Slurm's MPI plugin gave a `jobrt exec` task cannot reach it: `PMI_FD` names no open socket, or the step's runtime does not declare the `pmi-fd` capability (it cannot pass the PMI-2 socket into its tasks). See [mpi.md](mpi.md)",
+    hint: "run the step with `--mpi=pmix`, or with a runtime that lists `pmi-fd` in `jobrt runtimes`",
+    exit: 1,
+  },
   ERR_NOT_IN_SLURM_STEP: {
     template: "exec: {problem}",
     when: "`jobrt exec` outside a Slurm step (no `SLURM_JOB_ID`/`SLURM_STEP_ID`/`SLURM_PROCID`)",

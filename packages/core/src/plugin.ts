@@ -61,7 +61,11 @@ export interface RuntimeMeta {
   type: string;
   version: string;
   apiVersion: number;
-  /** Free-form capability tags shown by `jobrt runtimes`, e.g. "container", "create-start". */
+  /**
+   * Capability tags shown by `jobrt runtimes`, e.g. "container", "create-start"; free-form but for
+   * "pmi-fd", which the host reads: the task process receives the descriptors the host passes it
+   * (Slurm's PMI-2 socket under `jobrt exec`, docs/mpi.md). A runtime without it is refused such a step.
+   */
   capabilities?: string[];
   /**
    * The container request fields this runtime takes (`value` is `--container`, `options.KEY` one

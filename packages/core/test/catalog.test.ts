@@ -33,6 +33,7 @@ describe("error catalog", () => {
       "ERR_CONTAINER_REQUEST",
       "ERR_DEVICE",
       "ERR_LAUNCH",
+      "ERR_MPI_WIREUP",
       "ERR_NOT_IN_SLURM_STEP",
       "ERR_RUNTIME_AMBIGUOUS",
       "ERR_RUNTIME_API_VERSION",

@@ -2,9 +2,13 @@
  * The task forker's streams against Node's own handling of its child: a task's output must reach
  * its reader even when the forker has exited (and Node has seen it) before the reader attaches.
  */
+import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { TaskForker, forkerPerl } from "../src/session/forker.js";
+import { type StdioItem, TaskForker, forkerPerl } from "../src/session/forker.js";
+import { withDescriptor } from "../src/session/pmi.js";
 
 /** All a stream still holds, read from now on ("" when it was already drained and closed). */
 function rest(stream: Readable | null): Promise<string> {
@@ -47,4 +51,55 @@ describe("TaskForker", () => {
     expect(await Promise.race([forker.exited.then(() => "exited"), timeout])).toBe("exited");
     await forker.close();
   }, 30_000);
+});
+
+describe("TaskForker: a descriptor passed on purpose (pmi.ts)", () => {
+  /** What the task sees: each of its descriptors above 2 and what it is open on. */
+  const LIST = 'for f in /proc/self/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && echo "$n $(readlink "$f")"; done; true';
+
+  async function descriptorsOf(items: StdioItem[]): Promise<string[]> {
+    const found = forkerPerl();
+    if (!("perl" in found)) throw new Error(`the task forker needs perl here: ${found.missing}`);
+    const forker = new TaskForker(found.perl, new Map([[0, items]]), (why) => {
+      throw new Error(why);
+    });
+    const task = await forker.start(0, { argv: ["/bin/sh", "-c", LIST], env: {}, cwd: "/" });
+    const out = await rest(task.stdout);
+    await forker.close();
+    return out.split("\n").filter((l) => l !== "");
+  }
+
+  function withFile<T>(run: (fd: number, path: string) => Promise<T>): Promise<T> {
+    const dir = mkdtempSync(join(tmpdir(), "jobrt-forker-"));
+    const path = join(dir, "passed");
+    const fd = openSync(path, "w");
+    return run(fd, path).finally(() => {
+      closeSync(fd);
+      rmSync(dir, { recursive: true });
+    });
+  }
+
+  it.each([11, 4])(
+    "reaches the task at number %i, and nothing else of jobrt's does",
+    (at) =>
+      withFile(async (fd, path) => {
+        const items = withDescriptor(["ignore", "pipe", "ignore"], at);
+        items[at] = fd;
+        const seen = await descriptorsOf(items);
+        // The shell's own directory listing may show too; nothing else open on a file of jobrt's.
+        expect(seen.filter((l) => / ./.test(l) && !l.includes("/proc/"))).toEqual([`${at} ${path}`]);
+      }),
+    30_000,
+  );
+
+  it(
+    "is not passed to a task whose stdio does not name it",
+    () =>
+      withFile(async (_fd, path) => {
+        const seen = await descriptorsOf(["ignore", "pipe", "ignore"]);
+        expect(seen.join("\n")).not.toContain(path);
+        expect(seen.filter((l) => / ./.test(l) && !l.includes("/proc/"))).toEqual([]);
+      }),
+    30_000,
+  );
 });

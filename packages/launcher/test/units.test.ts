@@ -192,7 +192,7 @@ describe("forkRequest (the task forker's start request)", () => {
   }
   const text = fc.string({ unit: "grapheme", maxLength: 12 }).filter((s) => !s.includes("\0"));
 
-  it("property: decodes to id, fds, user, cgroup, cwd, argc, argv, K=V for every defined variable, in order, as UTF-8", () => {
+  it("property: decodes to id, fds, passed fds, user, cgroup, cwd, argc, argv, K=V for every defined variable, in order, as UTF-8", () => {
     fc.assert(
       fc.property(
         fc.nat(100_000),
@@ -210,6 +210,7 @@ describe("forkRequest (the task forker's start request)", () => {
             [-1, 5, 0],
             { argv, env: env as Record<string, string>, cwd },
             { ...(user ? { user } : {}), cgroupProcs: "/sys/fs/cgroup/x/cgroup.procs" },
+            drop ? [[7, 11]] : [],
           );
           const vars = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
           expect(decode(request)).toEqual([
@@ -217,6 +218,7 @@ describe("forkRequest (the task forker's start request)", () => {
             "-1",
             "5",
             "0",
+            drop ? "7:11" : "",
             user ? "1000" : "",
             user ? "100" : "",
             "/sys/fs/cgroup/x/cgroup.procs",

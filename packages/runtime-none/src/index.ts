@@ -12,7 +12,14 @@ import { NOT_SUPPORTED, REQUEST_FIELDS, definePlugin, packageVersion } from "@jo
 const ACCEPTS = REQUEST_FIELDS.filter((field) => field !== "devices");
 
 const none = definePlugin(
-  { name: "none", type: "runtime/none", version: packageVersion(import.meta.url), capabilities: [], accepts: ACCEPTS },
+  {
+    name: "none",
+    type: "runtime/none",
+    version: packageVersion(import.meta.url),
+    // Its task is the process the host forks: whatever descriptor the host passes reaches it.
+    capabilities: ["pmi-fd"],
+    accepts: ACCEPTS,
+  },
   // No program of its own and nothing of a request to look at: an empty answer, not "unknown".
   { run: () => NOT_SUPPORTED, tools: () => [], check: () => [] },
 );

@@ -5,7 +5,8 @@
 #
 # fds: 0-2 jobrt's own (a task that inherits them gets them), 3 the control socket, 4.. the tasks'
 # stdio, each passed once. Requests on fd 3: "<bytes>\n" then NUL-separated fields: id, the forker
-# fds for the task's 0 1 2 (-1: /dev/null), uid, gid ("" for no drop), the task cgroup's
+# fds for the task's 0 1 2 (-1: /dev/null), the descriptors passed on purpose as "k:n,..." (the
+# forker's k becomes the task's n: Slurm's PMI-2 socket), uid, gid ("" for no drop), the task cgroup's
 # cgroup.procs ("" for none), cwd, argc, argv..., env "K=V"... Reports: "S id pid" started,
 # "F id errno stage" not started, "X pid status" reaped with its raw wait status.
 # When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
@@ -68,7 +69,7 @@ sub fail {
 # 15-20 us on a Firecracker VM: the child touches as few perl values as it can, with what the
 # parent prepared, and no file handle.
 sub child {
-  my ($ew, $fds, $uid, $gid, $procs, $cwd, $argv, $env, $args, $envp) = @_;
+  my ($ew, $fds, $extra, $uid, $gid, $procs, $cwd, $argv, $env, $args, $envp) = @_;
   # Born in its task cgroup: the task cannot fork before it is tracked ("0": the writer itself).
   if ($procs ne "") {
     my $f = syscall($OPENAT, -100, $procs, $O_CLOEXEC | 1);
@@ -84,6 +85,12 @@ sub child {
     $s >= 0 or fail($ew, "open /dev/null");
     if ($s != $t) { syscall($DUP3, $s, $t, 0) >= 0 or fail($ew, "dup3") }
     elsif ($fds->[$t] < 0) { syscall($FCNTL, $s, 2, 0) }
+  }
+  # After 0-2, which never are an n here (forker.ts passes n > 2 only); fcntl F_SETFD 0 when k is n.
+  for (my $i = 0; $i < @$extra; $i += 2) {
+    my ($k, $n) = ($extra->[$i], $extra->[$i + 1]);
+    if ($k != $n) { syscall($DUP3, $k, $n, 0) >= 0 or fail($ew, "dup3") }
+    else { syscall($FCNTL, $n, 2, 0) >= 0 or fail($ew, "fcntl") }
   }
   if ($uid ne "") {
     syscall($SETGROUPS, 0, 0) == 0 or fail($ew, "setgroups");
@@ -124,16 +131,17 @@ sub orphaned {
 }
 
 sub start {
-  my ($id, $i0, $i1, $i2, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
+  my ($id, $i0, $i1, $i2, $passed, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
   my @argv = splice(@rest, 0, $argc);
   my @fds = map { 0 + $_ } ($i0, $i1, $i2);
+  my @extra = map { 0 + $_ } split /[:,]/, $passed;
   # Pointers to the strings of @argv and @rest, valid in the child: it has the same addresses.
   my ($args, $envp) = index($argv[0], "/") >= 0 ? (pack("p*", @argv, undef), pack("p*", @rest, undef)) : ();
   my ($pid, $errno, $why);
   if (syscall($PIPE2, $PIPE, $O_CLOEXEC) == 0) {
     my ($er, $ew) = unpack("ii", $PIPE);
     $pid = fork();
-    child($ew, \@fds, $uid, $gid, $procs, $cwd, \@argv, \@rest, $args, $envp) if defined $pid && $pid == 0;
+    child($ew, \@fds, \@extra, $uid, $gid, $procs, $cwd, \@argv, \@rest, $args, $envp) if defined $pid && $pid == 0;
     $errno = 0 + $!;
     syscall($CLOSE, $ew);
     if (defined $pid) {
@@ -147,6 +155,7 @@ sub start {
   }
   # The task's stdio is its own now: jobrt sees its pipes close when it ends.
   for (@fds) { syscall($CLOSE, $_) if $_ > 3 }
+  for (my $i = 0; $i < @extra; $i += 2) { syscall($CLOSE, $extra[$i]) }
   return report("F $id $errno fork\n") unless defined $pid;
   if ($why ne "") { waitpid($pid, 0); return report("F $id $why\n") }
   my $fd = syscall($PIDFD_OPEN, $pid, 0);

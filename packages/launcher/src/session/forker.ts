@@ -142,6 +142,8 @@ interface Slot {
   fds: number[];
   /** The forker's stdio index of each piped descriptor. */
   pipes: (number | undefined)[];
+  /** Descriptors passed on purpose (pmi.ts): [the forker's number, the task's number]. */
+  extra: [number, number][];
 }
 
 /**
@@ -183,7 +185,7 @@ export class TaskForker {
   ) {
     const stdio: StdioItem[] = ["inherit", "inherit", "inherit", "pipe"];
     for (const [id, items] of stdios) {
-      const slot: Slot = { fds: [], pipes: [] };
+      const slot: Slot = { fds: [], pipes: [], extra: [] };
       for (const [t, item] of items.slice(0, 3).entries()) {
         if (item === "inherit") slot.fds.push(t);
         else if (item === "ignore") slot.fds.push(-1);
@@ -192,6 +194,11 @@ export class TaskForker {
           slot.fds.push(stdio.length - 1);
           slot.pipes[t] = item === "pipe" ? stdio.length - 1 : undefined;
         }
+      }
+      for (const [t, item] of items.entries()) {
+        if (t < 3 || typeof item !== "number") continue;
+        stdio.push(item);
+        slot.extra.push([stdio.length - 1, t]);
       }
       this.#slots.set(id, slot);
     }
@@ -247,7 +254,7 @@ export class TaskForker {
     const slot = this.#slots.get(id);
     if (!slot) throw new Error(`task forker: no stdio for task ${id}`);
     this.#slots.delete(id);
-    const request = forkRequest(id, slot.fds, spec, options);
+    const request = forkRequest(id, slot.fds, spec, options, slot.extra);
     if (this.#gone !== undefined) return Promise.reject(new Error(`the task forker ${this.#gone}`));
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { file: spec.argv[0]!, slot, resolve, reject });

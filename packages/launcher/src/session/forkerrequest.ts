@@ -27,8 +27,8 @@ function writeField(out: Buffer, field: string, at: number): number {
 
 /**
  * One start request for the task forker (the format is in forker.pl): "<bytes>\n", then
- * NUL-separated fields: id, the forker fds for the task's 0 1 2, uid, gid, cgroup.procs, cwd, argc,
- * argv..., env "K=V"... Sized first, then encoded straight into one Buffer: a few hundred tasks
+ * NUL-separated fields: id, the forker fds for the task's 0 1 2, the descriptors passed on purpose
+ * ("k:n,..."), uid, gid, cgroup.procs, cwd, argc, argv..., env "K=V"... Sized first, then encoded straight into one Buffer: a few hundred tasks
  * start at once, and per-variable strings and arrays made while every task's state is live were
  * most of what the launch burst allocated, which grows V8's young generation and the peak RSS
  * (docs/performance.md). Throws on a NUL byte in any field, before anything is sent.
@@ -38,12 +38,14 @@ export function forkRequest(
   fds: readonly number[],
   spec: ExecSpec,
   { user, cgroupProcs }: ForkOptions,
+  extra: readonly (readonly [number, number])[] = [],
 ): Buffer {
   const head = [
     String(id),
     String(fds[0]),
     String(fds[1]),
     String(fds[2]),
+    extra.map(([k, n]) => `${k}:${n}`).join(","),
     user ? String(user.uid) : "",
     user ? String(user.gid) : "",
     cgroupProcs ?? "",

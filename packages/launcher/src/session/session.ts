@@ -1,3 +1,4 @@
+import { closeSync } from "node:fs";
 import {
   type JobrtError,
   type PullProgress,
@@ -16,8 +17,10 @@ import type { StepJournal } from "./journal.js";
 import { type PlannedComponent, planStep } from "./plan.js";
 import { forkerCgroupPath, removeForkerCgroup } from "./forkercgroup.js";
 import { type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
-import type { AfterDeath, TaskProcess } from "./forker.js";
-import { TaskSpawner, closeInheritedDescriptors } from "./spawn.js";
+import type { AfterDeath, StdioItem, TaskProcess } from "./forker.js";
+import { TaskSpawner } from "./spawn.js";
+import { closeInheritedDescriptors } from "./descriptors.js";
+import { pmiDescriptor, requirePmiCapability, withDescriptor } from "./pmi.js";
 import { claimJournal, openStepSpool } from "./stepclaim.js";
 import type { SessionOptions, StepPlan, StepResult } from "./sessionoptions.js";
 import { signalNumber } from "./status.js";
@@ -45,6 +48,8 @@ export class StepSession {
   #launchFailed = false;
   #aborting = false;
   #started = 0;
+  /** Slurm's PMI-2 socket, passed to the `jobrt exec` task at its own number (pmi.ts). */
+  #pmiFd: number | undefined;
 
   constructor(options: SessionOptions) {
     this.#o = options;
@@ -90,7 +95,8 @@ export class StepSession {
   }
 
   async #claimAndRun(plan: StepPlan): Promise<StepResult> {
-    closeInheritedDescriptors();
+    this.#pmiFd = plan.mode === "exec" ? pmiDescriptor(plan.record.tasks[0]?.env ?? {}) : undefined;
+    closeInheritedDescriptors(this.#pmiFd === undefined ? [] : [this.#pmiFd]);
     const { node } = this.#o;
     const spool = openStepSpool(plan, node);
     if (spool) await collectOrphans(spool, this.#o.registry, node, { log: node.log });
@@ -161,6 +167,10 @@ export class StepSession {
     try {
       for (const c of components) resolveStepDevices(c.record, this.#o.devices ?? deviceConfFrom(undefined));
       if (await loadRuntimes(hooks, stop)) {
+        if (this.#pmiFd !== undefined) {
+          const info = this.#o.registry.info(indexes[0]!);
+          requirePmiCapability(info.name, info.capabilities, this.#pmiFd);
+        }
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
         if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal, forkerCgroup);
@@ -238,11 +248,13 @@ export class StepSession {
     const { node, cancel } = this.#o;
     const stdio = this.#openStdio(components);
     const spawner = new TaskSpawner(
-      stdio.all(),
+      this.#withPassed(stdio.all()),
       (line) => node.log("warn", line),
       this.#afterDeath(journal),
       forkerCgroup,
     );
+    // The forker holds its copy now: nothing else jobrt starts gets the PMI-2 socket.
+    if (this.#pmiFd !== undefined && spawner.forkerPid !== undefined) closeSync(this.#pmiFd);
     if (spawner.forkerPid !== undefined) journal?.recordForker(spawner.forkerPid);
     stop.afterKill((seconds) => spawner.killForker(seconds));
     const ctx: TaskContext = {
@@ -265,6 +277,13 @@ export class StepSession {
       stoppedStatus: () => (cancel.requested ? 128 + signalNumber(cancel.signal ?? "SIGTERM") : 1),
     };
     return this.#runTasks(ctx, components, indexes, journal);
+  }
+
+  /** Every task's stdio, with the descriptors passed on purpose (the one `jobrt exec` task's PMI-2 socket). */
+  #withPassed(stdios: Map<number, StdioItem[]>): Map<number, StdioItem[]> {
+    const fd = this.#pmiFd;
+    if (fd === undefined) return stdios;
+    return new Map([...stdios].map(([id, items]) => [id, withDescriptor(items, fd)]));
   }
 
   /** Every task's output and error files, opened before any task starts. */

@@ -1,36 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
 import { asUser } from "@jobrt/host-services";
 import { moveToForkerCgroup } from "./forkercgroup.js";
 import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
 import type { ProcessTracker } from "./proctrack.js";
-
-const O_CLOEXEC = 0o2000000;
-
-/**
- * Closes every descriptor above 2 that this process inherited without close-on-exec (Node opens
- * all of its own with it): a task must start with exactly 0, 1 and 2, whoever started jobrt.
- */
-export function closeInheritedDescriptors(): void {
-  let fds: string[];
-  try {
-    fds = readdirSync("/proc/self/fd");
-  } catch {
-    return;
-  }
-  for (const name of fds) {
-    const fd = Number(name);
-    if (!(fd > 2)) continue;
-    try {
-      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))?.[1];
-      if (flags !== undefined && (Number.parseInt(flags, 8) & O_CLOEXEC) === 0) closeSync(fd);
-    } catch {
-      // the listing's own descriptor, already closed
-    }
-  }
-}
 
 /** How a task's process starts, besides its ExecSpec and its stdio. */
 export interface TaskStartOptions {
@@ -47,9 +22,9 @@ let saidNoForker = false;
  * The one spawn path: the session, the testkit and the runtimes' own tests all start tasks here,
  * so what they test is what sites run. Each task starts with its ExecSpec's argv, env and cwd, in
  * a new session and process group, as the step's user, born inside its task cgroup, with exactly
- * fds 0, 1 and 2. A step's tasks are forked by one TaskForker (forker.ts), which sees their raw
- * wait status; without perl, Node's spawn starts them and a real-time signal's death reads as
- * exit 0 (docs/reliability.md, "Known gaps").
+ * fds 0, 1 and 2 and those its stdio array passes on purpose (pmi.ts). A step's tasks are forked
+ * by one TaskForker (forker.ts), which sees their raw wait status; without perl, Node's spawn
+ * starts them and a real-time signal's death reads as exit 0 (docs/reliability.md, "Known gaps").
  */
 export class TaskSpawner {
   readonly #forker: TaskForker | undefined;

@@ -1,0 +1,50 @@
+import { fstatSync } from "node:fs";
+import { type JobrtError, jobrtError } from "@jobrt/core";
+import type { StdioItem } from "./forker.js";
+
+/** The capability a runtime declares when its task process receives the descriptors the host passes it. */
+export const PMI_FD_CAPABILITY = "pmi-fd";
+
+function wireup(problem: string): JobrtError {
+  return jobrtError("ERR_MPI_WIREUP", { problem });
+}
+
+/**
+ * Slurm's PMI-2 socket: `srun --mpi=pmi2` (and PMI-1) leaves each task an open socket whose number
+ * is in `PMI_FD`, beside `PMI_RANK`, `PMI_SIZE` and `PMI_JOBID` (docs/mpi.md). A `jobrt exec` task
+ * gets it at that very number, so its environment stays as Slurm made it. Undefined when the step
+ * has none; an error when `PMI_FD` is set but names no socket, since a task would then start with
+ * half its wire-up. Node marks every descriptor it inherits close-on-exec as it starts, so that
+ * flag cannot tell Slurm's socket from one of Node's own: the number must be an open socket now,
+ * before jobrt has opened any of its own.
+ */
+export function pmiDescriptor(env: Readonly<Record<string, string>>): number | undefined {
+  const value = env.PMI_FD;
+  if (value === undefined) return undefined;
+  const fd = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(fd > 2)) throw wireup(`PMI_FD=${JSON.stringify(value)} is not a descriptor number above 2`);
+  let socket: boolean;
+  try {
+    socket = fstatSync(fd).isSocket();
+  } catch {
+    throw wireup(`PMI_FD=${fd} names no open descriptor (set by hand, or closed by a wrapper before jobrt?)`);
+  }
+  if (!socket) throw wireup(`PMI_FD=${fd} is not a socket, so it is not Slurm's PMI-2 connection`);
+  return fd;
+}
+
+/** Refuses a runtime that cannot pass the PMI-2 socket on: its tasks would fail inside MPI_Init. */
+export function requirePmiCapability(runtime: string, capabilities: readonly string[], fd: number): void {
+  if (capabilities.includes(PMI_FD_CAPABILITY)) return;
+  throw wireup(
+    `runtime ${runtime} cannot pass Slurm's PMI-2 socket (PMI_FD=${fd}) into its tasks (no "${PMI_FD_CAPABILITY}" capability): use srun --mpi=pmix, or a runtime that has it`,
+  );
+}
+
+/** A task's stdio with `fd` of this process passed to the task at the same number. */
+export function withDescriptor(items: readonly StdioItem[], fd: number): StdioItem[] {
+  const out = [...items];
+  while (out.length < fd) out.push("ignore");
+  out[fd] = fd;
+  return out;
+}
