@@ -1,7 +1,8 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import { confDirFrom } from "@jobrt/launcher";
-import { cliPackageDir, say } from "./host.js";
+import { cliPackageDir } from "./packagedir.js";
+import { say } from "./say.js";
 
 /** The file beside an install that names its conf dir (docs/site.md, "The Epilog without a wrapper"). */
 const CONF_DIR_FILE = "jobrt.confdir";

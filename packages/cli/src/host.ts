@@ -1,11 +1,9 @@
-import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LogLevel } from "@jobrt/core";
 import { type Host as LauncherHost, createHost as createLauncherHost } from "@jobrt/launcher";
 import { siteConfDir } from "./confdir.js";
-
-/** The site install root: runtime packages are resolved from beside @jobrt/cli (docs/decisions.md, "Runtimes resolve from the site install root"). */
-export const cliPackageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+import { cliPackageDir } from "./packagedir.js";
+import { say } from "./say.js";
 
 /** The launcher's host, with the CLI's verbosity and its log function (what -v shows). */
 export interface Host extends LauncherHost {
@@ -37,11 +35,6 @@ export function gcAfterDeath(host: Host): { argv: string[]; env: Record<string, 
     ],
     env,
   };
-}
-
-/** One line to stderr, prefixed like every jobrt message. */
-export function say(message: string): void {
-  process.stderr.write(`jobrt: ${message}\n`);
 }
 
 /** The launcher's host for this conf dir (--conf-dir, else the environment's or the install's), logging as -v says. */

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { NodeConf, StepRecord } from "@jobrt/core";
 import { loadImageSettings, parseImageReference, resolveForStep, sharedStoreUse } from "@jobrt/images";
-import { say } from "./host.js";
+import { say } from "./say.js";
 
 /** The variable `jobrt check` exports for a batch script: the image pinned to one digest for the whole job. */
 export const IMAGE_PIN_VARIABLE = "JOBRT_CONTAINER_IMAGE";

@@ -3,7 +3,8 @@ import type { CheckFinding, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt
 import { type DeviceConf, cdiInventory, planStep, resolveStepDevices } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { cdiDeviceLines } from "../cdidevices.js";
-import { createHost, say } from "../host.js";
+import { createHost } from "../host.js";
+import { say } from "../say.js";
 import { checkImagePin } from "../imagecheck.js";
 import { componentSpecs, stepUser } from "../runspec.js";
 

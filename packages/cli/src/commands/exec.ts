@@ -1,7 +1,8 @@
 import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
 import { flag, one, parseCommandLine, requestFromOptions } from "../args.js";
 import { describeError } from "../errors.js";
-import { createHost, gcAfterDeath, say } from "../host.js";
+import { createHost, gcAfterDeath } from "../host.js";
+import { say } from "../say.js";
 import { hostNodeLog } from "../nodelog.js";
 import { showPull } from "../pullprogress.js";
 import { rawEnvironment } from "../rawinput.js";

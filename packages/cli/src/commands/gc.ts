@@ -1,7 +1,8 @@
 import { jobrtError } from "@jobrt/core";
 import { collectImages, loadImageSettings } from "@jobrt/images";
 import { flag, one, parseCommandLine, positiveInt } from "../args.js";
-import { createHost, say } from "../host.js";
+import { createHost } from "../host.js";
+import { say } from "../say.js";
 
 /**
  * `jobrt gc`: cleans up the steps whose jobrt died (SIGKILL, OOM, power loss), with `--job N` only

@@ -1,7 +1,7 @@
 import { evictImages, listImages, loadImageSettings, mayRemove, removeImage } from "@jobrt/images";
 import { usage } from "../args.js";
 import { siteConfDir } from "../confdir.js";
-import { say } from "../host.js";
+import { say } from "../say.js";
 import { sharedImagesCommand } from "./sharedimages.js";
 
 interface ImagesArgs {
