@@ -394,6 +394,31 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     }
   }, 60_000);
 
+  test("root refuses a store whose tmp/ a user replaced by a symlink: one line naming SharedStore, nothing written (issue 40, item C)", async () => {
+    const store = sharedStore();
+    const userDir = join(tempDir("jobrt-usertmp-"), "mine");
+    mkdirSync(userDir, { mode: 0o755 });
+    chownSync(userDir, 65534, 65534);
+    symlinkSync(userDir, join(store, "tmp"));
+    const site = nodeSite(reg, "tnode", store);
+    const r = await jobrt([
+      "run",
+      "--conf-dir",
+      site.dir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      `docker://${reg.host}/users:1`,
+      "true",
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stderr).toContain(
+      `${join(site.dir, "images.conf")}: SharedStore ${store}: ${join(store, "tmp")} is a symbolic link: root does not use a store a job user could redirect`,
+    );
+    expect(readdirSync(userDir)).toEqual([]);
+  }, 60_000);
+
   test("prune while a step uses an image keeps it; LRU eviction past SharedStoreSize; list shows which node has it mounted", async () => {
     const d1 = pushBusybox(reg, "prune:1", "prune-one");
     const d2 = pushBusybox(reg, "prune:2", "prune-two");

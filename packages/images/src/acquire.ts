@@ -1,11 +1,11 @@
-import { type NodeConf, type PullProgress, type StepRecord, jobrtError, messageOf } from "@jobrt/core";
+import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
 import { type CachedImage, ensureImage, resolveForStep, storeFor } from "./cache.js";
 import { fuseProblem } from "./fuse.js";
 import { jobPinFile, readJobPin, writeJobPin } from "./jobpin.js";
 import type { ImageReference } from "./reference.js";
 import type { ResolvedImage } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
-import { prepareSharedStore, sharedMeta, sharedStoreProblem, squashFile } from "./shared.js";
+import { prepareSharedStore, sharedMeta, sharedStoreError, sharedStoreProblem, squashFile } from "./shared.js";
 import { ensureShared } from "./sharedpull.js";
 import { type MountKind, mountShared } from "./squashmount.js";
 import { markName } from "./store.js";
@@ -33,15 +33,7 @@ export function sharedStoreUse(
         }
       : { use: true, root: settings.sharedStore, mount: "fuse" };
   }
-  if (problem)
-    throw jobrtError(
-      "ERR_CONF",
-      {
-        where: settings.file ?? "images.conf",
-        problem: `${problem}: root does not use a store a job user could redirect`,
-      },
-      { details: { key: "SharedStore" } },
-    );
+  if (problem) throw sharedStoreError(settings, problem);
   return { use: true, root: settings.sharedStore, mount: "loop" };
 }
 
@@ -62,7 +54,7 @@ export async function resolveForJob(
   if (!shared.use) return resolveForStep(step, settings, ref);
   const stored = ref.transport === "docker" && ref.digest ? storedDigest(shared.root, ref.digest) : undefined;
   if (shared.mount === "fuse") return stored ?? resolveForStep(step, settings, ref);
-  prepareSharedStore(shared.root);
+  prepareSharedStore(settings, shared.root);
   const file = jobPinFile(shared.root, settings.clusterName, step, ref.text);
   const pinned = readJobPin(file, ref.text);
   if (pinned) {

@@ -15,7 +15,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
 import { makeDir, removeTree } from "@jobrt/host-services";
+import type { ImageSettings } from "./settings.js";
 import { type ImageMeta, HEX_RE } from "./store.js";
 
 /**
@@ -65,13 +67,50 @@ export function sharedStoreProblem(root: string): string | undefined {
   return undefined;
 }
 
-/** Creates the store's own dirs (root, 0755; tmp 0700), refusing any that is not a real dir of root's. */
-export function prepareSharedStore(root: string): void {
+/** A store problem as one line naming images.conf's SharedStore (ERR_CONF). */
+export function sharedStoreError(settings: ImageSettings, problem: string): JobrtError {
+  return jobrtError(
+    "ERR_CONF",
+    {
+      where: settings.file ?? "images.conf",
+      problem: `${problem}: root does not use a store a job user could redirect`,
+    },
+    { details: { key: "SharedStore" } },
+  );
+}
+
+/**
+ * Creates the store's own dirs (root, 0755; tmp 0700). One that is not a real dir of root's (a
+ * symlink, a user's) is refused as sharedStoreProblem refuses the store, before anything is
+ * written through it.
+ */
+export function prepareSharedStore(settings: ImageSettings, root: string): void {
   const p = sharedPaths(root);
-  makeDir(p.images, 0o755);
-  makeDir(p.leases, 0o755);
-  makeDir(p.tmp, 0o700);
-  makeDir(p.jobs, 0o755);
+  for (const [dir, mode] of [
+    [p.images, 0o755],
+    [p.leases, 0o755],
+    [p.tmp, 0o700],
+    [p.jobs, 0o755],
+  ] as const) {
+    try {
+      makeDir(dir, mode);
+    } catch (error) {
+      throw sharedStoreError(settings, `SharedStore ${root}: ${sharedDirProblem(dir, error)}`);
+    }
+  }
+}
+
+function sharedDirProblem(dir: string, error: unknown): string {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    return `cannot make ${dir}: ${messageOf(error)}`;
+  }
+  if (st.isSymbolicLink()) return `${dir} is a symbolic link`;
+  if (!st.isDirectory()) return `${dir} is not a directory`;
+  if (st.uid !== 0) return `${dir} belongs to uid ${st.uid}, not root`;
+  return `cannot use ${dir}: ${messageOf(error)}`;
 }
 
 /** The image's metadata when its squashfs is complete in the store; `touch` sets its last use to now. */

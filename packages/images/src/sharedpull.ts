@@ -31,7 +31,7 @@ export async function ensureShared(
 ): Promise<{ file: string; cached: boolean }> {
   const root = settings.sharedStore as string;
   const hex = resolved.digest.slice("sha256:".length);
-  prepareSharedStore(root);
+  prepareSharedStore(settings, root);
   const deadline = Date.now() + settings.pullTimeoutMs;
   let waited = false;
   for (;;) {
