@@ -18,7 +18,7 @@ import {
 import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { failureLine, jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 import { type Registry, freePort, pushBusybox, startRegistry } from "../helpers/registry.js";
 
 const NOBODY = ["--uid", "65534", "--gid", "65534"];
@@ -848,6 +848,9 @@ describe("jobrt run --container-image against a real registry", () => {
       expect(images(cache)).toEqual([`users/65534/${d.slice(7)}`]);
       const store = statSync(join(cache, "users/65534"));
       expect({ uid: store.uid, mode: store.mode & 0o777 }).toEqual({ uid: 65534, mode: 0o700 });
+      // users/ as root makes it: sticky, so a rootless jobrt can make its own store there (issue 40, item 0).
+      const users = statSync(join(cache, "users"));
+      expect({ uid: users.uid, mode: users.mode & 0o7777 }).toEqual({ uid: 0, mode: 0o1777 });
       expect(statSync(join(cache, `users/65534/${d.slice(7)}/rootfs/bin/busybox`)).uid).toBe(65534);
       // nobody swaps their image.json for a FIFO: root's listing (and eviction) must not hang on it.
       const meta = join(cache, `users/65534/${d.slice(7)}/image.json`);
@@ -865,4 +868,59 @@ describe("jobrt run --container-image against a real registry", () => {
       await own.stop();
     }
   });
+
+  test("a rootless jobrt under a site's CacheDir (root's, 0755) makes its own store in a sticky users/; without one, one line naming CacheDir and the command; a store another user made is refused (issue 40, item 0)", async () => {
+    const { dir, cache } = site(reg);
+    mkdirSync(cache, { mode: 0o755 });
+    mkdirSync(join(dir, "spool"), { mode: 0o755 });
+    chmodSync(join(dir, "spool"), 0o1777);
+    const users = join(cache, "users");
+    const store = join(users, "65534");
+    const asNobody = () =>
+      runProgram(
+        [process.execPath, "--", jobrtBin, "run", "--conf-dir", dir, "--jobid", jobId()].concat([
+          "--container-image",
+          `docker://${reg.host}/busybox:1`,
+          "cat",
+          "/etc/jobrt-image",
+        ]),
+        { uid: 65534, gid: 65534, env: { PATH: process.env.PATH, HOME: "/", LANG: "C.UTF-8" }, timeoutMs: 120_000 },
+      );
+    // Root has made nothing under CacheDir: the site's set-up is missing, and the line says what it is.
+    const missing = await asNobody();
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    expect(missing.stderr).toContain(
+      `${join(dir, "images.conf")}: CacheDir ${cache}: uid 65534 cannot make ${users} (EACCES); the site makes it once, as root: install -d -m 1777 ${users}`,
+    );
+    expect(missing.stderr).not.toMatch(/permission denied, mkdir/);
+    expect(cacheContents(cache)).toEqual([]);
+    // The command the line gives: then every user makes their own 0700 store.
+    expect(spawnSync("install", ["-d", "-m", "1777", users]).status).toBe(0);
+    const ok = await asNobody();
+    expect(ok.stdout, ok.stderr).toBe("image-one\n");
+    expect(ok.code).toBe(0);
+    expect(images(cache)).toEqual([`users/65534/${digest1.slice(7)}`]);
+    const st = statSync(store);
+    expect({ uid: st.uid, mode: st.mode & 0o7777 }).toEqual({ uid: 65534, mode: 0o700 });
+    // Another user (uid 4242) made nobody's store first, or planted a symlink to a dir of theirs: never used.
+    const theirs = join(tempDir("jobrt-img-theirs-"), "dir");
+    mkdirSync(theirs, { mode: 0o777 });
+    chmodSync(theirs, 0o777);
+    for (const [plant, why] of [
+      ["mkdir", `${store} belongs to uid 4242, not to uid 65534: not used (another user made it)`],
+      ["ln", `${store} is not a directory (a symbolic link?): not used as uid 65534's store`],
+    ] as const) {
+      expect(spawnSync("rm", ["-r", store]).status).toBe(0);
+      const args = plant === "mkdir" ? ["mkdir", store] : ["ln", "-s", theirs, store];
+      expect(spawnSync(args[0] as string, args.slice(1), { uid: 4242, gid: 4242 }).status).toBe(0);
+      const refused = await asNobody();
+      expect(refused.code).toBe(1);
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      expect(refused.stderr).toContain(why);
+      expect(refused.stderr).toContain(`root removes it (rm -r ${store})`);
+      expect(lstatSync(store).uid).toBe(4242);
+      expect(readdirSync(theirs)).toEqual([]);
+    }
+  }, 180_000);
 });

@@ -18,10 +18,10 @@ import {
   markName,
   publicStore,
   useIfPresent,
-  userStore,
 } from "./store.js";
 import { type MountKind, releaseMount } from "./squashmount.js";
 import { runTool } from "./tool.js";
+import { makeUserStore } from "./userstore.js";
 
 /** An image a step uses: its unpacked bundle in the cache, and what the step must give back. */
 export interface CachedImage {
@@ -149,20 +149,14 @@ export function storeFor(
   isPublic: boolean,
 ): { store: string; owner?: { uid: number; gid: number } } {
   const root = hostIsRoot();
-  makeDirs(settings.cacheDir, 0o755);
   if (root && isPublic) {
+    makeDirs(settings.cacheDir, 0o755);
     makeDir(publicStore(settings.cacheDir), 0o755);
     return { store: publicStore(settings.cacheDir) };
   }
   const uid = root ? step.uid : (process.getuid?.() as number);
-  makeDirs(join(settings.cacheDir, "users"), 0o755);
-  const store = userStore(settings.cacheDir, uid);
-  if (root && uid !== 0) {
-    makeDir(store, 0o700, { uid: step.uid, gid: step.gid }, [step.uid]);
-    return { store, owner: { uid: step.uid, gid: step.gid } };
-  }
-  makeDir(store, 0o700);
-  return { store };
+  const owner = root && uid !== 0 ? { uid: step.uid, gid: step.gid } : undefined;
+  return { store: makeUserStore(settings, uid, owner), ...(owner ? { owner } : {}) };
 }
 
 /** What the image helper is asked to fetch: public images anonymously as root, private ones with the user's credentials. */
