@@ -1,4 +1,5 @@
-import { readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
@@ -12,6 +13,7 @@ import {
   sortedLines,
   startCluster,
   stopCluster,
+  waitFor,
 } from "./cluster.js";
 
 // `srun -N 2 jobrt exec --container-image ...` on the two-node local Slurm. nodeb is its own network
@@ -43,7 +45,7 @@ describe("srun -N 2 jobrt exec --container-image: a real registry, a node-local 
       await stopCluster();
     } finally {
       if (site) {
-        removeRuncContainers([site.spoolRoot, join(site.root, "cache")]);
+        removeRuncContainers([site.spoolRoot, join(site.root, "cache"), join(site.root, "sitecache")]);
         rmSync(site.root, { recursive: true, force: true });
       }
     }
@@ -117,6 +119,73 @@ describe("srun -N 2 jobrt exec --container-image: a real registry, a node-local 
     ]);
     expect(sortedLines(moved.stdout)).toEqual(["image-two", "image-two"]);
     expect(runcContainers([site.spoolRoot, join(site.root, "cache")])).toEqual([]);
+  });
+
+  it("a job of an ordinary user (srun --uid nobody -n 2) under a site's CacheDir: one line per task naming CacheDir until the site makes users/ 1777, then each task pulls into the user's own store (issue 40, item 0)", async () => {
+    const r = registryOf(reg);
+    pushBusybox(r, "mine:1", "users-own");
+    const nodes = ["nodea", "nodeb"];
+    const siteCache = (node: string) => join(site.root, "sitecache", node);
+    const conf = (node: string) => join(site.root, "etc", node, "images.conf");
+    const before = nodes.map((node) => readFileSync(conf(node), "utf8"));
+    const asUser = async () => {
+      // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
+      expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+      // The user's own environment: srun passes its caller's, and root's HOME is no place for nobody's skopeo.
+      return slurm(
+        [
+          "srun",
+          "--uid=65534",
+          "--gid=65534",
+          "-N",
+          "2",
+          "-n",
+          "2",
+          "--chdir",
+          "/",
+          "jobrt",
+          "exec",
+          "--runtime",
+          "oci",
+        ].concat(["--container-image", `docker://${r.host}/mine:1`, "--", "cat", "/etc/jobrt-image"]),
+        { env: { ...site.env, HOME: "/" }, timeoutMs: 120_000 },
+      );
+    };
+    try {
+      // The site's CacheDir, root's 0755 as docs/runtime-oci.md says, with nothing in it yet.
+      for (const node of nodes) {
+        mkdirSync(siteCache(node), { recursive: true });
+        chmodSync(join(site.root, "sitecache"), 0o755);
+        chmodSync(siteCache(node), 0o755);
+        writeFileSync(conf(node), `CacheDir=${siteCache(node)}\nInsecureRegistries=${r.host}\n`);
+      }
+      const missing = await asUser();
+      expect(missing.code).not.toBe(0);
+      const lines = missing.stderr.split("\n").filter((l) => l.startsWith("jobrt:"));
+      expect(lines, missing.stderr).toHaveLength(2);
+      for (const node of nodes) {
+        const users = join(siteCache(node), "users");
+        const line = `${conf(node)}: CacheDir ${siteCache(node)}: uid 65534 cannot make ${users} (EACCES); the site makes it once, as root: install -d -m 1777 ${users}`;
+        expect(
+          lines.filter((l) => l.endsWith(line)),
+          missing.stderr,
+        ).toHaveLength(1);
+      }
+      expect(missing.stderr).not.toMatch(/permission denied, mkdir/);
+      for (const node of nodes)
+        expect(spawnSync("install", ["-d", "-m", "1777", join(siteCache(node), "users")]).status).toBe(0);
+      const ran = await asUser();
+      expect(ran.stderr).toBe("");
+      expect(ran.code).toBe(0);
+      expect(sortedLines(ran.stdout)).toEqual(["users-own", "users-own"]);
+      for (const node of nodes) {
+        const st = statSync(join(siteCache(node), "users", "65534"));
+        expect({ uid: st.uid, mode: st.mode & 0o7777 }).toEqual({ uid: 65534, mode: 0o700 });
+      }
+      expect(runcContainers([site.spoolRoot, join(site.root, "sitecache")])).toEqual([]);
+    } finally {
+      for (const [i, node] of nodes.entries()) writeFileSync(conf(node), before[i] as string);
+    }
   });
 });
 
