@@ -67,8 +67,8 @@ function mountsUnder(cache: string): string[] {
 }
 
 /**
- * A rootless jobrt (uid/gid 65534) on the site `a`: SpoolDir shared with job users (1777) and the
- * user's own node-cache store, as a site and root's steps make them. `run(script)` runs a shell
+ * A rootless jobrt (uid/gid 65534) on the site `a`: SpoolDir and the node cache's users/ shared
+ * with job users (1777), as a site makes them (docs/slurm.md); the user's jobrt makes its own store. `run(script)` runs a shell
  * script as root in a private mount namespace; with `fuse`, a /dev/fuse the job user may open is
  * bind-mounted over the host's (crw------- here) first, a node of the test's own, so the host is
  * not changed. In the script `$U` runs a command as the job user, `$J` is the jobrt command line
@@ -77,9 +77,7 @@ function mountsUnder(cache: string): string[] {
  */
 function rootless(a: { dir: string; cache: string }, store: string, ref: string) {
   chmodSync(join(a.dir, "spool"), 0o1777);
-  mkdirSync(join(a.cache, "users"), { recursive: true, mode: 0o755 });
-  mkdirSync(join(a.cache, "users", "65534"), { mode: 0o700 });
-  chownSync(join(a.cache, "users", "65534"), 65534, 65534);
+  expect(spawnSync("install", ["-d", "-m", "1777", join(a.cache, "users")]).status).toBe(0);
   const work = tempDir("jobrt-fuse-");
   chmodSync(work, 0o777);
   const node = join(work, "fuse");
