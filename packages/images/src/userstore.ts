@@ -13,7 +13,7 @@ import { userStore } from "./store.js";
 const USERS_MODE = 0o1777;
 
 /** One line naming images.conf's CacheDir (ERR_CONF), as SharedStore's checks name theirs. */
-export function cacheDirError(settings: ImageSettings, problem: string): JobrtError {
+function cacheDirError(settings: ImageSettings, problem: string): JobrtError {
   return jobrtError(
     "ERR_CONF",
     { where: settings.file ?? "images.conf", problem: `CacheDir ${settings.cacheDir}: ${problem}` },
