@@ -251,6 +251,32 @@ describe("--container-device with real runc: exactly the devices given", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  test("a Slurm step allocated no GPU (no SLURM_STEP_GPUS) gets none: a named GPU is refused, and the job user's CUDA_VISIBLE_DEVICES is no allocation (issue 40, item A)", async () => {
+    const marker = join(node.base, "started-cpu-step");
+    const env = {
+      ...process.env,
+      JOBRT_CONF_DIR: node.conf(),
+      SLURM_STEP_ID: "0",
+      SLURM_PROCID: "0",
+      CUDA_VISIBLE_DEVICES: "0,1",
+    };
+    const exec = (device: string) =>
+      jobrt(["exec", "--runtime", "oci", "--container", bundle, "--container-device", device, "--", "touch", marker], {
+        env: { ...env, SLURM_JOB_ID: jobId() },
+      });
+    const named = await exec("nvidia.com/gpu=1");
+    expect(named.stderr).toBe(
+      "jobrt: --container-device nvidia.com/gpu=1: not allocated to this step (Slurm allocated it no GPU: SLURM_STEP_GPUS is not set); ask Slurm for GPUs (--gres=gpu:N)\n",
+    );
+    expect(named.code).toBe(1);
+    const gres = await exec("nvidia.com/gpu=gres");
+    expect(gres.stderr).toBe(
+      "jobrt: --container-device nvidia.com/gpu=gres: this step has no GPU allocation (Slurm set no SLURM_STEP_GPUS: ask it for GPUs with --gres=gpu:N)\n",
+    );
+    expect(gres.code).toBe(1);
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test("a site default: CdiDefaultDevices=nvidia.com/gpu=gres gives a step its GPUs with no option", async () => {
     const env = {
       ...process.env,

@@ -293,6 +293,59 @@ describe("device requests", () => {
   });
 });
 
+describe("the allocation under Slurm (issue 40, item A)", () => {
+  // A step srun started: slurmstepd sets SLURM_JOB_ID and SLURM_STEP_ID, and SLURM_STEP_GPUS only
+  // when it allocated the step GPUs (it unsets it, and CUDA_VISIBLE_DEVICES, otherwise).
+  const step = { SLURM_JOB_ID: "77", SLURM_STEP_ID: "0" };
+  beforeEach(() => {
+    write(0, "gpu.json", gpuSpec());
+    write(0, "fpga.json", {
+      cdiVersion: "0.6.0",
+      kind: "acme.com/fpga",
+      devices: [{ name: "f0", containerEdits: { deviceNodes: [{ path: "/dev/fpga0", hostPath: "/dev/null" }] } }],
+    });
+  });
+
+  it("a step allocated no GPU gets none: a named GPU, =all and =gres are refused; a user's CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS is no allocation", () => {
+    for (const env of [step, { ...step, CUDA_VISIBLE_DEVICES: "0,1" }, { ...step, SLURM_JOB_GPUS: "0,1,2,3" }]) {
+      const named = errorOf(() => resolve(["nvidia.com/gpu=1"], env));
+      expect(named.code).toBe("ERR_DEVICE");
+      expect(named.message).toBe(
+        "--container-device nvidia.com/gpu=1: not allocated to this step (Slurm allocated it no GPU: SLURM_STEP_GPUS is not set); ask Slurm for GPUs (--gres=gpu:N)",
+      );
+      expect(errorOf(() => resolve(["nvidia.com/gpu=all"], env)).message).toMatch(
+        /^--container-device nvidia.com\/gpu=0: not allocated to this step \(Slurm allocated it no GPU/,
+      );
+      expect(errorOf(() => resolve(["nvidia.com/gpu=gres"], env)).message).toBe(
+        "--container-device nvidia.com/gpu=gres: this step has no GPU allocation (Slurm set no SLURM_STEP_GPUS: ask it for GPUs with --gres=gpu:N)",
+      );
+    }
+    // A kind other than CdiGresKind is not Slurm's to allocate.
+    expect(resolve(["acme.com/fpga=f0"], step)?.devices).toEqual(["acme.com/fpga=f0"]);
+    conf.defaults = ["nvidia.com/gpu=gres"];
+    expect(resolve([], { ...step, CUDA_VISIBLE_DEVICES: "0,1" })).toBeUndefined();
+  });
+
+  it("a step with GPUs: SLURM_STEP_GPUS alone, whatever CUDA_VISIBLE_DEVICES says", () => {
+    const env = { ...step, SLURM_STEP_GPUS: "2", CUDA_VISIBLE_DEVICES: "0,1" };
+    expect(resolve(["nvidia.com/gpu=gres"], env)?.devices).toEqual(["nvidia.com/gpu=2"]);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], env)).message).toBe(
+      "--container-device nvidia.com/gpu=0: not allocated to this step (SLURM_STEP_GPUS lists 2); use nvidia.com/gpu=gres",
+    );
+  });
+
+  it("the batch step (no SLURM_STEP_ID): SLURM_JOB_GPUS, as slurmstepd sets it there", () => {
+    const env = { SLURM_JOB_ID: "77", SLURM_JOB_GPUS: "1,3", CUDA_VISIBLE_DEVICES: "0,1" };
+    expect(resolve(["nvidia.com/gpu=gres"], env)?.devices).toEqual(["nvidia.com/gpu=1", "nvidia.com/gpu=3"]);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], env)).message).toBe(
+      "--container-device nvidia.com/gpu=0: not allocated to this step (SLURM_JOB_GPUS lists 1,3); use nvidia.com/gpu=gres",
+    );
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], { SLURM_JOB_ID: "77" })).message).toMatch(
+      /\(Slurm allocated it no GPU: SLURM_JOB_GPUS is not set\)/,
+    );
+  });
+});
+
 describe("jobrt.conf device keys", () => {
   const site = (text: string) => {
     writeFileSync(join(base, "jobrt.conf"), text);

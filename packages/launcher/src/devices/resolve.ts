@@ -46,10 +46,10 @@ function expand(
       throw deviceError(
         `--container-device ${request}: =gres applies to ${conf.gresKind} (jobrt.conf CdiGresKind), not ${kind}`,
       );
-    if (!allocation) {
+    if (!allocation || allocation.unset) {
       if (isDefault) return [];
       throw deviceError(
-        `--container-device ${request}: this step has no GPU allocation (neither SLURM_STEP_GPUS nor CUDA_VISIBLE_DEVICES is set)`,
+        `--container-device ${request}: this step has no GPU allocation (${allocation ? `Slurm set no ${allocation.source}: ask it for GPUs with --gres=gpu:N` : "neither SLURM_STEP_GPUS nor CUDA_VISIBLE_DEVICES is set"})`,
       );
     }
     return allocation.names;
@@ -86,6 +86,12 @@ function lookup(
       `--container-device ${qualified}: no CDI spec describes it (spec dirs: ${conf.specDirs.join(", ")})`,
     );
   if (allocation && qualified.startsWith(`${conf.gresKind}=`) && !allocation.names.includes(qualified)) {
+    // Under Slurm a step allocated no GPU is allocated none, not unrestricted: without
+    // ConstrainDevices nothing else keeps a root container from the node's GPUs (docs/devices.md).
+    if (allocation.unset)
+      throw deviceError(
+        `--container-device ${qualified}: not allocated to this step (Slurm allocated it no GPU: ${allocation.source} is not set); ask Slurm for GPUs (--gres=gpu:N)`,
+      );
     throw deviceError(
       `--container-device ${qualified}: not allocated to this step (${allocation.source} lists ${allocation.names.map((n) => n.slice(conf.gresKind.length + 1)).join(",") || "none"}); use ${conf.gresKind}=gres`,
     );
