@@ -6,7 +6,7 @@
  * one they refuse with EPERM, so the two are told apart without any driver.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -301,6 +301,20 @@ describe("--container-device with real runc: exactly the devices given", () => {
       "devices[0].containerEdits.deviceNodes[0]: device node DEVS/gpu9 does not exist on this node",
     ],
     [
+      "a device node through a directory others may write (issue 40, item D)",
+      (s: Record<string, unknown>, devs: string) => {
+        // A job user could swap the link for another node between jobrt's stat and runc's mknod.
+        const open = join(devs, "open");
+        mkdirSync(open);
+        chmodSync(open, 0o777);
+        symlinkSync(join(devs, "gpu0"), join(open, "gpu0"));
+        return Object.assign(s, {
+          devices: [{ name: "0", containerEdits: { deviceNodes: [{ path: "/dev/gpu0", hostPath: `${open}/gpu0` }] } }],
+        });
+      },
+      "devices[0].containerEdits.deviceNodes[0]: device node DEVS/open/gpu0: DEVS/open is writable by others than root (mode 777); as root jobrt takes a host path only through directories root alone may write",
+    ],
+    [
       "a relative path",
       (s: Record<string, unknown>) =>
         Object.assign(s, { devices: [{ name: "0", containerEdits: { deviceNodes: [{ path: "dev/gpu0" }] } }] }),
@@ -335,7 +349,7 @@ describe("--container-device with real runc: exactly the devices given", () => {
       "touch",
       marker,
     ]);
-    expect(r.stderr).toBe(`jobrt: CDI spec ${file}: ${message.replace("DEVS", node.devs)}\n`);
+    expect(r.stderr).toBe(`jobrt: CDI spec ${file}: ${message.replaceAll("DEVS", node.devs)}\n`);
     expect(r.code).toBe(1);
     expect(existsSync(marker)).toBe(false);
   });

@@ -3,6 +3,7 @@ import { type DeviceEdits, type DeviceNodeEdit, jobrtError } from "@jobrt/core";
 import { type CdiDevice, type CdiRegistry, loadCdiRegistry } from "./cdiregistry.js";
 import { DEVICE_NAME_RE, type SpecDeviceNode, type SpecEdits, isCdiKind, specError } from "./cdispec.js";
 import { type GresAllocation, type GresMapping, gresAllocation } from "./gres.js";
+import { untrustedHostPath } from "./rootpath.js";
 
 /** jobrt.conf's device keys (docs/devices.md). */
 export interface DeviceConf {
@@ -107,8 +108,11 @@ function majorMinor(rdev: bigint): { major: number; minor: number } {
   };
 }
 
-/** A spec's node with the host node's type and numbers: a node missing on the host is an error. */
-function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
+/**
+ * A spec's node with the host node's type and numbers: a node missing on the host is an error, and
+ * so, as root, is one a job user could swap before runc makes it (rootpath.ts).
+ */
+function hostNode(node: SpecDeviceNode, file: string, asRoot: boolean): DeviceNodeEdit {
   const hostPath = node.hostPath ?? node.path;
   let st: BigIntStats;
   try {
@@ -123,6 +127,8 @@ function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
   }
   if (!st.isCharacterDevice() && !st.isBlockDevice())
     throw specError(file, node.field, `${hostPath} is not a device node`);
+  const untrusted = asRoot ? untrustedHostPath("device node", hostPath) : undefined;
+  if (untrusted !== undefined) throw specError(file, node.field, untrusted);
   const edit: DeviceNodeEdit = {
     path: node.path,
     hostPath,
@@ -136,13 +142,18 @@ function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
   return edit;
 }
 
-function addEdits(out: DeviceEdits, edits: SpecEdits, file: string): void {
+function addEdits(out: DeviceEdits, edits: SpecEdits, file: string, asRoot: boolean): void {
   for (const n of edits.deviceNodes) {
-    const node = hostNode(n, file);
+    const node = hostNode(n, file, asRoot);
     // One node per container path: a later edit of the same path replaces it (as CDI's own library does).
     out.deviceNodes = [...out.deviceNodes.filter((d) => d.path !== node.path), node];
   }
-  for (const m of edits.mounts) out.mounts = [...out.mounts.filter((x) => x.containerPath !== m.containerPath), m];
+  for (const { field, ...m } of edits.mounts) {
+    // Root runc binds the source: one a job user could retarget would give the container any host path.
+    const untrusted = asRoot ? untrustedHostPath("mount source", m.hostPath) : undefined;
+    if (untrusted !== undefined) throw specError(file, field, untrusted);
+    out.mounts = [...out.mounts.filter((x) => x.containerPath !== m.containerPath), m];
+  }
   out.env.push(...edits.env);
   for (const g of edits.additionalGids) if (!out.additionalGids.includes(g)) out.additionalGids.push(g);
   out.hooks.push(...edits.hooks);
@@ -159,9 +170,10 @@ export function resolveDevices(
   requested: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
   conf: DeviceConf,
+  asRoot = process.getuid?.() === 0,
 ): DeviceEdits | undefined {
   if (requested.length === 0 && conf.defaults.length === 0) return undefined;
-  const registry = loadCdiRegistry(conf.specDirs);
+  const registry = loadCdiRegistry(conf.specDirs, asRoot);
   const allocation = gresAllocation(env, conf.gresKind, conf.gresMap);
   const names: string[] = [];
   for (const [i, request] of [...requested, ...conf.defaults].entries()) {
@@ -174,9 +186,9 @@ export function resolveDevices(
   for (const q of names) {
     const device = lookup(q, registry, allocation, conf);
     // CDI: a spec's own containerEdits apply once, when any of its devices is used.
-    if (!specsDone.has(device.spec.file)) addEdits(out, device.spec.edits, device.spec.file);
+    if (!specsDone.has(device.spec.file)) addEdits(out, device.spec.edits, device.spec.file, asRoot);
     specsDone.add(device.spec.file);
-    addEdits(out, device.edits, device.spec.file);
+    addEdits(out, device.edits, device.spec.file, asRoot);
   }
   const gpus = names.filter((q) => q.startsWith(`${conf.gresKind}=`)).length;
   // The container sees its GPUs as 0..n-1 whatever their numbers on the node.
