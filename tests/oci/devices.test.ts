@@ -6,7 +6,7 @@
  * one they refuse with EPERM, so the two are told apart without any driver.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -251,6 +251,32 @@ describe("--container-device with real runc: exactly the devices given", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  test("a Slurm step allocated no GPU (no SLURM_STEP_GPUS) gets none: a named GPU is refused, and the job user's CUDA_VISIBLE_DEVICES is no allocation (issue 40, item A)", async () => {
+    const marker = join(node.base, "started-cpu-step");
+    const env = {
+      ...process.env,
+      JOBRT_CONF_DIR: node.conf(),
+      SLURM_STEP_ID: "0",
+      SLURM_PROCID: "0",
+      CUDA_VISIBLE_DEVICES: "0,1",
+    };
+    const exec = (device: string) =>
+      jobrt(["exec", "--runtime", "oci", "--container", bundle, "--container-device", device, "--", "touch", marker], {
+        env: { ...env, SLURM_JOB_ID: jobId() },
+      });
+    const named = await exec("nvidia.com/gpu=1");
+    expect(named.stderr).toBe(
+      "jobrt: --container-device nvidia.com/gpu=1: not allocated to this step (Slurm allocated it no GPU: SLURM_STEP_GPUS is not set); ask Slurm for GPUs (--gres=gpu:N)\n",
+    );
+    expect(named.code).toBe(1);
+    const gres = await exec("nvidia.com/gpu=gres");
+    expect(gres.stderr).toBe(
+      "jobrt: --container-device nvidia.com/gpu=gres: this step has no GPU allocation (Slurm set no SLURM_STEP_GPUS: ask it for GPUs with --gres=gpu:N)\n",
+    );
+    expect(gres.code).toBe(1);
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test("a site default: CdiDefaultDevices=nvidia.com/gpu=gres gives a step its GPUs with no option", async () => {
     const env = {
       ...process.env,
@@ -273,6 +299,20 @@ describe("--container-device with real runc: exactly the devices given", () => {
           devices: [{ name: "0", containerEdits: { deviceNodes: [{ path: "/dev/gpu0", hostPath: `${devs}/gpu9` }] } }],
         }),
       "devices[0].containerEdits.deviceNodes[0]: device node DEVS/gpu9 does not exist on this node",
+    ],
+    [
+      "a device node through a directory others may write (issue 40, item D)",
+      (s: Record<string, unknown>, devs: string) => {
+        // A job user could swap the link for another node between jobrt's stat and runc's mknod.
+        const open = join(devs, "open");
+        mkdirSync(open);
+        chmodSync(open, 0o777);
+        symlinkSync(join(devs, "gpu0"), join(open, "gpu0"));
+        return Object.assign(s, {
+          devices: [{ name: "0", containerEdits: { deviceNodes: [{ path: "/dev/gpu0", hostPath: `${open}/gpu0` }] } }],
+        });
+      },
+      "devices[0].containerEdits.deviceNodes[0]: device node DEVS/open/gpu0: DEVS/open is writable by others than root (mode 777); as root jobrt takes a host path only through directories root alone may write",
     ],
     [
       "a relative path",
@@ -309,7 +349,7 @@ describe("--container-device with real runc: exactly the devices given", () => {
       "touch",
       marker,
     ]);
-    expect(r.stderr).toBe(`jobrt: CDI spec ${file}: ${message.replace("DEVS", node.devs)}\n`);
+    expect(r.stderr).toBe(`jobrt: CDI spec ${file}: ${message.replaceAll("DEVS", node.devs)}\n`);
     expect(r.code).toBe(1);
     expect(existsSync(marker)).toBe(false);
   });

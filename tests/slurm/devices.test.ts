@@ -123,4 +123,26 @@ describe("--container-device nvidia.com/gpu=gres under Slurm", () => {
     );
     expect(r.code).not.toBe(0);
   });
+
+  it("a step allocated no GPU gets none: a named GPU is refused, though the task exports CUDA_VISIBLE_DEVICES (issue 40, item A)", async () => {
+    // slurmstepd unsets SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES in a CPU-only step; the task
+    // sets CUDA_VISIBLE_DEVICES itself, as a job script may.
+    const r = await srun([
+      "-N",
+      "1",
+      "-n",
+      "1",
+      "sh",
+      "-c",
+      'CUDA_VISIBLE_DEVICES=0,1,2,3 exec jobrt exec --runtime oci --container "$1" --container-device nvidia.com/gpu=1 -- sh -c "$2"',
+      "sh",
+      bundle,
+      show,
+    ]);
+    expect(r.stdout).toBe("");
+    expect(withoutAllocation(r.stderr)).toMatch(
+      /^jobrt: --container-device nvidia.com\/gpu=1: not allocated to this step \(Slurm allocated it no GPU: SLURM_STEP_GPUS is not set\); ask Slurm for GPUs \(--gres=gpu:N\)\n/,
+    );
+    expect(r.code).not.toBe(0);
+  });
 });

@@ -1,9 +1,11 @@
-import { chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, chownSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 import { loadSiteConfig } from "../src/siteconf.js";
 import { loadCdiRegistry } from "../src/devices/cdiregistry.js";
+import { cdiInventory } from "../src/devices/inventory.js";
 import { parseCdiSpec } from "../src/devices/cdispec.js";
 import { gresAllocation } from "../src/devices/gres.js";
 import { type DeviceConf, resolveDevices } from "../src/devices/resolve.js";
@@ -50,7 +52,8 @@ function write(dir: number, name: string, content: unknown): string {
   return file;
 }
 
-const resolve = (names: string[], env: Record<string, string> = {}) => resolveDevices(names, env, conf);
+const resolve = (names: string[], env: Record<string, string> = {}, asRoot?: boolean) =>
+  resolveDevices(names, env, conf, asRoot);
 const errorOf = (f: () => unknown) => {
   try {
     f();
@@ -290,6 +293,171 @@ describe("device requests", () => {
     ]);
     expect(gresAllocation({ SLURM_STEP_GPUS: "" }, "nvidia.com/gpu", "index")?.names).toEqual([]);
     expect(gresAllocation({}, "nvidia.com/gpu", "index")).toBeUndefined();
+  });
+});
+
+describe("the allocation under Slurm (issue 40, item A)", () => {
+  // A step srun started: slurmstepd sets SLURM_JOB_ID and SLURM_STEP_ID, and SLURM_STEP_GPUS only
+  // when it allocated the step GPUs (it unsets it, and CUDA_VISIBLE_DEVICES, otherwise).
+  const step = { SLURM_JOB_ID: "77", SLURM_STEP_ID: "0" };
+  beforeEach(() => {
+    write(0, "gpu.json", gpuSpec());
+    write(0, "fpga.json", {
+      cdiVersion: "0.6.0",
+      kind: "acme.com/fpga",
+      devices: [{ name: "f0", containerEdits: { deviceNodes: [{ path: "/dev/fpga0", hostPath: "/dev/null" }] } }],
+    });
+  });
+
+  it("a step allocated no GPU gets none: a named GPU, =all and =gres are refused; a user's CUDA_VISIBLE_DEVICES or SLURM_JOB_GPUS is no allocation", () => {
+    for (const env of [step, { ...step, CUDA_VISIBLE_DEVICES: "0,1" }, { ...step, SLURM_JOB_GPUS: "0,1,2,3" }]) {
+      const named = errorOf(() => resolve(["nvidia.com/gpu=1"], env));
+      expect(named.code).toBe("ERR_DEVICE");
+      expect(named.message).toBe(
+        "--container-device nvidia.com/gpu=1: not allocated to this step (Slurm allocated it no GPU: SLURM_STEP_GPUS is not set); ask Slurm for GPUs (--gres=gpu:N)",
+      );
+      expect(errorOf(() => resolve(["nvidia.com/gpu=all"], env)).message).toMatch(
+        /^--container-device nvidia.com\/gpu=0: not allocated to this step \(Slurm allocated it no GPU/,
+      );
+      expect(errorOf(() => resolve(["nvidia.com/gpu=gres"], env)).message).toBe(
+        "--container-device nvidia.com/gpu=gres: this step has no GPU allocation (Slurm set no SLURM_STEP_GPUS: ask it for GPUs with --gres=gpu:N)",
+      );
+    }
+    // A kind other than CdiGresKind is not Slurm's to allocate.
+    expect(resolve(["acme.com/fpga=f0"], step)?.devices).toEqual(["acme.com/fpga=f0"]);
+    conf.defaults = ["nvidia.com/gpu=gres"];
+    expect(resolve([], { ...step, CUDA_VISIBLE_DEVICES: "0,1" })).toBeUndefined();
+  });
+
+  it("a step with GPUs: SLURM_STEP_GPUS alone, whatever CUDA_VISIBLE_DEVICES says", () => {
+    const env = { ...step, SLURM_STEP_GPUS: "2", CUDA_VISIBLE_DEVICES: "0,1" };
+    expect(resolve(["nvidia.com/gpu=gres"], env)?.devices).toEqual(["nvidia.com/gpu=2"]);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], env)).message).toBe(
+      "--container-device nvidia.com/gpu=0: not allocated to this step (SLURM_STEP_GPUS lists 2); use nvidia.com/gpu=gres",
+    );
+  });
+
+  it("the batch step (no SLURM_STEP_ID): SLURM_JOB_GPUS, as slurmstepd sets it there", () => {
+    const env = { SLURM_JOB_ID: "77", SLURM_JOB_GPUS: "1,3", CUDA_VISIBLE_DEVICES: "0,1" };
+    expect(resolve(["nvidia.com/gpu=gres"], env)?.devices).toEqual(["nvidia.com/gpu=1", "nvidia.com/gpu=3"]);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], env)).message).toBe(
+      "--container-device nvidia.com/gpu=0: not allocated to this step (SLURM_JOB_GPUS lists 1,3); use nvidia.com/gpu=gres",
+    );
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], { SLURM_JOB_ID: "77" })).message).toMatch(
+      /\(Slurm allocated it no GPU: SLURM_JOB_GPUS is not set\)/,
+    );
+  });
+});
+
+describe("what root takes from a spec (issue 40, item D)", () => {
+  // Root makes these, so the test needs root; a run without it must fail, not pass vacuously.
+  beforeEach(() => {
+    expect(process.getuid?.(), "these tests chown and need root").toBe(0);
+  });
+
+  /** A spec of one device whose node is `hostPath`; returns the spec file. */
+  const nodeAt = (hostPath: string) =>
+    write(0, "gpu.json", {
+      cdiVersion: "0.6.0",
+      kind: "nvidia.com/gpu",
+      devices: [{ name: "0", containerEdits: { deviceNodes: [{ path: "/dev/gpu0", hostPath }] } }],
+    });
+  const nodeProblem = (node: string, problem: string) =>
+    `device node ${node}: ${problem}; as root jobrt takes a host path only through directories root alone may write`;
+  const refusal = (file: string, node: string, problem: string) =>
+    `CDI spec ${file}: devices[0].containerEdits.deviceNodes[0]: ${nodeProblem(node, problem)}`;
+
+  it("refuses a device node through a directory others may write, or one a job user owns; a sticky one is fine", () => {
+    const open = join(base, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    symlinkSync("/dev/null", join(open, "gpu0"));
+    const file = nodeAt(join(open, "gpu0"));
+    const e = errorOf(() => resolve(["nvidia.com/gpu=0"], {}, true));
+    expect(e.code).toBe("ERR_DEVICE");
+    expect(e.message).toBe(refusal(file, join(open, "gpu0"), `${open} is writable by others than root (mode 777)`));
+    // Not as root: the user's own paths are the user's business.
+    expect(resolve(["nvidia.com/gpu=0"], {}, false)?.devices).toEqual(["nvidia.com/gpu=0"]);
+    // jobrt check says it as a problem of the node's specs.
+    expect(cdiInventory({ specDirs: dirs }, true).problems).toEqual([
+      `CDI spec ${file}: nvidia.com/gpu=0: ${nodeProblem(join(open, "gpu0"), `${open} is writable by others than root (mode 777)`)}`,
+    ]);
+    chmodSync(open, 0o1777);
+    expect(resolve(["nvidia.com/gpu=0"], {}, true)?.deviceNodes[0]?.hostPath).toBe(join(open, "gpu0"));
+    const users = join(base, "users");
+    mkdirSync(users, { mode: 0o755 });
+    symlinkSync("/dev/null", join(users, "gpu0"));
+    chownSync(users, 65534, 65534);
+    nodeAt(join(users, "gpu0"));
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], {}, true)).message).toBe(
+      refusal(file, join(users, "gpu0"), `${users} belongs to uid 65534, not root`),
+    );
+  });
+
+  it("follows symlinks as the kernel would: a root-owned link into a job user's directory is refused there", () => {
+    const users = join(base, "users");
+    mkdirSync(users, { mode: 0o755 });
+    symlinkSync("/dev/zero", join(users, "node"));
+    chownSync(users, 65534, 65534);
+    const safe = join(base, "safe");
+    mkdirSync(safe, { mode: 0o755 });
+    symlinkSync("../users", join(safe, "to-users"));
+    const file = nodeAt(join(safe, "to-users", "node"));
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], {}, true)).message).toBe(
+      refusal(file, join(safe, "to-users", "node"), `${users} belongs to uid 65534, not root`),
+    );
+    // A link the job user owns, in a directory of root's, is refused too: it is theirs to aim.
+    execFileSync("ln", ["-s", "/dev/zero", join(safe, "theirs")]);
+    execFileSync("chown", ["-h", "65534", join(safe, "theirs")]);
+    nodeAt(join(safe, "theirs"));
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], {}, true)).message).toBe(
+      refusal(file, join(safe, "theirs"), `${join(safe, "theirs")} belongs to uid 65534, not root`),
+    );
+  });
+
+  it("refuses a mount source through a directory others may write, naming the mount", () => {
+    const open = join(base, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    writeFileSync(join(open, "libfake.so"), "");
+    const spec = gpuSpec();
+    spec.containerEdits.mounts[0]!.hostPath = join(open, "libfake.so");
+    const file = write(0, "gpu.json", spec);
+    const problem = `mount source ${join(open, "libfake.so")}: ${open} is writable by others than root (mode 777); as root jobrt takes a host path only through directories root alone may write`;
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"], {}, true)).message).toBe(
+      `CDI spec ${file}: containerEdits.mounts[0]: ${problem}`,
+    );
+    expect(cdiInventory({ specDirs: dirs }, true).problems).toContain(`CDI spec ${file}: nvidia.com/gpu=0: ${problem}`);
+    expect(resolve(["nvidia.com/gpu=0"], {}, false)?.mounts).toEqual([
+      { hostPath: join(open, "libfake.so"), containerPath: "/usr/lib/fake-driver.so", options: ["ro", "bind"] },
+    ]);
+  });
+
+  it("refuses a spec dir below a directory others may write", () => {
+    const open = join(base, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const dir = join(open, "cdi");
+    mkdirSync(dir, { mode: 0o755 });
+    expect(errorOf(() => loadCdiRegistry([dir], true)).message).toBe(
+      `CDI spec ${dir}: (directory): ${open} is writable by others than root (mode 777): root reads specs only through directories root alone may write`,
+    );
+  });
+
+  it("refuses a spec file over 1 MiB, as jobrt.conf, and a FIFO, without blocking on it", () => {
+    const big = gpuSpec() as ReturnType<typeof gpuSpec> & { annotations?: unknown };
+    big.annotations = { padding: "x".repeat(1024 * 1024) };
+    const file = write(0, "gpu.json", big);
+    const size = statSync(file).size;
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"])).message).toBe(
+      `CDI spec ${file}: (file): is ${size} bytes, more than the 1048576-byte (1 MiB) limit for a configuration file`,
+    );
+    rmSync(file);
+    const fifo = join(dirs[0]!, "gpu.yaml");
+    execFileSync("mkfifo", ["-m", "0644", fifo]);
+    expect(errorOf(() => resolve(["nvidia.com/gpu=0"])).message).toBe(
+      `CDI spec ${fifo}: (file): is not a regular file`,
+    );
   });
 });
 

@@ -1,7 +1,8 @@
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { isJobrtError, jobrtError, messageOf } from "@jobrt/core";
+import { isJobrtError, jobrtError, messageOf, readConfText } from "@jobrt/core";
 import { type CdiSpec, type SpecEdits, parseCdiSpec, specError } from "./cdispec.js";
+import { rootAlone, untrustedPath } from "./rootpath.js";
 
 /** The CDI spec dirs, lowest priority first: a later dir's device of one name wins (docs/devices.md). */
 export const DEFAULT_CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"];
@@ -24,8 +25,11 @@ export function specFiles(dir: string, asRoot: boolean): string[] {
   try {
     // Whoever may write the directory may put a spec there: as root, only root may.
     const st = statSync(dir);
-    if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0))
+    if (asRoot && !rootAlone(st))
       throw specError(dir, "(directory)", "must be owned by root and writable by no one else");
+    const above = asRoot ? untrustedPath(dir) : undefined;
+    if (above !== undefined)
+      throw specError(dir, "(directory)", `${above}: root reads specs only through directories root alone may write`);
     names = readdirSync(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
@@ -40,14 +44,20 @@ export function specFiles(dir: string, asRoot: boolean): string[] {
 
 /**
  * Reads a spec as root only from a file root owns and no one else may write: a spec names the
- * device nodes and host paths a container gets, so it is as trusted as jobrt.conf.
+ * device nodes and host paths a container gets, so it is as trusted as jobrt.conf, and read as
+ * jobrt.conf is (readConfText: a regular file, never blocking on a FIFO, at most 1 MiB).
  */
 export function readSpecText(file: string, asRoot: boolean): string {
   const st = statSync(file);
   if (!st.isFile()) throw specError(file, "(file)", "is not a regular file");
-  if (asRoot && (st.uid !== 0 || (st.mode & 0o022) !== 0))
-    throw specError(file, "(file)", "must be owned by root and writable by no one else");
-  return readFileSync(file, "utf8");
+  if (asRoot && !rootAlone(st)) throw specError(file, "(file)", "must be owned by root and writable by no one else");
+  try {
+    return readConfText(file, false) as string;
+  } catch (error) {
+    // Its message is "FILE: problem"; said again as a spec's, with the spec's code.
+    const message = messageOf(error);
+    throw specError(file, "(file)", message.startsWith(`${file}: `) ? message.slice(file.length + 2) : message);
+  }
 }
 
 /** Loads every spec of `dirs` (lowest priority first), each file checked whole: a bad one is an error. */

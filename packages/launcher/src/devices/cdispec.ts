@@ -25,10 +25,13 @@ export interface SpecDeviceNode {
   field: string;
 }
 
+/** A mount as a spec writes it, with where it is in the file (`containerEdits.mounts[0]`), for errors. */
+export type SpecMount = DeviceMountEdit & { field: string };
+
 export interface SpecEdits {
   env: string[];
   deviceNodes: SpecDeviceNode[];
-  mounts: DeviceMountEdit[];
+  mounts: SpecMount[];
   hooks: DeviceHookEdit[];
   additionalGids: number[];
   intelRdt?: DeviceIntelRdtEdit;
@@ -112,12 +115,13 @@ function deviceNode(f: Fields, v: unknown, field: string): SpecDeviceNode {
   };
 }
 
-function mount(f: Fields, v: unknown, field: string): DeviceMountEdit {
+function mount(f: Fields, v: unknown, field: string): SpecMount {
   if (!isObj(v)) f.fail(field, "must be an object");
-  const m: DeviceMountEdit = {
+  const m: SpecMount = {
     hostPath: f.path(v.hostPath, `${field}.hostPath`),
     containerPath: f.path(v.containerPath, `${field}.containerPath`),
     options: f.strings(v.options, `${field}.options`),
+    field,
   };
   if (v.type !== undefined) {
     if (typeof v.type !== "string") f.fail(`${field}.type`, "must be a string");

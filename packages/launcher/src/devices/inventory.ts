@@ -3,6 +3,7 @@ import { messageOf } from "@jobrt/core";
 import { readSpecText, specFiles } from "./cdiregistry.js";
 import { type CdiSpec, type SpecEdits, parseCdiSpec } from "./cdispec.js";
 import type { DeviceConf } from "./resolve.js";
+import { untrustedHostPath } from "./rootpath.js";
 
 /** One CDI device the node's spec dirs describe. */
 export interface CdiDeviceListing {
@@ -20,17 +21,25 @@ export interface CdiInventory {
   problems: string[];
 }
 
-function missingNodes(edits: SpecEdits): string[] {
-  const missing: string[] = [];
+/** What a step would be refused for each node and mount of `edits` (as resolve.ts says it). */
+function hostPathProblems(edits: SpecEdits, asRoot: boolean): string[] {
+  const problems: string[] = [];
   for (const n of edits.deviceNodes) {
     const host = n.hostPath ?? n.path;
     try {
       statSync(host);
     } catch {
-      missing.push(host);
+      problems.push(`device node ${host} does not exist on this node`);
+      continue;
     }
+    const untrusted = asRoot ? untrustedHostPath("device node", host) : undefined;
+    if (untrusted !== undefined) problems.push(untrusted);
   }
-  return missing;
+  for (const m of asRoot ? edits.mounts : []) {
+    const untrusted = untrustedHostPath("mount source", m.hostPath);
+    if (untrusted !== undefined) problems.push(untrusted);
+  }
+  return problems;
 }
 
 function readSpecs(dir: string, asRoot: boolean, problems: string[]): CdiSpec[] {
@@ -75,8 +84,8 @@ export function cdiInventory(conf: Pick<DeviceConf, "specDirs">, asRoot = proces
       problems.push(
         `CDI spec ${f.claims.at(-1)}: devices: ${name} is also described by ${f.claims.slice(0, -1).join(", ")} (two specs of one directory claim one name)`,
       );
-    for (const host of [...missingNodes(f.spec.edits), ...missingNodes(f.edits)])
-      problems.push(`CDI spec ${f.spec.file}: ${name}: device node ${host} does not exist on this node`);
+    for (const problem of [...hostPathProblems(f.spec.edits, asRoot), ...hostPathProblems(f.edits, asRoot)])
+      problems.push(`CDI spec ${f.spec.file}: ${name}: ${problem}`);
     devices.push({ name, spec: f.spec.file });
   }
   return { specDirs: [...conf.specDirs], devices, problems: [...new Set(problems)] };

@@ -3,6 +3,7 @@ import { type DeviceEdits, type DeviceNodeEdit, jobrtError } from "@jobrt/core";
 import { type CdiDevice, type CdiRegistry, loadCdiRegistry } from "./cdiregistry.js";
 import { DEVICE_NAME_RE, type SpecDeviceNode, type SpecEdits, isCdiKind, specError } from "./cdispec.js";
 import { type GresAllocation, type GresMapping, gresAllocation } from "./gres.js";
+import { untrustedHostPath } from "./rootpath.js";
 
 /** jobrt.conf's device keys (docs/devices.md). */
 export interface DeviceConf {
@@ -46,10 +47,10 @@ function expand(
       throw deviceError(
         `--container-device ${request}: =gres applies to ${conf.gresKind} (jobrt.conf CdiGresKind), not ${kind}`,
       );
-    if (!allocation) {
+    if (!allocation || allocation.unset) {
       if (isDefault) return [];
       throw deviceError(
-        `--container-device ${request}: this step has no GPU allocation (neither SLURM_STEP_GPUS nor CUDA_VISIBLE_DEVICES is set)`,
+        `--container-device ${request}: this step has no GPU allocation (${allocation ? `Slurm set no ${allocation.source}: ask it for GPUs with --gres=gpu:N` : "neither SLURM_STEP_GPUS nor CUDA_VISIBLE_DEVICES is set"})`,
       );
     }
     return allocation.names;
@@ -86,6 +87,12 @@ function lookup(
       `--container-device ${qualified}: no CDI spec describes it (spec dirs: ${conf.specDirs.join(", ")})`,
     );
   if (allocation && qualified.startsWith(`${conf.gresKind}=`) && !allocation.names.includes(qualified)) {
+    // Under Slurm a step allocated no GPU is allocated none, not unrestricted: without
+    // ConstrainDevices nothing else keeps a root container from the node's GPUs (docs/devices.md).
+    if (allocation.unset)
+      throw deviceError(
+        `--container-device ${qualified}: not allocated to this step (Slurm allocated it no GPU: ${allocation.source} is not set); ask Slurm for GPUs (--gres=gpu:N)`,
+      );
     throw deviceError(
       `--container-device ${qualified}: not allocated to this step (${allocation.source} lists ${allocation.names.map((n) => n.slice(conf.gresKind.length + 1)).join(",") || "none"}); use ${conf.gresKind}=gres`,
     );
@@ -101,8 +108,11 @@ function majorMinor(rdev: bigint): { major: number; minor: number } {
   };
 }
 
-/** A spec's node with the host node's type and numbers: a node missing on the host is an error. */
-function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
+/**
+ * A spec's node with the host node's type and numbers: a node missing on the host is an error, and
+ * so, as root, is one a job user could swap before runc makes it (rootpath.ts).
+ */
+function hostNode(node: SpecDeviceNode, file: string, asRoot: boolean): DeviceNodeEdit {
   const hostPath = node.hostPath ?? node.path;
   let st: BigIntStats;
   try {
@@ -117,6 +127,8 @@ function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
   }
   if (!st.isCharacterDevice() && !st.isBlockDevice())
     throw specError(file, node.field, `${hostPath} is not a device node`);
+  const untrusted = asRoot ? untrustedHostPath("device node", hostPath) : undefined;
+  if (untrusted !== undefined) throw specError(file, node.field, untrusted);
   const edit: DeviceNodeEdit = {
     path: node.path,
     hostPath,
@@ -130,13 +142,18 @@ function hostNode(node: SpecDeviceNode, file: string): DeviceNodeEdit {
   return edit;
 }
 
-function addEdits(out: DeviceEdits, edits: SpecEdits, file: string): void {
+function addEdits(out: DeviceEdits, edits: SpecEdits, file: string, asRoot: boolean): void {
   for (const n of edits.deviceNodes) {
-    const node = hostNode(n, file);
+    const node = hostNode(n, file, asRoot);
     // One node per container path: a later edit of the same path replaces it (as CDI's own library does).
     out.deviceNodes = [...out.deviceNodes.filter((d) => d.path !== node.path), node];
   }
-  for (const m of edits.mounts) out.mounts = [...out.mounts.filter((x) => x.containerPath !== m.containerPath), m];
+  for (const { field, ...m } of edits.mounts) {
+    // Root runc binds the source: one a job user could retarget would give the container any host path.
+    const untrusted = asRoot ? untrustedHostPath("mount source", m.hostPath) : undefined;
+    if (untrusted !== undefined) throw specError(file, field, untrusted);
+    out.mounts = [...out.mounts.filter((x) => x.containerPath !== m.containerPath), m];
+  }
   out.env.push(...edits.env);
   for (const g of edits.additionalGids) if (!out.additionalGids.includes(g)) out.additionalGids.push(g);
   out.hooks.push(...edits.hooks);
@@ -153,9 +170,10 @@ export function resolveDevices(
   requested: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
   conf: DeviceConf,
+  asRoot = process.getuid?.() === 0,
 ): DeviceEdits | undefined {
   if (requested.length === 0 && conf.defaults.length === 0) return undefined;
-  const registry = loadCdiRegistry(conf.specDirs);
+  const registry = loadCdiRegistry(conf.specDirs, asRoot);
   const allocation = gresAllocation(env, conf.gresKind, conf.gresMap);
   const names: string[] = [];
   for (const [i, request] of [...requested, ...conf.defaults].entries()) {
@@ -168,9 +186,9 @@ export function resolveDevices(
   for (const q of names) {
     const device = lookup(q, registry, allocation, conf);
     // CDI: a spec's own containerEdits apply once, when any of its devices is used.
-    if (!specsDone.has(device.spec.file)) addEdits(out, device.spec.edits, device.spec.file);
+    if (!specsDone.has(device.spec.file)) addEdits(out, device.spec.edits, device.spec.file, asRoot);
     specsDone.add(device.spec.file);
-    addEdits(out, device.edits, device.spec.file);
+    addEdits(out, device.edits, device.spec.file, asRoot);
   }
   const gpus = names.filter((q) => q.startsWith(`${conf.gresKind}=`)).length;
   // The container sees its GPUs as 0..n-1 whatever their numbers on the node.
