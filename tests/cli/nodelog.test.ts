@@ -85,13 +85,26 @@ interface Line {
   fields: Record<string, string>;
 }
 
+/**
+ * A quoted value's text (docs/cli.md, "The node log"): `\xNN`, `\u{N}`, `\\` and `\"` are the only
+ * escapes; anything else after a backslash is not the node log's.
+ */
+function unquote(quoted: string): string {
+  return quoted
+    .slice(1, -1)
+    .replace(/\\(?:x([0-9a-f]{2})|u\{([0-9a-f]{1,6})\}|(["\\])|(.))/gsu, (_, x, u, c, other) => {
+      if (other !== undefined) throw new Error(`not a node log escape: \\${other} in ${quoted}`);
+      return c ?? String.fromCodePoint(Number.parseInt(x ?? u, 16));
+    });
+}
+
 /** `<PRI>Mmm dd hh:mm:ss jobrt[pid]: kind k=v k="quoted"...` (glibc's syslog(3) datagram). */
 function parse(text: string): Line {
   const m = /^<(\d+)>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d jobrt\[(\d+)\]: (step-start|step-end) (.*)$/.exec(text);
   if (!m) throw new Error(`not a node log datagram: ${text}`);
   const fields: Record<string, string> = {};
   for (const f of m[4]!.matchAll(/(\w+)=("(?:[^"\\]|\\.)*"|\S+)/g))
-    fields[f[1]!] = f[2]!.startsWith('"') ? (JSON.parse(f[2]!) as string) : f[2]!;
+    fields[f[1]!] = f[2]!.startsWith('"') ? unquote(f[2]!) : f[2]!;
   return { facility: Math.floor(Number(m[1]) / 8), severity: Number(m[1]) % 8, pid: Number(m[2]), kind: m[3]!, fields };
 }
 
@@ -207,6 +220,31 @@ describe("the node log, to a datagram socket", () => {
     expect(start.fields.container).toBe(bundle);
     expect(end.fields.status).toBe("1");
     expect(rx.lines).toHaveLength(2);
+  });
+
+  it("DEL, C1 controls, separators and format characters (bidi overrides) in --container and --container-image are escaped: the line shows every character as itself", async () => {
+    const s = site("");
+    const rx = await startReceiver(join(s.dir, "log"));
+    writeFileSync(join(s.dir, "jobrt.conf"), `SpoolDir=${join(s.dir, "spool")}\nNodeLog=syslog:${rx.socket}\n`);
+    // A CSI that clears the screen, NEL, the separators, an override that reverses what follows,
+    // zero-width ones, a tag character, and quotes and backslashes that must not end the value.
+    const hostile = '\u007f\u0085\u009b2J\u00ad\u2028\u2029\u202egpj.exe\u200b\u2066\ufeff\u{e0041}\\" x="1';
+    const shown =
+      '\\x7f\\x85\\x9b2J\\xad\\u{2028}\\u{2029}\\u{202e}gpj.exe\\u{200b}\\u{2066}\\u{feff}\\u{e0041}\\\\\\" x=\\"1';
+    await jobrt(["run", "--jobid", "7010", "--container", `/nonexistent/${hostile}`, "true"], { env: s.env });
+    await jobrt(["run", "--jobid", "7011", "--container-image", `oci:/nonexistent/${hostile}`, "true"], { env: s.env });
+    const bundle = await stepLines(rx, "7010");
+    const image = await stepLines(rx, "7011");
+    expect(bundle.start.fields.container).toBe(`/nonexistent/${hostile}`);
+    expect(image.start.fields.image).toBe(`oci:/nonexistent/${hostile}`);
+    expect(image.end.fields.code).toBe("ERR_RUNTIME_HOOK");
+    expect(rx.lines).toHaveLength(4);
+    for (const line of rx.lines) {
+      expect(line).not.toMatch(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u);
+      expect(
+        line.includes(`container="/nonexistent/${shown}"`) || line.includes(`image="oci:/nonexistent/${shown}"`),
+      ).toBe(true);
+    }
   });
 
   it("no receiver: no socket, a socket nobody is bound to, a full queue; the step keeps its status and no sender is left", async () => {

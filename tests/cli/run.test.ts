@@ -510,6 +510,40 @@ describe("jobrt run: bad input is one line and the documented exit status", () =
     expect(spoolLeftovers(s.spool)).toEqual([]);
   });
 
+  it("a --container-image or --container holding DEL, C1 controls, separators or a bidi override: its one line shows them escaped", async () => {
+    const s = site();
+    const unshown = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+    const failed = "jobrt: runtime runtime/oci setup failed: ";
+    for (const [option, value, line] of [
+      [
+        "--container-image",
+        "docker://reg.example/a\u202eb:1",
+        `${failed}--container-image "docker://reg.example/a\\u{202e}b:1": "a\\u{202e}b" is not a valid repository name (lower-case components separated by '/')`,
+      ],
+      [
+        "--container-image",
+        "docker://reg.example/a\u2028b\u009b2J",
+        `${failed}--container-image "docker://reg.example/a\\u{2028}b\\x9b2J": must not contain white space or NUL`,
+      ],
+      [
+        "--container-image",
+        "oci:/nonexistent/\u202e\u007f\u009b",
+        `${failed}--container-image oci:/nonexistent/\\u{202e}\\x7f\\x9b: cannot read the image manifest: `,
+      ],
+      [
+        "--container",
+        "/nonexistent/\u202e\u0085\u2029",
+        `${failed}cannot read /nonexistent/\\u{202e}\\x85\\u{2029}/config.json: no such file (is --container an OCI bundle directory?)`,
+      ],
+    ] as const) {
+      const r = await jobrt(["run", "--runtime", "oci", option, value, "true"], { env: s.env });
+      expect(r.stderr.startsWith(line), r.stderr).toBe(true);
+      expect(r.stderr.endsWith("\n")).toBe(true);
+      expect(r.stderr.slice(0, -1)).not.toMatch(unshown);
+      expect(r.code).toBe(1);
+    }
+  });
+
   it("an unparsable jobrt.conf line names file:line and exits 2", async () => {
     const s = site("KillWait=soon\n");
     const r = await jobrt(["run", "--runtime", "none", "true"], { env: s.env });

@@ -176,6 +176,24 @@ describe("root's jobrt ps --all on a job user's journal", () => {
         components: [{ runtime: fake, uid: NOBODY, gid: NOBODY, tasks: [], container: { value: escapes } }],
       }),
     });
+    // 810: what escaping only C0, C1 and DEL let through: separators that end a row on screen or
+    // in a log, a bidi override that shows what follows reversed, zero-width and tag characters,
+    // and a backslash that would make a real escape look like text.
+    plant(s, 810, {
+      "host.json": host,
+      "step.json": JSON.stringify({
+        host: DEAD_HOST,
+        components: [
+          {
+            runtime: "none\u20281.0   run   root   running",
+            uid: NOBODY,
+            gid: NOBODY,
+            tasks: [],
+            container: { value: "/b\u2029\u202egpj.exe\u200b\u2066\ufeff\u00ad\u{e0041}\\x1b" },
+          },
+        ],
+      }),
+    });
 
     const begun = Date.now();
     const r = await jobrt(["ps", "--all", "--json"], { env: s.env, timeoutMs: 20_000 });
@@ -190,7 +208,7 @@ describe("root's jobrt ps --all on a job user's journal", () => {
       Object.keys(byJob)
         .map(Number)
         .sort((a, b) => a - b),
-    ).toEqual([live.job, dead.job, 801, 802, 803, 804, 807, 809].sort((a, b) => a - b));
+    ).toEqual([live.job, dead.job, 801, 802, 803, 804, 807, 809, 810].sort((a, b) => a - b));
     expect(byJob[live.job]).toMatchObject({
       user: "nobody",
       state: "running",
@@ -213,11 +231,19 @@ describe("root's jobrt ps --all on a job user's journal", () => {
     expect(byJob[809]?.components).toEqual([
       { runtime: "none\\x0a1.0   run   root   running", container: "\\x1b]0;owned\\x07/b\\x9b2J", tasks: 0 },
     ]);
+    expect(byJob[810]?.components).toEqual([
+      {
+        runtime: "none\\u{2028}1.0   run   root   running",
+        container: "/b\\u{2029}\\u{202e}gpj.exe\\u{200b}\\u{2066}\\u{feff}\\xad\\u{e0041}\\\\x1b",
+        tasks: 0,
+      },
+    ]);
     const table = await jobrt(["ps", "--all"], { env: s.env, timeoutMs: 20_000 });
     expect(table.code).toBe(0);
     expect(table.stdout).not.toContain(SECRET);
     expect(table.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(table.stdout).not.toContain("\n1.0   run");
+    expect(table.stdout.replaceAll("\n", "")).not.toMatch(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u);
     expect(table.stdout).toContain(
       "  jobrt gc would set it aside as <entry>.bad-<ms>: its pids file can never be read\n",
     );

@@ -1,4 +1,5 @@
 import type { ContainerRequest } from "@jobrt/core";
+import { quotedText } from "@jobrt/host-services";
 import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
 import type { Host } from "./host.js";
 import { NodeLogWriter, SEVERITY } from "./nodelogsink.js";
@@ -42,10 +43,13 @@ interface Component {
   digest?: string;
 }
 
-/** A value as it is logged: bare when it is plain, else JSON-quoted (no newline or control byte gets into a line). */
+/**
+ * A value as it is logged: bare when it is plain, else quoted as core's quotedText says (nothing in
+ * it can end its field or its line, or change how the line reads).
+ */
 function quote(value: string): string {
   const v = value.length > 1024 ? `${value.slice(0, 1024)}...` : value;
-  return /^[\w.:/@%+=-]+$/.test(v) ? v : JSON.stringify(v);
+  return /^[\w.:/@%+=-]+$/.test(v) ? v : quotedText(v);
 }
 
 /** `key=a,b` over the components ("-" where one has none); nothing when none has it. */

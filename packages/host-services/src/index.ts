@@ -15,6 +15,7 @@ export { type DirOwner, makeDir, makeDirs } from "./makedir.js";
 export { type MountInfo, readMountInfo } from "./mountinfo.js";
 export { type ProcStat, procStat, processRunning } from "./procstat.js";
 export { type RemoveTreeOptions, removeTree } from "./removetree.js";
+export { quotedText, shownText } from "./showntext.js";
 export { type WaitStatus, decodeWaitStatus } from "./waitstatus.js";
 export { type ToolOptions, type ToolResult, runTool } from "./runtool.js";
 export { type SyscallName, syscallNumbers } from "./syscalls.js";

@@ -1,5 +1,6 @@
 import { isAbsolute } from "node:path";
 import { type JobrtError, jobrtError } from "@jobrt/core";
+import { quotedText } from "@jobrt/host-services";
 
 /**
  * A `--container-image` reference, in the transports skopeo reads: `docker://host[:port]/name[:tag]`
@@ -21,7 +22,7 @@ const TAG_RE = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 function bad(text: string, why: string): JobrtError {
   return jobrtError(
     "ERR_CONTAINER_IMAGE",
-    { problem: `--container-image ${JSON.stringify(text)}: ${why}` },
+    { problem: `--container-image ${quotedText(text)}: ${why}` },
     { details: { runtime: "runtime/oci", key: "--container-image" } },
   );
 }
@@ -40,7 +41,7 @@ export function parseImageReference(text: string): ImageReference {
     const ref = colon < 0 ? undefined : rest.slice(colon + 1);
     if (!isAbsolute(path)) throw bad(text, `${transport}: needs an absolute path`);
     if (ref !== undefined && !TAG_RE.test(ref))
-      throw bad(text, `${JSON.stringify(ref)} is not a valid image reference name`);
+      throw bad(text, `${quotedText(ref)} is not a valid image reference name`);
     return { transport, text, path, ...(ref !== undefined ? { ref } : {}) };
   }
   throw bad(
@@ -72,7 +73,7 @@ function parseDocker(text: string, rest: string): ImageReference {
   if (at >= 0) {
     digest = rest.slice(at + 1);
     rest = rest.slice(0, at);
-    if (!DIGEST_RE.test(digest)) throw bad(text, `${JSON.stringify(digest)} is not a sha256:<64 hex digits> digest`);
+    if (!DIGEST_RE.test(digest)) throw bad(text, `${quotedText(digest)} is not a sha256:<64 hex digits> digest`);
   }
   const slash = rest.indexOf("/");
   if (slash <= 0) throw bad(text, "needs a registry host: docker://HOST[:PORT]/NAME[:TAG]");
@@ -81,7 +82,7 @@ function parseDocker(text: string, rest: string): ImageReference {
   if (!REGISTRY_RE.test(registry) || !(registry.includes(".") || registry.includes(":") || registry === "localhost")) {
     throw bad(
       text,
-      `${JSON.stringify(registry)} is not a registry host (a name with a dot or a port, or localhost): jobrt never guesses a default registry`,
+      `${quotedText(registry)} is not a registry host (a name with a dot or a port, or localhost): jobrt never guesses a default registry`,
     );
   }
   let tag: string | undefined;
@@ -89,10 +90,10 @@ function parseDocker(text: string, rest: string): ImageReference {
   if (lastColon > name.lastIndexOf("/")) {
     tag = name.slice(lastColon + 1);
     name = name.slice(0, lastColon);
-    if (!TAG_RE.test(tag)) throw bad(text, `${JSON.stringify(tag)} is not a valid tag`);
+    if (!TAG_RE.test(tag)) throw bad(text, `${quotedText(tag)} is not a valid tag`);
   }
   if (name === "" || !name.split("/").every((c) => COMPONENT_RE.test(c)))
-    throw bad(text, `${JSON.stringify(name)} is not a valid repository name (lower-case components separated by '/')`);
+    throw bad(text, `${quotedText(name)} is not a valid repository name (lower-case components separated by '/')`);
   if (tag === undefined && digest === undefined) tag = "latest";
   return {
     transport: "docker",

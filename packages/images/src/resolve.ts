@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { type JobrtError, jobrtError } from "@jobrt/core";
+import { shownText } from "@jobrt/host-services";
 import { type ImageReference, sourceName } from "./reference.js";
 import type { ImageSettings } from "./settings.js";
 import { type ToolOptions, runTool, toolMessage } from "./tool.js";
@@ -26,10 +27,11 @@ const GOARCH: Record<string, string> = {
   loong64: "loong64",
 };
 
+/** A parsed reference holds no white space (reference.ts): shown bare, its other characters escaped. */
 export function imageError(ref: ImageReference, why: string): JobrtError {
   return jobrtError(
     "ERR_CONTAINER_IMAGE",
-    { problem: `--container-image ${ref.text}: ${why}` },
+    { problem: `--container-image ${shownText(ref.text)}: ${why}` },
     { details: { runtime: "runtime/oci", key: "--container-image" } },
   );
 }

@@ -14,7 +14,7 @@ import { type BundleConfig, type Mount, fitRootless, parseBundleConfig } from ".
 import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
 import type { OciConf } from "./conf.js";
-import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
+import { type FileOpResult, type FileUser, runFileOps, shownText } from "@jobrt/host-services";
 import { checkImageVolumes, fitImageToStep, imageOption, releaseImageOfStep, setupImage } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson, stateToJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
@@ -68,7 +68,7 @@ async function stepState(
       const why = r.code === "ENOENT" ? "no such file (is --container an OCI bundle directory?)" : r.error;
       throw jobrtError(
         "ERR_CONTAINER_REQUEST",
-        { problem: `cannot read ${file}: ${why}` },
+        { problem: `cannot read ${shownText(file)}: ${why}` },
         { details: { runtime: "runtime/oci", file } },
       );
     }

@@ -1,5 +1,6 @@
 import { basename } from "node:path";
 import { messageOf } from "@jobrt/core";
+import { shownText } from "@jobrt/host-services";
 import { isSameProcess } from "../processidentity.js";
 import { hostAlive } from "./collect.js";
 import { type JournalEntry, listEntries, recordedPids } from "./journalgc.js";
@@ -46,13 +47,13 @@ export interface StepView {
   problem?: string;
 }
 
-/** C0 and C1 control characters and DEL: a record's text must not drive root's terminal. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
-
-/** A string of a record, shown: at most 4096 characters, control characters written as \xNN. */
+/**
+ * A string of a record, shown: at most 4096 characters, escaped as core's shownText says, so a
+ * user's record cannot drive root's terminal or fake a row.
+ */
 function text(v: unknown): string | undefined {
   if (typeof v !== "string" || v === "") return undefined;
-  return v.slice(0, 4096).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return shownText(v.slice(0, 4096));
 }
 
 /**
