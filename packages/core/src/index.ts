@@ -12,6 +12,7 @@ export {
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
 export { containerIdProblem } from "./containerid.js";
+export { IMAGE_OPTION_KEY, containerImage } from "./containerimage.js";
 export { type AcceptedField, checkAccepted } from "./accepts.js";
 export {
   type ContainerRequest,
