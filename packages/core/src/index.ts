@@ -55,7 +55,7 @@ export {
   jobrtError,
   messageOf,
 } from "./errors.js";
-export { type RuntimeName, normalizeRuntimeName } from "./names.js";
+export { type RuntimeName, normalizeRuntimeName, runtimeNameOf } from "./names.js";
 export {
   type CheckFinding,
   HOOK_NAMES,

@@ -10,6 +10,7 @@ import type {
   ValidateContext,
 } from "./context.js";
 import { jobrtError } from "./errors.js";
+import { isRuntimeType } from "./names.js";
 import type { ExecSpec } from "./types.js";
 import { REQUEST_FIELDS } from "./requestoptions.js";
 
@@ -187,8 +188,6 @@ export function definePlugin<S = unknown>(
   });
 }
 
-const TYPE_RE = /^runtime\/(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
-
 /** Where a loaded plugin came from, for error messages and `jobrt runtimes`. */
 export interface PluginOrigin {
   package?: string;
@@ -230,7 +229,7 @@ export function assertRuntimePlugin(
   const m = meta as Record<string, unknown>;
   if (typeof m.name !== "string" || m.name === "") fail("meta.name must be a non-empty string");
   if (typeof m.version !== "string" || m.version === "") fail("meta.version must be a non-empty string");
-  if (typeof m.type !== "string" || !TYPE_RE.test(m.type))
+  if (typeof m.type !== "string" || !isRuntimeType(m.type))
     fail(`meta.type must look like "runtime/<name>", got ${JSON.stringify(m.type)}`);
   if (m.type !== expectedType)
     fail(`meta.type is ${JSON.stringify(m.type)} but it was loaded as ${JSON.stringify(expectedType)}`);
