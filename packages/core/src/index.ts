@@ -11,6 +11,7 @@ export {
   parseSlurmBool,
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
+export { parseSize } from "./size.js";
 export { containerIdProblem } from "./containerid.js";
 export { IMAGE_OPTION_KEY, containerImage } from "./containerimage.js";
 export { type AcceptedField, checkAccepted } from "./accepts.js";
