@@ -1,6 +1,6 @@
 import { accessSync, constants, lstatSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, posix, resolve } from "node:path";
-import { type ContainerRequest, type StepRecord, jobrtError, parseSlurmBool } from "@jobrt/core";
+import { type ContainerRequest, type StepRecord, containerImage, jobrtError, parseSlurmBool } from "@jobrt/core";
 import type { CharliecloudConf } from "./conf.js";
 import { reject, show } from "./reject.js";
 
@@ -141,16 +141,14 @@ function flag(key: string, values: string[]): boolean {
 
 /** The step's `--container-image REF`, which the host's image service turns into a directory. */
 export function imageReference(step: StepRecord): string | undefined {
-  const v = step.container?.options.image;
-  if (v === undefined) return undefined;
-  if (v.length !== 1 || v[0] === "") throw reject("--container-image", v.join(","), "give it once, not empty");
-  if (step.container?.value)
+  const ref = containerImage(step.container, "runtime/charliecloud");
+  if (ref !== undefined && step.container?.value)
     throw reject(
       "--container-image",
-      v[0] as string,
+      ref,
       "give either --container (an image directory) or --container-image, not both",
     );
-  return v[0];
+  return ref;
 }
 
 /**

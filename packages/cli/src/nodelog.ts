@@ -1,4 +1,4 @@
-import type { ContainerRequest } from "@jobrt/core";
+import { type ContainerRequest, runtimeNameOf } from "@jobrt/core";
 import { quotedText } from "@jobrt/host-services";
 import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
 import type { Host } from "./host.js";
@@ -79,7 +79,7 @@ export class NodeLog {
   readonly onEvent = (e: StepEvent): void => {
     if (this.#step.target.kind === "off") return;
     if (e.event === "step-start") this.#start(e);
-    else if (e.event === "runtime") this.#update(e.component, { runtime: e.type.replace(/^runtime\//, "") });
+    else if (e.event === "runtime") this.#update(e.component, { runtime: runtimeNameOf(e.type) });
     else if (e.event === "setup")
       this.#update(e.component, {
         ...(e.bundle ? { bundle: e.bundle } : {}),

@@ -1,4 +1,5 @@
 import { jobrtError } from "./errors.js";
+import { runtimeNameOf } from "./names.js";
 import { type ContainerRequest, FIELD_OPTIONS, REQUEST_FIELDS, type RequestField } from "./requestoptions.js";
 
 /**
@@ -50,7 +51,7 @@ function describeAccepts(accepts: readonly string[]): string {
  */
 export function checkAccepted(type: string, accepts: readonly string[], request: ContainerRequest | undefined): void {
   if (!request) return;
-  const runtime = type.replace(/^runtime\//, "");
+  const runtime = runtimeNameOf(type);
   for (const g of givenFields(request)) {
     if (accepted(accepts, g.field, g.key)) continue;
     const option = optionOf(g.field);

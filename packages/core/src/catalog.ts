@@ -100,6 +100,12 @@ export const ERROR_CATALOG = {
     hint: "report it to the runtime's author (the message names the runtime and hook)",
     exit: 1,
   },
+  ERR_CONF_PATTERN: {
+    template: "%{char} ({what}) is not known here",
+    when: "a runtime's conf pattern (oci.conf's `%t`, `%p`, ..., see [runtime-oci.md](runtime-oci.md)) uses a value the step or task at hand does not have, e.g. `%t` in a command run for the whole step. A RunTime* command is then an `ERR_CONF` naming the file and key; a teardown command is skipped (debug line)",
+    hint: "use only the patterns runtime-oci.md lists for that key",
+    exit: 1,
+  },
   ERR_CONTAINER_NOT_CONFIGURED: {
     template: "{problem}",
     when: "a container was requested but the runtime has no configuration to run it (e.g. no oci.conf and no runc on PATH); the message says how to configure it",

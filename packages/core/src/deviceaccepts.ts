@@ -1,4 +1,5 @@
 import { jobrtError } from "./errors.js";
+import { runtimeNameOf } from "./names.js";
 import type { ContainerRequest } from "./requestoptions.js";
 
 /**
@@ -14,7 +15,7 @@ export function checkDevicesAccepted(
 ): void {
   const edits = request?.deviceEdits;
   if (!edits || accepts.includes("devices")) return;
-  const runtime = type.replace(/^runtime\//, "");
+  const runtime = runtimeNameOf(type);
   const names = edits.devices.join(", ");
   throw jobrtError(
     "ERR_CONTAINER_REQUEST",

@@ -11,7 +11,9 @@ export {
   parseSlurmBool,
 } from "./conf.js";
 export { readConfText } from "./conffile.js";
+export { parseSize } from "./size.js";
 export { containerIdProblem } from "./containerid.js";
+export { IMAGE_OPTION_KEY, containerImage } from "./containerimage.js";
 export { type AcceptedField, checkAccepted } from "./accepts.js";
 export {
   type ContainerRequest,
@@ -54,7 +56,7 @@ export {
   jobrtError,
   messageOf,
 } from "./errors.js";
-export { type RuntimeName, normalizeRuntimeName } from "./names.js";
+export { type RuntimeName, normalizeRuntimeName, runtimeNameOf } from "./names.js";
 export {
   type CheckFinding,
   HOOK_NAMES,

@@ -45,6 +45,25 @@ export function normalizeRuntimeName(input: string): RuntimeName {
   return { name, type: `runtime/${name}`, base: base as string, ...(scope ? { scope } : {}) };
 }
 
+/**
+ * The name a runtime type (`meta.type`, `RuntimeName.type`) stands for: `runtime/@acme/fast` is
+ * `@acme/fast`, what jobrt.conf, --runtime and messages use. The inverse of `.type`; a text
+ * without the prefix is given back as it is (the node log shows what a journal holds).
+ */
+export function runtimeNameOf(type: string): string {
+  return type.startsWith(TYPE_PREFIX) ? type.slice(TYPE_PREFIX.length) : type;
+}
+
+/** Whether `type` is a runtime type: `runtime/` and a name normalizeRuntimeName keeps as it is. */
+export function isRuntimeType(type: string): boolean {
+  if (!type.startsWith(TYPE_PREFIX)) return false;
+  try {
+    return normalizeRuntimeName(type).type === type;
+  } catch {
+    return false;
+  }
+}
+
 /** The npm packages a runtime name may live in, in the fixed order they are tried. */
 export function packageCandidates(name: RuntimeName): string[] {
   if (name.scope) return [`@${name.scope}/jobrt-runtime-${name.base}`];

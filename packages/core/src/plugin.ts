@@ -10,6 +10,7 @@ import type {
   ValidateContext,
 } from "./context.js";
 import { jobrtError } from "./errors.js";
+import { isRuntimeType } from "./names.js";
 import type { ExecSpec } from "./types.js";
 import { REQUEST_FIELDS } from "./requestoptions.js";
 
@@ -82,12 +83,46 @@ export interface RuntimeMeta {
  * every later hook of the step in every process, and to cleanup in `jobrt gc` after a crash.
  */
 export interface RuntimeHooks<S = unknown> {
+  /**
+   * Called once when the registry loads the plugin, before any other hook, with where it is
+   * loaded (`submit`, `node`, `step`). It may be called again in another process or registry, so
+   * it holds nothing per step. A throw, or not finishing within jobrt.conf `PluginInitTimeout`,
+   * is ERR_RUNTIME_INIT and the plugin is not used.
+   */
   init(ctx: InitContext): MaybePromise<void>;
+  /**
+   * Called once when the host is done with the registry, in index order with the other plugins,
+   * even when one of them throws; possibly more than once per node, as init. Releases what init
+   * took; a throw is reported (ERR_RUNTIME_FINI, naming every failed plugin) after all have run.
+   */
   fini(): MaybePromise<void>;
+  /**
+   * Called once per step record in each process of the step (every `jobrt exec` task under srun),
+   * before any task starts, with the validated request (fields outside `meta.accepts` already
+   * refused). Checks the request, prepares the step and returns its state: JSON data, journaled
+   * and handed to every later hook of the step. Must be idempotent across those processes; a
+   * throw (ERR_RUNTIME_HOOK) fails the step before any task runs, and cleanup still follows.
+   */
   // biome-ignore lint/suspicious/noConfusingVoidType: a setup without step state returns nothing
   setup(ctx: SetupContext): MaybePromise<S | undefined | void>;
+  /**
+   * Always called once at the step's end, also after a failed setup (state undefined), a failed
+   * start or a signal, and possibly twice; by `jobrt gc` with `afterCrash` when the host died
+   * (the tasks are already SIGKILLed). Removes only what this step made, never throws for
+   * leftovers, and leaves nothing of the step running.
+   */
   cleanup(ctx: CleanupContext<S>): MaybePromise<void>;
+  /**
+   * Called per task after setup, concurrently for the tasks of a step, before that task's run:
+   * the task's own preparation (files under the step's directory). A throw (ERR_RUNTIME_HOOK)
+   * means that task does not start.
+   */
   taskInit(ctx: TaskHookContext<S>): MaybePromise<void>;
+  /**
+   * Called per task after its taskInit: returns the ExecSpec the host spawns itself (in its own
+   * process group, as the job user), or NOT_SUPPORTED for the task's own argv. Starts nothing
+   * itself; anything else returned is ERR_RUNTIME_CONTRACT.
+   */
   run(ctx: TaskHookContext<S>): MaybePromise<ExecSpec | NotSupported>;
   /** Submit-time checks of a request (`jobrt check`), without starting anything. */
   validate?(ctx: ValidateContext): MaybePromise<void>;
@@ -153,8 +188,6 @@ export function definePlugin<S = unknown>(
   });
 }
 
-const TYPE_RE = /^runtime\/(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
-
 /** Where a loaded plugin came from, for error messages and `jobrt runtimes`. */
 export interface PluginOrigin {
   package?: string;
@@ -196,7 +229,7 @@ export function assertRuntimePlugin(
   const m = meta as Record<string, unknown>;
   if (typeof m.name !== "string" || m.name === "") fail("meta.name must be a non-empty string");
   if (typeof m.version !== "string" || m.version === "") fail("meta.version must be a non-empty string");
-  if (typeof m.type !== "string" || !TYPE_RE.test(m.type))
+  if (typeof m.type !== "string" || !isRuntimeType(m.type))
     fail(`meta.type must look like "runtime/<name>", got ${JSON.stringify(m.type)}`);
   if (m.type !== expectedType)
     fail(`meta.type is ${JSON.stringify(m.type)} but it was loaded as ${JSON.stringify(expectedType)}`);

@@ -28,6 +28,7 @@ describe("error catalog", () => {
     // Codes are API: removing or renaming one breaks every caller that matches on it.
     expect(Object.keys(ERROR_CATALOG).sort()).toEqual([
       "ERR_CONF",
+      "ERR_CONF_PATTERN",
       "ERR_CONTAINER_IMAGE",
       "ERR_CONTAINER_NOT_CONFIGURED",
       "ERR_CONTAINER_REQUEST",

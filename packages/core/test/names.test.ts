@@ -1,7 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { RuntimeRegistry, normalizeRuntimeName } from "../src/index.js";
-import { packageCandidates } from "../src/names.js";
+import {
+  RuntimeRegistry,
+  assertRuntimePlugin,
+  checkAccepted,
+  emptyRequest,
+  normalizeRuntimeName,
+  runtimeNameOf,
+} from "../src/index.js";
+import { isRuntimeType, packageCandidates } from "../src/names.js";
 
 const MALICIOUS = [
   "../x",
@@ -121,5 +128,43 @@ describe("normalizeRuntimeName", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe("runtimeNameOf: the name a runtime type stands for", () => {
+  it.each([
+    ["runtime/oci", "oci"],
+    ["runtime/@acme/fast", "@acme/fast"],
+    ["oci", "oci"],
+    ["runtime/runtime/x", "runtime/x"],
+  ])("%s is %s", (type, name) => {
+    expect(runtimeNameOf(type)).toBe(name);
+  });
+
+  it("property: the inverse of normalizeRuntimeName's type, which isRuntimeType accepts", () => {
+    const segment = fc
+      .stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/)
+      .filter((s) => !s.endsWith(".") && s !== "." && s !== "..");
+    fc.assert(
+      fc.property(fc.option(segment, { nil: undefined }), segment, (scope, base) => {
+        const n = normalizeRuntimeName(`${scope ? `@${scope}/` : ""}${base}`);
+        expect(runtimeNameOf(n.type)).toBe(n.name);
+        expect(isRuntimeType(n.type)).toBe(true);
+        expect(isRuntimeType(n.name)).toBe(false);
+      }),
+    );
+  });
+
+  it.each(["runtime/", "runtime/Oci", "runtime/../x", "runtime/x.", `runtime/${"a".repeat(101)}`, "oci"])(
+    "isRuntimeType refuses %s",
+    (type) => expect(isRuntimeType(type)).toBe(false),
+  );
+
+  it("is the name the host's refusals and the plugin check use", () => {
+    expect(() => checkAccepted("runtime/@acme/fast", [], { ...emptyRequest(), volumes: ["/a:/b"] })).toThrow(
+      /runtime @acme\/fast does not accept --container-volume/,
+    );
+    const plugin = { meta: { name: "x", type: "runtime/x.", version: "1.0.0", apiVersion: 2 } };
+    expect(() => assertRuntimePlugin(plugin, "runtime/x.")).toThrow(/meta.type must look like "runtime\/<name>"/);
   });
 });

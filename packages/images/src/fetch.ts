@@ -1,5 +1,6 @@
 import { chmodSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 import { removeTree } from "@jobrt/host-services";
 import { prepareImageConfig } from "./imageconfig.js";
 import { type ImageMeta, addMark, dropMark, useIfPresent } from "./store.js";
@@ -31,7 +32,13 @@ export interface FetchResult {
   size: number;
 }
 
-class FetchError extends Error {}
+/**
+ * A pull or unpack that went wrong. The message is bare (no `--container-image REF:`): through the
+ * helper it reaches the caller as text, which cache.ts prefixes with the reference (imageError).
+ */
+function fetchError(problem: string): JobrtError {
+  return jobrtError("ERR_CONTAINER_IMAGE", { problem }, { details: { key: "--container-image" } });
+}
 
 const PROGRESS_EVERY_MS = 250;
 
@@ -70,14 +77,14 @@ async function pullAndUnpack(spec: FetchSpec, entry: string, report?: (line: str
       timeoutMs: spec.timeoutMs,
     }).finally(() => clearInterval(timer));
     sample();
-    if (copy.code !== 0) throw new FetchError(`skopeo copy failed: ${toolMessage(copy)}`);
+    if (copy.code !== 0) throw fetchError(`skopeo copy failed: ${toolMessage(copy)}`);
     const entrypoint = checkLayout(layout, spec);
     const bundle = join(tmp, "bundle");
     const unpack = await runTool(["umoci", "unpack", "--rootless", "--image", `${layout}:img`, bundle], {
       env,
       timeoutMs: spec.timeoutMs,
     });
-    if (unpack.code !== 0) throw new FetchError(`umoci unpack failed: ${toolMessage(unpack)}`);
+    if (unpack.code !== 0) throw fetchError(`umoci unpack failed: ${toolMessage(unpack)}`);
     for (const name of readdirSync(bundle))
       if (name !== "rootfs" && name !== "config.json") removeTree(join(bundle, name));
     const rootfs = join(bundle, "rootfs");
@@ -112,16 +119,16 @@ function checkLayout(layout: string, spec: FetchSpec): string[] {
   const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests?: { digest?: string }[] };
   const manifests = index.manifests ?? [];
   if (manifests.length !== 1 || typeof manifests[0]?.digest !== "string")
-    throw new FetchError(`the copied image has ${manifests.length} manifests, expected 1`);
+    throw fetchError(`the copied image has ${manifests.length} manifests, expected 1`);
   const digest = manifests[0].digest;
   if (spec.checkLayoutDigest && digest !== spec.digest)
-    throw new FetchError(`the copied image is ${digest}, not the pinned ${spec.digest} (the layout changed meanwhile)`);
+    throw fetchError(`the copied image is ${digest}, not the pinned ${spec.digest} (the layout changed meanwhile)`);
   const blob = (d: string) =>
     JSON.parse(readFileSync(join(layout, "blobs", ...d.split(":")), "utf8")) as Record<string, unknown>;
   const manifest = blob(digest) as { config?: { digest?: string } };
   const configDigest = manifest.config?.digest;
   if (typeof configDigest !== "string" || !/^sha256:[0-9a-f]{64}$/.test(configDigest))
-    throw new FetchError("the image manifest names no config");
+    throw fetchError("the image manifest names no config");
   const entrypoint = (blob(configDigest) as { config?: { Entrypoint?: unknown } }).config?.Entrypoint;
   return Array.isArray(entrypoint) && entrypoint.every((a) => typeof a === "string") ? entrypoint : [];
 }

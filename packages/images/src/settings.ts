@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import { type ConfSchema, confError, jobrtError, messageOf, parseConf } from "@jobrt/core";
+import { type ConfSchema, confError, jobrtError, messageOf, parseConf, parseSize } from "@jobrt/core";
 
 /** The site's image settings: `images.conf` in jobrt's conf dir (Slurm syntax, like oci.conf). */
 export interface ImageSettings {
@@ -26,19 +26,17 @@ export interface ImageSettings {
 }
 
 export const DEFAULT_CACHE_SIZE = 20 * 1024 ** 3;
-const SIZE_RE = /^([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)i?B?$/i;
 
-/** `20G`, `512M`, `1.5T`, plain bytes; undefined when malformed. */
-export function parseSize(text: string): number | undefined {
-  const m = SIZE_RE.exec(text.trim());
-  if (!m) return undefined;
-  const unit = { "": 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 }[(m[2] as string).toUpperCase()] as number;
-  const n = Math.floor(Number(m[1]) * unit);
-  return n > 0 ? n : undefined;
+/** A cache or store size above 0 (core's parseSize), undefined otherwise. */
+function positiveSize(text: string): number | undefined {
+  const n = parseSize(text);
+  return n !== undefined && n > 0 ? n : undefined;
 }
 
 const sizeCheck = (v: string) =>
-  parseSize(v) === undefined ? `${JSON.stringify(v)} is not a size (bytes, or a number with K, M, G or T)` : undefined;
+  positiveSize(v) === undefined
+    ? `${JSON.stringify(v)} is not a size (bytes, or a number with K, M, G or T)`
+    : undefined;
 const pathCheck = (v: string) => (isAbsolute(v) ? undefined : `${JSON.stringify(v)} is not an absolute path`);
 
 export const IMAGES_CONF_SCHEMA = {
@@ -93,11 +91,12 @@ export function loadImageSettings(confDir: string): ImageSettings {
     file,
     cacheDir: typeof v.CacheDir === "string" ? v.CacheDir : d.cacheDir,
     // CacheSize's check has made sure a size that is set parses.
-    cacheSize: (v.CacheSize === undefined ? undefined : parseSize(v.CacheSize)) ?? d.cacheSize,
+    cacheSize: (v.CacheSize === undefined ? undefined : positiveSize(v.CacheSize)) ?? d.cacheSize,
     insecureRegistries: insecure,
     pullTimeoutMs: typeof v.PullTimeout === "number" ? v.PullTimeout * 1000 : d.pullTimeoutMs,
     ...(typeof v.SharedStore === "string" ? { sharedStore: v.SharedStore } : {}),
-    sharedStoreSize: (v.SharedStoreSize === undefined ? undefined : parseSize(v.SharedStoreSize)) ?? d.sharedStoreSize,
+    sharedStoreSize:
+      (v.SharedStoreSize === undefined ? undefined : positiveSize(v.SharedStoreSize)) ?? d.sharedStoreSize,
     sharedLeaseMs: typeof v.SharedLeaseTime === "number" ? v.SharedLeaseTime * 1000 : d.sharedLeaseMs,
     clusterName: typeof v.ClusterName === "string" ? v.ClusterName : d.clusterName,
   };

@@ -9,6 +9,7 @@ import type { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { type StdioItem, TaskForker, forkerPerl } from "../src/session/forker.js";
 import { withDescriptor } from "../src/session/pmi.js";
+import { exitStatuses, tracedProgram } from "../../../tests/helpers/strace.js";
 
 /** All a stream still holds, read from now on ("" when it was already drained and closed). */
 function rest(stream: Readable | null): Promise<string> {
@@ -102,4 +103,20 @@ describe("TaskForker: a descriptor passed on purpose (pmi.ts)", () => {
       }),
     30_000,
   );
+});
+
+describe("TaskForker: a task whose exec fails", () => {
+  it("is reported as not started, and its child exits 127 (forker.pl's EXEC_FAILED)", async () => {
+    const found = forkerPerl();
+    if (!("perl" in found)) throw new Error(`the task forker needs perl here: ${found.missing}`);
+    const traced = tracedProgram(found.perl);
+    const forker = new TaskForker(traced.path, new Map([[0, ["ignore", "ignore", "ignore"]]]), () => {});
+    await expect(forker.start(0, { argv: ["/nonexistent/jobrt-task"], env: {}, cwd: "/" })).rejects.toMatchObject({
+      code: "ENOENT",
+    });
+    await forker.close();
+    await forker.exited;
+    // The forker itself exits 0; its child for the task is the one that exits 127.
+    expect(exitStatuses(traced.trace).sort()).toEqual([0, 127]);
+  }, 30_000);
 });

@@ -5,12 +5,13 @@ import {
   type NodeConf,
   type RuntimeTool,
   type StepRecord,
+  containerImage,
   messageOf,
 } from "@jobrt/core";
 import { fitRootless, parseBundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
-import { imageOption, imagesModule } from "./image/request.js";
+import { imagesModule } from "./image/request.js";
 import { identityFor } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
 import { type UnnamedProgram, ociTools } from "./tools.js";
@@ -152,7 +153,7 @@ export async function check({ node, step }: CheckContext): Promise<CheckFinding[
   // The step's PATH first, as resolveConf looks for the embedded default's runc.
   const found = await ociTools(conf, [step.env.PATH, process.env.PATH]);
   const findings = [...found.tools.map(toolFinding), ...found.unnamed.map(unnamedFinding)];
-  const ref = imageOption(c);
+  const ref = containerImage(c, "runtime/oci");
   if (ref !== undefined) findings.push(...(await imageFindings(node, step, ref)));
   else {
     // The embedded default runs rootless runc for a job user: setup fits config.json to it (fitRootless).

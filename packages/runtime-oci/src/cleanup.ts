@@ -1,10 +1,17 @@
 import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { type CleanupContext, type NodeConf, type StepRecord, isJobrtError, messageOf } from "@jobrt/core";
+import {
+  type CleanupContext,
+  IMAGE_OPTION_KEY,
+  type NodeConf,
+  type StepRecord,
+  isJobrtError,
+  messageOf,
+} from "@jobrt/core";
 import { commandTimeouts } from "./commandtimeouts.js";
 import { trustedCrashState } from "./crashstate.js";
 import { type FileOpResult, removeEmptyDir, runFileOps } from "@jobrt/host-services";
-import { IMAGE_OPTION, releaseImageOfStep } from "./image/request.js";
+import { releaseImageOfStep } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
 import { isStepDirOf } from "./stepdir.js";
@@ -167,7 +174,7 @@ async function removeStepDir(node: NodeConf, st: StepState, warn: (m: string) =>
  */
 async function releaseImage(node: NodeConf, step: StepRecord, st: StepState, afterCrash: boolean): Promise<void> {
   const image = st.image && !afterCrash ? st.image : undefined;
-  if (st.image || st.request.options[IMAGE_OPTION]) await releaseImageOfStep(node, step, image);
+  if (st.image || st.request.options[IMAGE_OPTION_KEY]) await releaseImageOfStep(node, step, image);
 }
 
 /** Cleanup's state: after a crash, only what trustedCrashState keeps of the journaled one. */

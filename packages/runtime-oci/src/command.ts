@@ -1,19 +1,9 @@
 import { type StdioOptions, spawn } from "node:child_process";
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
-/**
- * A runtime command that could not run or did not finish. It carries jobrt's error codes but is
- * not a JobrtError (it was one module of the node create/start supervisor, which could not afford
- * @jobrt/core's load time; createstart.pl has its own runs now).
- */
-export class CommandError extends Error {
-  constructor(
-    readonly code: "ERR_RUNTIME_COMMAND" | "ERR_RUNTIME_TIMEOUT",
-    message: string,
-    readonly key: string,
-  ) {
-    super(message);
-    this.name = "CommandError";
-  }
+/** A runtime command that could not run or did not finish, naming its oci.conf key. */
+function commandError(code: "ERR_RUNTIME_COMMAND" | "ERR_RUNTIME_TIMEOUT", problem: string, key: string): JobrtError {
+  return jobrtError(code, { problem }, { details: { runtime: "runtime/oci", key } });
 }
 
 export interface CommandOptions {
@@ -76,7 +66,7 @@ export function runShellCommand(command: string, o: CommandOptions): Promise<Com
     }, o.timeoutMs);
     child.on("error", (error) => {
       clearTimeout(timer);
-      reject(new CommandError("ERR_RUNTIME_COMMAND", `${o.key}: cannot start /bin/sh: ${error.message}`, o.key));
+      reject(commandError("ERR_RUNTIME_COMMAND", `${o.key}: cannot start /bin/sh: ${error.message}`, o.key));
     });
     // Output the command wrote before it exited may still sit in the pipe when 'exit' fires (seen
     // under load: `runc state` JSON cut short, read as "no container"). Wait for both pipes to end,
@@ -97,7 +87,7 @@ export function runShellCommand(command: string, o: CommandOptions): Promise<Com
         child.stdout?.destroy();
         child.stderr?.destroy();
         if (timedOut) {
-          reject(new CommandError("ERR_RUNTIME_TIMEOUT", timedOutMessage(o.key, o.timeoutMs, command), o.key));
+          reject(commandError("ERR_RUNTIME_TIMEOUT", timedOutMessage(o.key, o.timeoutMs, command), o.key));
           return;
         }
         resolve({ code: code ?? undefined, signal: signal ?? undefined, stdout, stderr });

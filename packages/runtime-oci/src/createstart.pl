@@ -34,6 +34,10 @@ my %LIMIT;
 my ($GRACE, $MARK, $VERBOSE) = splice(@ARGV, 0, 3);
 my @LOOKUP = @ARGV;
 my $FAILURE = 125;
+# The status of a child whose exec failed, as a shell gives for a command it cannot run; a constant
+# sub, inlined at compile time (no module). The launcher's forker.pl has the same one: the two are
+# separate packages' programs, each run on its own, so neither loads a file of the other's.
+sub EXEC_FAILED () { 127 }
 my %SIGNO = (HUP => 1, INT => 2, KILL => 9, TERM => 15);
 my @STOP = qw(TERM INT HUP);
 
@@ -56,6 +60,8 @@ my ($wpid, $cpid, $killat, %killing, $fwd);
 
 sub now { open(my $u, "<", "/proc/uptime") or return time; (split / /, scalar <$u>)[0] }
 sub say { print STDERR "jobrt-oci: $_[0]\n" }
+# In a forked child: becomes argv, or exits EXEC_FAILED.
+sub exec_or_fail { { exec { $_[0] } @_ } exit EXEC_FAILED }
 sub verbose { say($_[0]) if $VERBOSE }
 sub seconds { $_[0] / 1000 }
 sub timed_out { my ($key, $command) = @_; "$key did not finish within " . seconds($LIMIT{$key}) . " s and was killed: $command" }
@@ -96,8 +102,7 @@ sub capture {
     setpgrp(0, 0);
     $SIG{$_} = "DEFAULT" for @STOP, "CHLD";
     open(STDIN, "<", "/dev/null"); open(STDOUT, ">&", $ow); open(STDERR, ">&", $ew);
-    exec { $argv[0] } @argv;
-    exit 127;
+    exec_or_fail(@argv);
   }
   close $ow; close $ew;
   my %fh = (out => $or, err => $er);
@@ -261,8 +266,7 @@ sub forward {
         setpgrp(0, 0);
         $SIG{$_} = "DEFAULT" for @STOP, "CHLD";
         open(STDIN, "<", "/dev/null"); open(STDOUT, ">", "/dev/null"); open(STDERR, ">", "/dev/null");
-        exec { "/bin/sh" } "/bin/sh", "-c", $command;
-        exit 127;
+        exec_or_fail("/bin/sh", "-c", $command);
       }
       $killing{$k} = [now() + seconds($LIMIT{RunTimeKill}), $command] if defined $k;
     }
@@ -315,10 +319,9 @@ sub watchdog {
   my $c = fork();
   if (defined $c && $c == 0) {
     $SIG{$_} = "DEFAULT" for "USR1", "CHLD";
-    exec { "/bin/sh" } "/bin/sh", "-c", $CMD{RunTimeCreate};
-    exit 127;
+    exec_or_fail("/bin/sh", "-c", $CMD{RunTimeCreate});
   }
-  my $st = defined $c && waitpid($c, 0) == $c ? $? : 127 << 8;
+  my $st = defined $c && waitpid($c, 0) == $c ? $? : EXEC_FAILED << 8;
   # A supervisor that died makes the report's write fail: no SIGPIPE for that.
   $SIG{PIPE} = "IGNORE";
   syswrite($report, (($st & 127) ? 128 + ($st & 127) : $st >> 8) . "\n");
@@ -431,8 +434,7 @@ sub start_and_wait {
   if ($sp == 0) {
     $SIG{$_} = "IGNORE" for @STOP;
     $SIG{CHLD} = "DEFAULT";
-    exec { "/bin/sh" } "/bin/sh", "-c", $start;
-    exit 127;
+    exec_or_fail("/bin/sh", "-c", $start);
   }
   my $send = now() + seconds($LIMIT{RunTimeStart});
   my ($sst, $cst);

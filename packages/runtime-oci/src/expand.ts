@@ -1,7 +1,7 @@
-import { jobrtError, messageOf } from "@jobrt/core";
+import { isJobrtError, jobrtError, messageOf } from "@jobrt/core";
 import type { OciConf } from "./conf.js";
 import type { StepState } from "./ocistepstate.js";
-import { type PatternValues, PatternValueError, expandPattern } from "./pattern.js";
+import { type PatternValues, expandPattern } from "./pattern.js";
 
 /** Expands a path key (no shell quoting); an unknown value is a configuration error. */
 export function expandPath(conf: OciConf, key: string, pattern: string, values: PatternValues): string {
@@ -22,7 +22,7 @@ export function expandCommand(st: StepState, key: keyof OciConf["commands"], val
   try {
     return expandPattern(pattern, values, { shell: true });
   } catch (error) {
-    if (error instanceof PatternValueError) {
+    if (isJobrtError(error, "ERR_CONF_PATTERN")) {
       throw jobrtError(
         "ERR_CONF",
         { where: `${st.conf.file}: ${key}`, problem: `${error.message}, so the command is not run` },

@@ -4,6 +4,7 @@
  * `/bin/sh -c` command (runtime-oci.md W8), so user-controlled values (bundle path, cwd, user name, rootfs)
  * can neither split words nor inject commands.
  */
+import { type JobrtError, jobrtError } from "@jobrt/core";
 
 /** Every character that may follow `%`. */
 export const PATTERN_CHARS = "%@bIejmnprstuUZ";
@@ -32,15 +33,9 @@ export interface PatternValues {
   cwd?: string;
 }
 
-/** Thrown when a pattern uses a value that is not known in this context. */
-export class PatternValueError extends Error {
-  constructor(
-    readonly char: string,
-    readonly what: string,
-  ) {
-    super(`%${char} (${what}) is not known here`);
-    this.name = "PatternValueError";
-  }
+/** A pattern that uses a value not known in this context: ERR_CONF_PATTERN, which callers match on. */
+function patternValueError(char: string, what: string): JobrtError {
+  return jobrtError("ERR_CONF_PATTERN", { char, what }, { details: { runtime: "runtime/oci" } });
 }
 
 const NAMES: Record<PatternChar, string> = {
@@ -155,7 +150,7 @@ export interface ExpandOptions {
 }
 
 /**
- * Expands a validated pattern. Throws PatternValueError when a used value is unknown, and a
+ * Expands a validated pattern. Throws ERR_CONF_PATTERN when a used value is unknown, and a
  * plain Error for an invalid `%` sequence (load-time validation should have caught it).
  */
 export function expandPattern(pattern: string, values: PatternValues, options: ExpandOptions): string {
@@ -178,7 +173,7 @@ export function expandPattern(pattern: string, values: PatternValues, options: E
         continue;
       }
       const value = valueFor(pc, values);
-      if (value === undefined) throw new PatternValueError(pc, NAMES[pc]);
+      if (value === undefined) throw patternValueError(pc, NAMES[pc]);
       if (typeof value === "number" || pc === "@" || !options.shell) out += String(value);
       else out += shellQuoteIn(state, value);
       continue;

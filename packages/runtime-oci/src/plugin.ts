@@ -1,8 +1,7 @@
-import { definePlugin, packageVersion } from "@jobrt/core";
+import { IMAGE_OPTION_KEY, definePlugin, packageVersion } from "@jobrt/core";
 import { check } from "./check.js";
 import { cleanup } from "./cleanup.js";
 import { CONTAINER_ID_OPTION } from "./containername.js";
-import { IMAGE_OPTION } from "./image/request.js";
 import type { OciStepState } from "./ocistepstate.js";
 import { run } from "./run.js";
 import { setup, taskInit } from "./setup.js";
@@ -23,7 +22,7 @@ export const ociPlugin = definePlugin<OciStepState>(
       "workdir",
       "clearEnv",
       "devices",
-      `options.${IMAGE_OPTION}`,
+      `options.${IMAGE_OPTION_KEY}`,
       `options.${CONTAINER_ID_OPTION}`,
     ],
   },

@@ -6,6 +6,7 @@ import {
   type SetupContext,
   type StepRecord,
   type TaskHookContext,
+  containerImage,
   jobrtError,
   messageOf,
 } from "@jobrt/core";
@@ -15,7 +16,7 @@ import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
 import type { OciConf } from "./conf.js";
 import { type FileOpResult, type FileUser, runFileOps, shownText } from "@jobrt/host-services";
-import { checkImageVolumes, fitImageToStep, imageOption, releaseImageOfStep, setupImage } from "./image/request.js";
+import { checkImageVolumes, fitImageToStep, releaseImageOfStep, setupImage } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson, stateToJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
 import { makeStepDir } from "./stepdir.js";
@@ -32,7 +33,7 @@ export async function setup({ node, step, client }: SetupContext): Promise<OciSt
     checkRequest(c, undefined);
     const conf = resolveConf(node, step);
     const mounts = checkRequest(c, conf);
-    const ref = imageOption(c);
+    const ref = containerImage(c, "runtime/oci");
     if (ref !== undefined) image = await setupImage(node, step, ref, client.progress);
     st = await stepState(node, step, conf, mounts, client, image);
     if (image) checkImageVolumes(st.rootfs, st.mounts);

@@ -1,12 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { NodeConf, StepRecord } from "@jobrt/core";
+import { type NodeConf, type StepRecord, isJobrtError } from "@jobrt/core";
 import { procStat } from "@jobrt/host-services";
 import { type CommandResult, runShellCommand } from "./command.js";
 import { type FileOpResult, runFileOps } from "@jobrt/host-services";
 import { type CutShortTask, cutShortCgroups } from "./leftovers.js";
 import type { StepState } from "./ocistepstate.js";
-import { PatternValueError, expandPattern } from "./pattern.js";
+import { expandPattern } from "./pattern.js";
 import type { TaskState } from "./taskstate.js";
 import { teardown } from "./teardown.js";
 import { WATCHDOG_NAME, WATCHDOG_PID_FILE } from "./watchdog.js";
@@ -174,7 +174,7 @@ function keyRunner(
     try {
       command = expandPattern(pattern, { ...values, ...(pid !== undefined ? { pid } : {}) }, { shell: true });
     } catch (error) {
-      if (error instanceof PatternValueError) {
+      if (isJobrtError(error, "ERR_CONF_PATTERN")) {
         log("debug", `${key} not run: ${error.message}`);
         return undefined;
       }

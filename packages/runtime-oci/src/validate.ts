@@ -1,9 +1,9 @@
 import { isAbsolute } from "node:path";
-import { type ContainerRequest, type JobrtError, type ValidateContext, jobrtError } from "@jobrt/core";
+import { type ContainerRequest, type JobrtError, type ValidateContext, containerImage, jobrtError } from "@jobrt/core";
 import { type Mount, parseVolume } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import { requestedContainerId } from "./containername.js";
-import { imageOption, validateImage } from "./image/request.js";
+import { validateImage } from "./image/request.js";
 import { resolveConf } from "./resolveconf.js";
 
 /** ERR_CONTAINER_REQUEST for a request this runtime cannot run, naming the option at fault. */
@@ -17,7 +17,7 @@ export function requestError(message: string, key?: string): JobrtError {
 
 /** Checks the job's container options against what this runtime can do. */
 export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mount[] {
-  const image = imageOption(c);
+  const image = containerImage(c, "runtime/oci");
   if (image !== undefined && c.value !== undefined)
     throw requestError("give either --container BUNDLE or --container-image REF, not both", "--container-image");
   if (image === undefined && (c.value === undefined || c.value === "")) {
@@ -64,6 +64,6 @@ export async function validate({ node, step }: ValidateContext): Promise<void> {
   if (!c) return;
   checkRequest(c, undefined);
   checkRequest(c, resolveConf(node, step));
-  const ref = imageOption(c);
+  const ref = containerImage(c, "runtime/oci");
   if (ref !== undefined) await validateImage(node, step, ref);
 }

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { type PatternValues, PatternValueError, expandPattern, findPatternProblem, quoteArgv } from "../src/pattern.js";
+import { isJobrtError } from "@jobrt/core";
+import { type PatternValues, expandPattern, findPatternProblem, quoteArgv } from "../src/pattern.js";
 
 const values: PatternValues = {
   argv: ["sh", "-c", "echo it's"],
@@ -53,7 +54,16 @@ describe("the pattern table (runtime-oci.md, Patterns)", () => {
   });
   test("unknown values are errors, never text like (null) or -1", () => {
     const { pid: _p, taskId: _t, ...noTask } = values;
-    expect(() => expandPattern("kill %p", noTask, { shell: true })).toThrow(PatternValueError);
+    let thrown: unknown;
+    try {
+      expandPattern("kill %p", noTask, { shell: true });
+    } catch (e) {
+      thrown = e;
+    }
+    // A catalog error: the callers (expand.ts, taskteardown.ts) match on the code.
+    expect(isJobrtError(thrown, "ERR_CONF_PATTERN") && thrown.message).toBe(
+      "%p (runtime process pid) is not known here",
+    );
     expect(() => expandPattern("x.%t", noTask, { shell: true })).toThrow(/%t \(task id\) is not known here/);
     expect(expandPattern("x.%j", noTask, { shell: true })).toBe("x.5");
   });

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type ConfLocation, type ConfSchema, type ConfValues, loadConfFile } from "@jobrt/core";
+import { type ConfLocation, type ConfSchema, type ConfValues, loadConfFile, parseSize } from "@jobrt/core";
 import { assertTrustedFile } from "./udiroot.js";
 
 export const IMAGE_TYPES = ["docker", "custom", "id", "local"] as const;
@@ -64,14 +64,6 @@ const moduleNames = (v: string[]) => {
     : `${JSON.stringify(bad)} is not a Shifter module name (letters, digits, '.', '-'; no '_')`;
 };
 export const MODULE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9.-]*$/;
-
-/** `10G`, `512M`, `100` (bytes): Shifter's size suffixes b k m g t p e. */
-export function parseSize(text: string): number | undefined {
-  const m = /^(\d+)([bkmgtpe]?)$/i.exec(text);
-  if (!m) return undefined;
-  const power = "bkmgtpe".indexOf((m[2] || "b").toLowerCase());
-  return Number(m[1]) * 1024 ** power;
-}
 
 const PULL_POLICIES: Record<string, PullPolicy> = { never: "never", "if-missing": "if-missing" };
 

@@ -1,5 +1,6 @@
 import { posix } from "node:path";
-import { type ShifterConf, parseSize } from "./conf.js";
+import { parseSize } from "@jobrt/core";
+import type { ShifterConf } from "./conf.js";
 import { reject, show } from "./reject.js";
 import type { UdiRootConf } from "./udiroot.js";
 

@@ -1,4 +1,4 @@
-import { HOOK_NAMES, RUNTIME_API_VERSION, type RuntimeContext, assertRuntimePlugin } from "@jobrt/core";
+import { HOOK_NAMES, RUNTIME_API_VERSION, type RuntimeContext, assertRuntimePlugin, runtimeNameOf } from "@jobrt/core";
 import { type SuiteKit, fail, listTree, loadPlugin } from "./suitekit.js";
 
 const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
@@ -8,7 +8,7 @@ export function registerContractChecks(kit: SuiteKit): void {
   kit.check("meta.shape", () => {
     const plugin = kit.plugin;
     assertRuntimePlugin(plugin, kit.options.type ?? String(plugin?.meta?.type));
-    if (plugin.meta.type !== `runtime/${plugin.meta.name}`)
+    if (runtimeNameOf(plugin.meta.type) !== plugin.meta.name)
       fail(`meta.type ${plugin.meta.type} does not match meta.name ${plugin.meta.name}`);
     if (plugin.meta.apiVersion !== RUNTIME_API_VERSION)
       fail(`meta.apiVersion ${plugin.meta.apiVersion} is not ${RUNTIME_API_VERSION}`);

@@ -17,6 +17,10 @@
 $0 = "jobrt-task-forker";
 my ($SETSID, $DUP3, $FCNTL, $CLOSE, $SETGROUPS, $SETRESGID, $SETRESUID, $EXECVE, $OPENAT, $WRITE, $PIPE2, $READ, $O_CLOEXEC) = map { 0 + $_ } @ARGV;
 my $SELF = "0\n";
+# The status of a process whose exec failed, as a shell gives for a command it cannot run; a
+# constant sub, inlined where it is used (no module, no value a child would touch). createstart.pl
+# (runtime-oci) has the same one: the two are separate packages' programs, each run on its own.
+sub EXEC_FAILED () { 127 }
 my $DEVNULL = "/dev/null";
 # A task's exec-error pipe by pipe2(2), read by read(2): a perl file handle per pipe end cost
 # about 14 page faults per task in the forker (copy-on-write after each fork).
@@ -62,7 +66,7 @@ sub reap {
 sub fail {
   my $m = (0 + $!) . " $_[1]";
   syscall($WRITE, $_[0], $m, length $m);
-  exit 127;
+  exit EXEC_FAILED;
 }
 
 # Each page the child writes before its exec is copied (copy-on-write), and a page fault costs
@@ -124,7 +128,7 @@ sub orphaned {
     open(STDIN, "<", $DEVNULL);
     open(STDOUT, ">", $DEVNULL);
     { exec { $ORPHAN[0] } @ORPHAN }
-    exit 127;
+    exit EXEC_FAILED;
   }
   while (defined $pid) { my $w = waitpid(-1, 0); last if $w == $pid || $w < 0 }
   exit 0;

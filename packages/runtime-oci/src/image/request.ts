@@ -1,6 +1,6 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { type ContainerRequest, type NodeConf, type PullProgress, type StepRecord, jobrtError } from "@jobrt/core";
+import { type NodeConf, type PullProgress, type StepRecord, jobrtError } from "@jobrt/core";
 import type { Mount, OciConfig } from "../bundle.js";
 import type { CachedImage } from "@jobrt/images";
 
@@ -10,23 +10,6 @@ import type { CachedImage } from "@jobrt/images";
  */
 export function imagesModule(): Promise<typeof import("@jobrt/images")> {
   return import("@jobrt/images");
-}
-
-/** `--container-image REF` travels in the request's options (it is `--container-opt image=REF`). */
-export const IMAGE_OPTION = "image";
-
-/** The step's image reference, if it asked for one. */
-export function imageOption(c: ContainerRequest): string | undefined {
-  const v = c.options[IMAGE_OPTION];
-  if (v === undefined || v.length === 0) return undefined;
-  if (v.length > 1 || v[0] === "") {
-    throw jobrtError(
-      "ERR_CONTAINER_REQUEST",
-      { problem: v.length > 1 ? "--container-image given twice" : "--container-image: empty value" },
-      { details: { runtime: "runtime/oci", key: "--container-image" } },
-    );
-  }
-  return v[0];
 }
 
 const WHO = "runtime oci";
