@@ -194,6 +194,11 @@ export const CHECKS = {
     title: "the task runs in the step's cwd (or the container's --container-workdir)",
     fix: "a runtime that starts the task itself: set the ExecSpec's cwd to ctx.step.cwd; a wrapper (the ExecSpec runs a sandbox tool that starts the task) gets no help from the ExecSpec's cwd: pass ctx.step.cwd, or the request's workdir, to the wrapper's own option (bwrap --chdir DIR, ch-run --cd=DIR, runc's process.cwd)",
   },
+  "launch.workdir": {
+    level: "MUST",
+    title: "a runtime that accepts workdir starts the task in --container-workdir",
+    fix: "start the task in ctx.step.container.workdir when it is set: pass it to the wrapper's own option (bwrap --chdir DIR, ch-run --cd=DIR, runc's process.cwd) or as the ExecSpec's cwd for a runtime that starts the task itself",
+  },
   "devices.given": {
     level: "MUST",
     title: "a runtime that accepts devices shows the task the device node it was given, with the device's env",

@@ -12,6 +12,7 @@ import { registerCleanupChecks, registerLaunchChecks, registerRequestCheck } fro
 import { SuiteKit } from "./suitekit.js";
 import { registerToolChecks } from "./toolchecks.js";
 import { registerViewCheck } from "./viewcheck.js";
+import { registerWorkdirCheck } from "./workdircheck.js";
 
 /**
  * Registers a vitest suite that checks `plugin` against the jobrt runtime contract. Call it at the
@@ -46,6 +47,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerTaskLaunchChecks(kit);
       registerLaunchChecks(kit);
       registerViewCheck(kit);
+      registerWorkdirCheck(kit);
       registerDeviceChecks(kit);
       registerBackgroundChecks(kit);
       registerImageChecks(kit);

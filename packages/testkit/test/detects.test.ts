@@ -73,6 +73,7 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
     "launch.missing-command-view",
     /the task ran .*jobrt-testkit-planted, which the kit planted on the host, but the view supervise.missingCommand declares \(root \/.*\/rootfs, 0 mounts\) does not have it \(missing\)/,
   ],
+  ["ignores-workdir", "launch.workdir", /with --container-workdir \/tmp the task ran in "\/.*jobrt-testkit-cwd-/],
   ["setup-helper", "cleanup.processes", /still running after cleanup: pid \d+ \(sleep, state S\)/],
   ["tmp-leak", "cleanup.outside-spool", /after cleanup TMPDIR .* holds hostenv-\d+-/],
   ["wipes-spool", "cleanup.other-steps", /cleanup removed .*jobrt-testkit-other\.\d+.*which belong to another step/],
