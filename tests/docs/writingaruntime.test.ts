@@ -81,6 +81,17 @@ describe("docs/writing-a-runtime.md and the starter's README say what the starte
     expect(named.sort()).toEqual(notApplying.sort());
   });
 
+  it("the number of broken bwrap variants the page says the example runs is the number it runs", () => {
+    const doc = readFileSync(join(repoRoot, "docs/writing-a-runtime.md"), "utf8").replace(/\s+/g, " ");
+    const stated = /flaws\.test\.ts` runs ([a-z]+|\d+) such variants/.exec(doc)?.[1];
+    expect(stated, "the sentence on flaws.test.ts").toBeDefined();
+    const plugins = readFileSync(join(repoRoot, "examples/jobrt-runtime-bwrap/test/flaws/plugins.ts"), "utf8");
+    const union = /export type Flaw =([^;]*);/.exec(plugins)?.[1] ?? "";
+    const flaws = [...union.matchAll(/\| "([a-z0-9-]+)"/g)].length;
+    expect(flaws).toBeGreaterThan(5);
+    expect(NUMBERS[stated as string] ?? Number(stated)).toBe(flaws);
+  });
+
   it("the starter's README lists the hooks its generated src/index.ts defines", () => {
     const readme = readFileSync(join(repoRoot, "examples/create-jobrt-runtime/README.md"), "utf8");
     const line = readme.split("\n").find((l) => l.startsWith("src/index.ts "));
