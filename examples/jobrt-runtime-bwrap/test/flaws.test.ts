@@ -59,6 +59,8 @@ const expectations: [flaw: Flaw, check: string, message: RegExp][] = [
   // Issue 24's escape: passes every check a cgroup helps with (launch.background included).
   ["escapes", "pgid.background", /tracked by process group only .*the task's processes still ran: pid \d+ \(sh,/],
   ["escapes", "pgid.leader-kill", /after SIGKILL of only the process the host started.*the task's processes still ran: pid \d+ \(sh,/],
+  // Issue 40, item 4: the host's tree as the view of a rootfs sandbox passed every other check.
+  ["view-of-host", "launch.missing-command-view", /jobrt-testkit-planted, which the kit planted on the host, is not in the sandbox \(the task gave exit 1,.*but the view supervise.missingCommand declares \(root \/, \d+ mounts\) has it/],
 ];
 
 describe("the testkit catches a broken bwrap runtime", () => {
@@ -76,6 +78,11 @@ describe("the testkit catches a broken bwrap runtime", () => {
     const failed = [...outcome("escapes")].filter(([, r]) => r.status === "failed").map(([id]) => id);
     expect(failed).toEqual(expect.arrayContaining(["pgid.background", "pgid.leader-kill"]));
     expect(failed.filter((id) => !["launch.background", "pgid.background", "pgid.leader-kill"].includes(id))).toEqual([]);
+  });
+
+  it("a rootfs sandbox that declares the host's tree as its view fails nothing but the view check (issue 40, item 4)", () => {
+    const failed = [...outcome("view-of-host")].filter(([, r]) => r.status === "failed").map(([id]) => id);
+    expect(failed).toEqual(["launch.missing-command-view"]);
   });
 
   it("each broken variant still passes the launch of a plain task (the flaw is the only fault)", () => {

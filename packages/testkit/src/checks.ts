@@ -179,6 +179,11 @@ export const CHECKS = {
     title: "a task whose command does not exist exits with 127",
     fix: "pass the task's exit status on unchanged; a wrapper that execs the command itself and exits with a status of its own when it cannot declares `supervise.missingCommand` (the sandbox's view, PATH, cwd, that status) and the host makes it 127 (126 for one it cannot execute)",
   },
+  "launch.missing-command-view": {
+    level: "MUST",
+    title: "the sandbox view supervise.missingCommand declares is the sandbox's filesystem",
+    fix: "set supervise.missingCommand.view.root to the host path of the sandbox's / (the rootfs the wrapper runs the task in; / for a sandbox of the host's tree) and list its mounts in the order the wrapper makes them: the host looks a failed command up there",
+  },
   "launch.env": {
     level: "MUST",
     title: "the task's whole environment arrives, not only SLURM_*",
@@ -188,6 +193,11 @@ export const CHECKS = {
     level: "MUST",
     title: "the task runs in the step's cwd (or the container's --container-workdir)",
     fix: "a runtime that starts the task itself: set the ExecSpec's cwd to ctx.step.cwd; a wrapper (the ExecSpec runs a sandbox tool that starts the task) gets no help from the ExecSpec's cwd: pass ctx.step.cwd, or the request's workdir, to the wrapper's own option (bwrap --chdir DIR, ch-run --cd=DIR, runc's process.cwd)",
+  },
+  "launch.workdir": {
+    level: "MUST",
+    title: "a runtime that accepts workdir starts the task in --container-workdir",
+    fix: "start the task in ctx.step.container.workdir when it is set: pass it to the wrapper's own option (bwrap --chdir DIR, ch-run --cd=DIR, runc's process.cwd) or as the ExecSpec's cwd for a runtime that starts the task itself",
   },
   "devices.given": {
     level: "MUST",

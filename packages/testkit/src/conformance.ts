@@ -11,6 +11,8 @@ import { registerCleanupOrderChecks, registerStateChecks } from "./statechecks.j
 import { registerCleanupChecks, registerLaunchChecks, registerRequestCheck } from "./stepchecks.js";
 import { SuiteKit } from "./suitekit.js";
 import { registerToolChecks } from "./toolchecks.js";
+import { registerViewCheck } from "./viewcheck.js";
+import { registerWorkdirCheck } from "./workdircheck.js";
 
 /**
  * Registers a vitest suite that checks `plugin` against the jobrt runtime contract. Call it at the
@@ -44,6 +46,8 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerToolChecks(kit);
       registerTaskLaunchChecks(kit);
       registerLaunchChecks(kit);
+      registerViewCheck(kit);
+      registerWorkdirCheck(kit);
       registerDeviceChecks(kit);
       registerBackgroundChecks(kit);
       registerImageChecks(kit);

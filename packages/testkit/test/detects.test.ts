@@ -68,6 +68,12 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["missing-to-1", "launch.missing-command", /gave exit 1,.*expected exit 127/],
   ["slurm-env-only", "launch.env", /lacks .*JOBRT_TESTKIT_ENV \(want "two words/],
   ["ignores-cwd", "launch.cwd", /the task ran in "\/", not the step's cwd/],
+  [
+    "wrong-view-root",
+    "launch.missing-command-view",
+    /the task ran .*jobrt-testkit-planted, which the kit planted on the host, but the view supervise.missingCommand declares \(root \/.*\/rootfs, 0 mounts\) does not have it \(missing\)/,
+  ],
+  ["ignores-workdir", "launch.workdir", /with --container-workdir \/tmp the task ran in "\/.*jobrt-testkit-cwd-/],
   ["setup-helper", "cleanup.processes", /still running after cleanup: pid \d+ \(sleep, state S\)/],
   ["tmp-leak", "cleanup.outside-spool", /after cleanup TMPDIR .* holds hostenv-\d+-/],
   ["wipes-spool", "cleanup.other-steps", /cleanup removed .*jobrt-testkit-other\.\d+.*which belong to another step/],

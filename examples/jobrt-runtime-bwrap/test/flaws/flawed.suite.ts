@@ -1,5 +1,6 @@
 import { describeRuntimeConformance } from "@jobrt/testkit";
-import { afterAll } from "vitest";
+import { afterAll, beforeAll } from "vitest";
+import { makeBusyboxRootfs } from "../rootfs.js";
 import { type Flaw, flawedBwrap, killOrphans, strayHelpers } from "./plugins.js";
 
 // The flaws "setup-helper" and "outlives-sigterm" leave processes running on purpose; this suite
@@ -32,4 +33,21 @@ const only = process.env.JOBRT_BWRAP_FLAWS?.split(",");
 for (const flaw of flaws) {
   if (only && !only.includes(flaw)) continue;
   describeRuntimeConformance(flawedBwrap(flaw), { title: `flaw:${flaw}`, type: "runtime/bwrap", capabilities: { runs: "exec-spec" }, tasks: 2 });
+}
+
+// In a busybox rootfs, declaring the host's tree as the view: caught by the view check only.
+if (!only || only.includes("view-of-host")) {
+  let rootfs: { dir: string; dispose(): void } | undefined;
+  beforeAll(() => {
+    rootfs = makeBusyboxRootfs();
+  });
+  afterAll(() => rootfs?.dispose());
+  describeRuntimeConformance(flawedBwrap("view-of-host"), {
+    title: "flaw:view-of-host",
+    type: "runtime/bwrap",
+    capabilities: { runs: "exec-spec" },
+    tasks: 2,
+    container: () => ({ value: rootfs?.dir ?? "/rootfs-not-built" }),
+    launch: { cwd: () => "/" },
+  });
 }

@@ -17,7 +17,8 @@ export type Flaw =
   | "ignores-cwd"
   | "missing-to-1"
   | "sigterm-cut-short"
-  | "escapes";
+  | "escapes"
+  | "view-of-host";
 
 /** Pids of the helpers "setup-helper" leaves running: the suite kills them when it ends. */
 export const strayHelpers: number[] = [];
@@ -61,6 +62,13 @@ function edit(flaw: Flaw, spec: Spec): Spec {
       // --unshare-pid: what the task leaves in the background outlives it unless a cgroup kills it.
       const argv = spec.argv.filter((a) => a !== "--die-with-parent" && a !== "--unshare-pid");
       return { ...spec, argv };
+    }
+    case "view-of-host": {
+      // Run with --container ROOTFS, but declares the host's tree as the sandbox's /: a command the
+      // image lacks and the host has is "found", and bwrap's exit 1 for it stays 1.
+      const check = spec.supervise?.missingCommand;
+      if (!check) return spec;
+      return { ...spec, supervise: { ...spec.supervise, missingCommand: { ...check, view: { ...check.view, root: "/" } } } };
     }
     case "outlives-sigterm": {
       // "leader" (bwrap alone gets the signal) and without --die-with-parent: bwrap dies, its
