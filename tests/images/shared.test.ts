@@ -111,6 +111,18 @@ const ROOT_FS = `awk '$5 == "/" { for (i = 7; i <= NF; i++) if ($i == "-") print
 
 describe("the shared image store: squashfs, pulled once per cluster", () => {
   let reg: Registry;
+  /** A root step of `users:1` with a node's conf dir. */
+  const runUsersImage = (confDir: string) =>
+    jobrt([
+      "run",
+      "--conf-dir",
+      confDir,
+      "--jobid",
+      jobId(),
+      "--container-image",
+      `docker://${reg.host}/users:1`,
+      "true",
+    ]);
   beforeAll(async () => {
     for (const tool of ["skopeo", "umoci", "docker-registry", "runc", "mksquashfs"]) {
       expect(
@@ -375,16 +387,7 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
       [userDir, "belongs to uid 65534, not root"],
     ] as const) {
       const site = nodeSite(reg, "snode", store);
-      const r = await jobrt([
-        "run",
-        "--conf-dir",
-        site.dir,
-        "--jobid",
-        jobId(),
-        "--container-image",
-        `docker://${reg.host}/users:1`,
-        "true",
-      ]);
+      const r = await runUsersImage(site.dir);
       expect(r.code).toBe(1);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(r.stderr).toContain(why);
@@ -399,16 +402,7 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
     chownSync(userDir, 65534, 65534);
     symlinkSync(userDir, join(store, "tmp"));
     const site = nodeSite(reg, "tnode", store);
-    const r = await jobrt([
-      "run",
-      "--conf-dir",
-      site.dir,
-      "--jobid",
-      jobId(),
-      "--container-image",
-      `docker://${reg.host}/users:1`,
-      "true",
-    ]);
+    const r = await runUsersImage(site.dir);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toContain(
