@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import type { NodeConf, StepRecord } from "@jobrt/core";
+import { IMAGE_OPTION_KEY, type NodeConf, type StepRecord } from "@jobrt/core";
 import { loadImageSettings, parseImageReference, resolveForStep, sharedStoreUse } from "@jobrt/images";
 import { say } from "./say.js";
 
@@ -14,7 +14,7 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
  * that pins the batch script's steps to that digest (docs/images.md, "The pin"). False on failure.
  */
 export async function checkImagePin(node: NodeConf, step: StepRecord, prefix: string): Promise<boolean> {
-  const text = step.container?.options.image?.[0];
+  const text = step.container?.options[IMAGE_OPTION_KEY]?.[0];
   if (text === undefined) return true;
   try {
     const ref = parseImageReference(text);

@@ -1,4 +1,4 @@
-import { type ContainerRequest, runtimeNameOf } from "@jobrt/core";
+import { type ContainerRequest, IMAGE_OPTION_KEY, runtimeNameOf } from "@jobrt/core";
 import { quotedText } from "@jobrt/host-services";
 import type { NodeLogTarget, StepEvent, StepStartEvent } from "@jobrt/launcher";
 import type { Host } from "./host.js";
@@ -106,7 +106,7 @@ export class NodeLog {
     this.#ids = `job=${e.jobId} step=${e.stepId}${task} node=${quote(s.nodeName)} uid=${s.uid} user=${quote(s.user)}`;
     this.#components = e.components.map((c, i) => {
       const request = s.containers[i];
-      const image = request?.options.image?.[0];
+      const image = request?.options[IMAGE_OPTION_KEY]?.[0];
       const containerId = request?.options.id?.[0];
       return {
         runtime: c.runtime || s.defaultRuntime,

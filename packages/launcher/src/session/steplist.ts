@@ -1,5 +1,5 @@
 import { basename } from "node:path";
-import { messageOf } from "@jobrt/core";
+import { IMAGE_OPTION_KEY, messageOf } from "@jobrt/core";
 import { shownText } from "@jobrt/host-services";
 import { isSameProcess } from "../processidentity.js";
 import { hostAlive } from "./collect.js";
@@ -69,7 +69,8 @@ function componentView(c: unknown): StepComponentView | undefined {
     typeof container.options === "object" && container.options !== null
       ? (container.options as Record<string, unknown>)
       : {};
-  const image = Array.isArray(options.image) ? text(options.image[0]) : undefined;
+  const images = options[IMAGE_OPTION_KEY];
+  const image = Array.isArray(images) ? text(images[0]) : undefined;
   const containerId = Array.isArray(options.id) ? text(options.id[0]) : undefined;
   const value = text(container.value);
   return {
