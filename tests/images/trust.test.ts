@@ -232,6 +232,44 @@ describe("the image trust policy: signatures, allowed repositories, every path",
     }
   }, 180_000);
 
+  test("a rootless jobrt (the job user's own) with a permissive policy in their home: the site's still refuses the unsigned image, the signed one runs", async () => {
+    policy = writePolicy(restrictive());
+    const { dir, cache } = site(reg, policy, registriesDir, "rootless");
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, "spool"), { mode: 0o1777 });
+    chmodSync(join(dir, "spool"), 0o1777);
+    mkdirSync(join(cache, "users", "65534"), { recursive: true, mode: 0o755 });
+    chmodSync(join(cache, "users", "65534"), 0o700);
+    chownSync(join(cache, "users", "65534"), 65534, 65534);
+    const home = tempDir("jobrt-trust-rlhome-");
+    mkdirSync(join(home, ".config", "containers", "registries.d"), { recursive: true });
+    writeFileSync(join(home, ".config", "containers", "policy.json"), JSON.stringify({ default: accept }));
+    spawnSync("chown", ["-R", "65534:65534", home]);
+    const run = (repo: string) =>
+      jobrt(
+        [
+          "run",
+          "--conf-dir",
+          dir,
+          "--jobid",
+          jobId(),
+          "--container-image",
+          `docker://${reg.host}/${repo}`,
+          "cat",
+          "/etc/jobrt-image",
+        ],
+        { uid: 65534, gid: 65534, env: { ...process.env, HOME: home, XDG_RUNTIME_DIR: home } },
+      );
+    const unsigned = await run("site/base:1");
+    expect(unsigned.code, unsigned.stderr).toBe(1);
+    expect(unsigned.stdout).toBe("");
+    expect(unsigned.stderr).toContain(
+      `--container-image docker://${reg.host}/site/base:1 is not signed by a key in ${siteKey.publicKey}: it has no signature`,
+    );
+    const signed = await run("site/app:1");
+    expect(signed.stdout, signed.stderr).toBe("trusted\n");
+  }, 180_000);
+
   test("the node cache: an image cached under a looser policy is checked again, by tag and by digest, and refused", async () => {
     const file = writePolicy({
       default: [{ type: "reject" }],
