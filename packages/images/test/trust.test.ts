@@ -4,7 +4,7 @@ import { describe, expect, test } from "vitest";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 import { parseImageReference } from "../src/reference.js";
 import { loadImageSettings } from "../src/settings.js";
-import { type TrustPolicy, policyScopes, trustDecision } from "../src/trust.js";
+import { type TrustPolicy, loadTrustPolicy, policyScopes, trustDecision } from "../src/trust.js";
 
 const D = `sha256:${"ab".repeat(32)}`;
 const ref = (t: string) => parseImageReference(t);
@@ -92,5 +92,22 @@ describe("the trust decision (containers-policy.json scopes)", () => {
     });
     writeFileSync(join(dir, "images.conf"), "TrustPolicy=policy.json\n");
     expect(() => loadImageSettings(dir)).toThrow(/images\.conf:1.*TrustPolicy.*"policy\.json" is not an absolute path/);
+  });
+
+  test("a policy file that is missing or not JSON is an ERR_CONF naming it and the key", () => {
+    const dir = tempDir();
+    const file = join(dir, "policy.json");
+    writeFileSync(join(dir, "images.conf"), `TrustPolicy=${file}\n`);
+    const settings = loadImageSettings(dir);
+    expect(() => loadTrustPolicy(settings)).toThrow(
+      expect.objectContaining({
+        code: "ERR_CONF",
+        message: expect.stringMatching(new RegExp(`${file}.*TrustPolicy in ${dir}/images\\.conf.*ENOENT`)),
+      }),
+    );
+    writeFileSync(file, "{ not json");
+    expect(() => loadTrustPolicy(settings)).toThrow(
+      expect.objectContaining({ code: "ERR_CONF", message: expect.stringContaining(file) }),
+    );
   });
 });
