@@ -9,7 +9,16 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
 import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
-import { type GpgKey, gpgKey, lookaside, signedCopy, writePolicy } from "../helpers/signing.js";
+import {
+  type GpgKey,
+  gpgKey,
+  lookaside,
+  sigstoreAttachments,
+  sigstoreKey,
+  sigstoreSign,
+  signedCopy,
+  writePolicy,
+} from "../helpers/signing.js";
 
 let nextJob = 790000 + (process.pid % 1000) * 50;
 const jobId = () => String(++nextJob);
@@ -268,6 +277,65 @@ describe("the image trust policy: signatures, allowed repositories, every path",
     );
     const signed = await run("site/app:1");
     expect(signed.stdout, signed.stderr).toBe("trusted\n");
+  }, 180_000);
+
+  test("sigstoreSigned with a public key: the signed image runs where skopeo verifies sigstore, else one line says it cannot; the unsigned one is refused", async () => {
+    const key = sigstoreKey();
+    const regd = sigstoreAttachments(reg);
+    const digest = pushBusybox(reg, "sig/app:1", "sigstore-signed");
+    await sigstoreSign(reg, "sig/app", digest, key);
+    pushBusybox(reg, "sig/unsigned:1", "sigstore-unsigned");
+    const file = writePolicy({
+      default: [{ type: "reject" }],
+      transports: { docker: { [`${reg.host}/sig`]: [{ type: "sigstoreSigned", keyPath: key.publicKey }] } },
+    });
+    const { dir } = site(reg, file, regd, "sigstore");
+    const run = (repo: string) =>
+      jobrt([
+        "run",
+        "--conf-dir",
+        dir,
+        "--jobid",
+        jobId(),
+        "--container-image",
+        `docker://${reg.host}/${repo}`,
+        "cat",
+        "/etc/jobrt-image",
+      ]);
+    // What this node's skopeo itself makes of the signed image: Debian's 1.9 is built without sigstore.
+    const direct = spawnSync(
+      "skopeo",
+      [
+        "--policy",
+        file,
+        "--registries.d",
+        regd,
+        "copy",
+        "--remove-signatures",
+        "--src-tls-verify=false",
+        `docker://${reg.host}/sig/app:1`,
+        `oci:${join(tempDir("jobrt-trust-sigstore-"), "l")}:img`,
+      ],
+      { encoding: "utf8" },
+    );
+    const scope = `(policy ${file}, transports.docker."${reg.host}/sig", requirement sigstoreSigned)`;
+    const signed = await run("sig/app:1");
+    if (direct.status === 0) {
+      expect(signed.stdout, signed.stderr).toBe("sigstore-signed\n");
+    } else {
+      expect(direct.stderr).toContain("sigstore disabled");
+      expect(signed.code).toBe(1);
+      expect(signed.stderr.trim().split("\n"), signed.stderr).toHaveLength(1);
+      expect(signed.stderr).toContain(
+        `--container-image docker://${reg.host}/sig/app:1 cannot be verified: this node's skopeo does not verify sigstore signatures (`,
+      );
+      expect(signed.stderr).toContain(scope);
+    }
+    const unsigned = await run("sig/unsigned:1");
+    expect(unsigned.code, unsigned.stderr).toBe(1);
+    expect(unsigned.stderr).toContain(
+      `--container-image docker://${reg.host}/sig/unsigned:1 is not signed by a key in ${key.publicKey}: it has no signature (looked up as ${regd} says) ${scope}`,
+    );
   }, 180_000);
 
   test("the node cache: an image cached under a looser policy is checked again, by tag and by digest, and refused", async () => {

@@ -181,6 +181,9 @@ function refusal(message: string, requirements: PolicyRequirement[], settings: I
   )
     return `is not signed${byKey}`;
   if (/is rejected by policy/.test(message)) return "is refused";
+  // Debian builds skopeo 1.9 without sigstore: every sigstoreSigned image fails, signed or not.
+  if (/sigstore disabled/.test(message))
+    return `cannot be verified: this node's skopeo does not verify sigstore signatures (${message.replace(/^Source image rejected: /, "")})`;
   const why = message.replace(/^Source image rejected: /, "");
   return `is refused: ${why}`;
 }
