@@ -58,6 +58,27 @@ describe("charliecloud --container-image", () => {
     expect(readdirSync(node.spoolDir).filter((n) => n.startsWith("oci-image-"))).toEqual([]);
   });
 
+  it("the site's trust policy holds here too: a refused image fails setup in one line before anything is pulled", async () => {
+    const node = createTestNode();
+    const policy = join(node.confDir, "policy.json");
+    // The layout's own dir is refused, everything else accepted: the scope is the image's path.
+    writeFileSync(policy, JSON.stringify({ default: [{ type: "insecureAcceptAnything" }], transports: { oci: { [layout]: [{ type: "reject" }] } } }));
+    const cache = join(work, "cache-refused");
+    writeFileSync(join(node.confDir, "images.conf"), `CacheDir=${cache}\nTrustPolicy=${policy}\n`);
+    const step = createTestStep({ runtime: "charliecloud", tasks: 1, argv: ["true"], container: { options: { image: [`oci:${layout}:t`] } } });
+    await host.validate(node, step);
+    try {
+      await expect(host.setup(node, step)).rejects.toMatchObject({
+        code: "ERR_IMAGE_UNTRUSTED",
+        message: expect.stringMatching(new RegExp(`^[^\n]*--container-image oci:${layout}:t is refused \\(policy ${policy}, transports\\.oci\\."${layout}", requirement reject\\)$`)),
+      });
+    } finally {
+      await host.cleanup(node, step);
+    }
+    const left = existsSync(cache) ? readdirSync(cache, { recursive: true, encoding: "utf8" }) : [];
+    expect(left.filter((p) => /[0-9a-f]{64}$/.test(p))).toEqual([]);
+  });
+
   it("refuses --container and --container-image together", async () => {
     const node = createTestNode();
     const step = createTestStep({ runtime: "charliecloud", tasks: 1, argv: ["true"], container: { value: "/srv/x", options: { image: [`oci:${layout}:t`] } } });

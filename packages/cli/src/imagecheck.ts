@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { IMAGE_OPTION_KEY, type NodeConf, type StepRecord } from "@jobrt/core";
-import { loadImageSettings, parseImageReference, resolveForStep, sharedStoreUse } from "@jobrt/images";
+import { checkImageTrust, loadImageSettings, parseImageReference, resolveForStep, sharedStoreUse } from "@jobrt/images";
 import { say } from "./say.js";
 
 /** The variable `jobrt check` exports for a batch script: the image pinned to one digest for the whole job. */
@@ -20,6 +20,7 @@ export async function checkImagePin(node: NodeConf, step: StepRecord, prefix: st
     const ref = parseImageReference(text);
     const settings = loadImageSettings(node.confDir);
     const resolved = await resolveForStep(step, settings, ref);
+    const trust = await checkImageTrust(step, settings, ref, resolved);
     const shared = sharedStoreUse(settings);
     const loop = existsSync("/dev/loop-control");
     const where = !shared.use
@@ -38,6 +39,7 @@ export async function checkImagePin(node: NodeConf, step: StepRecord, prefix: st
       ref.transport === "docker"
         ? `docker://${ref.registry}/${ref.repository}${ref.tag !== undefined ? `:${ref.tag}` : ""}@${resolved.digest}`
         : ref.text;
+    process.stdout.write(`${prefix}: image ${ref.text}: trust: ${trust}\n`);
     process.stdout.write(`export ${IMAGE_PIN_VARIABLE}=${shellQuote(pinned)}\n`);
     return true;
   } catch (error) {

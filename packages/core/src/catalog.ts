@@ -130,6 +130,12 @@ export const ERROR_CATALOG = {
     hint: "do what the message says (pull the image, fix the reference)",
     exit: 1,
   },
+  ERR_IMAGE_UNTRUSTED: {
+    template: "{problem}",
+    when: "the site's image trust policy (TrustPolicy in images.conf, a containers policy.json) refuses the image: names the reference, the policy file, the scope and the requirement that failed (reject, signedBy, sigstoreSigned)",
+    hint: "run an image the policy accepts (signed by the site's key, from an allowed registry), or ask the site to change the policy",
+    exit: 1,
+  },
   ERR_RUNTIME_COMMAND: {
     template: "{problem}",
     when: "a command a runtime runs (e.g. `runc create`, `shifterimg lookup`) failed; names the command",

@@ -33,6 +33,7 @@ describe("error catalog", () => {
       "ERR_CONTAINER_NOT_CONFIGURED",
       "ERR_CONTAINER_REQUEST",
       "ERR_DEVICE",
+      "ERR_IMAGE_UNTRUSTED",
       "ERR_LAUNCH",
       "ERR_MPI_WIREUP",
       "ERR_NOT_IN_SLURM_STEP",

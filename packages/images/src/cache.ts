@@ -3,11 +3,13 @@ import { join } from "node:path";
 import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
 import { makeDir, makeDirs } from "@jobrt/host-services";
 import type { FetchSpec } from "./fetch.js";
+import { policyFlags } from "./policyflags.js";
 import { type HelperRequest, type HelperResponse, IMAGE_HELPER } from "./helper.js";
 import { type ImageReference, sourceName } from "./reference.js";
 import { progressReader } from "./progress.js";
 import { type ResolvedImage, imageError, resolveImage, tlsFlags } from "./resolve.js";
 import type { ImageSettings } from "./settings.js";
+import type { TrustRun } from "./trust.js";
 import {
   type StoreEntry,
   addMark,
@@ -159,6 +161,27 @@ export function storeFor(
   return { store: makeUserStore(settings, uid, owner), ...(owner ? { owner } : {}) };
 }
 
+/**
+ * Who pulls an image and how: a public one, on a root host, anonymously as root (no one's
+ * credentials, root's HOME none); a private one as the job user with their own. The policy's
+ * signature check (trust.ts) runs the same way, so it sees what the pull sees.
+ */
+export function pullAs(
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+): TrustRun {
+  const root = hostIsRoot();
+  const sharedPull = root && resolved.public;
+  const asUser = root && !sharedPull && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : {};
+  return {
+    copyFlags: [...tlsFlags(ref, settings, "--src-tls-verify"), ...(sharedPull ? ["--src-no-creds"] : [])],
+    env: sharedPull ? toolEnv(process.env, PROXY_VARIABLES, "/nonexistent", "root") : userToolEnv(step),
+    ...asUser,
+  };
+}
+
 /** What the image helper is asked to fetch: public images anonymously as root, private ones with the user's credentials. */
 export function fetchSpec(
   step: StepRecord,
@@ -169,8 +192,7 @@ export function fetchSpec(
   hex: string,
   mark: string,
 ): FetchSpec {
-  const root = hostIsRoot();
-  const sharedPull = root && resolved.public;
+  const how = pullAs(step, settings, ref, resolved);
   return {
     store,
     hex,
@@ -178,10 +200,11 @@ export function fetchSpec(
     reference: ref.text,
     source: sourceName(ref, ref.transport === "docker" ? resolved.digest : undefined),
     checkLayoutDigest: ref.transport !== "docker",
-    copyFlags: [...tlsFlags(ref, settings, "--src-tls-verify"), ...(sharedPull ? ["--src-no-creds"] : [])],
-    public: resolved.public && root,
+    globalFlags: policyFlags(settings),
+    copyFlags: how.copyFlags,
+    public: resolved.public && hostIsRoot(),
     mark,
-    env: sharedPull ? toolEnv(process.env, PROXY_VARIABLES, "/nonexistent", "root") : userToolEnv(step),
+    env: how.env,
     timeoutMs: settings.pullTimeoutMs,
   };
 }

@@ -18,6 +18,8 @@ export interface FetchSpec {
   source: string;
   /** Local layouts cannot be copied by digest: the copy is checked against it instead. */
   checkLayoutDigest: boolean;
+  /** skopeo's global flags: the site's trust policy and registries.d (policyflags.ts). */
+  globalFlags: string[];
   /** Extra skopeo copy flags (TLS for InsecureRegistries, --src-no-creds for public pulls). */
   copyFlags: string[];
   public: boolean;
@@ -69,15 +71,7 @@ async function pullAndUnpack(spec: FetchSpec, entry: string, report?: (line: str
   try {
     const layout = join(tmp, "layout");
     const env = { ...spec.env, TMPDIR: tmp };
-    // How far the copy got, from what it wrote (the helper's own dir): skopeo --quiet says nothing.
-    const sample = () => report?.(progressLine(layoutProgress(layout)));
-    const timer = report ? setInterval(sample, PROGRESS_EVERY_MS) : undefined;
-    const copy = await runTool(["skopeo", "copy", "--quiet", ...spec.copyFlags, spec.source, `oci:${layout}:img`], {
-      env,
-      timeoutMs: spec.timeoutMs,
-    }).finally(() => clearInterval(timer));
-    sample();
-    if (copy.code !== 0) throw fetchError(`skopeo copy failed: ${toolMessage(copy)}`);
+    await copyToLayout(spec, layout, env, report);
     const entrypoint = checkLayout(layout, spec);
     const bundle = join(tmp, "bundle");
     const unpack = await runTool(["umoci", "unpack", "--rootless", "--image", `${layout}:img`, bundle], {
@@ -108,6 +102,35 @@ async function pullAndUnpack(spec: FetchSpec, entry: string, report?: (line: str
   } finally {
     removeTree(tmp);
   }
+}
+
+/** `skopeo copy` of the image into an OCI layout, reporting how far it got from what it wrote. */
+async function copyToLayout(
+  spec: FetchSpec,
+  layout: string,
+  env: Record<string, string>,
+  report?: (line: string) => void,
+): Promise<void> {
+  // How far the copy got, from what it wrote (the helper's own dir): skopeo --quiet says nothing.
+  const sample = () => report?.(progressLine(layoutProgress(layout)));
+  const timer = report ? setInterval(sample, PROGRESS_EVERY_MS) : undefined;
+  // skopeo evaluates the policy on the source, signatures included, before it copies anything;
+  // an OCI layout cannot hold them, so they are not copied (else every signed image fails).
+  const copy = await runTool(
+    [
+      "skopeo",
+      ...spec.globalFlags,
+      "copy",
+      "--quiet",
+      "--remove-signatures",
+      ...spec.copyFlags,
+      spec.source,
+      `oci:${layout}:img`,
+    ],
+    { env, timeoutMs: spec.timeoutMs },
+  ).finally(() => clearInterval(timer));
+  sample();
+  if (copy.code !== 0) throw fetchError(`skopeo copy failed: ${toolMessage(copy)}`);
 }
 
 /**

@@ -17,4 +17,4 @@ export { type StoreEntry, markName } from "./store.js";
 export { type SharedEntry, listShared, nodeMarks } from "./shared.js";
 export { type PruneResult, pruneShared } from "./sharedprune.js";
 export { collectImages } from "./sharedgc.js";
-export { type StepImage, acquireStepImage, releaseStepImage } from "./stepimage.js";
+export { type StepImage, acquireStepImage, checkImageTrust, releaseStepImage } from "./stepimage.js";

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { type JobrtError, jobrtError } from "@jobrt/core";
 import { shownText } from "@jobrt/host-services";
+import { policyFlags } from "./policyflags.js";
 import { type ImageReference, sourceName } from "./reference.js";
 import type { ImageSettings } from "./settings.js";
 import { type ToolOptions, runTool, toolMessage } from "./tool.js";
@@ -68,6 +69,7 @@ export async function resolveImage(
     runTool(
       [
         "skopeo",
+        ...policyFlags(settings),
         "inspect",
         "--raw",
         ...tlsFlags(ref, settings, "--tls-verify"),

@@ -23,7 +23,14 @@ export interface ImageSettings {
   sharedLeaseMs: number;
   /** Names this cluster in the shared store's job pins. */
   clusterName: string;
+  /** The site's trust policy (containers-policy.json(5)), given to every skopeo call (trust.ts). */
+  trustPolicy: string;
+  /** Where signatures are looked up (containers-registries.d(5)), given to every skopeo call. */
+  trustRegistriesDir: string;
 }
+
+export const DEFAULT_TRUST_POLICY = "/etc/containers/policy.json";
+export const DEFAULT_TRUST_REGISTRIES_DIR = "/etc/containers/registries.d";
 
 export const DEFAULT_CACHE_SIZE = 20 * 1024 ** 3;
 
@@ -47,6 +54,8 @@ export const IMAGES_CONF_SCHEMA = {
   SharedStore: { type: "string", check: pathCheck },
   SharedStoreSize: { type: "string", check: sizeCheck },
   SharedLeaseTime: { type: "int", min: 1, max: 3600 },
+  TrustPolicy: { type: "string", check: pathCheck },
+  TrustRegistriesDir: { type: "string", check: pathCheck },
   ClusterName: {
     type: "string",
     check: (v: string) =>
@@ -99,6 +108,8 @@ export function loadImageSettings(confDir: string): ImageSettings {
       (v.SharedStoreSize === undefined ? undefined : positiveSize(v.SharedStoreSize)) ?? d.sharedStoreSize,
     sharedLeaseMs: typeof v.SharedLeaseTime === "number" ? v.SharedLeaseTime * 1000 : d.sharedLeaseMs,
     clusterName: typeof v.ClusterName === "string" ? v.ClusterName : d.clusterName,
+    trustPolicy: typeof v.TrustPolicy === "string" ? v.TrustPolicy : d.trustPolicy,
+    trustRegistriesDir: typeof v.TrustRegistriesDir === "string" ? v.TrustRegistriesDir : d.trustRegistriesDir,
   };
 }
 
@@ -111,5 +122,7 @@ function defaults(): ImageSettings {
     sharedStoreSize: 200 * 1024 ** 3,
     sharedLeaseMs: 60_000,
     clusterName: "cluster",
+    trustPolicy: DEFAULT_TRUST_POLICY,
+    trustRegistriesDir: DEFAULT_TRUST_REGISTRIES_DIR,
   };
 }

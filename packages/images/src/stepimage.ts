@@ -1,9 +1,11 @@
 import { join } from "node:path";
 import { type NodeConf, type PullProgress, type StepRecord, messageOf } from "@jobrt/core";
 import { acquireImage, resolveForJob } from "./acquire.js";
-import { type CachedImage, evictImages, releaseImage } from "./cache.js";
-import { parseImageReference } from "./reference.js";
-import { loadImageSettings } from "./settings.js";
+import { type CachedImage, evictImages, pullAs, releaseImage } from "./cache.js";
+import { type ImageReference, parseImageReference } from "./reference.js";
+import type { ResolvedImage } from "./resolve.js";
+import { type ImageSettings, loadImageSettings } from "./settings.js";
+import { checkTrust } from "./trust.js";
 import { joinPin, leavePin, readPin, writePin } from "./steppin.js";
 
 /**
@@ -41,6 +43,10 @@ export async function acquireStepImage(
       pin = { request: ref.text, ...(await resolveForJob(node, step, settings, ref)) };
       if (shared) pin = writePin(shared, pin);
     }
+    // Whatever the digest came from (this resolution, the step's or the job's pin, the shared
+    // store), the policy is asked now, before anything is pulled, mounted or started: an image
+    // pinned or stored under a looser policy is not run under a stricter one.
+    node.log("verbose", `${who}: image ${ref.text}: ${await checkImageTrust(step, settings, ref, pin)}`);
     image = await acquireImage(node, step, settings, ref, pin, progress);
   } catch (error) {
     leavePin(node, step, who);
@@ -52,6 +58,19 @@ export async function acquireStepImage(
     );
   }
   return { ...image, rootfs: join(image.bundle, "rootfs"), config: join(image.bundle, "config.json") };
+}
+
+/**
+ * Whether the site's trust policy accepts the step's image (trust.ts), checked as whoever pulls
+ * it; what accepted it, else ERR_IMAGE_UNTRUSTED.
+ */
+export function checkImageTrust(
+  step: StepRecord,
+  settings: ImageSettings,
+  ref: ImageReference,
+  resolved: ResolvedImage,
+): Promise<string> {
+  return checkTrust(ref, resolved.digest, settings, pullAs(step, settings, ref, resolved));
 }
 
 /** Cleanup's image work: gives back the image and this process's share of the step's pin. */
