@@ -18,6 +18,7 @@ describe("fetchImage's failures are catalog errors", () => {
       reference: `oci:${missing}:img`,
       source: `oci:${missing}:img`,
       checkLayoutDigest: true,
+      globalFlags: [],
       copyFlags: [],
       public: false,
       mark: "test-mark",
