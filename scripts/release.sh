@@ -63,6 +63,8 @@ scoped=$(npm config get @jobrt:registry)
 echo "release: registry $registry (@jobrt: $scoped)" >&2
 
 pnpm exec turbo run build --output-logs=errors-only
+# api/released/ must be the API being published, recorded at `changeset version` (docs/releasing.md).
+node scripts/api-compat.mjs --released
 pnpm exec turbo run typecheck lint:pkg --output-logs=errors-only
 if [ "$run_tests" = yes ]; then
   pnpm exec turbo run test --output-logs=errors-only
