@@ -18,6 +18,8 @@ export interface RuntimeListing {
   package?: string;
   version?: string;
   path?: string;
+  /** Where npm fetched the package from (its lockfile's `resolved`): the site registry or another. */
+  resolved?: string;
   apiVersion?: number;
   compatible: boolean;
   capabilities: string[];
@@ -46,7 +48,7 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
       // The registry locates the package once; a load that fails after that names it in its error.
       const index = await host.registry.load(name.name, "node");
       const info = host.registry.info(index);
-      Object.assign(item, { package: info.package, path: info.path });
+      Object.assign(item, { package: info.package, path: info.path }, info.resolved ? { resolved: info.resolved } : {});
       item.apiVersion = host.registry.plugin(index).meta.apiVersion;
       item.compatible = true;
       item.capabilities = info.capabilities;
@@ -66,12 +68,13 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
 }
 
 /** The package a failed load had located, as its error names it (none when it found none). */
-function originOf(details: JobrtErrorDetails): Pick<RuntimeListing, "package" | "version" | "path"> {
+function originOf(details: JobrtErrorDetails): Pick<RuntimeListing, "package" | "version" | "path" | "resolved"> {
   if (details.package === undefined) return {};
   return {
     package: details.package,
     ...(details.version !== undefined ? { version: details.version } : {}),
     ...(details.path !== undefined ? { path: details.path } : {}),
+    ...(typeof details.resolved === "string" ? { resolved: details.resolved } : {}),
   };
 }
 
@@ -136,8 +139,9 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
       r.compatible ? `ok (API ${r.apiVersion})` : `NO: ${r.problem ?? "unknown"}`,
       r.capabilities.join(",") || "-",
       r.path ?? "-",
+      r.resolved ?? "-",
     ]);
-    const header = ["RUNTIME", "PACKAGE", "VERSION", "API", "CAPABILITIES", "PATH"];
+    const header = ["RUNTIME", "PACKAGE", "VERSION", "API", "CAPABILITIES", "PATH", "FROM"];
     const widths = header.map((h, i) =>
       Math.max(h.length, ...rows.map((r) => (i === 3 && !r[3]!.startsWith("ok") ? 0 : r[i]!.length))),
     );
