@@ -65,6 +65,7 @@ export interface RuntimeMeta {
    * Capability tags shown by `jobrt runtimes`, e.g. "container", "create-start"; free-form but for
    * "pmi-fd", which the host reads: the task process receives the descriptors the host passes it
    * (Slurm's PMI-2 socket under `jobrt exec`, docs/mpi.md). A runtime without it is refused such a step.
+   * "pmi-fd" since @jobrt/core 2.1.0.
    */
   capabilities?: string[];
   /**
@@ -94,17 +95,19 @@ export interface RuntimeHooks<S = unknown> {
   /**
    * What the step runs, for the node log (docs/cli.md, "The node log"): the bundle, the image
    * digest its reference was pinned to. Synchronous and from the state alone: it must not fail or
-   * wait, and the host ignores a throw or anything but strings.
+   * wait, and the host ignores a throw or anything but strings. Since @jobrt/core 2.1.0.
    */
   describe?(ctx: DescribeContext<S>): StepDescription;
   /**
    * The programs this runtime runs on this node, each with its path and version or why it is
    * missing (`jobrt runtimes`). Optional: a runtime that runs no program of its own leaves it out.
+   * Since @jobrt/core 2.1.0.
    */
   tools?(ctx: ToolsContext): MaybePromise<RuntimeTool[]>;
   /**
    * What this node can see of a request (`jobrt check`, after `validate`): the container's files,
    * the tools it needs, and what cannot be seen yet. Starts nothing and changes nothing. Optional.
+   * Since @jobrt/core 2.1.0.
    */
   check?(ctx: CheckContext): MaybePromise<CheckFinding[]>;
 }

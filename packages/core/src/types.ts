@@ -91,14 +91,15 @@ export interface ExecSpec {
   signals?: SignalDelivery;
   /**
    * What the host does for a wrapper that runs the task in a sandbox, so the wrapper needs no
-   * supervisor of its own (docs/decisions.md, "The host supervises a wrapper's task"). A host older than this field ignores it.
+   * supervisor of its own (docs/decisions.md, "The host supervises a wrapper's task"). Since
+   * @jobrt/core 2.1.0: 2.0.0 ignores it, so a plugin that returns it peers on `^2.1.0`.
    */
   supervise?: HostSupervision;
 }
 
 export type SignalDelivery = "group" | "leader";
 
-/** How the host stops and judges the task inside a wrapper's sandbox (ExecSpec.supervise). */
+/** How the host stops and judges the task inside a wrapper's sandbox (ExecSpec.supervise). Since core 2.1.0. */
 export interface HostSupervision {
   /**
    * Where a stop signal (SIGINT/SIGTERM) goes, instead of `signals`: `"child-group"` to the process
@@ -137,7 +138,7 @@ export interface MissingCommandCheck {
 /** Information about the client that asked for the step (srun's role). */
 export interface ClientInfo {
   verbose: number;
-  /** Where a setup that takes long (an image pull) says how far it got; the host shows it. */
+  /** Where a setup that takes long (an image pull) says how far it got; the host shows it. Since core 2.1.0. */
   progress?: (report: PullProgress) => void;
 }
 
