@@ -183,13 +183,13 @@ beforeAll(async () => {
   await git(work, "add", "-A");
   await git(work, "commit", "-q", "-m", "changeset");
   await ok(["pnpm", "exec", "changeset", "version"], work);
-  // The version step records the API being released (docs/releasing.md): pnpm release checks it.
-  await ok(["pnpm", "exec", "turbo", "run", "build", "--output-logs=errors-only"], work);
-  await ok(["node", "scripts/api-compat.mjs", "--record"], work);
   changed.version = (await git(work, "status", "--porcelain")).stdout
     .split("\n")
     .filter((l) => l !== "")
     .map((l) => l.slice(3));
+  // The version step records the API being released (docs/releasing.md): pnpm release checks it.
+  await ok(["pnpm", "exec", "turbo", "run", "build", "--output-logs=errors-only"], work);
+  await ok(["node", "scripts/api-compat.mjs", "--record"], work);
   await git(work, "add", "-A");
   await git(work, "commit", "-q", "-m", "Version packages");
 
