@@ -9,6 +9,7 @@ import {
 } from "@jobrt/core";
 import { cdiInventory } from "@jobrt/launcher";
 import { cdiDeviceLines } from "./cdidevices.js";
+import { installedFrom } from "./installedfrom.js";
 import type { Host } from "./host.js";
 
 export interface RuntimeListing {
@@ -48,7 +49,7 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
       // The registry locates the package once; a load that fails after that names it in its error.
       const index = await host.registry.load(name.name, "node");
       const info = host.registry.info(index);
-      Object.assign(item, { package: info.package, path: info.path }, info.resolved ? { resolved: info.resolved } : {});
+      Object.assign(item, { package: info.package, path: info.path });
       item.apiVersion = host.registry.plugin(index).meta.apiVersion;
       item.compatible = true;
       item.capabilities = info.capabilities;
@@ -62,19 +63,20 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
         if (error.code === "ERR_RUNTIME_API_VERSION") item.apiVersion = error.details.apiVersion as number;
       }
     }
+    const resolved = item.package && item.path ? installedFrom(item.path, item.package) : undefined;
+    if (resolved !== undefined) item.resolved = resolved;
     out.push(item);
   }
   return out;
 }
 
 /** The package a failed load had located, as its error names it (none when it found none). */
-function originOf(details: JobrtErrorDetails): Pick<RuntimeListing, "package" | "version" | "path" | "resolved"> {
+function originOf(details: JobrtErrorDetails): Pick<RuntimeListing, "package" | "version" | "path"> {
   if (details.package === undefined) return {};
   return {
     package: details.package,
     ...(details.version !== undefined ? { version: details.version } : {}),
     ...(details.path !== undefined ? { path: details.path } : {}),
-    ...(typeof details.resolved === "string" ? { resolved: details.resolved } : {}),
   };
 }
 

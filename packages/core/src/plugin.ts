@@ -163,11 +163,6 @@ export interface PluginOrigin {
   package?: string;
   version?: string;
   path?: string;
-  /**
-   * Where npm fetched the package from (its lockfile's `resolved` URL), when npm installed it: tells
-   * a site's own registry from the public one (docs/site.md). Since @jobrt/core 2.1.0.
-   */
-  resolved?: string;
 }
 
 function describeOrigin(origin: PluginOrigin): string {

@@ -85,8 +85,6 @@ export interface LocatedPackage {
   dir: string;
   /** Entry file that will be imported. */
   entry: string;
-  /** The URL npm installed it from, from the install's lockfile; absent when npm did not. Since core 2.1.0. */
-  resolved?: string;
 }
 
 /**
@@ -99,9 +97,8 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
   const candidates = packageCandidates(name);
   for (const pkg of candidates) {
     // The first node_modules dir on the lookup path that has the package wins, as in Node.
-    const nodeModules = lookup.find((dir) => existsSync(join(dir, pkg, "package.json")));
-    if (!nodeModules) continue;
-    const manifestPath = join(nodeModules, pkg, "package.json");
+    const manifestPath = lookup.map((dir) => join(dir, pkg, "package.json")).find((p) => existsSync(p));
+    if (!manifestPath) continue;
     const dir = realpathSync(dirname(manifestPath));
     let manifest: PackageManifest;
     try {
@@ -128,8 +125,7 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
         { details: { runtime: name.type, package: pkg, path: dir, version } },
       );
     }
-    const resolved = installedFrom(nodeModules, pkg);
-    found.push({ package: pkg, version, dir, entry, ...(resolved !== undefined ? { resolved } : {}) });
+    found.push({ package: pkg, version, dir, entry });
   }
   if (found.length === 0) {
     throw jobrtError(
@@ -149,24 +145,6 @@ export function locateRuntimePackage(name: RuntimeName, baseDir: string): Locate
     );
   }
   return found[0] as LocatedPackage;
-}
-
-/**
- * The `resolved` URL npm recorded for `pkg` in the hidden lockfile of the node_modules dir it was
- * found in (`node_modules/.package-lock.json`), or in the install root's package-lock.json.
- */
-function installedFrom(nodeModules: string, pkg: string): string | undefined {
-  for (const lock of [join(nodeModules, ".package-lock.json"), join(dirname(nodeModules), "package-lock.json")]) {
-    try {
-      const packages = (JSON.parse(readFileSync(lock, "utf8")) as { packages?: Record<string, { resolved?: unknown }> })
-        .packages;
-      const resolved = packages?.[`node_modules/${pkg}`]?.resolved;
-      if (typeof resolved === "string") return resolved;
-    } catch {
-      // No lockfile (pnpm, a copied package) or one npm did not write: nothing to say.
-    }
-  }
-  return undefined;
 }
 
 interface PackageManifest {
@@ -272,7 +250,6 @@ function packageResolverByName(options: PackageResolverOptions): RuntimeNameReso
         },
       );
     }
-    const { package: pkg, version, dir: path, resolved } = located;
-    return { plugin: mod.default, origin: { package: pkg, version, path, ...(resolved ? { resolved } : {}) } };
+    return { plugin: mod.default, origin: { package: located.package, version: located.version, path: located.dir } };
   };
 }
