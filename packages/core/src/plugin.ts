@@ -28,7 +28,7 @@ export type NotSupported = typeof NOT_SUPPORTED;
 
 export type MaybePromise<T> = T | Promise<T>;
 
-/** A program a runtime runs on this node, as the runtime finds it (`jobrt runtimes`, `jobrt check`). */
+/** A program a runtime runs on this node, as the runtime finds it (`jobrt runtimes`, `jobrt check`). Since core 2.1.0. */
 export interface RuntimeTool {
   /** What the runtime calls it, e.g. "runc". */
   name: string;
@@ -42,7 +42,7 @@ export interface RuntimeTool {
   problem?: string;
 }
 
-/** One thing `jobrt check` looked at for a request on this node, and what it found. */
+/** One thing `jobrt check` looked at for a request on this node, and what it found. Since core 2.1.0. */
 export interface CheckFinding {
   /** What was looked at, e.g. "bundle /shared/app", "tool runc". */
   subject: string;
@@ -116,7 +116,7 @@ export interface RuntimePlugin<S = unknown> extends RuntimeHooks<S> {
   readonly meta: RuntimeMeta;
 }
 
-/** What a runtime says a step runs (RuntimeHooks.describe); every field optional. */
+/** What a runtime says a step runs (RuntimeHooks.describe); every field optional. Since core 2.1.0. */
 export interface StepDescription {
   /** The bundle directory the container runs, as an absolute path. */
   bundle?: string;
@@ -287,7 +287,7 @@ function isHostSupervision(value: unknown): boolean {
 const isText = (v: unknown, nonEmpty = false): v is string => typeof v === "string" && (!nonEmpty || v !== "");
 const isOptionalText = (v: unknown): boolean => v === undefined || typeof v === "string";
 
-/** True when `value` is a well-formed RuntimeTool: name and source, optional absolute path, version, problem. */
+/** True when `value` is a well-formed RuntimeTool: name and source, optional absolute path, version, problem. Since core 2.1.0. */
 export function isRuntimeTool(value: unknown): value is RuntimeTool {
   if (typeof value !== "object" || value === null) return false;
   const t = value as Record<string, unknown>;
@@ -300,7 +300,7 @@ export function isRuntimeTool(value: unknown): value is RuntimeTool {
   );
 }
 
-/** True when `value` is a well-formed CheckFinding; an "unchecked" one must say why (`detail`). */
+/** True when `value` is a well-formed CheckFinding; an "unchecked" one must say why (`detail`). Since core 2.1.0. */
 export function isCheckFinding(value: unknown): value is CheckFinding {
   if (typeof value !== "object" || value === null) return false;
   const f = value as Record<string, unknown>;

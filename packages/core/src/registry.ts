@@ -273,7 +273,7 @@ export class RuntimeRegistry {
     await this.#call(index, "validate", (p) => p.validate?.(this.#context(call)));
   }
 
-  /** The runtime's tools on this node; undefined when the plugin has no `tools` hook. */
+  /** The runtime's tools on this node; undefined when the plugin has no `tools` hook. Since core 2.1.0. */
   async tools(index: number, node: NodeConf): Promise<RuntimeTool[] | undefined> {
     const plugin = this.#entry(index).plugin;
     if (!plugin.tools) return undefined;
@@ -287,7 +287,7 @@ export class RuntimeRegistry {
     );
   }
 
-  /** What this node can see of a request; undefined when the plugin has no `check` hook. */
+  /** What this node can see of a request; undefined when the plugin has no `check` hook. Since core 2.1.0. */
   async check(index: number, call: StepCall): Promise<CheckFinding[] | undefined> {
     this.#checkAccepted(index, call.step);
     if (!this.#entry(index).plugin.check) return undefined;
@@ -328,7 +328,7 @@ export class RuntimeRegistry {
 
   /**
    * What the runtime says the step runs (its optional `describe`), for the node log: only its
-   * string fields, each cut to 4096 characters. Never throws: a log line must not fail a step.
+   * string fields, each cut to 4096 characters. Never throws: a log line must not fail a step. Since core 2.1.0.
    */
   describe(index: number, state: StepStateText): StepDescription {
     const { plugin } = this.#entry(index);

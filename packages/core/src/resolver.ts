@@ -13,7 +13,7 @@ import type { Logger } from "./types.js";
  * and nothing normalises it again (docs/decisions.md, "One resolution module").
  */
 
-/** The runtime a step gets when neither it nor jobrt.conf's DefRuntimePlugin names one. */
+/** The runtime a step gets when neither it nor jobrt.conf's DefRuntimePlugin names one. Since core 2.1.0. */
 export const DEFAULT_RUNTIME = "oci";
 
 /** The first-party runtimes a site may load when its jobrt.conf says nothing. */

@@ -114,6 +114,7 @@ export interface HostSupervision {
   missingCommand?: MissingCommandCheck;
 }
 
+/** Since core 2.1.0. */
 export type StopTarget = "child-group";
 
 /**
@@ -121,6 +122,7 @@ export type StopTarget = "child-group";
  * (bwrap and ch-run: 1): after such an exit the host looks the command up in the sandbox's view
  * (`lookupCommand`, as the job user) and reports 127 (missing) or 126 (not executable) with one
  * line, only when it is certain; any other answer leaves the status as the wrapper gave it.
+ * Since core 2.1.0.
  */
 export interface MissingCommandCheck {
   /** The task's command as the sandbox execs it (task.argv[0]). */
@@ -145,6 +147,7 @@ export interface ClientInfo {
 /**
  * How far an image pull has got (docs/cli.md, "Pull progress"): `start` once, `progress` now and
  * then (at most a few times a second), `end` once when the pull succeeded or failed.
+ * Since core 2.1.0.
  */
 export interface PullProgress {
   phase: "start" | "progress" | "end";
