@@ -7,8 +7,9 @@
 #   pnpm release              build, typecheck, publint + attw, unit tests, publish
 #   pnpm release --no-test    skip the unit tests (when the same commit already passed `pnpm test`)
 #   pnpm release --check      everything but publishing
-#   pnpm release --local      build, then publish the tree as it is to a registry on loopback
-#                             (scripts/local-registry.mjs), for trying jobrt before its first npm
+#   pnpm release --local      build, then publish what the next release will be (the tree with its
+#                             pending changesets versioned, in a throw-away copy) to a registry on
+#                             loopback (scripts/local-registry.mjs), for trying jobrt before a
 #                             release; the registry keeps running. `--local-stop` stops it.
 #
 # The registry is whatever npm/pnpm are configured with (an .npmrc `registry=` / `@jobrt:registry=`
@@ -31,16 +32,26 @@ for arg in "$@"; do
 done
 
 if [ "$publish" = local ]; then
-  # Not a release: no version bump, no tags, no clean-tree rule; the working tree as it is.
+  # Not a release: no tags, no clean-tree rule. What it publishes is what the next release will be:
+  # the working tree with its pending changesets versioned (`changeset version`), in a copy that is
+  # thrown away, so nothing in this tree changes and nothing is committed. Real version numbers, no
+  # prerelease suffix: `^2.0.0` does not match 2.1.0-x, so every plugin's peer range would miss it.
   pnpm exec turbo run build --output-logs=errors-only
+  stage=$(mktemp -d "${TMPDIR:-/tmp}/jobrt-local-release.XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  # The tree with its build, without installed dependencies (the copy installs its own, offline).
+  tar -cf - --exclude=node_modules --exclude=.git --exclude=.turbo --exclude=.cache --exclude=./tmp \
+    --exclude=./test-results . | tar -xf - -C "$stage"
+  (cd "$stage" && pnpm install --offline --frozen-lockfile --reporter=silent && pnpm exec changeset version >&2)
   url=$(node scripts/local-registry.mjs start)
   npmrc=$(node scripts/local-registry.mjs status | sed -n 's/.*, npmrc //p')
   # Only this registry: every inherited npm/pnpm setting is dropped for the publish.
   for v in $(env | sed -n 's/^\([Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_[^=]*\)=.*/\1/p;s/^\(pnpm_config_[^=]*\)=.*/\1/p'); do unset "$v"; done
-  npm_config_userconfig=$npmrc pnpm -r --filter './packages/*' --filter './examples/*' publish \
-    --no-git-checks --registry "$url" --reporter=silent
-  echo "release: published to $url:" >&2
-  node scripts/local-registry.mjs list >&2
+  (cd "$stage" && npm_config_userconfig=$npmrc pnpm -r --filter './packages/*' --filter './examples/*' publish \
+    --no-git-checks --registry "$url" --reporter=silent)
+  echo "release: published to $url, the pending changesets versioned (the next release):" >&2
+  repo=$(pwd)
+  (cd "$stage" && node "$repo/scripts/local-registry.mjs" list >&2)
   echo "release: try it (docs/writing-a-runtime.md, \"Before the first release\"):" >&2
   echo "  npm create --registry=$url jobrt-runtime jobrt-runtime-mine" >&2
   echo "  cd jobrt-runtime-mine && echo '@jobrt:registry=$url' > .npmrc && npm install && npm test" >&2
@@ -63,6 +74,8 @@ scoped=$(npm config get @jobrt:registry)
 echo "release: registry $registry (@jobrt: $scoped)" >&2
 
 pnpm exec turbo run build --output-logs=errors-only
+# api/released/ must be the API being published, recorded at `changeset version` (docs/releasing.md).
+node scripts/api-compat.mjs --released
 pnpm exec turbo run typecheck lint:pkg --output-logs=errors-only
 if [ "$run_tests" = yes ]; then
   pnpm exec turbo run test --output-logs=errors-only

@@ -11,6 +11,7 @@ sh scripts/setup.sh
 pnpm exec turbo run typecheck lint:pkg --output-logs=errors-only
 node scripts/errors-doc.mjs --check
 node scripts/api-list.mjs --check
+node scripts/api-compat.mjs
 pnpm exec knip --no-progress
 pnpm exec tsc -p tests/tsconfig.json
 pnpm exec biome check --diagnostic-level=error .

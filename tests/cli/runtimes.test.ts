@@ -27,7 +27,68 @@ export default definePlugin({ name: "busy", type: "runtime/busy", version: "1.4.
   return dir;
 }
 
+/** A runtime package in `dir`'s node_modules whose init works. */
+function working(dir: string, pkg: string, type: string): void {
+  const at = join(dir, "node_modules", pkg);
+  mkdirSync(at, { recursive: true });
+  writeFileSync(
+    join(at, "package.json"),
+    JSON.stringify({ name: pkg, version: "3.0.1", type: "module", exports: "./index.js" }),
+  );
+  writeFileSync(
+    join(at, "index.js"),
+    `import { definePlugin } from ${JSON.stringify(core)};
+export default definePlugin({ name: ${JSON.stringify(type.slice(8))}, type: ${JSON.stringify(type)}, version: "3.0.1", accepts: [] }, {});\n`,
+  );
+}
+
 describe("jobrt runtimes", () => {
+  // A site sees which registry each runtime came from: an unscoped name the site meant to take from
+  // its own registry but npm fetched from the public one is a dependency-confusion install
+  // (docs/site.md, "Runtimes from the site's own registry"; issue 40, item 3).
+  it("shows where npm fetched each runtime from (its lockfile's resolved URL), and - without npm's lockfile", async () => {
+    const conf = tempDir("jobrt-runtimes-conf-");
+    const plugins = tempDir("jobrt-runtimes-plugins-");
+    working(plugins, "jobrt-runtime-bwrapx", "runtime/bwrapx");
+    working(plugins, "@acme/jobrt-runtime-fast", "runtime/@acme/fast");
+    working(plugins, "jobrt-runtime-copied", "runtime/copied");
+    const site = "http://registry.site.example/";
+    const lock = {
+      name: "site",
+      lockfileVersion: 3,
+      packages: {
+        "node_modules/jobrt-runtime-bwrapx": {
+          version: "3.0.1",
+          resolved: "https://registry.npmjs.org/jobrt-runtime-bwrapx/-/jobrt-runtime-bwrapx-3.0.1.tgz",
+        },
+        "node_modules/@acme/jobrt-runtime-fast": {
+          version: "3.0.1",
+          resolved: `${site}@acme/jobrt-runtime-fast/-/jobrt-runtime-fast-3.0.1.tgz`,
+        },
+      },
+    };
+    writeFileSync(join(plugins, "node_modules/.package-lock.json"), JSON.stringify(lock));
+    writeFileSync(
+      join(conf, "jobrt.conf"),
+      `PluginDir=${plugins}\nRuntimePlugins=bwrapx,@acme/fast,copied\nDefRuntimePlugin=copied\nSpoolDir=${tempDir("jobrt-runtimes-spool-")}\n`,
+    );
+    const r = await jobrt(["runtimes", "--json"], { env: { JOBRT_CONF_DIR: conf } });
+    expect(r.code, r.stderr).toBe(0);
+    const list = (JSON.parse(r.stdout) as { runtimes: Record<string, unknown>[] }).runtimes;
+    expect(list.map((x) => [x.name, x.resolved])).toEqual([
+      ["bwrapx", lock.packages["node_modules/jobrt-runtime-bwrapx"].resolved],
+      ["@acme/fast", lock.packages["node_modules/@acme/jobrt-runtime-fast"].resolved],
+      ["copied", undefined],
+    ]);
+    const text = await jobrt(["runtimes"], { env: { JOBRT_CONF_DIR: conf } });
+    const lines = text.stdout.split("\n");
+    expect(lines[0]).toMatch(/PATH +FROM$/);
+    expect(lines.find((l) => l.startsWith("bwrapx"))).toMatch(
+      / https:\/\/registry\.npmjs\.org\/jobrt-runtime-bwrapx\/-\/\S+$/,
+    );
+    expect(lines.find((l) => l.startsWith("copied"))).toMatch(/jobrt-runtime-copied +-$/);
+  }, 60_000);
+
   it("lists a runtime whose init fails with its package, version and path, and one not installed without", async () => {
     const conf = tempDir("jobrt-runtimes-conf-");
     const plugins = pluginDir();

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunResult, repoRoot, runProgram } from "../helpers/jobrt.js";
@@ -62,6 +62,8 @@ beforeAll(async () => {
   mkdirSync(work);
   await ok(["sh", "-c", `git -C '${repoRoot}' archive --format=tar HEAD | tar -x -C '${work}'`], root);
   await ok(["pnpm", "install", "--frozen-lockfile", "--offline", "--reporter=silent"], work);
+  // A pending core minor, whatever else the tree holds: the registry must serve it versioned.
+  writeFileSync(join(work, ".changeset/e2e-local.md"), '---\n"@jobrt/core": minor\n---\n\nA new core API.\n');
   local = await runProgram(["pnpm", "release", "--local"], { cwd: work, env, timeoutMs: 600_000 });
   if (local.code !== 0)
     throw new Error(
@@ -76,8 +78,23 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
+/** The version `changeset version` gives core: the largest bump its pending changesets name. */
+function nextCoreVersion(): string {
+  const [major, minor, patch] = (coreManifest().version as string).split(".").map(Number) as [number, number, number];
+  const bumps = readdirSync(join(work, ".changeset"))
+    .filter((f) => f.endsWith(".md") && f !== "README.md")
+    .map(
+      (f) =>
+        /^\s*"@jobrt\/core":\s*(major|minor|patch)\s*$/m.exec(readFileSync(join(work, ".changeset", f), "utf8"))?.[1],
+    );
+  if (bumps.includes("major")) return `${major + 1}.0.0`;
+  return bumps.includes("minor") ? `${major}.${minor + 1}.0` : `${major}.${minor}.${patch + 1}`;
+}
+
+const coreManifest = () => JSON.parse(readFileSync(join(work, "packages/core/package.json"), "utf8"));
+
 describe("pnpm release --local: trying jobrt before its first npm release", () => {
-  it("publishes every package of the tree to a registry on loopback and says how to use it", () => {
+  it("publishes every package, its pending changesets versioned (the next release), leaving the tree as it was", () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     for (const name of [
       "@jobrt/cli",
@@ -87,14 +104,13 @@ describe("pnpm release --local: trying jobrt before its first npm release", () =
       "create-jobrt-runtime",
       "jobrt-runtime-charliecloud",
     ]) {
-      const version = JSON.parse(
-        readFileSync(
-          join(work, name.startsWith("@jobrt/") ? `packages/${name.slice(7)}` : `examples/${name}`, "package.json"),
-          "utf8",
-        ),
-      ).version;
-      expect(local.stderr).toContain(`  ${name}@${version}\n`);
+      expect(local.stderr).toMatch(new RegExp(`\n  ${name}@\\d+\\.\\d+\\.\\d+\n`));
     }
+    expect(local.stderr).not.toContain("(the tree has");
+    expect(local.stderr).toContain(`  @jobrt/core@${nextCoreVersion()}\n`);
+    expect(nextCoreVersion()).not.toBe(coreManifest().version);
+    // Versioned in a copy: the tree keeps its versions and its changesets.
+    expect(existsSync(join(work, ".changeset/e2e-local.md"))).toBe(true);
     expect(local.stderr).toContain(`npm create --registry=${url} jobrt-runtime`);
   });
 
@@ -126,6 +142,8 @@ describe("pnpm release --local: trying jobrt before its first npm release", () =
       120_000,
     );
     expect(r.stdout.trim().split("\n").sort()).toEqual(["0 hello", "1 hello"]);
+    const core = JSON.parse(readFileSync(join(site, "node_modules/@jobrt/core/package.json"), "utf8"));
+    expect(core.version).toBe(nextCoreVersion());
   });
 
   it("--local-stop stops the registry it started, and only that", async () => {

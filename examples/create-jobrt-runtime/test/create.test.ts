@@ -64,6 +64,17 @@ describe("create-jobrt-runtime", () => {
     expect(readFileSync(join(created.dir, "src/index.ts"), "utf8")).toContain('type: "runtime/@acme/gpu"');
   });
 
+  it("suggests a scoped name for an unscoped one (a dependency-confusion target), and says nothing for a scoped one", () => {
+    const plain = spawnSync(process.execPath, [bin, join(tmp, "jobrt-runtime-plain")], { encoding: "utf8" });
+    expect(plain.status).toBe(0);
+    expect(plain.stderr).toBe(
+      "create-jobrt-runtime: note: jobrt-runtime-plain is unscoped; a site installing it from its own registry gets it from the public one, where anyone may publish that name: prefer a scoped name, --name @your-org/plain\n",
+    );
+    const scoped = spawnSync(process.execPath, [bin, join(tmp, "scoped"), "--name", "@acme/plain"], { encoding: "utf8" });
+    expect(scoped.status).toBe(0);
+    expect(scoped.stderr).toBe("");
+  });
+
   it.each([
     [["x", "--name", "Fast"], /--name "Fast": use a name like/],
     [["x", "--name", "runtime/fast"], /give the name without "runtime\/"/],

@@ -101,7 +101,8 @@ Exit status: the task's status (128+N for signal N); 1 when the task could not b
 export const RUNTIMES_HELP = `Usage: jobrt runtimes [--json] [-v] [--conf-dir DIR]
 
 Lists every runtime allowed on this node (RuntimePlugins in jobrt.conf): its package, version,
-whether its plugin API matches this jobrt (or why not), its capabilities and where it is installed.
+whether its plugin API matches this jobrt (or why not), its capabilities, where it is installed
+and where npm fetched it from (FROM: the install's lockfile's resolved URL).
 Exits 1 when an allowed runtime cannot be loaded.
 `;
 

@@ -9,6 +9,7 @@ import {
 } from "@jobrt/core";
 import { cdiInventory } from "@jobrt/launcher";
 import { cdiDeviceLines } from "./cdidevices.js";
+import { installedFrom } from "./installedfrom.js";
 import type { Host } from "./host.js";
 
 export interface RuntimeListing {
@@ -18,6 +19,8 @@ export interface RuntimeListing {
   package?: string;
   version?: string;
   path?: string;
+  /** Where npm fetched the package from (its lockfile's `resolved`): the site registry or another. */
+  resolved?: string;
   apiVersion?: number;
   compatible: boolean;
   capabilities: string[];
@@ -60,6 +63,8 @@ export async function describeRuntimes(host: Host): Promise<RuntimeListing[]> {
         if (error.code === "ERR_RUNTIME_API_VERSION") item.apiVersion = error.details.apiVersion as number;
       }
     }
+    const resolved = item.package && item.path ? installedFrom(item.path, item.package) : undefined;
+    if (resolved !== undefined) item.resolved = resolved;
     out.push(item);
   }
   return out;
@@ -136,8 +141,9 @@ export async function listRuntimes(host: Host, json: boolean): Promise<number> {
       r.compatible ? `ok (API ${r.apiVersion})` : `NO: ${r.problem ?? "unknown"}`,
       r.capabilities.join(",") || "-",
       r.path ?? "-",
+      r.resolved ?? "-",
     ]);
-    const header = ["RUNTIME", "PACKAGE", "VERSION", "API", "CAPABILITIES", "PATH"];
+    const header = ["RUNTIME", "PACKAGE", "VERSION", "API", "CAPABILITIES", "PATH", "FROM"];
     const widths = header.map((h, i) =>
       Math.max(h.length, ...rows.map((r) => (i === 3 && !r[3]!.startsWith("ok") ? 0 : r[i]!.length))),
     );

@@ -16,7 +16,7 @@ import { isAbsolute, posix } from "node:path";
 /**
  * A mount as the container sees it: `source` is a host path for a bind, undefined when its content
  * is not known here; `empty` for a file system the runtime makes fresh (bwrap's `--tmpfs`): empty
- * when the command is executed, but for the mounts made under it later.
+ * when the command is executed, but for the mounts made under it later (`empty` since core 2.1.0).
  */
 export interface ViewMount {
   destination: string;

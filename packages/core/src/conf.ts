@@ -57,6 +57,7 @@ type RequiredKeys<S extends ConfSchema> = { [K in keyof S]: S[K] extends { requi
 /**
  * The values parseConf gives for schema S: each key typed by its kind, present when set (always,
  * for a required key). A schema typed only as ConfSchema gives the untyped record of API 2.0.
+ * Since core 2.1.0.
  */
 export type ConfValues<S extends ConfSchema> = string extends keyof S ? Record<string, ConfValue> : TypedValues<S>;
 

@@ -11,7 +11,7 @@
 const VALID = /^[A-Za-z0-9_+.][A-Za-z0-9_+.-]*$/;
 const MAX = 128;
 
-/** Why `id` cannot name a container, or undefined when it can. */
+/** Why `id` cannot name a container, or undefined when it can. Since core 2.1.0. */
 export function containerIdProblem(id: string): string | undefined {
   if (id === "") return "empty value";
   if (id.length > MAX) return `${id.length} characters, at most ${MAX}`;

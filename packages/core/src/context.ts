@@ -42,15 +42,15 @@ export interface CleanupContext<S> extends StatefulContext<S> {
 
 export type ValidateContext = StepHookContext;
 
-/** describe's input: the step state alone (it runs in the host, after setup, for the node log). */
+/** describe's input: the step state alone (it runs in the host, after setup, for the node log). Since core 2.1.0. */
 export interface DescribeContext<S> {
   state: S | undefined;
 }
-/** What `tools` is given: the node (its conf dir names the runtime's own configuration). */
+/** What `tools` is given: the node (its conf dir names the runtime's own configuration). Since core 2.1.0. */
 export interface ToolsContext {
   node: NodeConf;
   log: Logger;
 }
 
-/** `check` sees the step as `validate` does, on the node it runs on. */
+/** `check` sees the step as `validate` does, on the node it runs on. Since core 2.1.0. */
 export type CheckContext = StepHookContext;

@@ -7,6 +7,7 @@ import type { ContainerRequest } from "./requestoptions.js";
  * runtime that does not list `devices` in `meta.accepts` (docs/devices.md): such a runtime would
  * run the step without the devices the site gives every step. A job's own `--container-device`
  * is refused earlier, by checkAccepted.
+ * Since core 2.1.0.
  */
 export function checkDevicesAccepted(
   type: string,

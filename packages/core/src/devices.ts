@@ -2,6 +2,7 @@
  * What the host hands a runtime for `--container-device` (docs/devices.md): the CDI specs' edits
  * for the devices of this step, already resolved and checked on the host. A runtime applies them;
  * it never reads a CDI spec itself ("the host resolves, runtimes apply").
+ * Since core 2.1.0.
  */
 export interface DeviceEdits {
   /** The CDI fully-qualified names resolved (`vendor.com/class=name`), in request order. */
@@ -17,7 +18,7 @@ export interface DeviceEdits {
   intelRdt?: DeviceIntelRdtEdit;
 }
 
-/** CDI `intelRdt`, field for field as the OCI runtime spec's `linux.intelRdt`. */
+/** CDI `intelRdt`, field for field as the OCI runtime spec's `linux.intelRdt`. Since core 2.1.0. */
 export interface DeviceIntelRdtEdit {
   /** The resctrl class (a directory name under /sys/fs/resctrl). */
   closID?: string;
@@ -27,7 +28,7 @@ export interface DeviceIntelRdtEdit {
   enableMBM?: boolean;
 }
 
-/** One device node; type, major and minor are the host node's, taken with stat on the host. */
+/** One device node; type, major and minor are the host node's, taken with stat on the host. Since core 2.1.0. */
 export interface DeviceNodeEdit {
   /** Path inside the container. */
   path: string;
@@ -43,6 +44,7 @@ export interface DeviceNodeEdit {
   gid?: number;
 }
 
+/** Since core 2.1.0. */
 export interface DeviceMountEdit {
   hostPath: string;
   containerPath: string;
@@ -50,7 +52,7 @@ export interface DeviceMountEdit {
   options: string[];
 }
 
-/** An OCI runtime hook (CDI `hooks`): `hookName` is the OCI lifecycle point. */
+/** An OCI runtime hook (CDI `hooks`): `hookName` is the OCI lifecycle point. Since core 2.1.0. */
 export interface DeviceHookEdit {
   hookName: DeviceHookName;
   path: string;
@@ -59,6 +61,7 @@ export interface DeviceHookEdit {
   timeout?: number;
 }
 
+/** Since core 2.1.0. */
 export const DEVICE_HOOK_NAMES = [
   "prestart",
   "createRuntime",
@@ -67,4 +70,5 @@ export const DEVICE_HOOK_NAMES = [
   "poststart",
   "poststop",
 ] as const;
+/** Since core 2.1.0. */
 export type DeviceHookName = (typeof DEVICE_HOOK_NAMES)[number];

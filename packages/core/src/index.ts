@@ -94,6 +94,7 @@ export {
   type LocatedPackage,
   type PackageResolverOptions,
   type ResolvedRuntime,
+  type RuntimeNameResolver,
   type RuntimeResolver,
   createPackageResolver,
   locateRuntimePackage,

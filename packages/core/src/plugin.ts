@@ -29,7 +29,7 @@ export type NotSupported = typeof NOT_SUPPORTED;
 
 export type MaybePromise<T> = T | Promise<T>;
 
-/** A program a runtime runs on this node, as the runtime finds it (`jobrt runtimes`, `jobrt check`). */
+/** A program a runtime runs on this node, as the runtime finds it (`jobrt runtimes`, `jobrt check`). Since core 2.1.0. */
 export interface RuntimeTool {
   /** What the runtime calls it, e.g. "runc". */
   name: string;
@@ -43,7 +43,7 @@ export interface RuntimeTool {
   problem?: string;
 }
 
-/** One thing `jobrt check` looked at for a request on this node, and what it found. */
+/** One thing `jobrt check` looked at for a request on this node, and what it found. Since core 2.1.0. */
 export interface CheckFinding {
   /** What was looked at, e.g. "bundle /shared/app", "tool runc". */
   subject: string;
@@ -66,6 +66,7 @@ export interface RuntimeMeta {
    * Capability tags shown by `jobrt runtimes`, e.g. "container", "create-start"; free-form but for
    * "pmi-fd", which the host reads: the task process receives the descriptors the host passes it
    * (Slurm's PMI-2 socket under `jobrt exec`, docs/mpi.md). A runtime without it is refused such a step.
+   * "pmi-fd" since @jobrt/core 2.1.0.
    */
   capabilities?: string[];
   /**
@@ -129,17 +130,19 @@ export interface RuntimeHooks<S = unknown> {
   /**
    * What the step runs, for the node log (docs/cli.md, "The node log"): the bundle, the image
    * digest its reference was pinned to. Synchronous and from the state alone: it must not fail or
-   * wait, and the host ignores a throw or anything but strings.
+   * wait, and the host ignores a throw or anything but strings. Since @jobrt/core 2.1.0.
    */
   describe?(ctx: DescribeContext<S>): StepDescription;
   /**
    * The programs this runtime runs on this node, each with its path and version or why it is
    * missing (`jobrt runtimes`). Optional: a runtime that runs no program of its own leaves it out.
+   * Since @jobrt/core 2.1.0.
    */
   tools?(ctx: ToolsContext): MaybePromise<RuntimeTool[]>;
   /**
    * What this node can see of a request (`jobrt check`, after `validate`): the container's files,
    * the tools it needs, and what cannot be seen yet. Starts nothing and changes nothing. Optional.
+   * Since @jobrt/core 2.1.0.
    */
   check?(ctx: CheckContext): MaybePromise<CheckFinding[]>;
 }
@@ -148,7 +151,7 @@ export interface RuntimePlugin<S = unknown> extends RuntimeHooks<S> {
   readonly meta: RuntimeMeta;
 }
 
-/** What a runtime says a step runs (RuntimeHooks.describe); every field optional. */
+/** What a runtime says a step runs (RuntimeHooks.describe); every field optional. Since core 2.1.0. */
 export interface StepDescription {
   /** The bundle directory the container runs, as an absolute path. */
   bundle?: string;
@@ -317,7 +320,7 @@ function isHostSupervision(value: unknown): boolean {
 const isText = (v: unknown, nonEmpty = false): v is string => typeof v === "string" && (!nonEmpty || v !== "");
 const isOptionalText = (v: unknown): boolean => v === undefined || typeof v === "string";
 
-/** True when `value` is a well-formed RuntimeTool: name and source, optional absolute path, version, problem. */
+/** True when `value` is a well-formed RuntimeTool: name and source, optional absolute path, version, problem. Since core 2.1.0. */
 export function isRuntimeTool(value: unknown): value is RuntimeTool {
   if (typeof value !== "object" || value === null) return false;
   const t = value as Record<string, unknown>;
@@ -330,7 +333,7 @@ export function isRuntimeTool(value: unknown): value is RuntimeTool {
   );
 }
 
-/** True when `value` is a well-formed CheckFinding; an "unchecked" one must say why (`detail`). */
+/** True when `value` is a well-formed CheckFinding; an "unchecked" one must say why (`detail`). Since core 2.1.0. */
 export function isCheckFinding(value: unknown): value is CheckFinding {
   if (typeof value !== "object" || value === null) return false;
   const f = value as Record<string, unknown>;

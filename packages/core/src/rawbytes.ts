@@ -9,7 +9,7 @@
 const ESCAPE_BASE = 0xdc00;
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** `bytes` as a string: valid UTF-8 as text, every other byte as U+DC80 + (byte - 0x80). */
+/** `bytes` as a string: valid UTF-8 as text, every other byte as U+DC80 + (byte - 0x80). Since core 2.1.0. */
 export function decodeBytes(bytes: Uint8Array): string {
   try {
     return decoder.decode(bytes);
@@ -52,7 +52,7 @@ function validSequenceAt(bytes: Uint8Array, at: number): number {
 /** Any code unit U+DC80..U+DCFF: the regex engine scans a step's whole environment far faster than a cold loop. */
 const CANDIDATE = /[\uDC80-\uDCFF]/;
 
-/** True when `text` carries at least one byte that is not UTF-8 (a lone U+DC80..U+DCFF). */
+/** True when `text` carries at least one byte that is not UTF-8 (a lone U+DC80..U+DCFF). Since core 2.1.0. */
 export function carriesRawBytes(text: string): boolean {
   if (!CANDIDATE.test(text)) return false;
   for (let i = nextCandidate(text, 0); i !== -1; i = nextCandidate(text, i + 1))
@@ -77,7 +77,7 @@ function escapedByteAt(text: string, i: number): number {
   return c - ESCAPE_BASE;
 }
 
-/** The bytes `text` stands for: the inverse of decodeBytes. */
+/** The bytes `text` stands for: the inverse of decodeBytes. Since core 2.1.0. */
 export function encodeBytes(text: string): Buffer {
   if (nextCandidate(text, 0) === -1) return Buffer.from(text, "utf8");
   const parts: Buffer[] = [];

@@ -17,12 +17,22 @@ import {
   isExecSpec,
   isRuntimeTool,
 } from "./plugin.js";
-import { DEFAULT_RUNTIME, type ResolvedRuntime, type RuntimeResolver } from "./resolver.js";
+import {
+  DEFAULT_RUNTIME,
+  type ResolvedRuntime,
+  type RuntimeNameResolver,
+  type RuntimeResolver,
+  registryResolver,
+} from "./resolver.js";
 import { serializeStepState } from "./stepstate.js";
 import type { ClientInfo, ExecSpec, NodeConf, RuntimeContext, StepRecord, TaskRecord } from "./types.js";
 
+/** Give exactly one resolver (docs/architecture.md, "Registry semantics"). */
 export interface RuntimeRegistryOptions {
-  resolve: RuntimeResolver;
+  /** The 2.0.0 contract, `async (type) => plugin` given "runtime/x"; optional since core 2.1.0. */
+  resolve?: RuntimeResolver;
+  /** `async (name) => ({ plugin, origin })` given the normalised RuntimeName. Since core 2.1.0. */
+  resolveRuntime?: RuntimeNameResolver;
   /** The site's DefRuntimePlugin; used for an empty or missing name. Default DEFAULT_RUNTIME. */
   defaultRuntime?: string;
   /** How long a plugin's init may take before the load fails. Default 30 s. */
@@ -65,7 +75,7 @@ interface Entry {
  */
 export class RuntimeRegistry {
   readonly defaultRuntime: string;
-  readonly #resolve: RuntimeResolver;
+  readonly #resolve: RuntimeNameResolver;
   readonly #initTimeoutMs: number;
   /** Slot i holds index i; slot 0 stays empty for ever. */
   #entries: (Entry | undefined)[] = [undefined];
@@ -76,10 +86,7 @@ export class RuntimeRegistry {
   #generation = 0;
 
   constructor(options: RuntimeRegistryOptions) {
-    if (typeof options?.resolve !== "function") {
-      throw jobrtError("ERR_RUNTIME_CONTRACT", { problem: "RuntimeRegistry needs a resolve(type) function" });
-    }
-    this.#resolve = options.resolve;
+    this.#resolve = registryResolver(options);
     this.defaultRuntime = normalizeRuntimeName(options.defaultRuntime ?? DEFAULT_RUNTIME).name;
     this.#initTimeoutMs = options.initTimeoutMs ?? 30_000;
   }
@@ -107,13 +114,8 @@ export class RuntimeRegistry {
       const entry = await prepared;
       if (generation !== this.#generation) {
         await Promise.resolve(entry.plugin.fini()).catch(() => {});
-        throw jobrtError(
-          "ERR_RUNTIME_INIT",
-          { runtime: type, problem: "finished loading after the registry was finalised" },
-          {
-            details: { runtime: type },
-          },
-        );
+        const problem = "finished loading after the registry was finalised";
+        throw jobrtError("ERR_RUNTIME_INIT", { runtime: type, problem }, { details: { runtime: type } });
       }
       const index = this.#entries.length;
       entry.info.index = index;
@@ -140,13 +142,11 @@ export class RuntimeRegistry {
       resolved = await this.#resolve(runtime);
     } catch (error) {
       if (isJobrtError(error)) throw error;
+      const problem = `could not be loaded: ${messageOf(error)}`;
       throw jobrtError(
         "ERR_RUNTIME_NOT_FOUND",
-        { runtime: type, problem: `could not be loaded: ${messageOf(error)}` },
-        {
-          cause: error,
-          details: { runtime: type },
-        },
+        { runtime: type, problem },
+        { cause: error, details: { runtime: type } },
       );
     }
     // A resolver written in JavaScript may return anything: the shape check below says what is wrong.
@@ -273,7 +273,7 @@ export class RuntimeRegistry {
     await this.#call(index, "validate", (p) => p.validate?.(this.#context(call)));
   }
 
-  /** The runtime's tools on this node; undefined when the plugin has no `tools` hook. */
+  /** The runtime's tools on this node; undefined when the plugin has no `tools` hook. Since core 2.1.0. */
   async tools(index: number, node: NodeConf): Promise<RuntimeTool[] | undefined> {
     const plugin = this.#entry(index).plugin;
     if (!plugin.tools) return undefined;
@@ -287,7 +287,7 @@ export class RuntimeRegistry {
     );
   }
 
-  /** What this node can see of a request; undefined when the plugin has no `check` hook. */
+  /** What this node can see of a request; undefined when the plugin has no `check` hook. Since core 2.1.0. */
   async check(index: number, call: StepCall): Promise<CheckFinding[] | undefined> {
     this.#checkAccepted(index, call.step);
     if (!this.#entry(index).plugin.check) return undefined;
@@ -328,7 +328,7 @@ export class RuntimeRegistry {
 
   /**
    * What the runtime says the step runs (its optional `describe`), for the node log: only its
-   * string fields, each cut to 4096 characters. Never throws: a log line must not fail a step.
+   * string fields, each cut to 4096 characters. Never throws: a log line must not fail a step. Since core 2.1.0.
    */
   describe(index: number, state: StepStateText): StepDescription {
     const { plugin } = this.#entry(index);

@@ -6,6 +6,7 @@ import type { DeviceEdits } from "./devices.js";
  * `ContainerRequest` type and the fields `meta.accepts` may list are derived from it, and the host's
  * refusal of a field a runtime does not accept names the option from it. A new option is a new row
  * here and code in the runtimes that take it (docs/decisions.md, "One table for the options").
+ * Since core 2.1.0.
  */
 export interface RequestOption {
   /** The long option, without its dashes: `container-volume`. */
@@ -28,6 +29,7 @@ export interface RequestOption {
   readonly filled?: boolean;
 }
 
+/** Since core 2.1.0. */
 export const REQUEST_OPTIONS = [
   {
     name: "container",
@@ -142,7 +144,7 @@ export const FIELD_OPTIONS: readonly FieldRow[] = REQUEST_OPTIONS.filter(isField
 
 export const REQUEST_FIELDS: readonly RequestField[] = FIELD_OPTIONS.map((r) => r.field);
 
-/** A request with no option given: the filled fields empty, nothing else. */
+/** A request with no option given: the filled fields empty, nothing else. Since core 2.1.0. */
 export function emptyRequest(): ContainerRequest {
   const request: Record<string, unknown> = {};
   for (const r of FIELD_OPTIONS as readonly RequestOption[]) {

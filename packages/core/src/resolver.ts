@@ -13,20 +13,62 @@ import type { Logger } from "./types.js";
  * and nothing normalises it again (docs/decisions.md, "One resolution module").
  */
 
-/** The runtime a step gets when neither it nor jobrt.conf's DefRuntimePlugin names one. */
+/** The runtime a step gets when neither it nor jobrt.conf's DefRuntimePlugin names one. Since core 2.1.0. */
 export const DEFAULT_RUNTIME = "oci";
 
 /** The first-party runtimes a site may load when its jobrt.conf says nothing. */
 export const DEFAULT_ALLOWED_RUNTIMES = ["none", DEFAULT_RUNTIME, "shifter"] as const;
 
-/** What a resolver found: the module's default export (checked by the registry after) and where it came from. */
+/**
+ * What a RuntimeNameResolver found: the module's default export (checked by the registry after)
+ * and where it came from. Since @jobrt/core 2.1.0.
+ */
 export interface ResolvedRuntime {
   plugin: unknown;
   origin?: PluginOrigin;
 }
 
-/** Resolves a normalised runtime name to its plugin module. */
-export type RuntimeResolver = (name: RuntimeName) => Promise<ResolvedRuntime>;
+/**
+ * A RuntimeRegistry's `resolve` as @jobrt/core 2.0.0 defined it, and still takes: given a full
+ * runtime type ("runtime/oci"), resolves to the plugin module's default export.
+ */
+export type RuntimeResolver = (type: string) => Promise<unknown>;
+
+/**
+ * A RuntimeRegistry's `resolveRuntime`: given the normalised name, resolves to the plugin and
+ * where it came from. Since @jobrt/core 2.1.0 (`resolve` keeps the 2.0.0 contract above).
+ */
+export type RuntimeNameResolver = (name: RuntimeName) => Promise<ResolvedRuntime>;
+
+/**
+ * createPackageResolver's by-name form, kept on the 2.0.0-shaped function it returns: the registry
+ * uses it, so `resolve: createPackageResolver(...)` still reports each plugin's package and the
+ * name is normalised once (docs/decisions.md, "One resolution module").
+ */
+const BY_NAME = Symbol("jobrt.packageResolver.byName");
+
+type TaggedResolver = RuntimeResolver & { [BY_NAME]?: RuntimeNameResolver };
+
+/** The by-name form the registry calls, from whichever of its two options was given (exactly one). */
+export function registryResolver(
+  options: { resolve?: RuntimeResolver; resolveRuntime?: RuntimeNameResolver } | undefined,
+): RuntimeNameResolver {
+  const { resolve, resolveRuntime } = options ?? {};
+  if (resolve !== undefined && resolveRuntime !== undefined) {
+    throw jobrtError("ERR_RUNTIME_CONTRACT", {
+      problem: "RuntimeRegistry takes resolve(type) or resolveRuntime(name), not both",
+    });
+  }
+  if (typeof resolveRuntime === "function") return resolveRuntime;
+  if (typeof resolve !== "function") {
+    throw jobrtError("ERR_RUNTIME_CONTRACT", {
+      problem: "RuntimeRegistry needs a resolve(type) or resolveRuntime(name) function",
+    });
+  }
+  const byName = (resolve as TaggedResolver)[BY_NAME];
+  if (byName) return byName;
+  return async (name) => ({ plugin: await resolve(name.type) });
+}
 
 export interface PackageResolverOptions {
   /** Directory packages are resolved from (the site install root or PluginDir), never the job's cwd. */
@@ -173,6 +215,13 @@ function allowedNames(allow: readonly string[]): Set<string> {
  * `baseDir`, then `import()` of the package entry. The registry checks the plugin's shape after.
  */
 export function createPackageResolver(options: PackageResolverOptions): RuntimeResolver {
+  const byName = packageResolverByName(options);
+  const resolve: TaggedResolver = async (type: string) => (await byName(normalizeRuntimeName(type))).plugin;
+  resolve[BY_NAME] = byName;
+  return resolve;
+}
+
+function packageResolverByName(options: PackageResolverOptions): RuntimeNameResolver {
   const allowed = allowedNames(options.allow ?? DEFAULT_ALLOWED_RUNTIMES);
   return async (name: RuntimeName) => {
     if (!allowed.has(name.name)) {

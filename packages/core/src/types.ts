@@ -91,14 +91,15 @@ export interface ExecSpec {
   signals?: SignalDelivery;
   /**
    * What the host does for a wrapper that runs the task in a sandbox, so the wrapper needs no
-   * supervisor of its own (docs/decisions.md, "The host supervises a wrapper's task"). A host older than this field ignores it.
+   * supervisor of its own (docs/decisions.md, "The host supervises a wrapper's task"). Since
+   * @jobrt/core 2.1.0: 2.0.0 ignores it, so a plugin that returns it peers on `^2.1.0`.
    */
   supervise?: HostSupervision;
 }
 
 export type SignalDelivery = "group" | "leader";
 
-/** How the host stops and judges the task inside a wrapper's sandbox (ExecSpec.supervise). */
+/** How the host stops and judges the task inside a wrapper's sandbox (ExecSpec.supervise). Since core 2.1.0. */
 export interface HostSupervision {
   /**
    * Where a stop signal (SIGINT/SIGTERM) goes, instead of `signals`: `"child-group"` to the process
@@ -113,6 +114,7 @@ export interface HostSupervision {
   missingCommand?: MissingCommandCheck;
 }
 
+/** Since core 2.1.0. */
 export type StopTarget = "child-group";
 
 /**
@@ -120,6 +122,7 @@ export type StopTarget = "child-group";
  * (bwrap and ch-run: 1): after such an exit the host looks the command up in the sandbox's view
  * (`lookupCommand`, as the job user) and reports 127 (missing) or 126 (not executable) with one
  * line, only when it is certain; any other answer leaves the status as the wrapper gave it.
+ * Since core 2.1.0.
  */
 export interface MissingCommandCheck {
   /** The task's command as the sandbox execs it (task.argv[0]). */
@@ -137,13 +140,14 @@ export interface MissingCommandCheck {
 /** Information about the client that asked for the step (srun's role). */
 export interface ClientInfo {
   verbose: number;
-  /** Where a setup that takes long (an image pull) says how far it got; the host shows it. */
+  /** Where a setup that takes long (an image pull) says how far it got; the host shows it. Since core 2.1.0. */
   progress?: (report: PullProgress) => void;
 }
 
 /**
  * How far an image pull has got (docs/cli.md, "Pull progress"): `start` once, `progress` now and
  * then (at most a few times a second), `end` once when the pull succeeded or failed.
+ * Since core 2.1.0.
  */
 export interface PullProgress {
   phase: "start" | "progress" | "end";

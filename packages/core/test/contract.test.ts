@@ -31,7 +31,7 @@ function stepWith(container?: ContainerRequest): StepRecord {
 }
 
 async function registryFor(plugin: unknown): Promise<{ registry: RuntimeRegistry; index: number }> {
-  const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
+  const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }) });
   return { registry, index: await registry.load("t") };
 }
 
@@ -247,7 +247,7 @@ describe("plugin contract API 2", () => {
     });
 
     it("a malformed accepts list is ERR_RUNTIME_INVALID at load", async () => {
-      const registry = new RuntimeRegistry({ resolve: async () => ({ plugin: accepting(["volume"]) }) });
+      const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin: accepting(["volume"]) }) });
       await expect(registry.load("t")).rejects.toMatchObject({
         code: "ERR_RUNTIME_INVALID",
         message: expect.stringContaining("meta.accepts must list request fields"),
@@ -268,7 +268,7 @@ describe("plugin contract API 2", () => {
         return Symbol.for("jobrt.runtime.NOT_SUPPORTED");
       },
     };
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin: api1 }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin: api1 }) });
     const error = await registry.load("t").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "ERR_RUNTIME_API_VERSION", details: { apiVersion: 1, needed: 2 } });
     expect((error as Error).message).toBe(

@@ -36,7 +36,7 @@ function setup(names = ["oci", "none", "shifter", "x"]) {
     if (!p) throw new JobrtError("ERR_RUNTIME_NOT_FOUND", `no ${type}`);
     return { plugin: p };
   });
-  return { calls, resolve, registry: new RuntimeRegistry({ resolve }) };
+  return { calls, resolve, registry: new RuntimeRegistry({ resolveRuntime: resolve }) };
 }
 
 describe("RuntimeRegistry", () => {
@@ -53,7 +53,7 @@ describe("RuntimeRegistry", () => {
 
   it("(a) the default comes from defaultRuntime", async () => {
     const { resolve } = setup();
-    const registry = new RuntimeRegistry({ resolve, defaultRuntime: "runtime/none" });
+    const registry = new RuntimeRegistry({ resolveRuntime: resolve, defaultRuntime: "runtime/none" });
     const i = await registry.load("");
     expect(registry.info(i).type).toBe("runtime/none");
   });
@@ -80,7 +80,7 @@ describe("RuntimeRegistry", () => {
     });
     const plugin = recordingPlugin("oci", calls, { init });
     const resolve = vi.fn(async () => ({ plugin }));
-    const registry = new RuntimeRegistry({ resolve });
+    const registry = new RuntimeRegistry({ resolveRuntime: resolve });
     const loads = Array.from({ length: 20 }, () => registry.load("oci"));
     gate.resolve();
     const indexes = await Promise.all(loads);
@@ -100,7 +100,7 @@ describe("RuntimeRegistry", () => {
       await gates.get(type)!.promise;
       return { plugin: recordingPlugin(type.slice(8), calls) };
     });
-    const registry = new RuntimeRegistry({ resolve });
+    const registry = new RuntimeRegistry({ resolveRuntime: resolve });
     const pa = registry.load("a");
     const pb = registry.load("b");
     const pc = registry.load("c");
@@ -125,7 +125,7 @@ describe("RuntimeRegistry", () => {
       if (type === "runtime/shapeless") return { plugin: { meta: { name: "shapeless" } } };
       throw new Error("nope");
     });
-    const registry = new RuntimeRegistry({ resolve });
+    const registry = new RuntimeRegistry({ resolveRuntime: resolve });
     await expect(registry.load("missing")).rejects.toMatchObject({
       code: "ERR_RUNTIME_NOT_FOUND",
       cause: expect.any(Error),
@@ -152,7 +152,7 @@ describe("RuntimeRegistry", () => {
       }
       return { plugin: recordingPlugin(type.slice(8), calls) };
     });
-    const registry = new RuntimeRegistry({ resolve });
+    const registry = new RuntimeRegistry({ resolveRuntime: resolve });
     const bad = registry.load("bad");
     const good = registry.load("good");
     gate.resolve();
@@ -163,7 +163,7 @@ describe("RuntimeRegistry", () => {
   it("(d) an init that hangs fails after initTimeoutMs", async () => {
     const calls: Calls = { log: [] };
     const plugin = recordingPlugin("slow", calls, { init: () => new Promise(() => {}) });
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }), initTimeoutMs: 50 });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }), initTimeoutMs: 50 });
     await expect(registry.load("slow")).rejects.toMatchObject({
       code: "ERR_RUNTIME_INIT",
       message: expect.stringContaining("did not finish"),
@@ -214,7 +214,7 @@ describe("RuntimeRegistry", () => {
   ])("(f) run returning %s is ERR_RUNTIME_CONTRACT", async (_, value) => {
     const calls: Calls = { log: [] };
     const plugin = recordingPlugin("bad", calls, { run: () => value as never });
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }) });
     const i = await registry.load("bad");
     await expect(registry.run(i, { node, step, task, state: undefined })).rejects.toMatchObject({
       code: "ERR_RUNTIME_CONTRACT",
@@ -224,7 +224,7 @@ describe("RuntimeRegistry", () => {
   it("(f) a valid ExecSpec passes through", async () => {
     const spec = { argv: ["/bin/echo", "hi"], env: { A: "1" }, cwd: "/" };
     const plugin = definePlugin({ name: "e", type: "runtime/e", version: "1", accepts: [] }, { run: () => spec });
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }) });
     expect(await registry.run(await registry.load("e"), { node, step, task, state: undefined })).toBe(spec);
   });
 
@@ -236,7 +236,7 @@ describe("RuntimeRegistry", () => {
         throw boom;
       },
     });
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }) });
     const i = await registry.load("oci");
     const error = await registry.setup(i, { node, step }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(JobrtError);
@@ -259,7 +259,7 @@ describe("RuntimeRegistry", () => {
       "runtime/c": recordingPlugin("c", calls),
       "runtime/d": failing("d"),
     };
-    const registry = new RuntimeRegistry({ resolve: async ({ type }) => ({ plugin: plugins[type] }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async ({ type }) => ({ plugin: plugins[type] }) });
     for (const n of ["a", "b", "c", "d"]) await registry.load(n);
     calls.log.length = 0;
     const error = await registry.fini().catch((e: unknown) => e);
@@ -274,7 +274,7 @@ describe("RuntimeRegistry", () => {
   it("(h) loaded() lists index, type, package, version and path", async () => {
     const calls: Calls = { log: [] };
     const registry = new RuntimeRegistry({
-      resolve: async ({ type }) =>
+      resolveRuntime: async ({ type }) =>
         type === "runtime/oci"
           ? {
               plugin: recordingPlugin("oci", calls),
@@ -298,16 +298,49 @@ describe("RuntimeRegistry", () => {
     ]);
   });
 
-  it("a resolver that returns no { plugin } (one written in JavaScript against the old contract) is ERR_RUNTIME_INVALID", async () => {
+  it("a resolveRuntime that returns no { plugin } (one written in JavaScript) is ERR_RUNTIME_INVALID", async () => {
     const registry = new RuntimeRegistry({
-      resolve: (async () => undefined) as unknown as RuntimeRegistryOptions["resolve"],
+      resolveRuntime: (async () => undefined) as unknown as RuntimeRegistryOptions["resolveRuntime"],
     });
     await expect(registry.load("oci")).rejects.toMatchObject({ code: "ERR_RUNTIME_INVALID" });
   });
 
+  // @jobrt/core 2.0.0's contract, as its docs showed it (`resolve: async (type) => plugin`): a host
+  // that built its own registry against 2.0.0 keeps working under every 2.x (issue 40, item 2).
+  it("resolve(type) is given the type string and resolves to the plugin itself, as in 2.0.0", async () => {
+    const calls: Calls = { log: [] };
+    const plugins: Record<string, unknown> = { "runtime/x": recordingPlugin("x", calls) };
+    const seen: unknown[] = [];
+    const registry = new RuntimeRegistry({
+      resolve: async (type) => {
+        seen.push(type);
+        return plugins[type];
+      },
+    });
+    const i = await registry.load("x");
+    expect(seen).toEqual(["runtime/x"]);
+    expect(registry.info(i)).toMatchObject({ type: "runtime/x", name: "x", version: "1.2.3" });
+    await registry.setup(i, { node, step });
+    expect(calls.log).toContain("x.setup");
+  });
+
+  it("a resolve(type) that resolves to nothing is ERR_RUNTIME_INVALID, naming the runtime", async () => {
+    const registry = new RuntimeRegistry({ resolve: async () => undefined });
+    await expect(registry.load("oci")).rejects.toMatchObject({
+      code: "ERR_RUNTIME_INVALID",
+      message: expect.stringContaining("runtime/oci"),
+    });
+  });
+
+  it("takes exactly one of resolve and resolveRuntime", () => {
+    const both = { resolve: async () => undefined, resolveRuntime: async () => ({ plugin: undefined }) };
+    expect(() => new RuntimeRegistry(both)).toThrow(/resolve\(type\) or resolveRuntime\(name\), not both/);
+    expect(() => new RuntimeRegistry({})).toThrow(expect.objectContaining({ code: "ERR_RUNTIME_CONTRACT" }));
+  });
+
   it("refuses a plugin whose meta.type does not match the name it was loaded under", async () => {
     const calls: Calls = { log: [] };
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin: recordingPlugin("other", calls) }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin: recordingPlugin("other", calls) }) });
     await expect(registry.load("oci")).rejects.toMatchObject({
       code: "ERR_RUNTIME_INVALID",
       message: expect.stringContaining('"runtime/other"'),
@@ -317,7 +350,7 @@ describe("RuntimeRegistry", () => {
   it("refuses a plugin built for another API major, naming package, path and version", async () => {
     const plugin = definePlugin({ name: "old", type: "runtime/old", version: "0.9.0", apiVersion: 3, accepts: [] }, {});
     const registry = new RuntimeRegistry({
-      resolve: async () => ({
+      resolveRuntime: async () => ({
         plugin,
         origin: { package: "jobrt-runtime-old", version: "0.9.0", path: "/srv/node_modules/jobrt-runtime-old" },
       }),
@@ -346,7 +379,7 @@ describe("a plugin with its own copy of @jobrt/core", () => {
         },
       },
     );
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }) });
     const error = await registry.setup(await registry.load("own"), { node, step }).catch((e: unknown) => e);
     expect(isJobrtError(error, "ERR_RUNTIME_HOOK")).toBe(true);
     expect((error as JobrtError).details.causeCode).toBe("ERR_CONTAINER_REQUEST");
@@ -362,7 +395,7 @@ describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
       { name: "d", type: "runtime/d", version: "1", accepts: [] },
       { describe: describe as any },
     );
-    const registry = new RuntimeRegistry({ resolve: async () => ({ plugin }) });
+    const registry = new RuntimeRegistry({ resolveRuntime: async () => ({ plugin }) });
     return { registry, index: await registry.load("d") };
   };
 
@@ -389,7 +422,9 @@ describe("RuntimeRegistry.describe (the node log's bundle and digest)", () => {
       expect(registry.describe(index, undefined)).toEqual({});
     }
     const plain = new RuntimeRegistry({
-      resolve: async () => ({ plugin: definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}) }),
+      resolveRuntime: async () => ({
+        plugin: definePlugin({ name: "p", type: "runtime/p", version: "1", accepts: [] }, {}),
+      }),
     });
     expect(plain.describe(await plain.load("p"), "{}")).toEqual({});
   });

@@ -45,6 +45,15 @@ describe("createPackageResolver", () => {
     expect(registry.info(i)).toMatchObject({ package: "@jobrt/runtime-oci", version: "3.1.4", path: dir });
   });
 
+  it("is a 2.0.0 resolve(type): called with a type string it gives the plugin, and a host's own resolve may wrap it", async () => {
+    const root = site();
+    writePlugin(root, "@jobrt/runtime-oci", { type: "runtime/oci", version: "3.1.4" });
+    const resolve = createPackageResolver({ baseDir: root });
+    expect(await resolve("runtime/oci")).toMatchObject({ meta: { type: "runtime/oci", version: "3.1.4" } });
+    const registry = new RuntimeRegistry({ resolve: (type) => resolve(type) });
+    expect(registry.info(await registry.load("oci"))).toMatchObject({ type: "runtime/oci", version: "3.1.4" });
+  });
+
   it("resolves x to jobrt-runtime-x and @scope/x to @scope/jobrt-runtime-x", async () => {
     const root = site();
     writePlugin(root, "jobrt-runtime-thing", { type: "runtime/thing" });
@@ -74,7 +83,7 @@ describe("createPackageResolver", () => {
     const registry = new RuntimeRegistry({ resolve });
     await registry.load("thing");
     await expect(registry.load("other")).rejects.toMatchObject({ code: "ERR_RUNTIME_NOT_ALLOWED" });
-    await expect(resolve({ name: "none", type: "runtime/none", base: "none" })).rejects.toMatchObject({
+    await expect(resolve("runtime/none")).rejects.toMatchObject({
       code: "ERR_RUNTIME_NOT_FOUND",
     });
     expect(reads).toBe(made);
@@ -83,7 +92,9 @@ describe("createPackageResolver", () => {
   it("names the default runtime in one place, among the first-party runtimes allowed by default", () => {
     expect(DEFAULT_RUNTIME).toBe("oci");
     expect(DEFAULT_ALLOWED_RUNTIMES).toContain(DEFAULT_RUNTIME);
-    expect(new RuntimeRegistry({ resolve: async () => ({ plugin: undefined }) }).defaultRuntime).toBe(DEFAULT_RUNTIME);
+    expect(new RuntimeRegistry({ resolveRuntime: async () => ({ plugin: undefined }) }).defaultRuntime).toBe(
+      DEFAULT_RUNTIME,
+    );
   });
 
   it("refuses a runtime outside RuntimePlugins before looking for it", async () => {

@@ -7,6 +7,7 @@ import { registerErrorChecks } from "./errorchecks.js";
 import { registerImageChecks } from "./imagechecks.js";
 import { registerTaskLaunchChecks } from "./launchchecks.js";
 import type { ConformanceOptions, PluginSource } from "./options.js";
+import { registerPeerMinimumNote } from "./peernote.js";
 import { registerCleanupOrderChecks, registerStateChecks } from "./statechecks.js";
 import { registerCleanupChecks, registerLaunchChecks, registerRequestCheck } from "./stepchecks.js";
 import { SuiteKit } from "./suitekit.js";
@@ -51,6 +52,7 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerDeviceChecks(kit);
       registerBackgroundChecks(kit);
       registerImageChecks(kit);
+      registerPeerMinimumNote(kit);
     });
   });
 }

@@ -73,4 +73,10 @@ export interface ConformanceOptions {
   skip?: Partial<Record<CheckId, string>>;
   /** Per-check timeout. Default 120 000 ms. */
   timeoutMs?: number;
+  /**
+   * The plugin's package.json, whose peer range on @jobrt/core the `peer.minimum` note compares
+   * with the core API the plugin uses. Default: package.json in the working directory. Since
+   * @jobrt/testkit 2.1.0.
+   */
+  packageJson?: string;
 }
