@@ -5,7 +5,8 @@
 //
 //   node scripts/api-compat.mjs             the check (scripts/test.sh); needs the packages built
 //   node scripts/api-compat.mjs --record    after `pnpm changeset version`: the build becomes the
-//                                           released API (api/released/), api/compatible.txt is emptied
+//                                           released API (api/released/, core's catalog codes too),
+//                                           api/compatible.txt is emptied
 //   node scripts/api-compat.mjs --released  for `pnpm release`: api/released/ must be this build, at
 //                                           the versions being published
 //   --root DIR                              the tree to read (default: this one)
@@ -13,6 +14,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { apiSurface, entryPackages } from "./api-surface.mjs";
+import { recordErrorCodes } from "./peer-floor.mjs";
 
 const args = process.argv.slice(2);
 const rootArg = args.indexOf("--root");
@@ -98,6 +100,8 @@ if (mode === "record") {
     writeFileSync(join(releasedDir, `${pkg.dir}.json`), `${JSON.stringify(await apiSurface(pkg), null, 2)}\n`);
   }
   writeFileSync(acceptFile, ACCEPT_HEADER);
+  // The catalog released with this core: the floor peer-floor.mjs holds the next version's plugins to.
+  if (existsSync(join(root, "packages/core/src/catalog.ts"))) recordErrorCodes(root);
   console.log(`api-compat: recorded the released API of ${packages.length} packages in api/released/`);
   process.exit(0);
 }

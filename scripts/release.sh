@@ -43,6 +43,9 @@ if [ "$publish" = local ]; then
   tar -cf - --exclude=node_modules --exclude=.git --exclude=.turbo --exclude=.cache --exclude=./tmp \
     --exclude=./test-results . | tar -xf - -C "$stage"
   (cd "$stage" && pnpm install --offline --frozen-lockfile --reporter=silent && pnpm exec changeset version >&2)
+  # What the version step does by hand: a plugin that uses core API newer than the last release
+  # gets a peer range that requires the core being published (scripts/peer-floor.mjs).
+  node scripts/peer-floor.mjs --root "$stage" --fix >&2
   url=$(node scripts/local-registry.mjs start)
   npmrc=$(node scripts/local-registry.mjs status | sed -n 's/.*, npmrc //p')
   # Only this registry: every inherited npm/pnpm setting is dropped for the publish.

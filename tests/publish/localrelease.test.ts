@@ -114,6 +114,18 @@ describe("pnpm release --local: trying jobrt before its first npm release", () =
     expect(local.stderr).toContain(`npm create --registry=${url} jobrt-runtime`);
   });
 
+  it("a runtime that uses core API newer than the last release is served with a peer range that requires the next core (issue 40, item 1)", async () => {
+    const served = (await (await fetch(`${url}@jobrt%2fruntime-oci`)).json()) as {
+      "dist-tags": { latest: string };
+      versions: Record<string, { peerDependencies?: Record<string, string> }>;
+    };
+    const latest = served.versions[served["dist-tags"].latest];
+    expect(latest?.peerDependencies?.["@jobrt/core"]).toBe(`^${nextCoreVersion()}`);
+    // The tree itself keeps its range: the floor is raised in the versioned copy only.
+    const tree = JSON.parse(readFileSync(join(work, "packages/runtime-oci/package.json"), "utf8"));
+    expect(tree.peerDependencies["@jobrt/core"]).toBe("workspace:^2.0.0");
+  });
+
   it("npm create jobrt-runtime and a site install work against it", async () => {
     const author = join(root, "author");
     mkdirSync(author);
