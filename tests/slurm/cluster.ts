@@ -118,6 +118,11 @@ export function slurm(argv: string[], options: RunOptions & { env?: Record<strin
   return runProgram(argv, { timeoutMs: 90_000, ...options, env: slurmEnv(options.env ?? {}) });
 }
 
+/** stderr without srun's own allocation progress (a job that waited for nodes still completing the last one). */
+export function withoutAllocation(text: string): string {
+  return text.replace(/^srun: job \d+ (queued and waiting for resources|has been allocated resources)\n/gm, "");
+}
+
 /** Output lines, sorted: task output arrives in any order. */
 export function sortedLines(text: string): string[] {
   return text

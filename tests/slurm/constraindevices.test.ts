@@ -7,14 +7,15 @@ import { createStandinSite, type StandinSite } from "../shifter/standin/layout.j
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { tempDir } from "../helpers/jobrt.js";
 import {
-  type JobrtSite,
   jobrtSite,
+  type JobrtSite,
   removeRuncContainers,
   slurm,
   sortedLines,
   startCluster,
   stopClusterAfterAll,
   waitFor,
+  withoutAllocation,
 } from "./cluster.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -47,11 +48,6 @@ function expected(line: string): string {
     return `gpu${i}=${ok ? seen : `${seen}(wrong)`}`;
   });
   return [node, step, ...gpus].join(" ");
-}
-
-/** srun's own notes while the previous job's nodes are released are not the tasks' output. */
-function withoutAllocation(text: string): string {
-  return text.replace(/^srun: job \d+ (queued and waiting for resources|has been allocated resources)\n/gm, "");
 }
 
 interface Case {

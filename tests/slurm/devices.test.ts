@@ -5,22 +5,19 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { tempDir } from "../helpers/jobrt.js";
 import {
-  type JobrtSite,
   jobrtSite,
+  type JobrtSite,
   removeRuncContainers,
   slurm,
   sortedLines,
   startCluster,
   stopClusterAfterAll,
+  withoutAllocation,
 } from "./cluster.js";
 
 // `srun --gres=gpu:N jobrt exec --container-device nvidia.com/gpu=gres` on the two-node local
 // Slurm whose gres.conf names 4 fake GPUs per node: character devices made here with mknod
 // (docs/devices.md). Each node's tasks see exactly their step's allocation, renumbered from 0.
-/** stderr without srun's own allocation progress (a job that waited for the last one's nodes). */
-function withoutAllocation(text: string): string {
-  return text.replace(/^srun: job \d+ (queued and waiting for resources|has been allocated resources)\n/gm, "");
-}
 
 describe("--container-device nvidia.com/gpu=gres under Slurm", () => {
   let site: JobrtSite;

@@ -5,8 +5,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
 import {
-  type JobrtSite,
   jobrtSite,
+  type JobrtSite,
   listTree,
   removeRuncContainers,
   runcContainers,
@@ -16,15 +16,11 @@ import {
   startCluster,
   stopClusterAfterAll,
   waitFor,
+  withoutAllocation,
 } from "./cluster.js";
 
 // `srun ... jobrt exec ...` on the two-node local Slurm: Slurm distributes the tasks, each task is
 // one `jobrt exec` process running its task through a runtime (none, or oci with real runc).
-
-/** stderr without srun's own allocation progress (a job that waited for a node still completing). */
-function withoutAllocation(text: string): string {
-  return text.replace(/^srun: job \d+ (queued and waiting for resources|has been allocated resources)\n/gm, "");
-}
 
 describe("jobrt exec as the task of a Slurm step", () => {
   let site: JobrtSite;

@@ -11,7 +11,15 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { repoRoot, requires, tempDir } from "../helpers/jobrt.js";
-import { type JobrtSite, jobrtSite, slurm, sortedLines, startCluster, stopClusterAfterAll } from "./cluster.js";
+import {
+  type JobrtSite,
+  jobrtSite,
+  slurm,
+  sortedLines,
+  startCluster,
+  stopClusterAfterAll,
+  withoutAllocation,
+} from "./cluster.js";
 
 const SOURCES = join(repoRoot, "tests/slurm/mpi");
 const have = (tool: string) => spawnSync(tool, ["--version"], { stdio: "ignore" }).status === 0;
@@ -44,7 +52,10 @@ describe("MPI under srun through jobrt exec", () => {
     for (const d of [site?.root, dir]) if (d) rmSync(d, { recursive: true, force: true });
   });
 
-  const srun = (args: string[]) => slurm(["srun", ...args], { env: site.env, timeoutMs: 120_000 });
+  const srun = async (args: string[]) => {
+    const r = await slurm(["srun", ...args], { env: site.env, timeoutMs: 120_000 });
+    return { ...r, stderr: withoutAllocation(r.stderr) };
+  };
   const exec = (runtime: string[], program: string[]) => ["jobrt", "exec", ...runtime, "--", ...program];
 
   it.each([

@@ -2,14 +2,14 @@
  * The task forker's streams against Node's own handling of its child: a task's output must reach
  * its reader even when the forker has exited (and Node has seen it) before the reader attaches.
  */
-import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { type StdioItem, TaskForker, forkerPerl } from "../src/session/forker.js";
 import { withDescriptor } from "../src/session/pmi.js";
 import { exitStatuses, tracedProgram } from "../../../tests/helpers/strace.js";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 
 /** All a stream still holds, read from now on ("" when it was already drained and closed). */
 function rest(stream: Readable | null): Promise<string> {
@@ -71,7 +71,7 @@ describe("TaskForker: a descriptor passed on purpose (pmi.ts)", () => {
   }
 
   function withFile<T>(run: (fd: number, path: string) => Promise<T>): Promise<T> {
-    const dir = mkdtempSync(join(tmpdir(), "jobrt-forker-"));
+    const dir = tempDir("jobrt-forker-");
     const path = join(dir, "passed");
     const fd = openSync(path, "w");
     return run(fd, path).finally(() => {
