@@ -2,7 +2,7 @@ import { jobrtError } from "./errors.js";
 import { type ContainerRequest, REQUEST_OPTIONS } from "./requestoptions.js";
 
 const ROW = REQUEST_OPTIONS.find((r) => r.name === "container-image");
-/** `image`: the `options.KEY` the option table gives `--container-image` (`--container-opt image=REF`). */
+/** `image`: the `options.KEY` the option table gives `--container-image` (`--container-opt image=REF`). Since core 2.1.0. */
 export const IMAGE_OPTION_KEY = (ROW?.field ?? "options.image").slice("options.".length);
 
 /**
@@ -10,6 +10,7 @@ export const IMAGE_OPTION_KEY = (ROW?.field ?? "options.image").slice("options."
  * when it names none. The option table's row makes it `options.image`, a list like every
  * `--container-opt` key, so a second value or an empty one can reach a runtime (the CLI refuses
  * them only for its own option): they are ERR_CONTAINER_REQUEST, naming `runtime` (its meta.type).
+ * Since core 2.1.0.
  */
 export function containerImage(request: ContainerRequest | undefined, runtime: string): string | undefined {
   const v = request?.options[IMAGE_OPTION_KEY];

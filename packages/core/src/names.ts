@@ -48,7 +48,7 @@ export function normalizeRuntimeName(input: string): RuntimeName {
 /**
  * The name a runtime type (`meta.type`, `RuntimeName.type`) stands for: `runtime/@acme/fast` is
  * `@acme/fast`, what jobrt.conf, --runtime and messages use. The inverse of `.type`; a text
- * without the prefix is given back as it is (the node log shows what a journal holds).
+ * without the prefix is given back as it is (the node log shows what a journal holds). Since core 2.1.0.
  */
 export function runtimeNameOf(type: string): string {
   return type.startsWith(TYPE_PREFIX) ? type.slice(TYPE_PREFIX.length) : type;

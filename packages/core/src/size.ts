@@ -8,7 +8,7 @@
 const SIZE_RE = /^([0-9]+(?:\.[0-9]+)?)\s*(?:([kmgtpe])i?)?b?$/i;
 const POWERS = "kmgtpe";
 
-/** The size in bytes (rounded down; 0 for `0`), or undefined when `text` is not a size. */
+/** The size in bytes (rounded down; 0 for `0`), or undefined when `text` is not a size. Since core 2.1.0. */
 export function parseSize(text: string): number | undefined {
   const m = SIZE_RE.exec(text.trim());
   if (!m) return undefined;
