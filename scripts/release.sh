@@ -56,7 +56,9 @@ if [ "$publish" = local ]; then
   repo=$(pwd)
   (cd "$stage" && node "$repo/scripts/local-registry.mjs" list >&2)
   echo "release: try it (docs/writing-a-runtime.md, \"Before the first release\"):" >&2
-  echo "  npm create --registry=$url jobrt-runtime jobrt-runtime-mine" >&2
+  # A fresh npm cache: npm keeps a starter of the same version from an earlier --local (docs/writing-a-runtime.md).
+  echo '  export npm_config_cache="$(mktemp -d)"' >&2
+  echo "  npm create --yes --registry=$url jobrt-runtime jobrt-runtime-mine" >&2
   echo "  cd jobrt-runtime-mine && echo '@jobrt:registry=$url' > .npmrc && npm install && npm test" >&2
   echo "  stop the registry with: pnpm release --local-stop" >&2
   exit 0
