@@ -38,11 +38,16 @@ function install(): { dir: string; dist: string; conf: string; tmp: string } {
   symlinkSync(join(cli, "node_modules"), join(dir, "node_modules"));
   const conf = join(dir, "conf");
   mkdirSync(conf, { mode: 0o755 });
-  // TMPDIR (where the default SpoolDir goes) is sticky and world-writable like /tmp, so a job
-  // user's exec keeps its crash record and says nothing on stderr.
+  // TMPDIR and SpoolDir are sticky and world-writable like /tmp, so a job user's exec keeps its
+  // crash record and says nothing on stderr; root's SpoolDir is the test's own, never the
+  // node's /var/spool/jobrt (which a test on another node's hostname could claim first).
   const tmp = join(dir, "tmp");
-  mkdirSync(tmp);
-  chmodSync(tmp, 0o1777);
+  const spool = join(dir, "spool");
+  for (const d of [tmp, spool]) {
+    mkdirSync(d);
+    chmodSync(d, 0o1777);
+  }
+  writeFileSync(join(conf, "jobrt.conf"), `SpoolDir=${spool}\n`);
   return { dir, dist: join(dir, "dist"), conf, tmp };
 }
 

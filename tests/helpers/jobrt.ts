@@ -1,5 +1,5 @@
 import { type SpawnOptions, spawn } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,10 +49,16 @@ export function runProgram(argv: string[], options: RunOptions = {}): Promise<Ru
   });
 }
 
-/** Runs the built `jobrt` with `args`. Pass env to override; JOBRT_CONF_DIR defaults to an empty dir. */
+/**
+ * Runs the built `jobrt` with `args`. Pass env to override; JOBRT_CONF_DIR defaults to an empty dir
+ * (the embedded defaults), except that root's SpoolDir is the tests' own, never the machine's
+ * /var/spool/jobrt: a test touches only what it made, and a jobrt of the local Slurm's second node
+ * (another host name, the same disk) cannot claim the spool every other root test then uses.
+ */
 export function jobrt(args: string[], options: RunOptions = {}): Promise<RunResult> {
   if (!existsSync(jobrtBin)) throw new Error(`${jobrtBin} is missing: build first (pnpm turbo run build)`);
-  const env = { ...process.env, JOBRT_CONF_DIR: emptyConfDir(), ...(options.env ?? {}) };
+  const asRoot = (options.uid ?? process.getuid?.() ?? 0) === 0;
+  const env = { ...process.env, JOBRT_CONF_DIR: asRoot ? rootConfDir() : emptyConfDir(), ...(options.env ?? {}) };
   // "--": Node 20 would otherwise read --env-file=... from the job's argv (as the bin's shebang does).
   return runProgram([process.execPath, "--", jobrtBin, ...args], { ...options, env });
 }
@@ -61,6 +67,17 @@ let emptyDir: string | undefined;
 function emptyConfDir(): string {
   if (emptyDir === undefined || !existsSync(emptyDir)) emptyDir = tempDir("jobrt-noconf-");
   return emptyDir;
+}
+
+let rootDir: string | undefined;
+/** A jobrt.conf with only SpoolDir: the tests' own, one per host name (%h). */
+function rootConfDir(): string {
+  if (rootDir === undefined || !existsSync(rootDir)) {
+    const dir = tempDir("jobrt-rootconf-");
+    writeFileSync(join(dir, "jobrt.conf"), `SpoolDir=${join(dir, "spool", "%h")}\n`);
+    rootDir = dir;
+  }
+  return rootDir;
 }
 
 /** The node name jobrt uses without NodeName in jobrt.conf: the short host name. */
