@@ -2,18 +2,43 @@
  * `jobrt check` looks at what this node can see of a request (issue 26, item 5), and `jobrt
  * runtimes` lists each runtime's tools: the built CLI, real runc, a real busybox bundle.
  */
-import { spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, openSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { faultPluginDir } from "../faults/faultplugin.js";
 import { jobrt, jobrtBin, requires, tempDir } from "../helpers/jobrt.js";
+import { NO_STEP } from "../helpers/mpicheck.js";
 
 const runcVersion = /runc version (\S+)/.exec(spawnSync("runc", ["--version"], { encoding: "utf8" }).stdout ?? "")?.[1];
 const runcPath = spawnSync("sh", ["-c", "command -v runc"], { encoding: "utf8" }).stdout.trim();
 
 const ID = "%n.%u.%j.%s.%t";
+
+const STEP = { SLURM_JOB_ID: "3737", SLURM_STEP_ID: "0", SLURM_PROCID: "0", SLURM_LOCALID: "0", SLURM_NTASKS: "1" };
+const PMI2 = { ...STEP, SLURM_MPI_TYPE: "pmi2", PMI_FD: "3", PMI_RANK: "0", PMI_SIZE: "2" };
+
+/** `jobrt check` as a task of a Slurm step would run it: the step's environment, `fd3` as its descriptor 3. */
+async function checkInStep(args: string[], env: Record<string, string>, fd3: "pipe" | "ignore" | number) {
+  const conf = site(ociConf("runc"));
+  const child = spawn(process.execPath, ["--", jobrtBin, "check", ...args], {
+    env: { ...conf.env, ...env },
+    stdio: ["ignore", "pipe", "pipe", fd3],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    stdout += d;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d;
+  });
+  (child.stdio[3] as Readable | null)?.resume();
+  const code = await new Promise<number | null>((r) => child.once("close", (c) => r(c)));
+  return { stdout, stderr, code };
+}
 function ociConf(runc: string): string {
   const g = `${runc} --root /run/runc`;
   return `RunTimeQuery="${g} state ${ID}"\nRunTimeRun="${g} run ${ID} -b %b"\nRunTimeKill="${g} kill -a ${ID}"\nRunTimeDelete="${g} delete --force ${ID}"\n`;
@@ -49,6 +74,7 @@ describe("jobrt check: what this node can see", () => {
         `component 0: runtime oci: ${bundle}/config.json: ok: parses, names root.path`,
         `component 0: runtime oci: rootfs ${bundle}/rootfs: ok: a directory`,
         "component 0: runtime oci: ok",
+        NO_STEP,
         "",
       ].join("\n"),
     );
@@ -146,6 +172,93 @@ describe("jobrt check: what this node can see", () => {
     );
   });
 
+  it("outside a Slurm step: one line saying there is no MPI wire-up, and the check still passes", async () => {
+    const r = await jobrt(["check", "--runtime", "none", "true"], { env: site().env });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`component 0: runtime none: ok\n${NO_STEP}\n`);
+  });
+
+  it("a pmi2 step with a real socket at PMI_FD: none passes it; oci is refused, with its fix", async () => {
+    const env = { ...PMI2, SLURM_STEP_TASKS_PER_NODE: "2", SLURM_NODEID: "0" };
+    const r = await checkInStep(
+      ["--runtime", "none", "true", ":", "--runtime", "oci", "--container", bundle, "true"],
+      env,
+      "pipe",
+    );
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      "\nmpi: wire-up: ok: pmi2 (SLURM_MPI_TYPE=pmi2; PMI_RANK=0, PMI_SIZE=2)\nmpi: PMI_FD: ok: 3, an open socket\n",
+    );
+    expect(r.stdout).toMatch(/\nmpi: \/dev\/shm: ok: tmpfs, \d+\.\d GiB \(\d+\.\d GiB free\), /);
+    expect(r.stdout).toMatch(/\nmpi: user namespace: ok: user:\[\d+\], /);
+    expect(r.stdout).toContain(
+      '\ncomponent 0: mpi: runtime none: PMI-2 socket: ok: passed to the task at PMI_FD=3 (capability "pmi-fd")\n',
+    );
+    expect(r.stderr).toBe(
+      [
+        `jobrt: component 1: mpi: runtime oci: PMI-2 socket: failed: jobrt exec refuses: MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=3) into its tasks (no "pmi-fd" capability): use srun --mpi=pmix, or a runtime that has it`,
+        "jobrt: component 1: mpi: runtime oci: /dev/shm and user namespace: failed: each task is its own runtime oci container (2 ranks on this node): they share no /dev/shm, IPC or PID namespace, so MPI's shared-memory and CMA transports between them fail; fix: --runtime none, or one rank per node (srun --ntasks-per-node=1)",
+        "jobrt: mpi: failed (2 problems with this step's wire-up)",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("a PMI_FD that names a file, not a socket, is the refusal exec would give, with its fix", async () => {
+    const file = join(tempDir(), "not-a-socket");
+    writeFileSync(file, "");
+    const fd = openSync(file, "r");
+    try {
+      const r = await checkInStep(["--runtime", "none", "true"], PMI2, fd);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        "jobrt: mpi: PMI_FD: failed: MPI wire-up: PMI_FD=3 is not a socket, so it is not Slurm's PMI-2 connection; jobrt exec refuses this step; fix: start jobrt straight from srun (nothing between them may close PMI_FD), or srun --mpi=pmix\njobrt: mpi: failed (1 problem with this step's wire-up)\n",
+      );
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it("a pmix step: its directories checked; oci does not bind them, a missing one is named", async () => {
+    const server = tempDir("jobrt-check-pmix-");
+    const missing = join(tempDir(), "no-system-tmpdir");
+    const env = {
+      ...STEP,
+      SLURM_MPI_TYPE: "pmix",
+      PMIX_NAMESPACE: "slurm.pmix.37.0",
+      PMIX_RANK: "0",
+      PMIX_SERVER_URI41: "pmix-server.1;tcp4://127.0.0.1:1",
+      PMIX_SERVER_TMPDIR: server,
+      PMIX_SYSTEM_TMPDIR: missing,
+      SLURM_STEP_TASKS_PER_NODE: "1(x2)",
+      SLURM_NODEID: "1",
+    };
+    const r = await checkInStep(
+      ["--runtime", "none", "true", ":", "--runtime", "oci", "--container", bundle, "true"],
+      env,
+      "ignore",
+    );
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      `\nmpi: wire-up: ok: pmix (SLURM_MPI_TYPE=pmix; PMIX_NAMESPACE=slurm.pmix.37.0, PMIX_RANK=0)\nmpi: PMIx server: ok: PMIX_SERVER_URI41=pmix-server.1;tcp4://127.0.0.1:1\nmpi: PMIX_SERVER_TMPDIR: ok: ${server}: a directory this user can reach\n`,
+    );
+    expect(r.stdout).toContain(
+      "\ncomponent 0: mpi: runtime none: PMIx directories: ok: the task sees them as this process does\n",
+    );
+    expect(r.stdout).toContain(
+      "\ncomponent 1: mpi: runtime oci: /dev/shm and user namespace: ok: each task is its own container, but this node has one rank of the step: nothing to share\n",
+    );
+    expect(r.stderr).toBe(
+      [
+        `jobrt: mpi: PMIX_SYSTEM_TMPDIR: failed: ${missing}: no such directory on this node; fix: SlurmdSpoolDir / TmpFS must exist on every node`,
+        "jobrt: component 1: mpi: runtime oci: PMIx directories: failed: not bound into runtime oci's container (jobrt binds no PMIX_SERVER_TMPDIR into a container yet), so MPI_Init fails there; fix: --runtime none",
+        "jobrt: mpi: failed (2 problems with this step's wire-up)",
+        "",
+      ].join("\n"),
+    );
+  });
+
   it("a bundle reached through a symlink is followed, as runc follows it", async () => {
     const s = site(ociConf("runc"));
     const link = join(tempDir(), "link");
@@ -173,7 +286,7 @@ describe("a third-party runtime without the tools and check hooks (written befor
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(
-      "component 0: runtime fault: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n",
+      `component 0: runtime fault: ok (validated only: the runtime has no check hook, so nothing on this node was looked at)\n${NO_STEP}\n`,
     );
   });
 });

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { failureLine, jobrt, jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
+import { NO_STEP } from "../helpers/mpicheck.js";
 
 const runtimeNoneVersion = (
   JSON.parse(readFileSync(join(repoRoot, "packages/runtime-none/package.json"), "utf8")) as { version: string }
@@ -743,7 +744,7 @@ describe("jobrt runtimes and check", () => {
     const marker = join(tempDir(), "started");
     const r = await jobrt(["check", "--runtime", "none", "sh", "-c", `touch ${marker}`], { env: s.env });
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe("component 0: runtime none: ok\n");
+    expect(r.stdout).toBe(`component 0: runtime none: ok\n${NO_STEP}\n`);
     expect(existsSync(marker)).toBe(false);
   });
 });

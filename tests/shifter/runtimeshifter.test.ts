@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
 import { type RunResult, jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
+import { NO_STEP } from "../helpers/mpicheck.js";
 import { type StandinSite, TASK_GID, TASK_UID, createStandinSite, imageId } from "./standin/layout.js";
 
 const IMAGE = "docker:busybox:latest";
@@ -264,8 +265,9 @@ describe("jobrt run --runtime shifter", () => {
       /\ncomponent 0: runtime shifter: tool shifterimg \(.*\): ok: \/.*shifterimg, version not reported/,
     );
     expect(good.stdout).toMatch(
-      /\ncomponent 0: runtime shifter: image docker:.*: ok: resolves to id:[0-9a-f]{64}\ncomponent 0: runtime shifter: ok\n$/,
+      /\ncomponent 0: runtime shifter: image docker:.*: ok: resolves to id:[0-9a-f]{64}\ncomponent 0: runtime shifter: ok\n/,
     );
+    expect(good.stdout.endsWith(`\ncomponent 0: runtime shifter: ok\n${NO_STEP}\n`)).toBe(true);
     const missing = await jobrt([
       "check",
       "--conf-dir",

@@ -96,4 +96,78 @@ describe("MPI under srun through jobrt exec", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain(`jobrt: MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=`);
   });
+
+  // `jobrt check` as the step's program (docs/cli.md, "The MPI wire-up"): one srun per wire-up, each
+  // task checking runtime none, then runtime oci (srun takes a ":" for its own, so not one jobrt
+  // check of two components); `-l` labels each line with its task, task 0's are looked at.
+  const check = () => [
+    "-l",
+    "sh",
+    "-c",
+    `jobrt check --runtime none true; none=$?; jobrt check --runtime oci --container ${bundle} true; echo "exit $none $?"`,
+  ];
+  const task0 = (text: string) =>
+    text
+      .split("\n")
+      .filter((l) => l.startsWith("0: "))
+      .map((l) => `${l.slice(3)}\n`)
+      .join("");
+
+  it("jobrt check under --mpi=pmi2, 2 ranks on 1 node: the open socket; none passes it, oci refused with its fix", async () => {
+    const r = await srun(["--mpi=pmi2", "-N", "1", "-n", "2", ...check()]);
+    expect(r.code).toBe(0);
+    const out = task0(r.stdout);
+    const fd = /\nmpi: PMI_FD: ok: (\d+), an open socket\n/.exec(out)?.[1];
+    expect(fd).toBeDefined();
+    expect(out).toMatch(
+      /^component 0: runtime none: ok\nmpi: wire-up: ok: pmi2 \(SLURM_MPI_TYPE=pmi2; PMI_RANK=0, PMI_SIZE=2\)\n/,
+    );
+    expect(out).toMatch(/\nmpi: \/dev\/shm: ok: tmpfs, \d+\.\d GiB \(\d+\.\d GiB free\), /);
+    expect(out).toContain(
+      `\ncomponent 0: mpi: runtime none: PMI-2 socket: ok: passed to the task at PMI_FD=${fd} (capability "pmi-fd")\n`,
+    );
+    expect(out).toContain("\nmpi: ok\n");
+    // Runtime none's check passed, runtime oci's failed: its problems only, each with its fix.
+    expect(out).toMatch(/\nexit 0 1\n$/);
+    expect(task0(r.stderr)).toBe(
+      [
+        `jobrt: component 0: mpi: runtime oci: PMI-2 socket: failed: jobrt exec refuses: MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=${fd}) into its tasks (no "pmi-fd" capability): use srun --mpi=pmix, or a runtime that has it`,
+        "jobrt: component 0: mpi: runtime oci: /dev/shm and user namespace: failed: each task is its own runtime oci container (2 ranks on this node): they share no /dev/shm, IPC or PID namespace, so MPI's shared-memory and CMA transports between them fail; fix: --runtime none, or one rank per node (srun --ntasks-per-node=1)",
+        "jobrt: mpi: failed (2 problems with this step's wire-up)",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("jobrt check under --mpi=pmix on 2 nodes: the server and its directory; oci does not bind it", async () => {
+    const r = await srun(["--mpi=pmix", "-N", "2", "-n", "2", ...check()]);
+    expect(r.code).toBe(0);
+    const out = task0(r.stdout);
+    expect(out).toMatch(
+      /^component 0: runtime none: ok\nmpi: wire-up: ok: pmix \(SLURM_MPI_TYPE=pmix\w*; PMIX_NAMESPACE=\S+, PMIX_RANK=0\)\nmpi: PMIx server: ok: PMIX_SERVER_URI\d*=\S+\nmpi: PMIX_SERVER_TMPDIR: ok: \/\S+: a directory this user can reach\n/,
+    );
+    expect(out).toContain(
+      "\ncomponent 0: mpi: runtime none: PMIx directories: ok: the task sees them as this process does\n",
+    );
+    expect(out).toContain(
+      "\ncomponent 0: mpi: runtime oci: /dev/shm and user namespace: ok: each task is its own container, but this node has one rank of the step: nothing to share\n",
+    );
+    expect(out).toMatch(/\nexit 0 1\n$/);
+    expect(task0(r.stderr)).toBe(
+      "jobrt: component 0: mpi: runtime oci: PMIx directories: failed: not bound into runtime oci's container (jobrt binds no PMIX_SERVER_TMPDIR into a container yet), so MPI_Init fails there; fix: --runtime none\njobrt: mpi: failed (1 problem with this step's wire-up)\n",
+    );
+  });
+
+  it("jobrt check under --mpi=none: no wire-up, the node's side still shown, and the check passes", async () => {
+    const r = await srun(["--mpi=none", "-n", "1", ...check()]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const out = task0(r.stdout);
+    expect(out).toMatch(
+      /^component 0: runtime none: ok\nmpi: wire-up: ok: none \(SLURM_MPI_TYPE=(none|\(unset\))\): Slurm wires no ranks together, so an MPI program here starts as one singleton per task; fix, for MPI: srun --mpi=pmix or --mpi=pmi2\nmpi: \/dev\/shm: ok: .*\nmpi: user namespace: ok: .*\nmpi: fabric devices: ok: .*\nmpi: ok\n/,
+    );
+    // No wire-up, so no runtime is held against one.
+    expect(out).not.toContain(": mpi: runtime ");
+    expect(out).toMatch(/\nexit 0 0\n$/);
+  });
 });

@@ -115,8 +115,12 @@ RunTime* commands run (path and version), the bundle directory, its config.json 
 rootfs it names, or for --container-image whether the image is pulled here; shifter: shifter and
 shifterimg, and the image. What cannot be seen from here (an image not pulled yet) is said as
 'not checked'. Files are looked at as the job user.
-Exits 0 when every component is usable, 1 when a runtime rejects the request or something it
-needs is missing on this node, 2 for usage errors.
+Then the MPI wire-up, when run as a Slurm step's program (srun --mpi=... jobrt check ...): the
+step's PMI type, whether PMI_FD is an open socket, the PMIx server and directories, /dev/shm, the
+user namespace and the fabric devices, then whether each component's runtime can pass them on;
+each problem on stderr with its fix. Outside a Slurm step, one line saying there is none.
+Exits 0 when every component is usable, 1 when a runtime rejects the request, something it
+needs is missing on this node or the step's wire-up has a problem, 2 for usage errors.
 `;
 
 export const GC_HELP = `Usage: jobrt gc [--job N] [--pid P] [-v] [--conf-dir DIR]

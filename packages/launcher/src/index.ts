@@ -31,3 +31,4 @@ export type { StdioItem, TaskProcess } from "./session/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
 export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";
 export { resolveStepDevices } from "./devices/step.js";
+export { PMI_FD_CAPABILITY, pmiDescriptor, requirePmiCapability } from "./session/pmi.js";

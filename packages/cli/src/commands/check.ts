@@ -1,18 +1,20 @@
 import { cpus } from "node:os";
-import type { CheckFinding, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
+import type { CheckFinding, LoadedRuntime, NodeConf, RuntimeRegistry, StepRecord } from "@jobrt/core";
 import { type DeviceConf, cdiInventory, planStep, resolveStepDevices } from "@jobrt/launcher";
 import { flag, one, parseCommandLine } from "../args.js";
 import { cdiDeviceLines } from "../cdidevices.js";
 import { createHost } from "../host.js";
 import { say } from "../say.js";
+import { showFindings } from "../finding.js";
 import { checkImagePin } from "../imagecheck.js";
+import { type MpiComponent, checkMpi } from "../mpicheck.js";
+import { captureWireup } from "../mpiwireup.js";
 import { componentSpecs, stepUser } from "../runspec.js";
-
-const SHOWN: Record<CheckFinding["status"], string> = { ok: "ok", failed: "failed", unchecked: "not checked" };
 
 /**
  * One component: the runtime's validate hook (the request as at submit time), then its check hook
  * (what this node can see of it). Failed findings go to stderr; true when the component is usable.
+ * `loaded` gets the runtime the component loaded.
  */
 async function checkComponent(
   registry: RuntimeRegistry,
@@ -20,6 +22,7 @@ async function checkComponent(
   step: StepRecord,
   prefix: string,
   devices: DeviceConf,
+  loaded: (runtime: LoadedRuntime) => void,
 ): Promise<boolean> {
   try {
     // As a step on this node would: its names against the node's specs and this environment's allocation.
@@ -30,6 +33,7 @@ async function checkComponent(
   }
   const index = await registry.load(step.runtime || undefined, "submit");
   step.runtime = registry.info(index).name;
+  loaded(registry.info(index));
   const head = `${prefix}: runtime ${step.runtime}`;
   let findings: CheckFinding[] | undefined;
   try {
@@ -39,12 +43,7 @@ async function checkComponent(
     say(`${prefix}: ${(error as Error).message}`);
     return false;
   }
-  for (const f of findings ?? []) {
-    const line = `${head}: ${f.subject}: ${SHOWN[f.status]}${f.detail !== undefined ? `: ${f.detail}` : ""}`;
-    if (f.status === "failed") say(line);
-    else process.stdout.write(`${line}\n`);
-  }
-  const failed = (findings ?? []).filter((f) => f.status === "failed").length;
+  const failed = showFindings(head, findings ?? []);
   const unchecked = (findings ?? []).filter((f) => f.status === "unchecked").length;
   if (failed > 0) say(`${head}: failed (${failed} problem${failed === 1 ? "" : "s"} on this node)`);
   else if (findings === undefined)
@@ -72,6 +71,7 @@ function showDevices(conf: DeviceConf, requested: boolean): boolean {
 
 /** `jobrt check`: a run request validated as at submit time, then what this node can see of it; nothing is started. */
 export async function checkCommand(args: string[]): Promise<number> {
+  const wireup = captureWireup(process.env);
   const parsed = parseCommandLine(args, { command: "check", components: true, needCommand: true });
   if (flag(parsed.step, "help")) {
     process.stdout.write((await import("../help.js")).CHECK_HELP);
@@ -90,11 +90,15 @@ export async function checkCommand(args: string[]): Promise<number> {
   )
     ? 0
     : 1;
+  const mpi: MpiComponent[] = [];
   try {
     for (const [i, c] of planned.entries()) {
-      if (!(await checkComponent(host.registry, host.node, c.record, `component ${i}`, host.site.devices))) status = 1;
-      else if (!(await checkImagePin(host.node, c.record, `component ${i}`))) status = 1;
+      const prefix = `component ${i}`;
+      const loaded = (runtime: LoadedRuntime) => mpi.push({ prefix, runtime });
+      if (!(await checkComponent(host.registry, host.node, c.record, prefix, host.site.devices, loaded))) status = 1;
+      else if (!(await checkImagePin(host.node, c.record, prefix))) status = 1;
     }
+    if (!checkMpi(wireup, mpi)) status = 1;
   } finally {
     await host.registry.fini();
   }
