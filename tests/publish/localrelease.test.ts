@@ -112,7 +112,9 @@ describe("pnpm release --local: trying jobrt before its first npm release", () =
     // Versioned in a copy: the tree keeps its versions and its changesets.
     expect(existsSync(join(work, ".changeset/e2e-local.md"))).toBe(true);
     // The hint names a fresh npm cache and --yes (docs/writing-a-runtime.md; issue 40, item 6).
-    expect(local.stderr).toContain(`  export npm_config_cache="$(mktemp -d)"\n  npm create --yes --registry=${url} jobrt-runtime`);
+    expect(local.stderr).toContain(
+      `  export npm_config_cache="$(mktemp -d)"\n  npm create --yes --registry=${url} jobrt-runtime`,
+    );
   });
 
   it("a runtime that uses core API newer than the last release is served with a peer range that requires the next core (issue 40, item 1)", async () => {
