@@ -179,7 +179,7 @@ describe("jobrt check: what this node can see", () => {
     expect(r.stdout).toBe(`component 0: runtime none: ok\n${NO_STEP}\n`);
   });
 
-  it("a pmi2 step with a real socket at PMI_FD: none passes it; oci is refused, with its fix", async () => {
+  it("a pmi2 step with a real socket at PMI_FD: none passes it at its number, oci at 3; oci's per-task containers share no memory, with its fix", async () => {
     const env = { ...PMI2, SLURM_STEP_TASKS_PER_NODE: "2", SLURM_NODEID: "0" };
     const r = await checkInStep(
       ["--runtime", "none", "true", ":", "--runtime", "oci", "--container", bundle, "true"],
@@ -195,11 +195,13 @@ describe("jobrt check: what this node can see", () => {
     expect(r.stdout).toContain(
       '\ncomponent 0: mpi: runtime none: PMI-2 socket: ok: passed to the task at PMI_FD=3 (capability "pmi-fd")\n',
     );
+    expect(r.stdout).toContain(
+      '\ncomponent 1: mpi: runtime oci: PMI-2 socket: ok: passed to the task at PMI_FD=3 (capability "pass-fds")\n',
+    );
     expect(r.stderr).toBe(
       [
-        `jobrt: component 1: mpi: runtime oci: PMI-2 socket: failed: jobrt exec refuses: MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=3) into its tasks (no "pmi-fd" capability): use srun --mpi=pmix, or a runtime that has it`,
         "jobrt: component 1: mpi: runtime oci: /dev/shm and user namespace: failed: each task is its own runtime oci container (2 ranks on this node): they share no /dev/shm, IPC or PID namespace, so MPI's shared-memory and CMA transports between them fail; fix: --runtime none, or one rank per node (srun --ntasks-per-node=1)",
-        "jobrt: mpi: failed (2 problems with this step's wire-up)",
+        "jobrt: mpi: failed (1 problem with this step's wire-up)",
         "",
       ].join("\n"),
     );

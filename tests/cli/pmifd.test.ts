@@ -1,6 +1,7 @@
 /**
  * `jobrt exec` under `srun --mpi=pmi2` (issue 37): Slurm's PMI-2 socket, named by PMI_FD, reaches
- * the task at its own number through a runtime that can pass it, and anything else PMI_FD could
+ * the task at its own number through runtime none, at fd 3 into an oci container (runc
+ * --preserve-fds), and anything else PMI_FD could
  * name is refused in one line before a task starts (docs/mpi.md). The socket here is a real one
  * (Node's "pipe" stdio is a socketpair); tests/slurm/mpi.test.ts has real MPI under real Slurm.
  */
@@ -32,14 +33,26 @@ function text(stream: Readable | null | undefined): Promise<string> {
   });
 }
 
-/** `jobrt exec` with `fd3` as its descriptor 3 ("pipe": a socket whose other end is `socket`). */
-async function exec(args: string[], env: Record<string, string>, fd3: "pipe" | number | "ignore") {
+/**
+ * `jobrt exec` with `fd3` as its descriptor `at` ("pipe": a socket whose other end is `socket`);
+ * `conf`: an oci.conf for its conf dir.
+ */
+async function exec(
+  args: string[],
+  env: Record<string, string>,
+  fd3: "pipe" | number | "ignore",
+  { at = 3, conf }: { at?: number; conf?: string } = {},
+) {
   const dir = confDir();
+  if (conf !== undefined) writeFileSync(join(dir, "oci.conf"), conf);
+  const stdio: ("pipe" | "ignore" | number)[] = ["ignore", "pipe", "pipe"];
+  while (stdio.length < at) stdio.push("ignore");
+  stdio[at] = fd3;
   const child = spawn(process.execPath, ["--", jobrtBin, "exec", ...args], {
     env: { ...process.env, JOBRT_CONF_DIR: dir, ...STEP, ...env },
-    stdio: ["ignore", "pipe", "pipe", fd3],
+    stdio,
   });
-  const socket = fd3 === "pipe" ? (child.stdio[3] as Readable) : undefined;
+  const socket = fd3 === "pipe" ? (child.stdio[at] as Readable) : undefined;
   const [stdout, stderr, fromTask, code] = await Promise.all([
     text(child.stdout),
     text(child.stderr),
@@ -100,17 +113,74 @@ describe("jobrt exec: Slurm's PMI-2 socket (PMI_FD)", () => {
     }
   }, 60_000);
 
-  it("refuses a runtime without the pmi-fd capability (oci) before any container is made", async () => {
-    const bundle = busyboxBundle(join(tempDir("jobrt-pmifd-bundle-"), "bundle"));
+  it.each([5, 3])(
+    "reaches an oci container from PMI_FD=%i at fd 3 with PMI_FD=3 (runc --preserve-fds), and no other descriptor does",
+    async (at) => {
+      const bundle = busyboxBundle(join(tempDir("jobrt-pmifd-bundle-"), "bundle"));
+      const r = await exec(
+        [
+          "--runtime",
+          "oci",
+          "--container",
+          bundle,
+          "--",
+          "sh",
+          "-c",
+          `echo "PMI_FD=$PMI_FD"; ls /proc/self/fd; ${SHOW}`,
+        ],
+        { PMI_FD: String(at), PMI_RANK: "2" },
+        "pipe",
+        { at },
+      );
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      // ls's own 0-2 and 3, and the directory it lists (4): nothing else of runc's or jobrt's.
+      expect(r.stdout).toBe("PMI_FD=3\n0\n1\n2\n3\n4\nsocket\n");
+      expect(r.fromTask).toBe("rank 2\n");
+    },
+    60_000,
+  );
+
+  it("refuses a runtime with neither pmi-fd nor pass-fds (shifter) before any container is made", async () => {
     const r = await exec(
-      ["--runtime", "oci", "--container", bundle, "--", "sh", "-c", "echo ran"],
+      ["--runtime", "shifter", "--container", "busybox", "--", "sh", "-c", "echo ran"],
       { PMI_FD: "3" },
       "pipe",
     );
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain(
-      `MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=3) into its tasks (no "pmi-fd" capability)`,
+      `MPI wire-up: runtime shifter cannot pass Slurm's PMI-2 socket (PMI_FD=3) into its tasks (no "pmi-fd" or "pass-fds" capability)`,
     );
   }, 60_000);
+
+  it.each([
+    ["RunTimeRun", 'RunTimeRun="runc --root /run/runc run %n.%j.%s.%t -b %b"'],
+    [
+      "RunTimeCreate",
+      'RunTimeCreate="runc --root /run/runc create %n.%j.%s.%t -b %b"\nRunTimeStart="runc --root /run/runc start %n.%j.%s.%t"\nRunTimeQuery="runc --root /run/runc state %n.%j.%s.%t"',
+    ],
+  ])(
+    "refuses an oci.conf whose %s is the site's own command, in one line, before its container",
+    async (key, run) => {
+      const bundle = busyboxBundle(join(tempDir("jobrt-pmifd-bundle-"), "bundle"));
+      const conf = `${run}\nRunTimeKill="runc --root /run/runc kill -a %n.%j.%s.%t"\nRunTimeDelete="runc --root /run/runc delete --force %n.%j.%s.%t"\n`;
+      const r = await exec(
+        ["--runtime", "oci", "--container", bundle, "--", "sh", "-c", "echo ran"],
+        { PMI_FD: "3" },
+        "pipe",
+        {
+          conf,
+        },
+      );
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.fromTask).toBe("");
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain(
+        `MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket into the container: ${key} of `,
+      );
+    },
+    60_000,
+  );
 });

@@ -2,11 +2,12 @@
  * MPI through `srun ... jobrt exec` on the two-node local Slurm (issue 37, docs/mpi.md): real
  * MPICH under `--mpi=pmi2` (its PMI-2 socket passed through jobrt to the task), real Open MPI and
  * mpi4py under `--mpi=pmix`, across both nodes and within one (shared memory between ranks), and
- * the refusal of a runtime that cannot pass the PMI-2 socket. The programs are built here with
- * Debian's mpicc wrappers (scripts/system-deps.sh installs them).
+ * the PMI-2 socket reaching oci containers (runc --preserve-fds), as root and as a job user, and
+ * Open MPI over PMIx in oci containers whose bundle shares the host's namespaces and PMIx dirs.
+ * The programs are built here with Debian's mpicc wrappers (scripts/system-deps.sh installs them).
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, rmSync } from "node:fs";
+import { chmodSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -18,6 +19,7 @@ import {
   sortedLines,
   startCluster,
   stopClusterAfterAll,
+  waitFor,
   withoutAllocation,
 } from "./cluster.js";
 
@@ -29,6 +31,27 @@ function compile(mpicc: string, out: string): void {
   if (r.status !== 0) throw new Error(`${mpicc} ring.c exited ${r.status ?? r.signal}: ${r.stderr}`);
 }
 
+/**
+ * A busybox bundle whose containers see the host's /usr (its MPI libraries) and `programs`, in the
+ * host's network and IPC namespaces (and `more`) with its /dev/shm (and `binds`): what MPI between
+ * containers needs (docs/mpi.md).
+ */
+function hostMpiBundle(dir: string, programs: string, more: string[] = [], binds: string[] = []): string {
+  busyboxBundle(dir);
+  for (const link of ["lib", "lib64"]) symlinkSync(`usr/${link}`, join(dir, "rootfs", link));
+  const file = join(dir, "config.json");
+  const config = JSON.parse(readFileSync(file, "utf8"));
+  const shared = ["network", "ipc", ...more];
+  config.linux.namespaces = config.linux.namespaces.filter((n: { type: string }) => !shared.includes(n.type));
+  config.mounts = config.mounts.filter((m: { destination: string }) => m.destination !== "/dev/shm");
+  for (const path of ["/usr", programs, "/dev/shm", ...binds]) {
+    const options = path === "/usr" || path === programs ? ["rbind", "ro"] : ["rbind", "rw"];
+    config.mounts.push({ destination: path, type: "bind", source: path, options });
+  }
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return dir;
+}
+
 describe("MPI under srun through jobrt exec", () => {
   requires({
     "mpicc.mpich (mpich)": have("mpicc.mpich"),
@@ -38,6 +61,9 @@ describe("MPI under srun through jobrt exec", () => {
   let site: JobrtSite;
   let dir: string;
   let bundle: string;
+  let rootlessBundle: string;
+  let hostBundle: string;
+  let pmixBundle: string;
 
   beforeAll(async () => {
     site = jobrtSite();
@@ -46,6 +72,10 @@ describe("MPI under srun through jobrt exec", () => {
     compile("mpicc.mpich", join(dir, "ring-mpich"));
     compile("mpicc.openmpi", join(dir, "ring-ompi"));
     bundle = busyboxBundle(join(dir, "bundle"));
+    rootlessBundle = busyboxBundle(join(dir, "rootless"), true);
+    hostBundle = hostMpiBundle(join(dir, "host"), dir);
+    // The local cluster's SlurmdSpoolDir (PMIX_SERVER_TMPDIR) is under /tmp, and PMIX_SYSTEM_TMPDIR is /tmp.
+    pmixBundle = hostMpiBundle(join(dir, "pmix"), dir, ["pid"], ["/tmp"]);
     await startCluster(2);
   }, 300_000);
   stopClusterAfterAll(() => {
@@ -90,12 +120,84 @@ describe("MPI under srun through jobrt exec", () => {
     expect(sortedLines(r.stdout)).toEqual([0, 1, 2, 3].map((n) => `rank ${n} of 4 sum 6`));
   });
 
-  it("refuses --runtime oci under --mpi=pmi2 in one line per task, before any container", async () => {
-    const r = await srun(["--mpi=pmi2", "-n", "1", ...exec(["--runtime", "oci", "--container", bundle], ["true"])]);
-    expect(r.code).not.toBe(0);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toContain(`jobrt: MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=`);
+  // A real PMI-2 exchange, without MPI: the busybox bundle has no MPI library. Slurm's PMI-2 server
+  // answers the init line of the PMI-1 wire protocol that every PMI-2 client starts with.
+  const PMI2_INIT =
+    'printf "cmd=init pmi_version=2 pmi_subversion=0\\n" >&$PMI_FD; read -r line <&$PMI_FD; echo "rank $PMI_RANK fd $PMI_FD: $line"';
+  const initAnswers = [
+    "rank 0 fd 3: cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0",
+    "rank 1 fd 3: cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0",
+  ];
+
+  it("--runtime oci under --mpi=pmi2, as root: each container gets the PMI-2 socket at fd 3 and Slurm answers its init", async () => {
+    const r = await srun([
+      "--mpi=pmi2",
+      "-N",
+      "2",
+      "-n",
+      "2",
+      ...exec(["--runtime", "oci", "--container", bundle], ["sh", "-c", PMI2_INIT]),
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(sortedLines(r.stdout)).toEqual(initAnswers);
   });
+
+  it("--runtime oci under --mpi=pmi2, as a job user (srun --uid, rootless runc): the same", async () => {
+    // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
+    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+    const r = await srun([
+      "--uid=65534",
+      "--gid=65534",
+      "--chdir",
+      dir,
+      "--mpi=pmi2",
+      "-N",
+      "2",
+      "-n",
+      "2",
+      ...exec(["--runtime", "oci", "--container", rootlessBundle], ["sh", "-c", PMI2_INIT]),
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(sortedLines(r.stdout)).toEqual(initAnswers);
+  });
+
+  it.each([
+    ["2 nodes", ["-N", "2", "-n", "2"]],
+    ["1 node (shared memory)", ["-N", "1", "-n", "2"]],
+  ])(
+    "MPICH in oci containers under --mpi=pmi2, %s (a bundle with the host's network, IPC and /usr): the ring completes",
+    async (_what, layout) => {
+      const r = await srun([
+        "--mpi=pmi2",
+        ...layout,
+        ...exec(["--runtime", "oci", "--container", hostBundle], [join(dir, "ring-mpich")]),
+      ]);
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe("ring 2 ranks token 1001\n");
+    },
+  );
+
+  // jobrt passes the PMIX_* environment; the bundle binds the server's directories itself (not
+  // built in jobrt yet, docs/mpi.md) and shares the host's network (PMIx rendezvous over TCP on
+  // 127.0.0.1) and PID namespace (Open MPI's single-copy shared memory between ranks of a node).
+  it.each([
+    ["2 nodes", ["-N", "2", "-n", "2"]],
+    ["1 node (shared memory)", ["-N", "1", "-n", "2"]],
+  ])(
+    "Open MPI in oci containers under --mpi=pmix, %s (a bundle with the host's network, IPC, PID, /usr and /tmp): the ring completes",
+    async (_what, layout) => {
+      const r = await srun([
+        "--mpi=pmix",
+        ...layout,
+        ...exec(["--runtime", "oci", "--container", pmixBundle], [join(dir, "ring-ompi")]),
+      ]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe("ring 2 ranks token 1001\n");
+    },
+  );
 
   // `jobrt check` as the step's program (docs/cli.md, "The MPI wire-up"): one srun per wire-up, each
   // task checking runtime none, then runtime oci (srun takes a ":" for its own, so not one jobrt
@@ -113,7 +215,7 @@ describe("MPI under srun through jobrt exec", () => {
       .map((l) => `${l.slice(3)}\n`)
       .join("");
 
-  it("jobrt check under --mpi=pmi2, 2 ranks on 1 node: the open socket; none passes it, oci refused with its fix", async () => {
+  it("jobrt check under --mpi=pmi2, 2 ranks on 1 node: the open socket; none and oci pass it, oci's per-task containers share no memory (with its fix)", async () => {
     const r = await srun(["--mpi=pmi2", "-N", "1", "-n", "2", ...check()]);
     expect(r.code).toBe(0);
     const out = task0(r.stdout);
@@ -129,11 +231,14 @@ describe("MPI under srun through jobrt exec", () => {
     expect(out).toContain("\nmpi: ok\n");
     // Runtime none's check passed, runtime oci's failed: its problems only, each with its fix.
     expect(out).toMatch(/\nexit 0 1\n$/);
+    // oci carries the socket into its container at fd 3 (capability pass-fds).
+    expect(out).toContain(
+      '\ncomponent 0: mpi: runtime oci: PMI-2 socket: ok: passed to the task at PMI_FD=3 (capability "pass-fds")\n',
+    );
     expect(task0(r.stderr)).toBe(
       [
-        `jobrt: component 0: mpi: runtime oci: PMI-2 socket: failed: jobrt exec refuses: MPI wire-up: runtime oci cannot pass Slurm's PMI-2 socket (PMI_FD=${fd}) into its tasks (no "pmi-fd" capability): use srun --mpi=pmix, or a runtime that has it`,
         "jobrt: component 0: mpi: runtime oci: /dev/shm and user namespace: failed: each task is its own runtime oci container (2 ranks on this node): they share no /dev/shm, IPC or PID namespace, so MPI's shared-memory and CMA transports between them fail; fix: --runtime none, or one rank per node (srun --ntasks-per-node=1)",
-        "jobrt: mpi: failed (2 problems with this step's wire-up)",
+        "jobrt: mpi: failed (1 problem with this step's wire-up)",
         "",
       ].join("\n"),
     );

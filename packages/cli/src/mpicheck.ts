@@ -92,11 +92,12 @@ function componentFindings(w: Wireup, runtime: LoadedRuntime): CheckFinding[] {
   const host = runtime.name === "none";
   if (w.kind === "pmi2" && w.pmiFd !== undefined) {
     try {
-      requirePmiCapability(runtime.name, runtime.capabilities, w.pmiFd);
+      const how = requirePmiCapability(runtime.name, runtime.capabilities, w.pmiFd);
+      const at = how === PMI_FD_CAPABILITY ? w.pmiFd : 3;
       out.push({
         subject: "PMI-2 socket",
         status: "ok",
-        detail: `passed to the task at PMI_FD=${w.pmiFd} (capability "${PMI_FD_CAPABILITY}")`,
+        detail: `passed to the task at PMI_FD=${at} (capability "${how}")`,
       });
     } catch (error) {
       out.push({

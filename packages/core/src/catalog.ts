@@ -162,8 +162,8 @@ export const ERROR_CATALOG = {
   },
   ERR_MPI_WIREUP: {
     template: "MPI wire-up: {problem}",
-    when: "what Slurm's MPI plugin gave a `jobrt exec` task cannot reach it: `PMI_FD` names no open socket, or the step's runtime does not declare the `pmi-fd` capability (it cannot pass the PMI-2 socket into its tasks). See [mpi.md](mpi.md)",
-    hint: "run the step with `--mpi=pmix`, or with a runtime that lists `pmi-fd` in `jobrt runtimes`",
+    when: "what Slurm's MPI plugin gave a `jobrt exec` task cannot reach it: `PMI_FD` names no open socket, the step's runtime declares neither the `pmi-fd` nor the `pass-fds` capability, or its configuration cannot carry the socket into the container (an oci.conf whose RunTimeRun or RunTimeCreate is the site's own command). See [mpi.md](mpi.md)",
+    hint: "run the step with `--mpi=pmix`, or with a runtime (and configuration) that lists `pmi-fd` or `pass-fds` in `jobrt runtimes`",
     exit: 1,
   },
   ERR_NOT_IN_SLURM_STEP: {

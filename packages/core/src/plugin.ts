@@ -64,9 +64,12 @@ export interface RuntimeMeta {
   apiVersion: number;
   /**
    * Capability tags shown by `jobrt runtimes`, e.g. "container", "create-start"; free-form but for
-   * "pmi-fd", which the host reads: the task process receives the descriptors the host passes it
-   * (Slurm's PMI-2 socket under `jobrt exec`, docs/mpi.md). A runtime without it is refused such a step.
-   * "pmi-fd" since @jobrt/core 2.1.0.
+   * two the host reads. "pmi-fd": the task process receives the descriptors the host passes it at
+   * their own numbers (Slurm's PMI-2 socket under `jobrt exec`, docs/mpi.md). "pass-fds": the host
+   * passes them at 3, 4, ... instead, `TaskRecord.passedFds` says how many, and the runtime carries
+   * those on into its sandbox at the same numbers (runc's `--preserve-fds`); its run hook refuses
+   * with ERR_MPI_WIREUP a configuration that cannot. A runtime with neither is refused such a step.
+   * "pmi-fd" and "pass-fds" since @jobrt/core 2.1.0.
    */
   capabilities?: string[];
   /**

@@ -71,6 +71,12 @@ export interface TaskRecord {
   /** Full task environment (job env + SLURM_* task variables). */
   env: Record<string, string>;
   pid?: number;
+  /**
+   * How many descriptors the host passes this task at 3, 4, ... for a runtime with the "pass-fds"
+   * capability (RuntimeMeta.capabilities), which carries them into its sandbox at those numbers.
+   * Since @jobrt/core 2.1.0.
+   */
+  passedFds?: number;
   /** Set by the host when the process it started for the task has exited. */
   exit?: { code: number | null; signal: string | null };
 }

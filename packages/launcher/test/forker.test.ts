@@ -80,12 +80,12 @@ describe("TaskForker: a descriptor passed on purpose (pmi.ts)", () => {
     });
   }
 
-  it.each([11, 4])(
+  // 3 is the forker's own control socket, where a "pass-fds" runtime's task gets the PMI-2 socket.
+  it.each([11, 4, 3])(
     "reaches the task at number %i, and nothing else of jobrt's does",
     (at) =>
       withFile(async (fd, path) => {
-        const items = withDescriptor(["ignore", "pipe", "ignore"], at);
-        items[at] = fd;
+        const items = withDescriptor(["ignore", "pipe", "ignore"], fd, at);
         const seen = await descriptorsOf(items);
         // The shell's own directory listing may show too; nothing else open on a file of jobrt's.
         expect(seen.filter((l) => / ./.test(l) && !l.includes("/proc/"))).toEqual([`${at} ${path}`]);

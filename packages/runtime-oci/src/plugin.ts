@@ -14,7 +14,8 @@ export const ociPlugin = definePlugin<OciStepState>(
     name: "oci",
     type: "runtime/oci",
     version: packageVersion(import.meta.url),
-    capabilities: ["container", "oci.conf", "run", "create-start"],
+    // "pass-fds": runc's --preserve-fds, which only the embedded default's argv carries (passedfds.ts).
+    capabilities: ["container", "oci.conf", "run", "create-start", "pass-fds"],
     accepts: [
       "value",
       "volumes",

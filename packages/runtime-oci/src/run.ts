@@ -17,6 +17,7 @@ import { expandCommand, expandPath } from "./expand.js";
 import { type FileOp, runFileOps } from "@jobrt/host-services";
 import { imageArgs, imageHasMountPoint } from "./image/request.js";
 import { missingCommandCheck } from "./missingcommand.js";
+import { cannotPass, withPassedFds } from "./passedfds.js";
 import { refuseBytesNotUtf8 } from "./notutf8.js";
 import { type OciStepState, type StepState, stateFromJson } from "./ocistepstate.js";
 import { type PatternValues, expandPattern } from "./pattern.js";
@@ -35,6 +36,8 @@ export async function run({
 }: TaskHookContext<OciStepState>): Promise<ExecSpec | NotSupported> {
   const st = stateFromJson(state, step);
   if (!st) return NOT_SUPPORTED;
+  // Before any file is written: a conf that cannot carry them refuses the whole task.
+  if (task.passedFds && !st.conf.runArgv) throw cannotPass(st.conf);
   const taskDir = taskDirOf(st, task);
   refuseBytesNotUtf8(task, !st.request.clearEnv, st.request.env);
   const env = containerEnv(st, task);
@@ -151,7 +154,8 @@ function runModeSpec(
   const { task, values, runtimeEnv } = ts;
   let spec: ExecSpec;
   if (conf.runArgv) {
-    const argv = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+    const words = conf.runArgv.map((word) => expandPattern(word, values, { shell: false }));
+    const argv = withPassedFds(words, task.passedFds);
     node.log("debug", `runtime oci: task ${task.localId}: RunTimeRun: ${JSON.stringify(argv)}`);
     spec = { argv, env: runtimeEnv, cwd: step.cwd };
   } else {

@@ -22,6 +22,8 @@ const ADDITIONS: { what: string; since: string; uses: (u: PluginUse) => boolean 
   { what: "the tools hook", since: "2.1.0", uses: (u) => typeof u.plugin.tools === "function" },
   { what: "the check hook", since: "2.1.0", uses: (u) => typeof u.plugin.check === "function" },
   { what: 'the "pmi-fd" capability', since: "2.1.0", uses: (u) => hasCapability(u, "pmi-fd") },
+  // A 2.0.0 host neither passes the fds at 3 nor sets TaskRecord.passedFds.
+  { what: 'the "pass-fds" capability', since: "2.1.0", uses: (u) => hasCapability(u, "pass-fds") },
   { what: 'meta.accepts "devices"', since: "2.1.0", uses: (u) => u.plugin.meta.accepts.includes("devices") },
 ];
 

@@ -39,6 +39,14 @@ describe("peerMinimumNotes", () => {
         'it uses the "pmi-fd" capability, added in @jobrt/core 2.1.0, but its peer range "^3.0.0 || ^2.0.5" admits 2.0.5',
       ),
     ]);
+    const passFds = definePlugin(
+      { name: "p", type: "runtime/p", version: "1.0.0", capabilities: ["pass-fds"], accepts: [] },
+      { tools: () => [] },
+    );
+    expect(peerMinimumNotes("^2.1.0", { plugin: passFds, specs: [] })).toEqual([]);
+    expect(peerMinimumNotes("^2.0.0", { plugin: passFds, specs: [] })).toContainEqual(
+      expect.stringContaining('it uses the "pass-fds" capability, added in @jobrt/core 2.1.0'),
+    );
     expect(rangeMinimum(">=2.1.0 <3.0.0")).toBe("2.1.0");
     expect(rangeMinimum("2.x")).toBeUndefined();
   });

@@ -1,5 +1,5 @@
 import { fstatSync } from "node:fs";
-import { type JobrtError, jobrtError } from "@jobrt/core";
+import { type JobrtError, type TaskRecord, jobrtError } from "@jobrt/core";
 import type { StdioItem } from "./forker.js";
 
 /** The capability a runtime declares when its task process receives the descriptors the host passes it. */
@@ -33,18 +33,44 @@ export function pmiDescriptor(env: Readonly<Record<string, string>>): number | u
   return fd;
 }
 
-/** Refuses a runtime that cannot pass the PMI-2 socket on: its tasks would fail inside MPI_Init. */
-export function requirePmiCapability(runtime: string, capabilities: readonly string[], fd: number): void {
-  if (capabilities.includes(PMI_FD_CAPABILITY)) return;
+/** The capability of a runtime whose task carries descriptors passed at 3, 4, ... into its sandbox (runc --preserve-fds). */
+export const PASS_FDS_CAPABILITY = "pass-fds";
+
+/**
+ * The capability through which `runtime` gives its tasks the PMI-2 socket (`pmi-fd` first); ERR_MPI_WIREUP,
+ * naming both, when it has neither (what `jobrt exec` refuses and `jobrt check` reports).
+ */
+export function requirePmiCapability(runtime: string, capabilities: readonly string[], fd: number): string {
+  for (const c of [PMI_FD_CAPABILITY, PASS_FDS_CAPABILITY]) if (capabilities.includes(c)) return c;
   throw wireup(
-    `runtime ${runtime} cannot pass Slurm's PMI-2 socket (PMI_FD=${fd}) into its tasks (no "${PMI_FD_CAPABILITY}" capability): use srun --mpi=pmix, or a runtime that has it`,
+    `runtime ${runtime} cannot pass Slurm's PMI-2 socket (PMI_FD=${fd}) into its tasks (no "${PMI_FD_CAPABILITY}" or "${PASS_FDS_CAPABILITY}" capability): use srun --mpi=pmix, or a runtime that has one`,
   );
 }
 
-/** A task's stdio with `fd` of this process passed to the task at the same number. */
-export function withDescriptor(items: readonly StdioItem[], fd: number): StdioItem[] {
+/**
+ * Where the task gets the PMI-2 socket: at its own number (`pmi-fd`), or at 3 for a runtime that
+ * carries fds from 3 up into its container at the same numbers (`pass-fds`), whose tasks then
+ * have `PMI_FD=3` and `passedFds` 1, even when PMI_FD already was 3: the runtime must be told.
+ * Refuses a runtime with neither: its tasks would fail inside MPI_Init.
+ */
+export function placePmiDescriptor(
+  runtime: string,
+  capabilities: readonly string[],
+  fd: number,
+  tasks: TaskRecord[],
+): number {
+  if (requirePmiCapability(runtime, capabilities, fd) === PMI_FD_CAPABILITY) return fd;
+  for (const task of tasks) {
+    task.env.PMI_FD = "3";
+    task.passedFds = 1;
+  }
+  return 3;
+}
+
+/** A task's stdio with `fd` of this process passed to the task as its descriptor `at`. */
+export function withDescriptor(items: readonly StdioItem[], fd: number, at: number): StdioItem[] {
   const out = [...items];
-  while (out.length < fd) out.push("ignore");
-  out[fd] = fd;
+  while (out.length < at) out.push("ignore");
+  out[at] = fd;
   return out;
 }

@@ -20,7 +20,7 @@ import { type ProcessTracker, type TrackerRecord, createTracker } from "./proctr
 import type { AfterDeath, StdioItem, TaskProcess } from "./forker.js";
 import { TaskSpawner } from "./spawn.js";
 import { closeInheritedDescriptors } from "./descriptors.js";
-import { pmiDescriptor, requirePmiCapability, withDescriptor } from "./pmi.js";
+import { placePmiDescriptor, pmiDescriptor, withDescriptor } from "./pmi.js";
 import { claimJournal, openStepSpool } from "./stepclaim.js";
 import type { SessionOptions, StepPlan, StepResult } from "./sessionoptions.js";
 import { signalNumber } from "./status.js";
@@ -48,8 +48,9 @@ export class StepSession {
   #launchFailed = false;
   #aborting = false;
   #started = 0;
-  /** Slurm's PMI-2 socket, passed to the `jobrt exec` task at its own number (pmi.ts). */
+  /** Slurm's PMI-2 socket, and the number the `jobrt exec` task gets it at: its own, or 3 (pmi.ts). */
   #pmiFd: number | undefined;
+  #pmiAt: number | undefined;
 
   constructor(options: SessionOptions) {
     this.#o = options;
@@ -169,7 +170,8 @@ export class StepSession {
       if (await loadRuntimes(hooks, stop)) {
         if (this.#pmiFd !== undefined) {
           const info = this.#o.registry.info(indexes[0]!);
-          requirePmiCapability(info.name, info.capabilities, this.#pmiFd);
+          const tasks = components.flatMap((c) => c.record.tasks);
+          this.#pmiAt = placePmiDescriptor(info.name, info.capabilities, this.#pmiFd, tasks);
         }
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
@@ -283,7 +285,7 @@ export class StepSession {
   #withPassed(stdios: Map<number, StdioItem[]>): Map<number, StdioItem[]> {
     const fd = this.#pmiFd;
     if (fd === undefined) return stdios;
-    return new Map([...stdios].map(([id, items]) => [id, withDescriptor(items, fd)]));
+    return new Map([...stdios].map(([id, items]) => [id, withDescriptor(items, fd, this.#pmiAt ?? fd)]));
   }
 
   /** Every task's output and error files, opened before any task starts. */
