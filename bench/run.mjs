@@ -16,6 +16,8 @@ const ALL = [
   "srun",
   "registry",
   "images",
+  "srun-density",
+  "mpi",
 ];
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");

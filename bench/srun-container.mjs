@@ -15,7 +15,7 @@ const SLURM_COMMON = `RunTimeQuery="${SLURM_RUNC} state ${SLURM_ID}"
 RunTimeKill="${SLURM_RUNC} kill -a ${SLURM_ID}"
 RunTimeDelete="${SLURM_RUNC} delete --force ${SLURM_ID}"
 `;
-const SLURM_RUN_CONF = `${SLURM_COMMON}RunTimeRun="${SLURM_RUNC} run ${SLURM_ID} -b %b"\n`;
+export const SLURM_RUN_CONF = `${SLURM_COMMON}RunTimeRun="${SLURM_RUNC} run ${SLURM_ID} -b %b"\n`;
 // Slurm reads RunTimeCreate's output until EOF, which a created container's init holds open
 // (W2): create's stdio goes to the task's own instead, as runtime-oci.md says works on 22.05.
 const SLURM_CS_CONF = `${SLURM_COMMON}RunTimeCreate="${SLURM_RUNC} create ${SLURM_ID} -b %b </dev/null >/proc/$PPID/fd/1 2>/proc/$PPID/fd/2"

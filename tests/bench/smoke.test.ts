@@ -58,6 +58,26 @@ const expectations: Record<string, RegExp[]> = {
     /\| first start on a job's second node \| [\d.]+ \|/,
     /\| shared squashfs start by digest, node never pulled \| [\d.]+ \|/,
   ],
+  "srun-density": [
+    /\| root \| bare \| N=1 \| [\d.]+ \| 1\.00 \| [\d.]+ \|/,
+    /\| job user \| oci \| N=2 \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/,
+    /\| root \| slurm \| N=2 \| not possible today: Slurm 22\.05 runs one --container task per node \|/,
+    /root, none at N=2, PSS ÷ bare srun's: median [\d.]+, quartiles [\d.]+…[\d.]+ over 1 rounds \(target ≤ 1\.50: (met|MISSED|within noise of the target)\)/,
+    /job user, oci at N=2, PSS ÷ bare srun's: median [\d.]+, .*\(target ≤ 2\.00: (met|MISSED|within noise of the target)\)/,
+    /job user, oci, MiB PSS per task past the first \(N=1→2\): median -?[\d.]+, .*\(target ≤ 1\.00: (met|MISSED|within noise of the target)\); bare srun's -?[\d.]+ MiB/,
+    /root, none, N=1: [\d.]+ ms from srun to the task's payload/,
+    /root, oci: \d+ runc containers were left \(stopped, not deleted\) after srun's SIGTERM, over 2 steps/,
+  ],
+  mpi: [
+    /\| Open MPI \| two nodes \| jobrt none \| [\d.]+ \([\d.]+\) \| [\d.]+ \([\d.]+\) \| [\d.]+ \([\d.]+\) \|/,
+    /\| MPICH \| one node \| bare srun \| [\d.]+ \(1\.000\) \| [\d.]+ \(1\.000\) \|/,
+    /\| MPICH \| 2×4 ranks \| jobrt none \| - \| - \| [\d.]+ \([\d.]+\) \|/,
+    /MPICH, jobrt none, two nodes, latency jobrt ÷ bare srun: median [\d.]+, .*\(target ≤ 1\.05: (met|MISSED|within noise of the target)\)/,
+    /Open MPI, jobrt none, one node, bandwidth bare srun ÷ jobrt: median [\d.]+, .*\(target ≤ 1\.05: (met|MISSED|within noise of the target)\)/,
+    /Open MPI, jobrt none, srun → every rank past MPI_Init, 2×4 ranks, jobrt ÷ bare srun: median [\d.]+, .*\(target ≤ 1\.50: (met|MISSED|within noise of the target)\)/,
+    /jobrt oci, not measured: the PMI-2 socket and the PMIX_\* environment reach each task's container/,
+    /srun --container \(Slurm's own\), not possible today: /,
+  ],
   registry: [
     /\| load of an already-loaded runtime \| 1000 \| [\d.]+ \|/,
     /100 heterogeneous components over 3 runtimes/,
@@ -93,7 +113,7 @@ describe("bench smoke", () => {
     const r = await runProgram([process.execPath, join(repoRoot, "bench/run.mjs"), "nope"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-user, oci-modes, exit-detection, startup, srun, registry, images)\n',
+      'bench: unknown benchmark "nope" (one of: launch-none, launch-oci, oci-user, oci-modes, exit-detection, startup, srun, registry, images, srun-density, mpi)\n',
     );
   });
 });
