@@ -3,11 +3,12 @@
  * and storage in a temp dir, and busybox images pushed to it with umoci and skopeo.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { busyboxRootfs } from "./fixtures.js";
-import { tempDir } from "./jobrt.js";
+import { jobrtBin, tempDir } from "./jobrt.js";
 
 export interface Registry {
   port: number;
@@ -143,4 +144,15 @@ export function pushBusybox(
     "skopeo copy (push)",
   );
   return readFileSync(digestFile, "utf8").trim();
+}
+
+/** The image tests' prerequisites: each tool on PATH, the built jobrt, root (`why`). Missing ones fail, never skip. */
+export function expectImagePrerequisites(tools: readonly string[], why: string): void {
+  for (const tool of tools) {
+    expect(spawnSync("sh", ["-c", `command -v ${tool}`]).status, `${tool} is missing: run scripts/system-deps.sh`).toBe(
+      0,
+    );
+  }
+  expect(existsSync(jobrtBin), "build first").toBe(true);
+  expect(process.getuid?.(), `these tests need root (${why})`).toBe(0);
 }

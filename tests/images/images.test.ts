@@ -19,7 +19,7 @@ import { type Socket, createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { failureLine, jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
-import { type Registry, freePort, pushBusybox, startRegistry } from "../helpers/registry.js";
+import { type Registry, freePort, pushBusybox, startRegistry, expectImagePrerequisites } from "../helpers/registry.js";
 
 const NOBODY = ["--uid", "65534", "--gid", "65534"];
 let nextJob = 700000 + (process.pid % 1000) * 50;
@@ -92,14 +92,7 @@ describe("jobrt run --container-image against a real registry", () => {
   let reg: Registry;
   let digest1: string;
   beforeAll(async () => {
-    for (const tool of ["skopeo", "umoci", "docker-registry", "htpasswd", "runc"]) {
-      expect(
-        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
-        `${tool} is missing: run scripts/system-deps.sh`,
-      ).toBe(0);
-    }
-    expect(existsSync(jobrtBin), "build first").toBe(true);
-    expect(process.getuid?.(), "these tests need root (runc, --uid)").toBe(0);
+    expectImagePrerequisites(["skopeo", "umoci", "docker-registry", "htpasswd", "runc"], "runc, --uid");
     reg = await startRegistry();
     digest1 = pushBusybox(reg, "busybox:1", "image-one", { env: ["FROM_IMAGE=yes"], workdir: "/etc" });
   });

@@ -4,11 +4,11 @@
  * runs jobrt under a real pty (util-linux `script`), not a mock.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
-import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
+import { type Registry, pushBusybox, startRegistry, expectImagePrerequisites } from "../helpers/registry.js";
 
 let nextJob = 760000 + (process.pid % 1000) * 20;
 const jobId = () => String(++nextJob);
@@ -28,14 +28,7 @@ describe("image pull progress", () => {
   let reg: Registry;
   let ref: string;
   beforeAll(async () => {
-    for (const tool of ["skopeo", "umoci", "docker-registry", "runc", "script"]) {
-      expect(
-        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
-        `${tool} is missing: run scripts/system-deps.sh`,
-      ).toBe(0);
-    }
-    expect(existsSync(jobrtBin), "build first").toBe(true);
-    expect(process.getuid?.(), "these tests need root (runc)").toBe(0);
+    expectImagePrerequisites(["skopeo", "umoci", "docker-registry", "runc", "script"], "runc");
     reg = await startRegistry();
     pushBusybox(reg, "progress:1", "progress", { extraFile: { path: "etc/big", bytes: 8 << 20 } });
     ref = `docker://${reg.host}/progress:1`;

@@ -18,7 +18,7 @@ import {
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jobrt, jobrtBin, runProgram, tempDir } from "../helpers/jobrt.js";
-import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
+import { type Registry, pushBusybox, startRegistry, expectImagePrerequisites } from "../helpers/registry.js";
 
 const NOBODY = ["--uid", "65534", "--gid", "65534"];
 let nextJob = 760000 + (process.pid % 1000) * 50;
@@ -124,14 +124,7 @@ describe("the shared image store: squashfs, pulled once per cluster", () => {
       "true",
     ]);
   beforeAll(async () => {
-    for (const tool of ["skopeo", "umoci", "docker-registry", "runc", "mksquashfs"]) {
-      expect(
-        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
-        `${tool} is missing: run scripts/system-deps.sh`,
-      ).toBe(0);
-    }
-    expect(existsSync(jobrtBin), "build first").toBe(true);
-    expect(process.getuid?.(), "these tests need root (loop mounts, runc, --uid)").toBe(0);
+    expectImagePrerequisites(["skopeo", "umoci", "docker-registry", "runc", "mksquashfs"], "loop mounts, runc, --uid");
     reg = await startRegistry();
   });
   afterAll(async () => {

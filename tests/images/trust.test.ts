@@ -7,8 +7,8 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jobrt, jobrtBin, tempDir } from "../helpers/jobrt.js";
-import { type Registry, pushBusybox, startRegistry } from "../helpers/registry.js";
+import { jobrt, tempDir } from "../helpers/jobrt.js";
+import { type Registry, pushBusybox, startRegistry, expectImagePrerequisites } from "../helpers/registry.js";
 import {
   type GpgKey,
   gpgKey,
@@ -75,14 +75,10 @@ describe("the image trust policy: signatures, allowed repositories, every path",
     transports: { docker: { [`${reg.host}/site`]: signedBy(siteKey), [`${reg.host}/open`]: accept } },
   });
   beforeAll(async () => {
-    for (const tool of ["skopeo", "umoci", "docker-registry", "runc", "gpg", "mksquashfs"]) {
-      expect(
-        spawnSync("sh", ["-c", `command -v ${tool}`]).status,
-        `${tool} is missing: run scripts/system-deps.sh`,
-      ).toBe(0);
-    }
-    expect(existsSync(jobrtBin), "build first").toBe(true);
-    expect(process.getuid?.(), "these tests need root (runc, --uid, loop mounts)").toBe(0);
+    expectImagePrerequisites(
+      ["skopeo", "umoci", "docker-registry", "runc", "gpg", "mksquashfs"],
+      "runc, --uid, loop mounts",
+    );
     reg = await startRegistry();
     siteKey = gpgKey("site");
     otherKey = gpgKey("other");
