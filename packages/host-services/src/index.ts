@@ -13,6 +13,7 @@ export {
 } from "./fileops.js";
 export { type DirOwner, makeDir, makeDirs } from "./makedir.js";
 export { type MountInfo, readMountInfo } from "./mountinfo.js";
+export { othersMayReplace } from "./othersmayreplace.js";
 export { type ProcStat, procStat, processRunning } from "./procstat.js";
 export { type RemoveTreeOptions, removeTree } from "./removetree.js";
 export { quotedText, shownText } from "./showntext.js";
