@@ -16,7 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
-import { makeDir, removeTree } from "@jobrt/host-services";
+import { makeDir, othersMayReplace, removeTree } from "@jobrt/host-services";
 import type { ImageSettings } from "./settings.js";
 import { type ImageMeta, HEX_RE } from "./store.js";
 
@@ -61,7 +61,9 @@ export function sharedStoreProblem(root: string): string | undefined {
     if (!st.isDirectory()) return `SharedStore ${root}: ${path} is not a directory`;
     if (st.uid !== 0) return `SharedStore ${root}: ${path} belongs to uid ${st.uid}, not root`;
     // A sticky /tmp is fine above the store: nobody else may rename or remove root's entry in it.
-    if ((st.mode & 0o022) !== 0 && !(path !== root && (st.mode & 0o1000) !== 0))
+    // The store itself must be root's alone, sticky or not: anyone could make its images/, leases/,
+    // tmp/ or jobs/ before root does.
+    if (path === root ? (st.mode & 0o022) !== 0 : othersMayReplace(st))
       return `SharedStore ${root}: ${path} is writable by others than root`;
   }
   return undefined;

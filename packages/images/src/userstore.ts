@@ -1,7 +1,7 @@
 import { type Stats, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { type JobrtError, jobrtError } from "@jobrt/core";
-import { type DirOwner, makeDir, makeDirs } from "@jobrt/host-services";
+import { type DirOwner, makeDir, makeDirs, othersMayReplace } from "@jobrt/host-services";
 import type { ImageSettings } from "./settings.js";
 import { userStore } from "./store.js";
 
@@ -60,7 +60,7 @@ function usersDirProblem(users: string): string | undefined {
     return `${users} is not a directory (a symbolic link?): not used; root removes it and runs: install -d -m 1777 ${users}`;
   if (st.uid !== 0 && st.uid !== process.geteuid?.())
     return `${users} belongs to uid ${st.uid}: not used (that user could replace any store in it); root removes it (rm -r ${users}) and runs: install -d -m 1777 ${users}`;
-  if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0)
+  if (othersMayReplace(st))
     return `${users} (mode ${modeOf(st)}) lets others rename the stores in it: not used; ${siteFix(users)}`;
   return undefined;
 }
