@@ -1,5 +1,6 @@
 import { type Stats, lstatSync, readlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { othersMayReplace } from "@jobrt/host-services";
 
 /** Owned by root and writable by no one else: what a spec file and its directory must be, as root. */
 export function rootAlone(st: Stats): boolean {
@@ -13,8 +14,7 @@ function directoryProblem(path: string, st: Stats): string | undefined {
   if (!st.isDirectory()) return `${path} is not a directory`;
   if (st.uid !== 0) return `${path} belongs to uid ${st.uid}, not root`;
   // A sticky directory (/tmp) is fine on the way: no one else may rename or remove root's entry in it.
-  if (!rootAlone(st) && (st.mode & 0o1000) === 0)
-    return `${path} is writable by others than root (mode ${(st.mode & 0o7777).toString(8)})`;
+  if (othersMayReplace(st)) return `${path} is writable by others than root (mode ${(st.mode & 0o7777).toString(8)})`;
   return undefined;
 }
 

@@ -14,7 +14,7 @@ import {
 import { hostname } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { type JobrtError, jobrtError, messageOf } from "@jobrt/core";
-import { readNoFollow, removeTree } from "@jobrt/host-services";
+import { othersMayReplace, readNoFollow, removeTree } from "@jobrt/host-services";
 
 /**
  * SpoolDir, checked: `jobsDir` is the one directory this user's records live in. Nothing in it is
@@ -70,9 +70,7 @@ function checkPath(realSpool: string, uid: number): void {
       throw spoolError(
         `${current} belongs to uid ${st.uid}: SpoolDir and its parents must belong to root or uid ${uid}`,
       );
-    const othersWrite = (st.mode & 0o022) !== 0;
-    const sticky = (st.mode & 0o1000) !== 0;
-    if (othersWrite && !sticky)
+    if (othersMayReplace(st))
       throw spoolError(
         `${current} is writable by other users (mode ${(st.mode & 0o7777).toString(8)}): make it 0755, or 1777 like /tmp`,
       );
