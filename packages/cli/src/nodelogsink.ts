@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import type { Writable } from "node:stream";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { othersMayReplace } from "@jobrt/host-services";
 import { type NodeLogTarget, SYSLOG_FACILITIES, findPerl } from "@jobrt/launcher";
 
 /** syslog(3)'s severities the node log uses (RFC 5424, section 6.2.1). */
@@ -88,7 +89,7 @@ function unsafeDirectory(path: string): string | undefined {
     }
     if (!st.isDirectory()) return `${dir} is not a directory (a symlink?)`;
     if (st.uid !== 0) return `${dir} belongs to uid ${st.uid}, not root`;
-    if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0) return `${dir} is writable by others than root`;
+    if (othersMayReplace(st)) return `${dir} is writable by others than root`;
     if (dir === "/") return undefined;
   }
 }
