@@ -16,7 +16,18 @@ export interface DeviceEdits {
   hooks: DeviceHookEdit[];
   /** CDI `intelRdt`: the container's resctrl class (OCI `linux.intelRdt`); the last edit's wins. */
   intelRdt?: DeviceIntelRdtEdit;
+  /**
+   * The host's namespaces the container shares instead of making its own: what the host asks for a
+   * step with MPI wire-up, so that ranks reach Slurm's PMIx server and each other over the host's
+   * network and share memory on a node (docs/mpi.md). Not a CDI field. Since core 2.1.0.
+   */
+  hostNamespaces?: HostNamespace[];
 }
+
+/** The namespaces a container can share with the host (OCI `linux.namespaces` types). Since core 2.1.0. */
+export const HOST_NAMESPACES = ["network", "ipc", "pid", "uts"] as const;
+/** Since core 2.1.0. */
+export type HostNamespace = (typeof HOST_NAMESPACES)[number];
 
 /** CDI `intelRdt`, field for field as the OCI runtime spec's `linux.intelRdt`. Since core 2.1.0. */
 export interface DeviceIntelRdtEdit {

@@ -46,6 +46,8 @@ export {
   type DeviceIntelRdtEdit,
   type DeviceMountEdit,
   type DeviceNodeEdit,
+  HOST_NAMESPACES,
+  type HostNamespace,
 } from "./devices.js";
 export {
   type ErrorCode,

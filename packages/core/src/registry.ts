@@ -45,6 +45,8 @@ export interface LoadedRuntime extends PluginOrigin {
   name: string;
   version: string;
   capabilities: string[];
+  /** The runtime's `meta.accepts`: the request fields it applies. Since core 2.1.0. */
+  accepts: string[];
 }
 
 /** A step as the host hands it to the registry. */
@@ -162,6 +164,7 @@ export class RuntimeRegistry {
         name,
         version: plugin.meta.version,
         capabilities: [...(plugin.meta.capabilities ?? [])],
+        accepts: [...(plugin.meta.accepts ?? [])],
         ...origin,
       },
     };

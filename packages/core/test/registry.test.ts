@@ -285,13 +285,14 @@ describe("RuntimeRegistry", () => {
     await registry.load("none");
     await registry.load("oci");
     expect(registry.loaded()).toEqual([
-      { index: 1, type: "runtime/none", name: "none", version: "1.2.3", capabilities: ["test"] },
+      { index: 1, type: "runtime/none", name: "none", version: "1.2.3", capabilities: ["test"], accepts: [] },
       {
         index: 2,
         type: "runtime/oci",
         name: "oci",
         version: "1.2.3",
         capabilities: ["test"],
+        accepts: [],
         package: "@jobrt/runtime-oci",
         path: "/opt/x",
       },

@@ -61,6 +61,11 @@ export interface OciConf {
    * embedded default does not: runc would create the mount point inside the user's rootfs.
    */
   mountSpool: boolean;
+  /**
+   * `MpiNamespaces`: `host` (the default) gives an MPI step's containers the host's namespaces and
+   * /dev/shm the host asks for (docs/mpi.md); `bundle` keeps each container's own, as Slurm does.
+   */
+  mpiNamespaces: MpiNamespacesMode;
   runTimeEnvExclude?: RegExp;
   commands: Partial<Record<RuntimeCommandKey, string>>;
   /**
@@ -73,6 +78,10 @@ export interface OciConf {
   /** Non-fatal remarks from parsing (repeated keys). */
   warnings: string[];
 }
+
+export type MpiNamespacesMode = "host" | "bundle";
+
+const MPI_NAMESPACES: Record<string, MpiNamespacesMode> = { host: "host", bundle: "bundle" };
 
 const CREATE_ENV_FILE: Record<string, CreateEnvFileMode> = {
   null: "null",
@@ -146,6 +155,7 @@ export const OCI_CONF_SCHEMA = {
   EnvExclude: { type: "string", check: regexCheck },
   IgnoreFileConfigJson: { type: "bool" },
   MountSpoolDir: pattern("MountSpoolDir"),
+  MpiNamespaces: { type: { enum: MPI_NAMESPACES } },
   RunTimeCreate: pattern("RunTimeCreate"),
   RunTimeDelete: pattern("RunTimeDelete"),
   RunTimeEnvExclude: { type: "string", check: regexCheck },
@@ -266,6 +276,7 @@ export function parseOciConf(text: string, file: string): OciConf {
     disableHooks: v.DisableHooks ?? [],
     ignoreFileConfigJson: ignore,
     mountSpool: true,
+    mpiNamespaces: v.MpiNamespaces ?? "host",
     commands,
     where,
     warnings: [...parsed.warnings, ...ignoredKeyWarnings(where)],
@@ -343,6 +354,7 @@ export function embeddedDefaultConf(runc: string, rootless: boolean): OciConf {
     disableHooks: [],
     ignoreFileConfigJson: false,
     mountSpool: false,
+    mpiNamespaces: "host",
     commands: {
       RunTimeQuery: `${global} state ${id}`,
       RunTimeRun: `${global} run ${id} -b %b`,

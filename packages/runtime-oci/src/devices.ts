@@ -1,5 +1,6 @@
 import type { DeviceEdits } from "@jobrt/core";
 import type { OciConfig } from "./bundle.js";
+import type { OciConf } from "./conf.js";
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -125,6 +126,28 @@ function intelRdt(config: OciConfig, edits: DeviceEdits): void {
   if (edits.intelRdt) child(config, "linux").intelRdt = { ...edits.intelRdt };
 }
 
+/** The bundle's mounts the host's IPC namespace replaces: its own /dev/shm (the host's is bound by the edits) and mqueue. */
+const IPC_MOUNTS = ["/dev/shm", "/dev/mqueue"];
+
+/**
+ * The host's namespaces in place of the bundle's own (edits.hostNamespaces, docs/mpi.md): their
+ * entries leave linux.namespaces, and with the UTS namespace goes the bundle's hostname (runc
+ * cannot set one there). In a user namespace of its own (rootless) a container cannot mount a
+ * /proc for the host's PID namespace nor an mqueue for its IPC one, so it keeps its PID namespace
+ * and loses its mqueue mount.
+ */
+function hostNamespaces(config: OciConfig, edits: DeviceEdits): void {
+  const rootless = inUserNamespace(config);
+  const shared: string[] = (edits.hostNamespaces ?? []).filter((n) => !(rootless && n === "pid"));
+  if (shared.length === 0) return;
+  const linux = child(config, "linux");
+  const own = Array.isArray(linux.namespaces) ? linux.namespaces : [];
+  linux.namespaces = own.filter((n) => !(isObj(n) && shared.includes(n.type as string)));
+  if (shared.includes("uts")) delete config.hostname;
+  if (shared.includes("ipc"))
+    config.mounts = listIn(config, "mounts").filter((m) => !(isObj(m) && IPC_MOUNTS.includes(m.destination as string)));
+}
+
 /** (type, major, minor) of a rule that names one device. */
 const deviceKey = (rule: Obj) => `${rule.type} ${rule.major}:${rule.minor}`;
 
@@ -158,10 +181,22 @@ export function nestDeviceRules(config: OciConfig, refused: () => boolean): void
  * process.env with the rest of the task's environment (plugin.ts).
  */
 export function applyDeviceEdits(config: OciConfig, edits: DeviceEdits): void {
+  hostNamespaces(config, edits);
   deviceNodes(config, edits);
-  deviceRules(config, edits);
+  // Edits with no device (the MPI wire-up's alone) leave the bundle's device rules as they are.
+  if (edits.devices.length > 0) deviceRules(config, edits);
   mounts(config, edits);
   hooks(config, edits);
   additionalGids(config, edits);
   intelRdt(config, edits);
+}
+
+/**
+ * The edits as oci.conf's `MpiNamespaces` takes them: `bundle` declines the host's namespaces, so
+ * each container keeps the bundle's own, as Slurm's containers do (docs/mpi.md says what MPI loses).
+ */
+export function withMpiNamespaces(edits: DeviceEdits, conf: Pick<OciConf, "mpiNamespaces">): DeviceEdits {
+  if (conf.mpiNamespaces === "host" || edits.hostNamespaces === undefined) return edits;
+  const { hostNamespaces: _declined, ...kept } = edits;
+  return kept;
 }

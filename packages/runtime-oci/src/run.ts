@@ -12,6 +12,7 @@ import {
 } from "@jobrt/core";
 import { type BundleConfig, type OciConfig, rewriteConfig } from "./bundle.js";
 import { supervisorExec } from "./createstartexec.js";
+import { withMpiNamespaces } from "./devices.js";
 import { filterEnvStrings, formatEnvFile, envStrings, mergeBundleEnv } from "./env.js";
 import { expandCommand, expandPath } from "./expand.js";
 import { type FileOp, runFileOps } from "@jobrt/host-services";
@@ -134,7 +135,7 @@ function taskConfig(
     env,
     args: st.image ? imageArgs(bundleConfig.config, task.argv) : task.argv,
     ...(request.workdir !== undefined ? { cwd: request.workdir } : {}),
-    ...(request.deviceEdits ? { devices: request.deviceEdits } : {}),
+    ...(request.deviceEdits ? { devices: withMpiNamespaces(request.deviceEdits, conf) } : {}),
   });
 }
 

@@ -45,9 +45,10 @@ export function checkRequest(c: ContainerRequest, conf: OciConf | undefined): Mo
   }
   // Devices live in config.json: without it they would silently not be there.
   if (c.deviceEdits && conf?.ignoreFileConfigJson) {
+    const what = c.deviceEdits.devices[0];
     throw requestError(
-      `--container-device ${c.deviceEdits.devices[0]} needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`,
-      "--container-device",
+      `${what === undefined ? "Slurm's MPI wire-up (the host's namespaces and directories, docs/mpi.md)" : `--container-device ${what}`} needs config.json, but ${conf.file} sets IgnoreFileConfigJson=true`,
+      what === undefined ? "IgnoreFileConfigJson" : "--container-device",
     );
   }
   if (c.workdir !== undefined && !isAbsolute(c.workdir))

@@ -131,8 +131,9 @@ describe("oci.conf semantics", () => {
     ]);
     expect(parseOciConf(run, "x").warnings).toEqual([]);
   });
-  test("the schema knows Slurm's 20 keys", () => {
-    expect(Object.keys(OCI_CONF_SCHEMA)).toHaveLength(20);
+  test("the schema knows Slurm's 20 keys and jobrt's MpiNamespaces", () => {
+    expect(Object.keys(OCI_CONF_SCHEMA)).toHaveLength(21);
+    expect(OCI_CONF_SCHEMA).toHaveProperty("MpiNamespaces");
   });
   test("POSIX bracket classes in regexes", () => {
     const conf = parseOciConf(`${run}EnvExclude="^[[:upper:]_]+_SECRET="\n`, "x");

@@ -1,5 +1,5 @@
 import { fstatSync } from "node:fs";
-import { type JobrtError, type TaskRecord, jobrtError } from "@jobrt/core";
+import { type JobrtError, type LoadedRuntime, type TaskRecord, jobrtError } from "@jobrt/core";
 import type { StdioItem } from "./forker.js";
 
 /** The capability a runtime declares when its task process receives the descriptors the host passes it. */
@@ -54,12 +54,11 @@ export function requirePmiCapability(runtime: string, capabilities: readonly str
  * Refuses a runtime with neither: its tasks would fail inside MPI_Init.
  */
 export function placePmiDescriptor(
-  runtime: string,
-  capabilities: readonly string[],
+  runtime: Pick<LoadedRuntime, "name" | "capabilities">,
   fd: number,
   tasks: TaskRecord[],
 ): number {
-  if (requirePmiCapability(runtime, capabilities, fd) === PMI_FD_CAPABILITY) return fd;
+  if (requirePmiCapability(runtime.name, runtime.capabilities, fd) === PMI_FD_CAPABILITY) return fd;
   for (const task of tasks) {
     task.env.PMI_FD = "3";
     task.passedFds = 1;

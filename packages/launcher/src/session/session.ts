@@ -21,6 +21,7 @@ import type { AfterDeath, StdioItem, TaskProcess } from "./forker.js";
 import { TaskSpawner } from "./spawn.js";
 import { closeInheritedDescriptors } from "./descriptors.js";
 import { placePmiDescriptor, pmiDescriptor, withDescriptor } from "./pmi.js";
+import { addWireupEdits } from "./wireupedits.js";
 import { claimJournal, openStepSpool } from "./stepclaim.js";
 import type { SessionOptions, StepPlan, StepResult } from "./sessionoptions.js";
 import { signalNumber } from "./status.js";
@@ -168,10 +169,10 @@ export class StepSession {
     try {
       for (const c of components) resolveStepDevices(c.record, this.#o.devices ?? deviceConfFrom(undefined));
       if (await loadRuntimes(hooks, stop)) {
+        addWireupEdits(components, (i) => this.#o.registry.info(indexes[i]!));
         if (this.#pmiFd !== undefined) {
-          const info = this.#o.registry.info(indexes[0]!);
           const tasks = components.flatMap((c) => c.record.tasks);
-          this.#pmiAt = placePmiDescriptor(info.name, info.capabilities, this.#pmiFd, tasks);
+          this.#pmiAt = placePmiDescriptor(this.#o.registry.info(indexes[0]!), this.#pmiFd, tasks);
         }
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
