@@ -1,8 +1,8 @@
 import type { CheckFinding, LoadedRuntime } from "@jobrt/core";
-import { PMI_FD_CAPABILITY, requirePmiCapability } from "@jobrt/launcher";
+import { PMI_FD_CAPABILITY, type WireupEdits, requirePmiCapability, wireupEdits } from "@jobrt/launcher";
 import { showFindings } from "./finding.js";
 import { fabricFinding, pmixDirFinding, shmFinding, userNamespaceFinding } from "./mpinode.js";
-import type { Wireup } from "./mpiwireup.js";
+import { type Wireup, definedEnv } from "./mpiwireup.js";
 import { say } from "./say.js";
 
 /** A component of the checked request, with the runtime it loaded. */
@@ -89,7 +89,6 @@ function ranksOnNode(env: Readonly<Record<string, string | undefined>>): number 
  */
 function componentFindings(w: Wireup, runtime: LoadedRuntime): CheckFinding[] {
   const out: CheckFinding[] = [];
-  const host = runtime.name === "none";
   if (w.kind === "pmi2" && w.pmiFd !== undefined) {
     try {
       const how = requirePmiCapability(runtime.name, runtime.capabilities, w.pmiFd);
@@ -107,40 +106,72 @@ function componentFindings(w: Wireup, runtime: LoadedRuntime): CheckFinding[] {
       });
     }
   }
-  if (w.kind === "pmix")
-    out.push(
-      host
-        ? { subject: "PMIx directories", status: "ok", detail: "the task sees them as this process does" }
-        : {
-            subject: "PMIx directories",
-            status: "failed",
-            detail: `not bound into runtime ${runtime.name}'s container (jobrt binds no PMIX_SERVER_TMPDIR into a container yet), so MPI_Init fails there; fix: --runtime none`,
-          },
-    );
-  if (host) {
+  let edits: WireupEdits | undefined;
+  try {
+    edits = wireupEdits(definedEnv(w.env), runtime, asRoot());
+  } catch (error) {
     out.push({
-      subject: "/dev/shm and user namespace",
-      status: "ok",
-      detail:
-        "the task's are this process's (above): the step's ranks on this node share them, so shared memory and CMA work",
+      subject: "PMIx directories",
+      status: "failed",
+      detail: `jobrt exec refuses: ${(error as Error).message}`,
     });
     return out;
   }
-  const ranks = ranksOnNode(w.env);
-  out.push(
-    ranks === 1
-      ? {
-          subject: "/dev/shm and user namespace",
-          status: "ok",
-          detail: "each task is its own container, but this node has one rank of the step: nothing to share",
-        }
-      : {
-          subject: "/dev/shm and user namespace",
-          status: "failed",
-          detail: `each task is its own runtime ${runtime.name} container${ranks !== undefined ? ` (${ranks} ranks on this node)` : ""}: they share no /dev/shm, IPC or PID namespace, so MPI's shared-memory and CMA transports between them fail; fix: --runtime none, or one rank per node (srun --ntasks-per-node=1)`,
-        },
-  );
+  if (w.kind === "pmix") out.push(pmixDirectoriesFinding(runtime, edits));
+  out.push(sharingFinding(w, runtime, edits));
   return out;
+}
+
+const asRoot = () => process.geteuid?.() === 0;
+
+function pmixDirectoriesFinding(runtime: LoadedRuntime, edits: WireupEdits | undefined): CheckFinding {
+  if (edits === undefined)
+    return { subject: "PMIx directories", status: "ok", detail: "the task sees them as this process does" };
+  const binds = edits.mounts.filter((m) => m.containerPath !== "/dev/shm").map((m) => m.hostPath);
+  return {
+    subject: "PMIx directories",
+    status: "ok",
+    detail: `bound into runtime ${runtime.name}'s container at the same path${binds.length === 1 ? "" : "s"}: ${binds.join(", ")}`,
+  };
+}
+
+/**
+ * Whether the node's ranks share memory: a host process does; the host asks a container runtime
+ * for its namespaces and /dev/shm, which root's containers then share; a job user's (rootless)
+ * containers keep a user and PID namespace each, across which CMA fails (docs/mpi.md).
+ */
+function sharingFinding(w: Wireup, runtime: LoadedRuntime, edits: WireupEdits | undefined): CheckFinding {
+  const subject = "/dev/shm and user namespace";
+  if (!runtime.capabilities.includes("container"))
+    return {
+      subject,
+      status: "ok",
+      detail:
+        "the task's are this process's (above): the step's ranks on this node share them, so shared memory and CMA work",
+    };
+  const ranks = ranksOnNode(w.env);
+  if (ranks === 1)
+    return {
+      subject,
+      status: "ok",
+      detail: "each task is its own container, but this node has one rank of the step: nothing to share",
+    };
+  const count = ranks !== undefined ? ` (${ranks} ranks on this node)` : "";
+  if (edits !== undefined && asRoot())
+    return {
+      subject,
+      status: "ok",
+      detail: `runtime ${runtime.name}'s containers are asked for the host's network, IPC, PID and UTS namespaces and /dev/shm${count}, so shared memory and CMA work between them (unless a site conf declines, docs/mpi.md)`,
+    };
+  const why =
+    edits === undefined
+      ? `each task is its own runtime ${runtime.name} container${count}: they share no /dev/shm, IPC or PID namespace`
+      : `each task is its own runtime ${runtime.name} container${count}, which as a job user has a user and PID namespace of its own`;
+  return {
+    subject,
+    status: "failed",
+    detail: `${why}, so MPI's shared-memory and CMA transports between them fail; fix: --runtime none, or one rank per node (srun --ntasks-per-node=1)`,
+  };
 }
 
 /**

@@ -1,7 +1,4 @@
-import { pmiDescriptor } from "@jobrt/launcher";
-
-/** Which of Slurm's MPI wire-ups a step has (docs/mpi.md, "What Slurm gives a task"). */
-export type WireupKind = "pmi2" | "pmix" | "none";
+import { type WireupKind, pmiDescriptor, wireupKind } from "@jobrt/launcher";
 
 export interface Wireup {
   /** SLURM_JOB_ID and SLURM_STEP_ID are both set: this process is a task of a Slurm step. */
@@ -16,21 +13,13 @@ export interface Wireup {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-function kindOf(env: Readonly<Record<string, string | undefined>>, mpiType: string | undefined): WireupKind {
-  if (mpiType?.startsWith("pmix")) return "pmix";
-  if (mpiType === "pmi2" || mpiType === "pmi1") return "pmi2";
-  if (env.PMI_FD !== undefined) return "pmi2";
-  if (env.PMIX_NAMESPACE !== undefined || env.PMIX_RANK !== undefined) return "pmix";
-  return "none";
-}
-
 /**
  * The wire-up as this process inherited it. Called before jobrt opens any descriptor of its own:
  * a `PMI_FD` naming no socket could otherwise be taken for one jobrt opened at that number
  * (launcher's pmiDescriptor says why only "open now" can be checked).
  */
 export function captureWireup(env: Readonly<Record<string, string | undefined>>): Wireup {
-  const defined = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+  const defined = definedEnv(env);
   const mpiType = env.SLURM_MPI_TYPE;
   let pmiFd: number | undefined;
   let pmiProblem: string | undefined;
@@ -41,10 +30,15 @@ export function captureWireup(env: Readonly<Record<string, string | undefined>>)
   }
   return {
     inStep: env.SLURM_JOB_ID !== undefined && env.SLURM_STEP_ID !== undefined,
-    kind: kindOf(env, mpiType),
+    kind: wireupKind(env),
     mpiType,
     pmiFd,
     pmiProblem,
     env,
   };
+}
+
+/** The variables of `env` that are set. */
+export function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
