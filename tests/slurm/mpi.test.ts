@@ -181,6 +181,32 @@ describe("MPI under srun through jobrt exec", () => {
     },
   );
 
+  // Slurm's PMIx server takes a client only with the job's uid; rootless runc runs the task as root
+  // of its own user namespace, so the step is refused before its container exists (docs/mpi.md).
+  it("rootless oci containers (srun --uid) under --mpi=pmix: refused in one line on each node, nothing started", async () => {
+    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+    const r = await srun([
+      "--uid=65534",
+      "--gid=65534",
+      "--chdir",
+      dir,
+      "--mpi=pmix",
+      "-N",
+      "2",
+      "-n",
+      "2",
+      ...exec(["--runtime", "oci", "--container", rootlessBundle], ["sh", "-c", "echo started"]),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    const refusals = r.stderr.split("\n").filter((l) => l.includes("Slurm's PMIx server refuses"));
+    expect(refusals).toHaveLength(2);
+    for (const line of refusals)
+      expect(line).toMatch(
+        /MPI wire-up: runtime oci runs this task as uid 0 of its own user namespace \(rootless runc\), and Slurm's PMIx server refuses a client whose uid is not the job's \(65534\), so MPI_Init would fail: use srun --mpi=pmi2 \(an MPI with PMI-2, such as MPICH\), or --runtime none$/,
+      );
+  });
+
   // `jobrt check` as the step's program (docs/cli.md, "The MPI wire-up"): one srun per wire-up, each
   // task checking runtime none, then runtime oci (srun takes a ":" for its own, so not one jobrt
   // check of two components); `-l` labels each line with its task, task 0's are looked at.

@@ -162,8 +162,8 @@ export const ERROR_CATALOG = {
   },
   ERR_MPI_WIREUP: {
     template: "MPI wire-up: {problem}",
-    when: "what Slurm's MPI plugin gave a `jobrt exec` task cannot reach it: `PMI_FD` names no open socket, the step's runtime declares neither the `pmi-fd` nor the `pass-fds` capability, or its configuration cannot carry the socket into the container (an oci.conf whose RunTimeRun or RunTimeCreate is the site's own command). See [mpi.md](mpi.md)",
-    hint: "run the step with `--mpi=pmix`, or with a runtime (and configuration) that lists `pmi-fd` or `pass-fds` in `jobrt runtimes`",
+    when: "what Slurm's MPI plugin gave a `jobrt exec` task cannot reach it: `PMI_FD` names no open socket, the step's runtime declares neither the `pmi-fd` nor the `pass-fds` capability, or its configuration cannot carry the socket into the container (an oci.conf whose RunTimeRun or RunTimeCreate is the site's own command); under PMIx, a `PMIX_*_TMPDIR` that is missing, not a directory or (as root) under a directory a job user could change, a container runtime that applies no host edits, or a rootless container whose task's uid Slurm's PMIx server would refuse. See [mpi.md](mpi.md)",
+    hint: "the line names the fix: `--mpi=pmix` where the PMI-2 socket cannot pass, `--mpi=pmi2` where PMIx cannot, or `--runtime none`",
     exit: 1,
   },
   ERR_NOT_IN_SLURM_STEP: {

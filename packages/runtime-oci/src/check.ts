@@ -8,11 +8,12 @@ import {
   containerImage,
   messageOf,
 } from "@jobrt/core";
-import { fitRootless, parseBundleConfig } from "./bundle.js";
+import { type BundleConfig, fitRootless, parseBundleConfig } from "./bundle.js";
 import type { OciConf } from "./conf.js";
 import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
 import { imagesModule } from "./image/request.js";
 import { identityFor } from "./ocistepstate.js";
+import { pmixUserProblem } from "./pmixuser.js";
 import { resolveConf } from "./resolveconf.js";
 import { type UnnamedProgram, ociTools } from "./tools.js";
 
@@ -68,6 +69,7 @@ export async function bundleFindings(
   conf: OciConf,
   as: FileUser | undefined,
   rootless?: FileUser,
+  step?: Pick<StepRecord, "env" | "uid">,
 ): Promise<CheckFinding[]> {
   const file = join(bundle, "config.json");
   const [dir, config] = runFileOps(
@@ -98,10 +100,9 @@ export async function bundleFindings(
     });
     return findings;
   }
-  let rootfs: string;
+  let parsed: BundleConfig;
   try {
-    const parsed = parseBundleConfig(r.value as string, file, bundle);
-    rootfs = parsed.rootfs;
+    parsed = parseBundleConfig(r.value as string, file, bundle);
     const problem = rootless ? fitRootless(parsed.config, rootless.uid, rootless.gid) : undefined;
     if (problem) throw new Error(`${file}: ${problem}`);
   } catch (error) {
@@ -109,8 +110,11 @@ export async function bundleFindings(
     return findings;
   }
   findings.push({ subject: file, status: "ok", detail: "parses, names root.path" });
+  const rootfs = parsed.rootfs;
   const [root] = runFileOps([{ op: "read", path: inside(rootfs) }], as);
   findings.push(dirFinding(`rootfs ${rootfs}`, root as FileOpResult, ` (root.path in ${file})`, as));
+  const pmix = step && pmixUserProblem(parsed.config, step);
+  if (pmix) findings.push({ subject: "PMIx client", status: "failed", detail: `jobrt exec refuses: ${pmix}` });
   return findings;
 }
 
@@ -158,7 +162,8 @@ export async function check({ node, step }: CheckContext): Promise<CheckFinding[
   else {
     // The embedded default runs rootless runc for a job user: setup fits config.json to it (fitRootless).
     const rootless = conf.embedded && step.uid !== 0 ? { uid: step.uid, gid: step.gid } : undefined;
-    findings.push(...(await bundleFindings(resolve(step.cwd, c.value ?? ""), conf, identityFor(step), rootless)));
+    const dir = resolve(step.cwd, c.value ?? "");
+    findings.push(...(await bundleFindings(dir, conf, identityFor(step), rootless, step)));
   }
   return findings;
 }

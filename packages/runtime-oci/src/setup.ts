@@ -12,6 +12,7 @@ import {
 } from "@jobrt/core";
 import type { CachedImage } from "@jobrt/images";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig } from "./bundle.js";
+import { pmixUserProblem } from "./pmixuser.js";
 import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
 import type { OciConf } from "./conf.js";
@@ -85,6 +86,8 @@ async function stepState(
           { details: { runtime: "runtime/oci", file } },
         );
     }
+    const pmix = pmixUserProblem(bundleConfig.config, step);
+    if (pmix) throw jobrtError("ERR_MPI_WIREUP", { problem: pmix });
   }
   const { base, stepDir } = stepPlace(node, step, conf, bundle, rootfs);
   return {
