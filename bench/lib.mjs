@@ -18,9 +18,31 @@ const VALGRIND = "/usr/bin/valgrind";
 export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode = 0 } = {}) {
   const useTime = existsSync(TIME);
   const full = useTime ? [TIME, "-f", "JOBRT_BENCH_RSS=%M JOBRT_BENCH_CPU=%U+%S", ...argv] : argv;
+  const start = process.hrtime.bigint();
+  const child = spawn(full[0], full.slice(1), { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
+  return childOutput(child).then(({ code, out, err }) => {
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const m = /JOBRT_BENCH_RSS=(\d+)/.exec(err);
+    if (code !== expectCode)
+      throw new Error(
+        `${argv.join(" ")} exited ${code}, expected ${expectCode}:\n${err.slice(-2000)}${out.slice(-500)}`,
+      );
+    // CPU seconds (user + system) of the tree GNU time waited for: what a run costs the machine,
+    // much less sensitive to other load than wall time.
+    const cpu = /JOBRT_BENCH_CPU=([\d.]+)\+([\d.]+)/.exec(err);
+    return {
+      ms,
+      rssKiB: m ? Number(m[1]) : undefined,
+      cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined,
+      stdout: out,
+      stderr: err,
+    };
+  });
+}
+
+/** A spawned child's stdout and stderr as text, with its exit code, once it has closed. */
+export function childOutput(child) {
   return new Promise((resolve, reject) => {
-    const start = process.hrtime.bigint();
-    const child = spawn(full[0], full.slice(1), { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => {
@@ -30,26 +52,7 @@ export function timeOnce(argv, { env = process.env, cwd = repoRoot, expectCode =
       err += d;
     });
     child.on("error", reject);
-    child.on("close", (code) => {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      const m = /JOBRT_BENCH_RSS=(\d+)/.exec(err);
-      if (code !== expectCode) {
-        reject(
-          new Error(`${argv.join(" ")} exited ${code}, expected ${expectCode}:\n${err.slice(-2000)}${out.slice(-500)}`),
-        );
-        return;
-      }
-      // CPU seconds (user + system) of the tree GNU time waited for: what a run costs the machine,
-      // much less sensitive to other load than wall time.
-      const cpu = /JOBRT_BENCH_CPU=([\d.]+)\+([\d.]+)/.exec(err);
-      resolve({
-        ms,
-        rssKiB: m ? Number(m[1]) : undefined,
-        cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : undefined,
-        stdout: out,
-        stderr: err,
-      });
-    });
+    child.on("close", (code) => resolve({ code, out, err }));
   });
 }
 

@@ -6,7 +6,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { confDir } from "./fixtures.mjs";
-import { jobrtBin, median, repoRoot, spreadVerdict, table } from "./lib.mjs";
+import { childOutput, jobrtBin, median, repoRoot, spreadVerdict, table } from "./lib.mjs";
 import { allocate, withCluster } from "./slurm-cluster.mjs";
 
 export const name = "mpi";
@@ -33,34 +33,23 @@ const TARGET = { slowdown: 1.05, init: 1.5 };
 
 /** One step; its parsed output (latency µs, bandwidth MB/s, ms from spawn to the last rank's MPI_Init). */
 function step(argv, env, ranks) {
-  return new Promise((resolve, reject) => {
-    const startUs = (performance.timeOrigin + performance.now()) * 1000;
-    const child = spawn(argv[0], argv.slice(1), { env, stdio: ["ignore", "pipe", "pipe"] });
-    // A hung wire-up fails the benchmark instead of holding the cluster (and its lock) for ever.
-    const timer = setTimeout(() => child.kill("SIGKILL"), 180_000);
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => {
-      out += d;
-    });
-    child.stderr.on("data", (d) => {
-      err += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      const inits = [...out.matchAll(/^init \d+ (\d+)$/gm)].map((m) => Number(m[1]));
-      const pp = /^latency_us ([\d.]+) bandwidth_MBps ([\d.]+)$/m.exec(out);
-      if (code !== 0 || inits.length !== ranks)
-        return reject(
-          new Error(`${argv.join(" ")} exited ${code} with ${inits.length} of ${ranks} ranks up:\n${err.slice(-1500)}`),
-        );
-      resolve({
-        initMs: (Math.max(...inits) - startUs) / 1000,
-        latencyUs: pp ? Number(pp[1]) : undefined,
-        bandwidth: pp ? Number(pp[2]) : undefined,
-      });
-    });
+  const startUs = (performance.timeOrigin + performance.now()) * 1000;
+  const child = spawn(argv[0], argv.slice(1), { env, stdio: ["ignore", "pipe", "pipe"] });
+  // A hung wire-up fails the benchmark instead of holding the cluster (and its lock) for ever.
+  const timer = setTimeout(() => child.kill("SIGKILL"), 180_000);
+  return childOutput(child).then(({ code, out, err }) => {
+    clearTimeout(timer);
+    const inits = [...out.matchAll(/^init \d+ (\d+)$/gm)].map((m) => Number(m[1]));
+    const pp = /^latency_us ([\d.]+) bandwidth_MBps ([\d.]+)$/m.exec(out);
+    if (code !== 0 || inits.length !== ranks)
+      throw new Error(
+        `${argv.join(" ")} exited ${code} with ${inits.length} of ${ranks} ranks up:\n${err.slice(-1500)}`,
+      );
+    return {
+      initMs: (Math.max(...inits) - startUs) / 1000,
+      latencyUs: pp ? Number(pp[1]) : undefined,
+      bandwidth: pp ? Number(pp[2]) : undefined,
+    };
   });
 }
 
