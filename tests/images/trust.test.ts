@@ -23,6 +23,12 @@ import {
 let nextJob = 790000 + (process.pid % 1000) * 50;
 const jobId = () => String(++nextJob);
 const NOBODY = ["--uid", "65534", "--gid", "65534"];
+/** `jobrt run` of `cat /etc/jobrt-image` (what each pushed image says it is) in `image`, with the conf in `dir`. */
+const catImage = (dir: string, image: string, options?: Parameters<typeof jobrt>[1], more: string[] = []) =>
+  jobrt(
+    ["run", "--conf-dir", dir, "--jobid", jobId(), ...more, "--container-image", image, "cat", "/etc/jobrt-image"],
+    options,
+  );
 
 /** A node's conf dir naming the site policy and registries.d; with `store`, a SharedStore too. */
 function site(reg: Registry, policy: string, registriesDir: string, name: string, store?: string) {
@@ -98,19 +104,7 @@ describe("the image trust policy: signatures, allowed repositories, every path",
   test("signed by the site key runs; unsigned, signed by another key, outside the allowed repositories: refused in one line before any pull; jobrt check says which", async () => {
     policy = writePolicy(restrictive());
     const { dir } = site(reg, policy, registriesDir, "sig");
-    const run = (repo: string, ...more: string[]) =>
-      jobrt([
-        "run",
-        "--conf-dir",
-        dir,
-        "--jobid",
-        jobId(),
-        ...more,
-        "--container-image",
-        `docker://${reg.host}/${repo}`,
-        "cat",
-        "/etc/jobrt-image",
-      ]);
+    const run = (repo: string, ...more: string[]) => catImage(dir, `docker://${reg.host}/${repo}`, {}, more);
     const signed = await run("site/app:1");
     expect(signed.stdout, signed.stderr).toBe("trusted\n");
     // skopeo itself still refuses the unsigned image when the copy drops signatures (what jobrt's pull does).
@@ -202,22 +196,7 @@ describe("the image trust policy: signatures, allowed repositories, every path",
       spawnSync("chown", ["-R", "65534:65534", home]);
       chownSync(home, 65534, 65534);
       const env = { ...process.env, HOME: home, REGISTRY_AUTH_FILE: auth };
-      const run = (repo: string) =>
-        jobrt(
-          [
-            "run",
-            "--conf-dir",
-            dir,
-            "--jobid",
-            jobId(),
-            ...NOBODY,
-            "--container-image",
-            `docker://${own.host}/${repo}`,
-            "cat",
-            "/etc/jobrt-image",
-          ],
-          { env },
-        );
+      const run = (repo: string) => catImage(dir, `docker://${own.host}/${repo}`, { env }, NOBODY);
       const unsigned = await run("mine/base:1");
       expect(unsigned.code, unsigned.stderr).toBe(1);
       expect(unsigned.stderr.trim().split("\n")).toHaveLength(1);
@@ -251,20 +230,11 @@ describe("the image trust policy: signatures, allowed repositories, every path",
     writeFileSync(join(home, ".config", "containers", "policy.json"), JSON.stringify({ default: accept }));
     spawnSync("chown", ["-R", "65534:65534", home]);
     const run = (repo: string) =>
-      jobrt(
-        [
-          "run",
-          "--conf-dir",
-          dir,
-          "--jobid",
-          jobId(),
-          "--container-image",
-          `docker://${reg.host}/${repo}`,
-          "cat",
-          "/etc/jobrt-image",
-        ],
-        { uid: 65534, gid: 65534, env: { ...process.env, HOME: home, XDG_RUNTIME_DIR: home } },
-      );
+      catImage(dir, `docker://${reg.host}/${repo}`, {
+        uid: 65534,
+        gid: 65534,
+        env: { ...process.env, HOME: home, XDG_RUNTIME_DIR: home },
+      });
     const unsigned = await run("site/base:1");
     expect(unsigned.code, unsigned.stderr).toBe(1);
     expect(unsigned.stdout).toBe("");
@@ -286,18 +256,7 @@ describe("the image trust policy: signatures, allowed repositories, every path",
       transports: { docker: { [`${reg.host}/sig`]: [{ type: "sigstoreSigned", keyPath: key.publicKey }] } },
     });
     const { dir } = site(reg, file, regd, "sigstore");
-    const run = (repo: string) =>
-      jobrt([
-        "run",
-        "--conf-dir",
-        dir,
-        "--jobid",
-        jobId(),
-        "--container-image",
-        `docker://${reg.host}/${repo}`,
-        "cat",
-        "/etc/jobrt-image",
-      ]);
+    const run = (repo: string) => catImage(dir, `docker://${reg.host}/${repo}`);
     // What this node's skopeo itself makes of the signed image: Debian's 1.9 is built without sigstore.
     const direct = spawnSync(
       "skopeo",
@@ -341,8 +300,7 @@ describe("the image trust policy: signatures, allowed repositories, every path",
     });
     const digest = pushBusybox(reg, "site/later:1", "cached-loosely");
     const { dir } = site(reg, file, registriesDir, "cache");
-    const run = (ref: string) =>
-      jobrt(["run", "--conf-dir", dir, "--jobid", jobId(), "--container-image", ref, "cat", "/etc/jobrt-image"]);
+    const run = (ref: string) => catImage(dir, ref);
     const loose = await run(`docker://${reg.host}/site/later:1`);
     expect(loose.stdout, loose.stderr).toBe("cached-loosely\n");
     writeFileSync(file, JSON.stringify(restrictive()));
