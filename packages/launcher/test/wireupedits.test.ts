@@ -1,11 +1,10 @@
-import { chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chownSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../../../tests/helpers/tmp.js";
 import { wireupEdits, wireupKind } from "../src/session/wireupedits.js";
 
-const dir = mkdtempSync(join(tmpdir(), "jobrt-wireup-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("jobrt-wireup-");
 const server = join(dir, "spool", "pmix.4.0");
 mkdirSync(server, { recursive: true });
 symlinkSync(server, join(dir, "link"));
