@@ -22,7 +22,9 @@ export function addDeviceModules(
   conf: ShifterConf,
   udi: UdiRootConf | undefined,
 ): void {
-  if (!edits) return;
+  // Edits without a device are an MPI step's (docs/mpi.md): Shifter's tasks have the host's
+  // namespaces already, and its binds are the site's modules' and siteFs's to give.
+  if (!edits || edits.devices.length === 0) return;
   const modules: string[] = [];
   for (const name of edits.devices) {
     const kind = name.slice(0, name.indexOf("="));

@@ -125,6 +125,19 @@ describe("runtime-shifter maps the host's CDI devices to its site module", () =>
     expect((error as Error).message).not.toContain("\n");
   });
 
+  it("edits without a device (an MPI step's, docs/mpi.md) add no module and refuse no --container-module none", () => {
+    const mpiOnly: DeviceEdits = {
+      ...gpus,
+      devices: [],
+      deviceNodes: [],
+      env: [],
+      mounts: [{ hostPath: "/dev/shm", containerPath: "/dev/shm", options: ["rbind", "rw"] }],
+      hostNamespaces: ["network", "ipc", "pid", "uts"],
+    };
+    const request = validateRequest(step({ devices: [], deviceEdits: mpiOnly, modules: ["none"] }), site, udi);
+    expect(shifterOptions(request!)).toEqual(["--module=none"]);
+  });
+
   it("a malformed DeviceModules is refused at its line", () => {
     expect(() => conf(["DeviceModules=gpu"])).toThrow(/DeviceModules.*"gpu" is not KIND:MODULE/);
   });
