@@ -1,5 +1,11 @@
 import type { CheckFinding, LoadedRuntime } from "@jobrt/core";
-import { PMI_FD_CAPABILITY, type WireupEdits, requirePmiCapability, wireupEdits } from "@jobrt/launcher";
+import {
+  CONTAINER_CAPABILITY,
+  PMI_FD_CAPABILITY,
+  type WireupEdits,
+  requirePmiCapability,
+  wireupEdits,
+} from "@jobrt/launcher";
 import { showFindings } from "./finding.js";
 import { fabricFinding, pmixDirFinding, shmFinding, userNamespaceFinding } from "./mpinode.js";
 import { type Wireup, definedEnv } from "./mpiwireup.js";
@@ -142,7 +148,7 @@ function pmixDirectoriesFinding(runtime: LoadedRuntime, edits: WireupEdits | und
  */
 function sharingFinding(w: Wireup, runtime: LoadedRuntime, edits: WireupEdits | undefined): CheckFinding {
   const subject = "/dev/shm and user namespace";
-  if (!runtime.capabilities.includes("container"))
+  if (!runtime.capabilities.includes(CONTAINER_CAPABILITY))
     return {
       subject,
       status: "ok",

@@ -32,4 +32,10 @@ export type { DeviceConf } from "./devices/resolve.js";
 export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";
 export { resolveStepDevices } from "./devices/step.js";
 export { PMI_FD_CAPABILITY, pmiDescriptor, requirePmiCapability } from "./session/pmi.js";
-export { type WireupEdits, type WireupKind, wireupEdits, wireupKind } from "./session/wireupedits.js";
+export {
+  CONTAINER_CAPABILITY,
+  type WireupEdits,
+  type WireupKind,
+  wireupEdits,
+  wireupKind,
+} from "./session/wireupedits.js";

@@ -26,7 +26,7 @@ export function wireupKind(env: Readonly<Record<string, string | undefined>>): W
 }
 
 /** The capability of a runtime whose tasks run in a sandbox of their own, not beside jobrt. */
-const CONTAINER_CAPABILITY = "container";
+export const CONTAINER_CAPABILITY = "container";
 
 /** The PMIx server's directories a client must find at the same path: [variable, required]. */
 const PMIX_DIRECTORIES = [
