@@ -57,7 +57,7 @@ describe("MPI under srun through jobrt exec", () => {
   let dir: string;
   let bundle: string;
   let rootlessBundle: string;
-  let ompiBundle: string;
+  let runcSpecMpiBundle: string;
 
   beforeAll(async () => {
     site = jobrtSite();
@@ -67,7 +67,7 @@ describe("MPI under srun through jobrt exec", () => {
     compile("mpicc.openmpi", join(dir, "ring-ompi"));
     bundle = busyboxBundle(join(dir, "bundle"));
     rootlessBundle = busyboxBundle(join(dir, "rootless"), true);
-    ompiBundle = mpiBundle(join(dir, "mpi"), dir);
+    runcSpecMpiBundle = mpiBundle(join(dir, "mpi"), dir);
     await startCluster(2);
   }, 300_000);
   stopClusterAfterAll(() => {
@@ -79,6 +79,13 @@ describe("MPI under srun through jobrt exec", () => {
     return { ...r, stderr: withoutAllocation(r.stderr) };
   };
   const exec = (runtime: string[], program: string[]) => ["jobrt", "exec", ...runtime, "--", ...program];
+  /** `srun ... jobrt exec --runtime oci` of the rootless bundle, as nobody (rootless runc). */
+  const srunAsNobody = async (layout: string[], program: string[]) => {
+    // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
+    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
+    const runtime = ["--runtime", "oci", "--container", rootlessBundle];
+    return srun(["--uid=65534", "--gid=65534", "--chdir", dir, ...layout, ...exec(runtime, program)]);
+  };
 
   it.each([
     ["2 nodes", ["-N", "2", "-n", "2"], "ring 2 ranks token 1001"],
@@ -136,20 +143,7 @@ describe("MPI under srun through jobrt exec", () => {
   });
 
   it("--runtime oci under --mpi=pmi2, as a job user (srun --uid, rootless runc): the same", async () => {
-    // srun --uid cannot read its allocation reply if the job had to queue: start on an idle cluster.
-    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
-    const r = await srun([
-      "--uid=65534",
-      "--gid=65534",
-      "--chdir",
-      dir,
-      "--mpi=pmi2",
-      "-N",
-      "2",
-      "-n",
-      "2",
-      ...exec(["--runtime", "oci", "--container", rootlessBundle], ["sh", "-c", PMI2_INIT]),
-    ]);
+    const r = await srunAsNobody(["--mpi=pmi2", "-N", "2", "-n", "2"], ["sh", "-c", PMI2_INIT]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(sortedLines(r.stdout)).toEqual(initAnswers);
@@ -171,7 +165,7 @@ describe("MPI under srun through jobrt exec", () => {
       const r = await srun([
         `--mpi=${type}`,
         ...layout,
-        ...exec(["--runtime", "oci", "--container", ompiBundle], [ring]),
+        ...exec(["--runtime", "oci", "--container", runcSpecMpiBundle], [ring]),
       ]);
       // Open MPI names each fabric component its library view lacks, "(ignored)": nothing else.
       expect(r.stderr.split("\n").filter((l) => l !== "" && !l.endsWith("(ignored)"))).toEqual([]);
@@ -184,19 +178,7 @@ describe("MPI under srun through jobrt exec", () => {
   // Slurm's PMIx server takes a client only with the job's uid; rootless runc runs the task as root
   // of its own user namespace, so the step is refused before its container exists (docs/mpi.md).
   it("rootless oci containers (srun --uid) under --mpi=pmix: refused in one line on each node, nothing started", async () => {
-    expect(await waitFor(async () => (await slurm(["squeue", "-h"])).stdout.trim() === "", 30_000, 200)).toBe(true);
-    const r = await srun([
-      "--uid=65534",
-      "--gid=65534",
-      "--chdir",
-      dir,
-      "--mpi=pmix",
-      "-N",
-      "2",
-      "-n",
-      "2",
-      ...exec(["--runtime", "oci", "--container", rootlessBundle], ["sh", "-c", "echo started"]),
-    ]);
+    const r = await srunAsNobody(["--mpi=pmix", "-N", "2", "-n", "2"], ["sh", "-c", "echo started"]);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     const refusals = r.stderr.split("\n").filter((l) => l.includes("Slurm's PMIx server refuses"));
