@@ -27,7 +27,7 @@ import { faultPluginDir } from "../faults/faultplugin.js";
 import { waitFor } from "../helpers/leaks.js";
 
 const NOBODY = 65534;
-/** The bound on one job user's journal (FOREIGN_JOURNAL_BOUND_MS in packages/launcher/src/session/collect.ts). */
+/** The bound on one job user's journal (FOREIGN_JOURNAL_BOUND_MS in packages/launcher/src/session/journal/collect.ts). */
 const ENTRY_BOUND_MS = 30_000;
 
 /** A dead `jobrt run` of nobody's: its journal entry and its still running task. */

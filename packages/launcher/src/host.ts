@@ -1,9 +1,9 @@
 import { type Logger, type NodeConf, RuntimeRegistry, createPackageResolver } from "@jobrt/core";
-import { type Collected, collectOrphans } from "./session/collect.js";
-import { type TrackerRecord, probeTracker } from "./session/proctrack.js";
-import { type Spool, openSpool } from "./session/spool.js";
-import { type StepView, listSteps } from "./session/steplist.js";
-import { userSpools } from "./session/userjournals.js";
+import { type Collected, collectOrphans } from "./session/journal/collect.js";
+import { type TrackerRecord, probeTracker } from "./session/proctrack/proctrack.js";
+import { type Spool, openSpool } from "./session/journal/spool.js";
+import { type StepView, listSteps } from "./session/journal/steplist.js";
+import { userSpools } from "./session/journal/userjournals.js";
 import { type SiteConfig, loadSiteConfig, nodeNameFor, spoolDirFor } from "./siteconf.js";
 
 export interface HostOptions {

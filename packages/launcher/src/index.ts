@@ -22,20 +22,20 @@ export type {
 export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
 export { runSession } from "./session/session.js";
 export type { SessionOptions, StepPlan, StepResult } from "./session/sessionoptions.js";
-export type { Collected } from "./session/collect.js";
-export type { StepComponentView, StepView } from "./session/steplist.js";
-export type { ProcTrackMode, TrackerRecord } from "./session/proctrack.js";
-export { type TaskGroup, type TaskStart, createTaskGroup } from "./session/taskgroup.js";
-export type { TaskEnd } from "./session/supervision.js";
-export type { StdioItem, TaskProcess } from "./session/forker.js";
+export type { Collected } from "./session/journal/collect.js";
+export type { StepComponentView, StepView } from "./session/journal/steplist.js";
+export type { ProcTrackMode, TrackerRecord } from "./session/proctrack/proctrack.js";
+export { type TaskGroup, type TaskStart, createTaskGroup } from "./session/task/taskgroup.js";
+export type { TaskEnd } from "./session/task/supervision.js";
+export type { StdioItem, TaskProcess } from "./session/forker/forker.js";
 export type { DeviceConf } from "./devices/resolve.js";
 export { type CdiDeviceListing, type CdiInventory, cdiInventory } from "./devices/inventory.js";
 export { resolveStepDevices } from "./devices/step.js";
-export { PMI_FD_CAPABILITY, pmiDescriptor, requirePmiCapability } from "./session/pmi.js";
+export { PMI_FD_CAPABILITY, pmiDescriptor, requirePmiCapability } from "./session/wireup/pmi.js";
 export {
   CONTAINER_CAPABILITY,
   type WireupEdits,
   type WireupKind,
   wireupEdits,
   wireupKind,
-} from "./session/wireupedits.js";
+} from "./session/wireup/wireupedits.js";

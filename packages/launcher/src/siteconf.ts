@@ -2,7 +2,7 @@ import { hostname, tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { DEVICE_SCHEMA, deviceConfFrom } from "./devices/conf.js";
 import type { DeviceConf } from "./devices/resolve.js";
-import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack.js";
+import { PROCTRACK_MODES, type ProcTrackMode } from "./session/proctrack/proctrack.js";
 import {
   type ConfSchema,
   DEFAULT_ALLOWED_RUNTIMES,

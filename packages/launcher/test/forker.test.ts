@@ -6,8 +6,8 @@ import { closeSync, openSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { type StdioItem, TaskForker, forkerPerl } from "../src/session/forker.js";
-import { withDescriptor } from "../src/session/pmi.js";
+import { type StdioItem, TaskForker, forkerPerl } from "../src/session/forker/forker.js";
+import { withDescriptor } from "../src/session/wireup/pmi.js";
 import { exitStatuses, tracedProgram } from "../../../tests/helpers/strace.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 

@@ -2,8 +2,8 @@ import { readFileSync, readdirSync, renameSync, symlinkSync, writeFileSync } fro
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../tests/helpers/tmp.js";
-import { claimRunStep } from "../src/session/journal.js";
-import { openSpool } from "../src/session/spool.js";
+import { claimRunStep } from "../src/session/journal/journal.js";
+import { openSpool } from "../src/session/journal/spool.js";
 
 describe("a step's journal entry swapped for a symlink while the step runs", () => {
   it("is never written through: task pids, the forker and the record go to the entry as created", async () => {

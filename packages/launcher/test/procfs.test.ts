@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { processRunning } from "@jobrt/host-services";
 import { bootId, isSameProcess, processStartTime } from "../src/processidentity.js";
-import { findHierarchy, moveInto, ownDir, removeCgroupTree } from "../src/session/cgroupfs.js";
+import { findHierarchy, moveInto, ownDir, removeCgroupTree } from "../src/session/proctrack/cgroupfs.js";
 
 const children: ChildProcess[] = [];
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { NodeConf, StepRecord } from "@jobrt/core";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../tests/helpers/tmp.js";
-import { claimJournal, openStepSpool } from "../src/session/stepclaim.js";
+import { claimJournal, openStepSpool } from "../src/session/journal/stepclaim.js";
 
 describe("a jobrt exec task's journal entry", () => {
   it("is still made when another task's jobrt, ending, removed the idle journal dir after we opened the spool", () => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { ExecSpec, MissingCommandCheck } from "@jobrt/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTaskGroup } from "../src/index.js";
-import { decideTaskEnd } from "../src/session/supervision.js";
+import { decideTaskEnd } from "../src/session/task/supervision.js";
 import { tempDir } from "../../../tests/helpers/tmp.js";
 
 let root: string;

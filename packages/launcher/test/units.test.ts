@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { isPerTask } from "../src/filepattern.js";
 import { expandFilePattern, exportEnvironment, lookupUser, parseTimeLimit, planStep } from "../src/index.js";
 import { functionSink, pipeLines } from "../src/lines.js";
-import { forkRequest } from "../src/session/forkerrequest.js";
-import { decideTaskEnd } from "../src/session/supervision.js";
+import { forkRequest } from "../src/session/forker/forkerrequest.js";
+import { decideTaskEnd } from "../src/session/task/supervision.js";
 import { currentUser, jobUser, lookupGroup } from "../src/users.js";
 
 describe("parseTimeLimit (Slurm's -t formats)", () => {

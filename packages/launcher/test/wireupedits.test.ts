@@ -2,7 +2,7 @@ import { chownSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../tests/helpers/tmp.js";
-import { wireupEdits, wireupKind } from "../src/session/wireupedits.js";
+import { wireupEdits, wireupKind } from "../src/session/wireup/wireupedits.js";
 
 const dir = tempDir("jobrt-wireup-");
 const server = join(dir, "spool", "pmix.4.0");

@@ -9,7 +9,7 @@ import {
 } from "@jobrt/core";
 import type { StepEvent } from "./events.js";
 import type { PlannedComponent } from "./plan.js";
-import type { StopControl } from "./stop.js";
+import type { StopControl } from "./task/stop.js";
 
 /** What a step's per-component runtime hooks need from its session; `indexes` fills in as runtimes load. */
 export interface ComponentHooks {

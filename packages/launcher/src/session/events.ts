@@ -1,6 +1,6 @@
 import type { ErrorCode, ExecSpec, PullProgress } from "@jobrt/core";
 import type { PlannedComponent } from "./plan.js";
-import type { ProcTrackKind, TrackerRecord } from "./proctrack.js";
+import type { ProcTrackKind, TrackerRecord } from "./proctrack/proctrack.js";
 
 /**
  * What a step session reports while it runs: `jobrt run --json` prints each one as a JSON line

@@ -10,26 +10,26 @@ import {
 } from "@jobrt/core";
 import { deviceConfFrom } from "../devices/conf.js";
 import { resolveStepDevices } from "../devices/step.js";
-import { checkDescriptorBudget } from "./budget.js";
-import { collectOrphans } from "./collect.js";
+import { checkDescriptorBudget } from "./stdio/budget.js";
+import { collectOrphans } from "./journal/collect.js";
 import { type ComponentHooks, cleanupComponents, loadRuntimes } from "./componenthooks.js";
-import type { StepJournal } from "./journal.js";
+import type { StepJournal } from "./journal/journal.js";
 import { type PlannedComponent, planStep } from "./plan.js";
-import { forkerCgroupPath, removeForkerCgroup } from "./forkercgroup.js";
-import { type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack.js";
-import type { AfterDeath, StdioItem, TaskProcess } from "./forker.js";
-import { TaskSpawner } from "./spawn.js";
+import { forkerCgroupPath, removeForkerCgroup } from "./forker/forkercgroup.js";
+import { type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack/proctrack.js";
+import type { AfterDeath, StdioItem, TaskProcess } from "./forker/forker.js";
+import { TaskSpawner } from "./forker/spawn.js";
 import { closeInheritedDescriptors } from "./descriptors.js";
-import { placePmiDescriptor, pmiDescriptor, withDescriptor } from "./pmi.js";
-import { addWireupEdits } from "./wireupedits.js";
-import { claimJournal, openStepSpool } from "./stepclaim.js";
+import { placePmiDescriptor, pmiDescriptor, withDescriptor } from "./wireup/pmi.js";
+import { addWireupEdits } from "./wireup/wireupedits.js";
+import { claimJournal, openStepSpool } from "./journal/stepclaim.js";
 import type { SessionOptions, StepPlan, StepResult } from "./sessionoptions.js";
-import { signalNumber } from "./status.js";
-import { copyStdinToTasks } from "./stdin.js";
-import { StepStdio } from "./stdio.js";
-import { StopControl } from "./stop.js";
+import { signalNumber } from "./task/status.js";
+import { copyStdinToTasks } from "./stdio/stdin.js";
+import { StepStdio } from "./stdio/stdio.js";
+import { StopControl } from "./task/stop.js";
 import { type StepEvent, stepStartEvent } from "./events.js";
-import { type TaskContext, runTask } from "./task.js";
+import { type TaskContext, runTask } from "./task/task.js";
 
 /** Runs one step end to end; see StepSession. */
 export function runSession(plan: StepPlan, options: SessionOptions): Promise<StepResult> {

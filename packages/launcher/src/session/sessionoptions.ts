@@ -4,7 +4,7 @@ import type { StepCancel } from "../cancel.js";
 import type { DeviceConf } from "../devices/resolve.js";
 import type { UserIdentity } from "../users.js";
 import type { StepEvent } from "./events.js";
-import type { ProcTrackMode } from "./proctrack.js";
+import type { ProcTrackMode } from "./proctrack/proctrack.js";
 import type { ComponentSpec } from "./plan.js";
 
 /** What to run: a `jobrt run` step (ids claimed here) or one task of a Slurm step (`jobrt exec`). */

@@ -1,4 +1,4 @@
-import type { TaskProcess } from "./forker.js";
+import type { TaskProcess } from "../forker/forker.js";
 import type { Readable } from "node:stream";
 
 /**

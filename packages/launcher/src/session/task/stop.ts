@@ -1,6 +1,6 @@
 import type { NodeConf } from "@jobrt/core";
-import type { StepCancel } from "../cancel.js";
-import type { ProcessTracker } from "./proctrack.js";
+import type { StepCancel } from "../../cancel.js";
+import type { ProcessTracker } from "../proctrack/proctrack.js";
 import { type LongTimer, longTimeout } from "./timer.js";
 
 /**

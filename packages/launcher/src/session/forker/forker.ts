@@ -8,8 +8,8 @@ import { fileURLToPath } from "node:url";
 import type { ExecSpec } from "@jobrt/core";
 import { type SyscallName, decodeWaitStatus, syscallNumbers } from "@jobrt/host-services";
 import { type ForkOptions, forkRequest } from "./forkerrequest.js";
-import { findPerl } from "../perl.js";
-import { signalName } from "./status.js";
+import { findPerl } from "../../perl.js";
+import { signalName } from "../task/status.js";
 
 /**
  * The forker's program, beside this module: src/session/ and dist/session/ of this package, and

@@ -1,8 +1,8 @@
 import type { ExecSpec } from "@jobrt/core";
-import type { StdioItem, TaskProcess } from "./forker.js";
+import type { StdioItem, TaskProcess } from "../forker/forker.js";
 import { type TaskEnd, decideTaskEnd, deliverStop, startFailureEnd } from "./supervision.js";
-import { type ProcTrackMode, createTracker } from "./proctrack.js";
-import { dropTo, spawnTaskProcess } from "./spawn.js";
+import { type ProcTrackMode, createTracker } from "../proctrack/proctrack.js";
+import { dropTo, spawnTaskProcess } from "../forker/spawn.js";
 
 /** One task to start: its id in the step, the step's user and group, and its three stdio items. */
 export interface TaskStart {

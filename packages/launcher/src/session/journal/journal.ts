@@ -1,8 +1,8 @@
 import { linkSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_STEP_STATE_BYTES, type StepRecord, type StepStateText, jobrtError, messageOf } from "@jobrt/core";
-import { bootId, processStartTime } from "../processidentity.js";
-import type { TrackerRecord } from "./proctrack.js";
+import { bootId, processStartTime } from "../../processidentity.js";
+import type { TrackerRecord } from "../proctrack/proctrack.js";
 import { removeTree } from "@jobrt/host-services";
 import { readNoFollow } from "@jobrt/host-services";
 import { type Spool, removeDirOf, removeFile, writeExclusive } from "./spool.js";

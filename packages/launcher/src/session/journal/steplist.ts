@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { IMAGE_OPTION_KEY, messageOf } from "@jobrt/core";
 import { shownText } from "@jobrt/host-services";
-import { isSameProcess } from "../processidentity.js";
+import { isSameProcess } from "../../processidentity.js";
 import { hostAlive } from "./collect.js";
 import { type JournalEntry, listEntries, recordedPids } from "./journalgc.js";
 import type { Spool } from "./spool.js";

@@ -1,5 +1,5 @@
 import { type Logger, type NodeConf, type RuntimeRegistry, messageOf } from "@jobrt/core";
-import { isSameProcess } from "../processidentity.js";
+import { isSameProcess } from "../../processidentity.js";
 import {
   type JournalEntry,
   claimEntry,
@@ -10,8 +10,8 @@ import {
   setAsideEntry,
   unclaimEntry,
 } from "./journalgc.js";
-import { removeForkerCgroup } from "./forkercgroup.js";
-import { trackerFromRecord } from "./proctrack.js";
+import { removeForkerCgroup } from "../forker/forkercgroup.js";
+import { trackerFromRecord } from "../proctrack/proctrack.js";
 import type { Spool } from "./spool.js";
 import { holdForTest } from "./testhold.js";
 import { collectsFor, isForeign, mayKill, realUid } from "./userjournals.js";

@@ -1,10 +1,10 @@
 import { closeSync, createWriteStream, fstatSync, statSync, type WriteStream } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { type TaskRecord, jobrtError } from "@jobrt/core";
-import { expandFilePattern, isPerTask } from "../filepattern.js";
-import { functionSink, pipeLines } from "../lines.js";
-import type { PlannedComponent } from "./plan.js";
-import type { StdioItem, TaskProcess } from "./forker.js";
+import { expandFilePattern, isPerTask } from "../../filepattern.js";
+import { functionSink, pipeLines } from "../../lines.js";
+import type { PlannedComponent } from "../plan.js";
+import type { StdioItem, TaskProcess } from "../forker/forker.js";
 import type { FileUser } from "@jobrt/host-services";
 import { fileError, openInput, openOutput } from "./userfiles.js";
 

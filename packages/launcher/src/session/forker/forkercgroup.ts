@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { messageOf } from "@jobrt/core";
-import { findHierarchy, moveInto, ownDir, procsOf, removeCgroupTree } from "./cgroupfs.js";
+import { findHierarchy, moveInto, ownDir, procsOf, removeCgroupTree } from "../proctrack/cgroupfs.js";
 
 /**
  * The task forker's own cgroup (docs/reliability.md, "The task forker's cgroup"). Slurm's

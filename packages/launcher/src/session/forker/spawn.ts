@@ -5,7 +5,7 @@ import { type ExecSpec, carriesRawBytes, messageOf } from "@jobrt/core";
 import { asUser } from "@jobrt/host-services";
 import { moveToForkerCgroup } from "./forkercgroup.js";
 import { type AfterDeath, type StdioItem, TaskForker, type TaskProcess, forkerPerl } from "./forker.js";
-import type { ProcessTracker } from "./proctrack.js";
+import type { ProcessTracker } from "../proctrack/proctrack.js";
 
 /** How a task's process starts, besides its ExecSpec and its stdio. */
 export interface TaskStartOptions {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { type NodeConf, jobrtError } from "@jobrt/core";
-import { isPerTask } from "../filepattern.js";
-import type { PlannedComponent } from "./plan.js";
+import { isPerTask } from "../../filepattern.js";
+import type { PlannedComponent } from "../plan.js";
 
 /** The soft limit on open files (Node raises it to the hard limit at start-up). */
 function openFileLimit(): number {

@@ -10,16 +10,16 @@ import {
   messageOf,
 } from "@jobrt/core";
 import { type FileUser, asUser } from "@jobrt/host-services";
-import type { PlannedComponent } from "./plan.js";
-import type { ProcessTracker } from "./proctrack.js";
-import type { TaskProcess } from "./forker.js";
-import { type TaskSpawner, dropTo } from "./spawn.js";
+import type { PlannedComponent } from "../plan.js";
+import type { ProcessTracker } from "../proctrack/proctrack.js";
+import type { TaskProcess } from "../forker/forker.js";
+import { type TaskSpawner, dropTo } from "../forker/spawn.js";
 import { signalName } from "./status.js";
 import { type TaskEnd, decideTaskEnd, deliverStop, startFailureEnd } from "./supervision.js";
-import type { StepStdio } from "./stdio.js";
+import type { StepStdio } from "../stdio/stdio.js";
 import type { StopControl } from "./stop.js";
 
-import type { StepEvent } from "./events.js";
+import type { StepEvent } from "../events.js";
 
 /** What a task needs from its session. */
 export interface TaskContext {

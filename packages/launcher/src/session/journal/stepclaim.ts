@@ -1,6 +1,6 @@
 import { type NodeConf, type StepRecord, isJobrtError, messageOf } from "@jobrt/core";
 import { type StepJournal, claimExecTask, claimRunStep } from "./journal.js";
-import type { StepPlan } from "./sessionoptions.js";
+import type { StepPlan } from "../sessionoptions.js";
 import { type Spool, openSpool } from "./spool.js";
 
 /**

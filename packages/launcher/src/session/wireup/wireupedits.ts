@@ -10,7 +10,7 @@ import {
   type StepRecord,
   jobrtError,
 } from "@jobrt/core";
-import { untrustedPath } from "../devices/rootpath.js";
+import { untrustedPath } from "../../devices/rootpath.js";
 
 /** Which of Slurm's MPI wire-ups a step has (docs/mpi.md, "What Slurm gives a task"). */
 export type WireupKind = "pmi2" | "pmix" | "none";

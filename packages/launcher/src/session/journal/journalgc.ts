@@ -1,7 +1,7 @@
 import { lstatSync, renameSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { processRunning, removeTree } from "@jobrt/host-services";
-import { processStartTime } from "../processidentity.js";
+import { processStartTime } from "../../processidentity.js";
 import { asUser } from "@jobrt/host-services";
 import {
   ENTRY,

@@ -1,6 +1,6 @@
 import { fstatSync } from "node:fs";
 import { type JobrtError, type LoadedRuntime, type TaskRecord, jobrtError } from "@jobrt/core";
-import type { StdioItem } from "./forker.js";
+import type { StdioItem } from "../forker/forker.js";
 
 /** The capability a runtime declares when its task process receives the descriptors the host passes it. */
 export const PMI_FD_CAPABILITY = "pmi-fd";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { FileUser } from "@jobrt/host-services";
 import type { JournalRecord } from "./journal.js";
 import type { Spool } from "./spool.js";
-import { userHasGroup } from "../users.js";
+import { userHasGroup } from "../../users.js";
 
 /**
  * Root's `jobrt gc` also collects what job users' `jobrt exec` left: the Slurm Epilog runs
