@@ -120,7 +120,7 @@ export const ERROR_CATALOG = {
   },
   ERR_DEVICE: {
     template: "{problem}",
-    when: "a `--container-device` name or jobrt.conf `CdiDefaultDevices` cannot be resolved: an unknown name, a device this Slurm step was not allocated (under Slurm, any GPU for a step allocated none), or a CDI spec that is malformed (unknown `cdiVersion`, a relative path, a missing device node, two specs of one directory claiming one name) or that root may not trust (a spec file over 1 MiB or not a regular file, a device node's or mount's host path through a directory a job user could change). Names the spec file and field; nothing is started ([devices.md](devices.md))",
+    when: "a `--container-device` name or jobrt.conf `CdiDefaultDevices` cannot be resolved: an unknown name, a device this Slurm step was not allocated (under Slurm, any GPU for a step allocated none), or a CDI spec that is malformed (unknown `cdiVersion`, a relative path, a missing device node, two specs of one directory claiming one name) or that root may not trust (a spec file over 1 MiB or not a regular file, a device node's or mount's host path through a directory a job user could change), or one that binds the host's MPI into an image built with another (MPICH ABI against Open MPI, or another Open MPI series). Names the spec file and field, or both MPIs; nothing is started ([devices.md](devices.md), [mpi.md](mpi.md))",
     hint: "fix the name or the CDI spec file and field the message names",
     exit: 1,
   },

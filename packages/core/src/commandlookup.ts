@@ -10,7 +10,7 @@
  * PATH entry; a dir it may not read; a symlink loop) makes it answer "unknown", and the runtime's
  * status should then be left as it is. runtime-oci and the charliecloud example use it.
  */
-import { type Stats, lstatSync, readlinkSync, statSync } from "node:fs";
+import { type Stats, lstatSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { isAbsolute, posix } from "node:path";
 
 /**
@@ -235,4 +235,23 @@ export function lookupCommand(
     if (r.kind === "unknown") unknown ??= r;
   }
   return unknown ?? denied ?? { kind: "missing" };
+}
+
+/**
+ * The names in directory `path` of the container (absolute, resolved as lookupCommand resolves a
+ * command), or undefined when it is not a directory there or cannot be read. For a runtime that
+ * checks what an image holds, such as the libraries a host edit would replace. Since core 2.1.0.
+ */
+export function listContainerDir(written: ContainerView, path: string): string[] | undefined {
+  const memo: Memo = new Map();
+  const view = canonicalView(written, memo);
+  if (typeof view === "string" || !isAbsolute(path)) return undefined;
+  const { comps, entry } = walk(view, path, memo);
+  const host = entry.kind === "dir" ? hostPath(view, comps) : undefined;
+  if (host === undefined) return undefined;
+  try {
+    return readdirSync(host);
+  } catch {
+    return undefined;
+  }
 }

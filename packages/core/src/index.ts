@@ -25,7 +25,14 @@ export {
 } from "./requestoptions.js";
 export { checkDevicesAccepted } from "./deviceaccepts.js";
 export { type CatalogEntry, type ErrorParams, catalogEntry } from "./catalog.js";
-export { type CommandLookup, type ContainerView, type ViewMount, lookupCommand } from "./commandlookup.js";
+export {
+  type CommandLookup,
+  type ContainerView,
+  type ViewMount,
+  listContainerDir,
+  lookupCommand,
+} from "./commandlookup.js";
+export { injectedMpiProblem } from "./mpiabi.js";
 export type {
   CheckContext,
   CleanupContext,

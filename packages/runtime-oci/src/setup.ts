@@ -7,7 +7,9 @@ import {
   type StepRecord,
   type TaskHookContext,
   containerImage,
+  injectedMpiProblem,
   jobrtError,
+  listContainerDir,
   messageOf,
 } from "@jobrt/core";
 import type { CachedImage } from "@jobrt/images";
@@ -16,7 +18,7 @@ import { pmixUserProblem } from "./pmixuser.js";
 import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
 import type { OciConf } from "./conf.js";
-import { type FileOpResult, type FileUser, runFileOps, shownText } from "@jobrt/host-services";
+import { type FileOpResult, type FileUser, asUser, runFileOps, shownText } from "@jobrt/host-services";
 import { checkImageVolumes, fitImageToStep, releaseImageOfStep, setupImage } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson, stateToJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
@@ -38,6 +40,7 @@ export async function setup({ node, step, client }: SetupContext): Promise<OciSt
     if (ref !== undefined) image = await setupImage(node, step, ref, client.progress);
     st = await stepState(node, step, conf, mounts, client, image);
     if (image) checkImageVolumes(st.rootfs, st.mounts);
+    checkInjectedMpi(st, ref ?? st.bundle);
   } catch (error) {
     if (image) await releaseImageOfStep(node, step, image);
     throw error;
@@ -105,6 +108,18 @@ async function stepState(
     timeouts,
     hostCgroups: hostCgroupDirs(),
   };
+}
+
+/**
+ * A site's CDI device that binds the host's MPI must meet an MPI the image's programs can use
+ * (docs/mpi.md): the image is listed as the job user, whose bundle it may be.
+ */
+function checkInjectedMpi(st: StepState, image: string): void {
+  const edits = st.request.deviceEdits;
+  if (!edits) return;
+  const view = { root: st.rootfs, mounts: [] };
+  const problem = injectedMpiProblem(edits, (dir) => asUser(st.identity, () => listContainerDir(view, dir)), image);
+  if (problem) throw jobrtError("ERR_DEVICE", { problem }, { details: { key: "--container-device" } });
 }
 
 /** Each process names its own in-use mark of an image (markName): the state carries none. */
