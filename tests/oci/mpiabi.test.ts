@@ -111,6 +111,22 @@ describe("host MPI through CDI into a runc container: the ABI check", () => {
     expect(existsSync(join(bundle, "rootfs", "ran"))).toBe(false);
   });
 
+  test("an MPI the bundle itself binds in from the host is the image's: an MPICH dir bound at /usr/local/lib is refused", async () => {
+    const bundle = bundleWith([]);
+    const mpich = tempDir("jobrt-mpiabi-mpich-");
+    chmodSync(mpich, 0o755);
+    writeFileSync(join(mpich, "libmpich.so.12.2.2"), "");
+    const file = join(bundle, "config.json");
+    const config = JSON.parse(readFileSync(file, "utf8"));
+    config.mounts.push({ destination: "/usr/local/lib", type: "bind", source: mpich, options: ["rbind", "ro"] });
+    writeFileSync(file, JSON.stringify(config));
+    // The image's own /usr/local/lib is empty: only the bind has the library.
+    mkdirSync(join(bundle, "rootfs", "usr", "local", "lib"), { recursive: true });
+    const r = await run(conf, bundle, ["true"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("cannot run the image's MPICH ABI (/usr/local/lib/libmpich.so.12.2.2)");
+  });
+
   test("as a job user (rootless runc): the same refusal; the image is read with the user's rights", async () => {
     const bundle = bundleWith(["libmpich.so.12.2.2"], true);
     const lib = join(bundle, "rootfs", LIBDIR);

@@ -11,7 +11,13 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type CommandLookup, type ContainerView, type MissingCommandCheck, lookupCommand } from "@jobrt/core";
+import {
+  type CommandLookup,
+  type ContainerView,
+  type MissingCommandCheck,
+  type ViewMount,
+  lookupCommand,
+} from "@jobrt/core";
 
 /** The status a missing (127) or non-executable (126) command stands for. */
 export interface MissingCommand {
@@ -29,6 +35,18 @@ function isBind(m: Json): boolean {
   return m.type === "bind" || options.includes("bind") || options.includes("rbind");
 }
 
+/** A config.json's mounts as the container will see them: a bind's host source, nothing known of the rest. */
+export function viewMountsOf(config: Json): ViewMount[] {
+  const mounts: ViewMount[] = (Array.isArray(config.mounts) ? config.mounts : []).filter(isObject).map((m) => {
+    const source = typeof m.source === "string" && m.source.startsWith("/") && isBind(m) ? m.source : undefined;
+    return { destination: String(m.destination ?? ""), ...(source !== undefined ? { source } : {}) };
+  });
+  // Masked paths get /dev/null or an empty tmpfs over them.
+  const linux = isObject(config.linux) ? config.linux : {};
+  for (const p of Array.isArray(linux.maskedPaths) ? linux.maskedPaths : []) mounts.push({ destination: String(p) });
+  return mounts;
+}
+
 /** The container's view, command, PATH and cwd from a config.json object, or why it cannot be known. */
 function viewOf(
   config: Json,
@@ -41,13 +59,7 @@ function viewOf(
   // A hook may create the command before the task starts: nothing is certain then.
   if (isObject(config.hooks) && Object.values(config.hooks).some((h) => Array.isArray(h) && h.length > 0))
     return "the bundle has hooks";
-  const mounts = (Array.isArray(config.mounts) ? config.mounts : []).filter(isObject).map((m) => {
-    const source = typeof m.source === "string" && m.source.startsWith("/") && isBind(m) ? m.source : undefined;
-    return { destination: String(m.destination ?? ""), ...(source !== undefined ? { source } : {}) };
-  });
-  // Masked paths get /dev/null or an empty tmpfs over them.
-  const linux = isObject(config.linux) ? config.linux : {};
-  for (const p of Array.isArray(linux.maskedPaths) ? linux.maskedPaths : []) mounts.push({ destination: String(p) });
+  const mounts = viewMountsOf(config);
   const env = Array.isArray(proc?.env) ? proc.env.filter((e): e is string => typeof e === "string") : [];
   const path = env
     .filter((e) => e.startsWith("PATH="))

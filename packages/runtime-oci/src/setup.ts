@@ -14,6 +14,7 @@ import {
 } from "@jobrt/core";
 import type { CachedImage } from "@jobrt/images";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig } from "./bundle.js";
+import { viewMountsOf } from "./missingcommand.js";
 import { pmixUserProblem } from "./pmixuser.js";
 import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
@@ -112,12 +113,13 @@ async function stepState(
 
 /**
  * A site's CDI device that binds the host's MPI must meet an MPI the image's programs can use
- * (docs/mpi.md): the image is listed as the job user, whose bundle it may be.
+ * (docs/mpi.md): the image, with its bundle's binds, is listed as the job user, whose bundle it may be.
  */
 function checkInjectedMpi(st: StepState, image: string): void {
   const edits = st.request.deviceEdits;
   if (!edits) return;
-  const view = { root: st.rootfs, mounts: [] };
+  // The bundle's own binds are part of the image's view (a bundle binding the host's /usr has its MPI).
+  const view = { root: st.rootfs, mounts: st.bundleConfig ? viewMountsOf(st.bundleConfig.config) : [] };
   const problem = injectedMpiProblem(edits, (dir) => asUser(st.identity, () => listContainerDir(view, dir)), image);
   if (problem) throw jobrtError("ERR_DEVICE", { problem }, { details: { key: "--container-device" } });
 }
