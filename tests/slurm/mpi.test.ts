@@ -3,11 +3,21 @@
  * MPICH under `--mpi=pmi2` (its PMI-2 socket passed through jobrt to the task), real Open MPI and
  * mpi4py under `--mpi=pmix`, across both nodes and within one (shared memory between ranks), and
  * the PMI-2 socket reaching oci containers (runc --preserve-fds), as root and as a job user, and
- * Open MPI over PMIx in oci containers whose bundle shares the host's namespaces and PMIx dirs.
+ * Open MPI over PMIx in oci containers whose bundle shares the host's namespaces and PMIx dirs,
+ * and the host's Open MPI brought in through a CDI device, with its ABI check.
  * The programs are built here with Debian's mpicc wrappers (scripts/system-deps.sh installs them).
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyboxBundle } from "../helpers/fixtures.js";
@@ -47,6 +57,29 @@ function mpiBundle(dir: string, programs: string): string {
   return dir;
 }
 
+const LIBDIR = "/usr/lib/x86_64-linux-gnu";
+
+/**
+ * The site's host MPI as a CDI device on both nodes (docs/mpi.md, "The host's MPI in the
+ * container"): site.example/mpi=host binds this machine's Open MPI library over the image's.
+ */
+function hostMpiSpec(site: JobrtSite): void {
+  const specs = join(site.root, "cdi");
+  mkdirSync(specs, { mode: 0o755 });
+  const hostPath = realpathSync(join(LIBDIR, "libmpi.so.40"));
+  const mounts = [{ hostPath, containerPath: join(LIBDIR, "libmpi.so.40"), options: ["ro", "bind"] }];
+  writeFileSync(
+    join(specs, "mpi.json"),
+    JSON.stringify({
+      cdiVersion: "0.6.0",
+      kind: "site.example/mpi",
+      devices: [{ name: "host", containerEdits: { mounts } }],
+    }),
+  );
+  for (const node of ["nodea", "nodeb"])
+    appendFileSync(join(site.root, "etc", node, "jobrt.conf"), `CdiSpecDirs=${specs}\n`);
+}
+
 describe("MPI under srun through jobrt exec", () => {
   requires({
     "mpicc.mpich (mpich)": have("mpicc.mpich"),
@@ -54,10 +87,13 @@ describe("MPI under srun through jobrt exec", () => {
     "python3-mpi4py": spawnSync("/usr/bin/python3", ["-c", "import mpi4py"]).status === 0,
   });
   let site: JobrtSite;
+  let cdiSite: JobrtSite;
   let dir: string;
   let bundle: string;
   let rootlessBundle: string;
   let runcSpecMpiBundle: string;
+  /** An image built with MPICH (only its library's name matters to the check). */
+  let mpichImage: string;
 
   beforeAll(async () => {
     site = jobrtSite();
@@ -68,14 +104,20 @@ describe("MPI under srun through jobrt exec", () => {
     bundle = busyboxBundle(join(dir, "bundle"));
     rootlessBundle = busyboxBundle(join(dir, "rootless"), true);
     runcSpecMpiBundle = mpiBundle(join(dir, "mpi"), dir);
+    mpichImage = busyboxBundle(join(dir, "mpich-image"));
+    mkdirSync(join(mpichImage, "rootfs", LIBDIR), { recursive: true });
+    writeFileSync(join(mpichImage, "rootfs", LIBDIR, "libmpich.so.12.2.2"), "");
+    // A site of its own: the other tests' `jobrt check` would list its CDI device.
+    cdiSite = jobrtSite();
+    hostMpiSpec(cdiSite);
     await startCluster(2);
   }, 300_000);
   stopClusterAfterAll(() => {
-    for (const d of [site?.root, dir]) if (d) rmSync(d, { recursive: true, force: true });
+    for (const d of [site?.root, cdiSite?.root, dir]) if (d) rmSync(d, { recursive: true, force: true });
   });
 
-  const srun = async (args: string[]) => {
-    const r = await slurm(["srun", ...args], { env: site.env, timeoutMs: 120_000 });
+  const srun = async (args: string[], on = site) => {
+    const r = await slurm(["srun", ...args], { env: on.env, timeoutMs: 120_000 });
     return { ...r, stderr: withoutAllocation(r.stderr) };
   };
   const exec = (runtime: string[], program: string[]) => ["jobrt", "exec", ...runtime, "--", ...program];
@@ -174,6 +216,34 @@ describe("MPI under srun through jobrt exec", () => {
       expect(r.stdout).toBe(`ring ${n} ranks token ${1000 + (n * (n - 1)) / 2}\n`);
     },
   );
+
+  it("the host's Open MPI through a CDI device (--container-device site.example/mpi=host), 2 nodes x 2 ranks over --mpi=pmix: the ring completes", async () => {
+    const runtime = [
+      "--runtime",
+      "oci",
+      "--container",
+      runcSpecMpiBundle,
+      "--container-device",
+      "site.example/mpi=host",
+    ];
+    const r = await srun(["--mpi=pmix", "-N", "2", "-n", "4", ...exec(runtime, [join(dir, "ring-ompi")])], cdiSite);
+    expect(r.stderr.split("\n").filter((l) => l !== "" && !l.endsWith("(ignored)"))).toEqual([]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe("ring 4 ranks token 1006\n");
+  });
+
+  it("the host's Open MPI into an MPICH image: refused in one line on each node, naming both, nothing started", async () => {
+    const runtime = ["--runtime", "oci", "--container", mpichImage, "--container-device", "site.example/mpi=host"];
+    const r = await srun(["--mpi=pmix", "-N", "2", "-n", "2", ...exec(runtime, ["sh", "-c", "echo started"])], cdiSite);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    const refusals = r.stderr.split("\n").filter((l) => l.includes("cannot run the image's"));
+    expect(refusals).toHaveLength(2);
+    for (const line of refusals)
+      expect(line).toContain(
+        `brings, Open MPI 4.x (${realpathSync(join(LIBDIR, "libmpi.so.40"))}), cannot run the image's MPICH ABI (${LIBDIR}/libmpich.so.12.2.2) in ${mpichImage}`,
+      );
+  });
 
   // Slurm's PMIx server takes a client only with the job's uid; rootless runc runs the task as root
   // of its own user namespace, so the step is refused before its container exists (docs/mpi.md).
