@@ -111,6 +111,30 @@ describe("host MPI through CDI into a runc container: the ABI check", () => {
     expect(existsSync(join(bundle, "rootfs", "ran"))).toBe(false);
   });
 
+  test("jobrt check shows (on stderr) the refusal exec would give, and passes the image the host's MPI can stand in for", async () => {
+    const args = (bundle: string) => [
+      "check",
+      "--conf-dir",
+      conf,
+      "--runtime",
+      "oci",
+      "--container",
+      bundle,
+      "--container-device",
+      "site.example/mpi=host",
+      "true",
+    ];
+    const mpich = bundleWith(["libmpich.so.12.2.2"]);
+    const r = await jobrt(args(mpich));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(
+      `component 0: runtime oci: host MPI: failed: jobrt exec refuses: the host's MPI that --container-device site.example/mpi=host brings, Open MPI 4.x (${LIBDIR}/${basename(HOST_OMPI)}), cannot run the image's MPICH ABI (${LIBDIR}/libmpich.so.12.2.2) in ${mpich}`,
+    );
+    const ompi = await jobrt(args(bundleWith(["libmpi.so.40.30.0"])));
+    expect(`${ompi.stdout}${ompi.stderr}`).not.toContain("host MPI");
+    expect(ompi.code).toBe(0);
+  });
+
   test("an MPI the bundle itself binds in from the host is the image's: an MPICH dir bound at /usr/local/lib is refused", async () => {
     const bundle = bundleWith([]);
     const mpich = tempDir("jobrt-mpiabi-mpich-");

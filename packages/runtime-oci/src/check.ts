@@ -13,6 +13,7 @@ import type { OciConf } from "./conf.js";
 import { type FileOpResult, type FileUser, runFileOps } from "@jobrt/host-services";
 import { imagesModule } from "./image/request.js";
 import { identityFor } from "./ocistepstate.js";
+import { hostMpiProblem } from "./hostmpi.js";
 import { pmixUserProblem } from "./pmixuser.js";
 import { resolveConf } from "./resolveconf.js";
 import { type UnnamedProgram, ociTools } from "./tools.js";
@@ -69,7 +70,7 @@ export async function bundleFindings(
   conf: OciConf,
   as: FileUser | undefined,
   rootless?: FileUser,
-  step?: Pick<StepRecord, "env" | "uid">,
+  step?: Pick<StepRecord, "env" | "uid" | "container">,
 ): Promise<CheckFinding[]> {
   const file = join(bundle, "config.json");
   const [dir, config] = runFileOps(
@@ -115,6 +116,9 @@ export async function bundleFindings(
   findings.push(dirFinding(`rootfs ${rootfs}`, root as FileOpResult, ` (root.path in ${file})`, as));
   const pmix = step && pmixUserProblem(parsed.config, step);
   if (pmix) findings.push({ subject: "PMIx client", status: "failed", detail: `jobrt exec refuses: ${pmix}` });
+  const edits = step?.container?.deviceEdits;
+  const mpi = edits && hostMpiProblem(rootfs, parsed.config, edits, as, bundle);
+  if (mpi) findings.push({ subject: "host MPI", status: "failed", detail: `jobrt exec refuses: ${mpi}` });
   return findings;
 }
 

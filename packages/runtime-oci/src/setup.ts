@@ -7,19 +7,17 @@ import {
   type StepRecord,
   type TaskHookContext,
   containerImage,
-  injectedMpiProblem,
   jobrtError,
-  listContainerDir,
   messageOf,
 } from "@jobrt/core";
 import type { CachedImage } from "@jobrt/images";
 import { type BundleConfig, type Mount, fitRootless, parseBundleConfig } from "./bundle.js";
-import { viewMountsOf } from "./missingcommand.js";
+import { hostMpiProblem } from "./hostmpi.js";
 import { pmixUserProblem } from "./pmixuser.js";
 import { hostCgroupDirs } from "./cgroups.js";
 import { commandTimeouts } from "./commandtimeouts.js";
 import type { OciConf } from "./conf.js";
-import { type FileOpResult, type FileUser, asUser, runFileOps, shownText } from "@jobrt/host-services";
+import { type FileOpResult, type FileUser, runFileOps, shownText } from "@jobrt/host-services";
 import { checkImageVolumes, fitImageToStep, releaseImageOfStep, setupImage } from "./image/request.js";
 import { type OciStepState, type StepState, identityFor, stateFromJson, stateToJson } from "./ocistepstate.js";
 import { resolveConf } from "./resolveconf.js";
@@ -111,16 +109,9 @@ async function stepState(
   };
 }
 
-/**
- * A site's CDI device that binds the host's MPI must meet an MPI the image's programs can use
- * (docs/mpi.md): the image, with its bundle's binds, is listed as the job user, whose bundle it may be.
- */
+/** A site's CDI device that binds the host's MPI must meet an MPI the image's programs can use. */
 function checkInjectedMpi(st: StepState, image: string): void {
-  const edits = st.request.deviceEdits;
-  if (!edits) return;
-  // The bundle's own binds are part of the image's view (a bundle binding the host's /usr has its MPI).
-  const view = { root: st.rootfs, mounts: st.bundleConfig ? viewMountsOf(st.bundleConfig.config) : [] };
-  const problem = injectedMpiProblem(edits, (dir) => asUser(st.identity, () => listContainerDir(view, dir)), image);
+  const problem = hostMpiProblem(st.rootfs, st.bundleConfig?.config, st.request.deviceEdits, st.identity, image);
   if (problem) throw jobrtError("ERR_DEVICE", { problem }, { details: { key: "--container-device" } });
 }
 
