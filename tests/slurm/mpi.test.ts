@@ -129,6 +129,15 @@ describe("MPI under srun through jobrt exec", () => {
     return srun(["--uid=65534", "--gid=65534", "--chdir", dir, ...layout, ...exec(runtime, program)]);
   };
 
+  /** A 2-node step refused before anything started: its one refusal line per node, holding `marker`. */
+  const refusedOnEachNode = (r: { code: number | null; stdout: string; stderr: string }, marker: string) => {
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    const refusals = r.stderr.split("\n").filter((l) => l.includes(marker));
+    expect(refusals).toHaveLength(2);
+    return refusals;
+  };
+
   it.each([
     ["2 nodes", ["-N", "2", "-n", "2"], "ring 2 ranks token 1001"],
     ["1 node (shared memory)", ["-N", "1", "-n", "2"], "ring 2 ranks token 1001"],
@@ -235,11 +244,7 @@ describe("MPI under srun through jobrt exec", () => {
   it("the host's Open MPI into an MPICH image: refused in one line on each node, naming both, nothing started", async () => {
     const runtime = ["--runtime", "oci", "--container", mpichImage, "--container-device", "site.example/mpi=host"];
     const r = await srun(["--mpi=pmix", "-N", "2", "-n", "2", ...exec(runtime, ["sh", "-c", "echo started"])], cdiSite);
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe("");
-    const refusals = r.stderr.split("\n").filter((l) => l.includes("cannot run the image's"));
-    expect(refusals).toHaveLength(2);
-    for (const line of refusals)
+    for (const line of refusedOnEachNode(r, "cannot run the image's"))
       expect(line).toContain(
         `brings, Open MPI 4.x (${realpathSync(join(LIBDIR, "libmpi.so.40"))}), cannot run the image's MPICH ABI (${LIBDIR}/libmpich.so.12.2.2) in ${mpichImage}`,
       );
@@ -249,11 +254,7 @@ describe("MPI under srun through jobrt exec", () => {
   // of its own user namespace, so the step is refused before its container exists (docs/mpi.md).
   it("rootless oci containers (srun --uid) under --mpi=pmix: refused in one line on each node, nothing started", async () => {
     const r = await srunAsNobody(["--mpi=pmix", "-N", "2", "-n", "2"], ["sh", "-c", "echo started"]);
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe("");
-    const refusals = r.stderr.split("\n").filter((l) => l.includes("Slurm's PMIx server refuses"));
-    expect(refusals).toHaveLength(2);
-    for (const line of refusals)
+    for (const line of refusedOnEachNode(r, "Slurm's PMIx server refuses"))
       expect(line).toMatch(
         /MPI wire-up: runtime oci runs this task as uid 0 of its own user namespace \(rootless runc\), and Slurm's PMIx server refuses a client whose uid is not the job's \(65534\), so MPI_Init would fail: use srun --mpi=pmi2 \(an MPI with PMI-2, such as MPICH\), or --runtime none$/,
       );
