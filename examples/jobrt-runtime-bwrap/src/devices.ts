@@ -12,21 +12,26 @@ export interface DeviceArgs {
   skipped: string[];
 }
 
-function refuse(what: string, rule: string): Error {
+/** `reason`: the host's, for an edit no device asked for (MPI wire-up's binds), named instead of the option. */
+function refuse(what: string, rule: string, reason?: string): Error {
   return jobrtError(
     "ERR_CONTAINER_REQUEST",
-    { problem: `--container-device: ${what}: ${rule}` },
-    { details: { runtime: "runtime/bwrap", key: "--container-device" } },
+    { problem: `${reason ?? "--container-device"}: ${what}: ${rule}` },
+    { details: { runtime: "runtime/bwrap", ...(reason === undefined ? { key: "--container-device" } : {}) } },
   );
 }
 
 /** bwrap makes a mount point itself only on its own tmpfs (/dev, /tmp); elsewhere the root is read-only. */
-function checkTarget(root: string, path: string, what: string): void {
+function checkTarget(root: string, path: string, what: string, reason?: string): void {
   if (path.startsWith("/dev/") || path.startsWith("/tmp/")) return;
   try {
     lstatSync(join(root, path));
   } catch {
-    throw refuse(what, `the target ${path} does not exist in the sandbox (bwrap cannot create it on a read-only root)`);
+    throw refuse(
+      what,
+      `the target ${path} does not exist in the sandbox (bwrap cannot create it on a read-only root)`,
+      reason,
+    );
   }
 }
 
@@ -46,7 +51,7 @@ export function deviceArgs(edits: DeviceEdits | undefined, root: string): Device
   for (const m of edits.mounts) {
     if (m.type !== undefined && m.type !== "bind" && m.type !== "none")
       throw refuse(`mount ${m.containerPath}`, `a ${m.type} mount (bwrap applies bind mounts only)`);
-    checkTarget(root, m.containerPath, `mount ${m.containerPath}`);
+    checkTarget(root, m.containerPath, `mount ${m.containerPath}`, m.reason);
     out.binds.push(m.options.includes("ro") ? "--ro-bind" : "--bind", m.hostPath, m.containerPath);
   }
   for (const e of edits.env) {

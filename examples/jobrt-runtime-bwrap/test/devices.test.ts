@@ -72,6 +72,16 @@ describe("bwrap applies the host's CDI edits (mknod needs root)", () => {
   });
 });
 
+describe("a bind the host added for MPI wire-up", () => {
+  it("whose target cannot be made is refused naming the wire-up, not --container-device", () => {
+    const pmix = { hostPath: "/tmp", containerPath: "/opt/jobrt-no-such-dir/pmix", options: ["rbind"], reason: "MPI wire-up (PMIX_SERVER_TMPDIR)" };
+    const edits = { devices: [], deviceNodes: [], mounts: [pmix], env: [], additionalGids: [], hooks: [] };
+    expect(() => deviceArgs(edits, "/")).toThrow(
+      "MPI wire-up (PMIX_SERVER_TMPDIR): mount /opt/jobrt-no-such-dir/pmix: the target /opt/jobrt-no-such-dir/pmix does not exist in the sandbox (bwrap cannot create it on a read-only root)",
+    );
+  });
+});
+
 describe("edits bwrap cannot apply are named for the step's log", () => {
   it("hooks, groups and the resolved intelRdt class", () => {
     const skipped = deviceArgs(

@@ -1,6 +1,6 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import type { DeviceEdits } from "@jobrt/core";
+import { type DeviceEdits, jobrtError } from "@jobrt/core";
 import { reject } from "./reject.js";
 import type { ChRunRequest } from "./request.js";
 
@@ -20,10 +20,18 @@ function exists(path: string): boolean {
  * (the image is read-only, and it will not create one under a bind such as /dev): a path under
  * /dev must exist on the host, any other in the image.
  */
-function checkTarget(image: string, path: string, devices: string): void {
+function checkTarget(image: string, path: string, devices: string, reason?: string): void {
   const where = path.startsWith("/dev/") ? "the host's /dev, which ch-run binds into the container" : "the image";
-  if (!exists(path.startsWith("/dev/") ? path : join(image, path)))
-    throw reject(FIELD, devices, `the target ${path} does not exist in ${where}, and ch-run cannot create it`);
+  if (exists(path.startsWith("/dev/") ? path : join(image, path))) return;
+  const rule = `the target ${path} does not exist in ${where}, and ch-run cannot create it`;
+  // A bind the host added for its own reason (MPI wire-up) is not the devices' doing.
+  if (reason !== undefined)
+    throw jobrtError(
+      "ERR_CONTAINER_REQUEST",
+      { problem: `${reason}: ${rule} (make the directory in the image)` },
+      { details: { runtime: "runtime/charliecloud" } },
+    );
+  throw reject(FIELD, devices, rule);
 }
 
 /**
@@ -44,7 +52,7 @@ export function addDeviceEdits(request: ChRunRequest, edits: DeviceEdits | undef
   for (const m of edits.mounts) {
     if (m.type !== undefined && m.type !== "bind" && m.type !== "none")
       throw reject(FIELD, devices, `mount ${m.containerPath} is a ${m.type} mount; ch-run applies bind mounts only`);
-    checkTarget(request.image, m.containerPath, devices);
+    checkTarget(request.image, m.containerPath, devices, m.reason);
     request.binds.push({ source: m.hostPath, target: m.containerPath });
   }
   const env = edits.env.map((e): [string, string] => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]);

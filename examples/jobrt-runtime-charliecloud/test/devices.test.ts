@@ -77,6 +77,16 @@ describe("charliecloud applies the host's CDI edits (mknod needs root)", () => {
   });
 });
 
+describe("a bind the host added for MPI wire-up", () => {
+  it("whose target the image lacks is refused naming the wire-up, not --container-device", () => {
+    const request = { image, binds: [], env: [], clearEnv: false, privateTmp: false, home: false };
+    const pmix = { hostPath: work, containerPath: "/var/spool/slurmd/pmix.7.0", options: ["rbind"], reason: "MPI wire-up (PMIX_SERVER_TMPDIR)" };
+    expect(() => addDeviceEdits(request, { ...edits({ devices: [], deviceNodes: [] }), mounts: [pmix] })).toThrow(
+      "MPI wire-up (PMIX_SERVER_TMPDIR): the target /var/spool/slurmd/pmix.7.0 does not exist in the image, and ch-run cannot create it (make the directory in the image)",
+    );
+  });
+});
+
 describe("edits ch-run cannot apply are named for the step's log", () => {
   it("hooks, groups and the resolved intelRdt class", () => {
     const request = { image: "/", binds: [], env: [], clearEnv: false, privateTmp: false, home: false };

@@ -61,6 +61,12 @@ export interface DeviceMountEdit {
   containerPath: string;
   type?: string;
   options: string[];
+  /**
+   * Why the host added it, when no CDI device asked for it (`MPI wire-up (PMIX_SERVER_TMPDIR)`):
+   * what a runtime that cannot apply it names in its refusal instead of `--container-device`.
+   * Since core 2.1.0.
+   */
+  reason?: string;
 }
 
 /** An OCI runtime hook (CDI `hooks`): `hookName` is the OCI lifecycle point. Since core 2.1.0. */

@@ -16,7 +16,12 @@ const pmix = (more: Record<string, string> = {}) => ({
   PMIX_SYSTEM_TMPDIR: dir,
   ...more,
 });
-const SHM = { hostPath: "/dev/shm", containerPath: "/dev/shm", options: ["rbind", "rw", "nosuid", "nodev"] };
+const SHM = {
+  hostPath: "/dev/shm",
+  containerPath: "/dev/shm",
+  options: ["rbind", "rw", "nosuid", "nodev"],
+  reason: "MPI wire-up (shared memory)",
+};
 
 describe("what a step's MPI wire-up needs of a container (docs/mpi.md)", () => {
   it("the wire-up kind: SLURM_MPI_TYPE first, else the variables each plugin sets", () => {
@@ -29,7 +34,13 @@ describe("what a step's MPI wire-up needs of a container (docs/mpi.md)", () => {
 
   it("PMIx: both directories bound at the same paths, the outer one first, then /dev/shm; the host's namespaces", () => {
     expect(wireupEdits(pmix(), oci, false)).toEqual({
-      mounts: [...[dir, server].map((p) => ({ ...SHM, hostPath: p, containerPath: p })), SHM],
+      mounts: [
+        ...[
+          [dir, "PMIX_SYSTEM_TMPDIR"],
+          [server, "PMIX_SERVER_TMPDIR"],
+        ].map(([p, v]) => ({ ...SHM, hostPath: p, containerPath: p, reason: `MPI wire-up (${v})` })),
+        SHM,
+      ],
       hostNamespaces: ["network", "ipc", "pid", "uts"],
     });
   });

@@ -62,7 +62,7 @@ function directoryProblem(variable: string, path: string, asRoot: boolean): stri
 
 /** The binds of Slurm's PMIx directories (same path inside), outer ones first. */
 function pmixMounts(env: Readonly<Record<string, string>>, asRoot: boolean): DeviceMountEdit[] {
-  const paths = new Set<string>();
+  const paths = new Map<string, string[]>();
   for (const [variable, required] of PMIX_DIRECTORIES) {
     const path = env[variable];
     if (path === undefined) {
@@ -72,11 +72,17 @@ function pmixMounts(env: Readonly<Record<string, string>>, asRoot: boolean): Dev
     }
     const problem = directoryProblem(variable, path, asRoot);
     if (problem !== undefined) throw wireup(`${problem}, so the PMIx directories cannot be bound into the container`);
-    paths.add(path.replace(/\/+$/, "") || "/");
+    const key = path.replace(/\/+$/, "") || "/";
+    paths.set(key, [...(paths.get(key) ?? []), variable]);
   }
   return [...paths]
-    .sort((a, b) => a.length - b.length)
-    .map((p) => ({ hostPath: p, containerPath: p, options: ["rbind", "rw", "nosuid", "nodev"] }));
+    .sort(([a], [b]) => a.length - b.length)
+    .map(([p, variables]) => ({
+      hostPath: p,
+      containerPath: p,
+      options: ["rbind", "rw", "nosuid", "nodev"],
+      reason: `MPI wire-up (${variables.join(", ")})`,
+    }));
 }
 
 function emptyEdits(): DeviceEdits {
@@ -112,7 +118,12 @@ export function wireupEdits(
     );
   }
   const mounts = kind === "pmix" ? pmixMounts(env, asRoot) : [];
-  mounts.push({ hostPath: "/dev/shm", containerPath: "/dev/shm", options: ["rbind", "rw", "nosuid", "nodev"] });
+  mounts.push({
+    hostPath: "/dev/shm",
+    containerPath: "/dev/shm",
+    options: ["rbind", "rw", "nosuid", "nodev"],
+    reason: "MPI wire-up (shared memory)",
+  });
   return { mounts, hostNamespaces: [...HOST_NAMESPACES] };
 }
 
