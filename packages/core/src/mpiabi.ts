@@ -28,7 +28,8 @@ function mpiLibraryOf(file: string, dir: string): MpiLibrary | undefined {
   if (!m) return undefined;
   const major = Number(m[2]);
   if (major === 12) return { file, dir, family: "MPICH ABI", series: 12 };
-  // libmpich.so has been the MPICH ABI's only name; an Open MPI older than 3.0 is not told apart.
+  // Open MPI 1.10 also named its library libmpi.so.12 (taken as the MPICH ABI here), and older
+  // ones libmpi.so.0, .1 and .20: not known to this check.
   if (m[1] !== "mpi" || major !== 40) return undefined;
   const age = Number((m[3] ?? "").split(".")[1] ?? Number.NaN);
   if (!Number.isInteger(age)) return { file, dir, family: "Open MPI", series: Number.NaN };
@@ -40,13 +41,15 @@ function mostSpecific(libs: MpiLibrary[]): MpiLibrary | undefined {
   return [...libs].sort((a, b) => b.file.length - a.file.length)[0];
 }
 
-function namesAt(hostPath: string): { dir: string; names: string[] } {
+/** The library names a mount source holds: a directory's entries, or a file's own (real) name. */
+function namesAt(hostPath: string): { dir: string; names: string[]; isDir: boolean } {
   try {
-    if (statSync(hostPath).isDirectory()) return { dir: hostPath, names: readdirSync(hostPath) };
+    if (statSync(hostPath).isDirectory()) return { dir: hostPath, names: readdirSync(hostPath), isDir: true };
+    // The bound file's own name has its full version (libmpi.so.40 -> libmpi.so.40.30.4).
     const real = realpathSync(hostPath);
-    return { dir: posix.dirname(hostPath), names: [basename(hostPath), basename(real)] };
+    return { dir: posix.dirname(real), names: [basename(real)], isDir: false };
   } catch {
-    return { dir: hostPath, names: [] };
+    return { dir: hostPath, names: [], isDir: false };
   }
 }
 
@@ -57,8 +60,9 @@ function namesAt(hostPath: string): { dir: string; names: string[] } {
 function injectedMpi(edits: DeviceEdits): { lib: MpiLibrary; containerDir: string }[] {
   const out: { lib: MpiLibrary; containerDir: string }[] = [];
   for (const m of edits.mounts) {
-    const { dir, names } = namesAt(m.hostPath);
-    const isDir = dir === m.hostPath;
+    // The host's own binds (MPI wire-up's /dev/shm and PMIx dirs) hold what job users put there.
+    if (m.reason !== undefined) continue;
+    const { dir, names, isDir } = namesAt(m.hostPath);
     const libs = names.map((n) => mpiLibraryOf(n, dir)).filter((l): l is MpiLibrary => l !== undefined);
     const lib = mostSpecific(libs);
     if (lib) out.push({ lib, containerDir: isDir ? m.containerPath : posix.dirname(m.containerPath) });

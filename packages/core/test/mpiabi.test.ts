@@ -105,6 +105,22 @@ describe("the host's MPI against the image's", () => {
     expect(problem(edits([HOST_OMPI, `${LIBDIR}/libmpi.so.40`]), climb)).toBeUndefined();
   });
 
+  test("the host's own binds (MPI wire-up's /dev/shm) are not the host's MPI, whatever a job user put in them", () => {
+    // A job user's file in the node's /dev/shm named like MPICH must not refuse other users' Open MPI steps.
+    const shm = tempDir("core-mpiabi-shm-");
+    writeFileSync(join(shm, "libmpich.so.12.2.2"), "");
+    const wireup = {
+      hostPath: shm,
+      containerPath: "/dev/shm",
+      options: ["rbind"],
+      reason: "MPI wire-up (shared memory)",
+    };
+    const e = { ...edits(), mounts: [wireup] };
+    expect(problem(e, image(["libmpi.so.40.30.4"]))).toBeUndefined();
+    // The same directory as a CDI device's bind is the host's MPI.
+    expect(problem(edits([shm, "/dev/shm"]), image(["libmpi.so.40.30.4"]))).toContain("MPICH ABI");
+  });
+
   test("edits binding no MPI, or an image with none: nothing to refuse", () => {
     expect(
       problem(edits([join(LIBDIR, "libc.so.6"), "/lib/libc.so.6"]), image(["libmpich.so.12.2.2"])),
