@@ -83,8 +83,11 @@ const IMAGE_LIBRARY_DIRS = [
   "/usr/lib/aarch64-linux-gnu",
 ];
 
-const describe = (lib: MpiLibrary) =>
-  `${lib.family}${lib.family === "Open MPI" && Number.isInteger(lib.series) ? ` ${lib.series}.x` : ""} (${posix.join(lib.dir, lib.file)})`;
+/** `Open MPI 4.x`, or the family alone where the name gives no series. */
+const mpiName = (lib: MpiLibrary) =>
+  `${lib.family}${lib.family === "Open MPI" && Number.isInteger(lib.series) ? ` ${lib.series}.x` : ""}`;
+
+const describe = (lib: MpiLibrary) => `${mpiName(lib)} (${posix.join(lib.dir, lib.file)})`;
 
 function compatible(host: MpiLibrary, image: MpiLibrary): boolean {
   if (host.family !== image.family) return false;
@@ -99,9 +102,10 @@ function compatible(host: MpiLibrary, image: MpiLibrary): boolean {
 
 /**
  * Why the host's MPI that `edits` bind cannot run the image's MPI programs, in one line naming
- * both; undefined when the edits bind no MPI, the image has none, or has one the host's can run. `listImageDir`
- * lists a directory of the image as the container sees it (core's listContainerDir, run as the
- * job user where the image is theirs); `image` names the image in the message. Since core 2.1.0.
+ * both; undefined when the edits bind no MPI, the image has none, or has one the host's can run.
+ * `listImageDir` lists a directory of the image as the container sees it (core's
+ * listContainerDir, run as the job user where the image is theirs); `image` names the image in the
+ * message. Since core 2.1.0.
  */
 export function injectedMpiProblem(
   edits: DeviceEdits,
@@ -126,7 +130,7 @@ export function injectedMpiProblem(
     if (found.some((image) => compatible(host, image))) continue;
     const clash = mostSpecific(found);
     if (clash)
-      return `the host's MPI that --container-device ${edits.devices.join(",")} brings, ${describe(host)}, cannot run the image's ${describe(clash)} in ${image}: use an image built with ${host.family}${host.family === "Open MPI" ? ` ${host.series}.x` : ""}, or leave the device out to run the image's own MPI`;
+      return `the host's MPI that --container-device ${edits.devices.join(",")} brings, ${describe(host)}, cannot run the image's ${describe(clash)} in ${image}: use an image built with ${mpiName(host)}, or leave the device out to run the image's own MPI`;
   }
   return undefined;
 }
