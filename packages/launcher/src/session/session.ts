@@ -1,35 +1,22 @@
-import { closeSync } from "node:fs";
-import {
-  type JobrtError,
-  type PullProgress,
-  type StepRecord,
-  type StepStateText,
-  isJobrtError,
-  messageOf,
-  jobrtError,
-} from "@jobrt/core";
+import { type JobrtError, type PullProgress, type StepRecord, type StepStateText, messageOf } from "@jobrt/core";
 import { deviceConfFrom } from "../devices/conf.js";
 import { resolveStepDevices } from "../devices/step.js";
-import { checkDescriptorBudget } from "./stdio/budget.js";
 import { collectOrphans } from "./journal/collect.js";
 import { type ComponentHooks, cleanupComponents, loadRuntimes } from "./componenthooks.js";
 import type { StepJournal } from "./journal/journal.js";
 import { type PlannedComponent, planStep } from "./plan.js";
 import { forkerCgroupPath, removeForkerCgroup } from "./forker/forkercgroup.js";
 import { type ProcessTracker, type TrackerRecord, createTracker } from "./proctrack/proctrack.js";
-import type { AfterDeath, StdioItem, TaskProcess } from "./forker/forker.js";
-import { TaskSpawner } from "./forker/spawn.js";
 import { closeInheritedDescriptors } from "./descriptors.js";
-import { placePmiDescriptor, pmiDescriptor, withDescriptor } from "./wireup/pmi.js";
+import { placePmiDescriptor, pmiDescriptor } from "./wireup/pmi.js";
 import { addWireupEdits } from "./wireup/wireupedits.js";
 import { claimJournal, openStepSpool } from "./journal/stepclaim.js";
+import { StepOutcome } from "./outcome.js";
 import type { SessionOptions, StepPlan, StepResult } from "./sessionoptions.js";
 import { signalNumber } from "./task/status.js";
-import { copyStdinToTasks } from "./stdio/stdin.js";
-import { StepStdio } from "./stdio/stdio.js";
 import { StopControl } from "./task/stop.js";
 import { type StepEvent, stepStartEvent } from "./events.js";
-import { type TaskContext, runTask } from "./task/task.js";
+import { type PreparedStep, TaskLaunch } from "./tasklaunch.js";
 
 /** Runs one step end to end; see StepSession. */
 export function runSession(plan: StepPlan, options: SessionOptions): Promise<StepResult> {
@@ -37,42 +24,26 @@ export function runSession(plan: StepPlan, options: SessionOptions): Promise<Ste
 }
 
 /**
- * One step, end to end, in the order of docs/architecture.md's "The step session": open the spool →
- * collect orphans → claim ids (journal) → plan → step cgroup (journaled before it is made) → load
- * runtimes → journal the records → setup → open stdio → spawn → wait → kill what is left →
- * cleanup → release → fini.
+ * The node's step host: one step, end to end, in the order of docs/architecture.md's "The step
+ * session": open the spool → collect orphans → claim ids (journal) → plan → step cgroup (journaled
+ * before it is made) → load runtimes → journal the records → setup → [the tasks' launch
+ * (tasklaunch.ts): open stdio → spawn → wait] → kill what is left → cleanup → release → fini.
  * Never throws once the step is claimed: failures become the status and `error`.
  */
 export class StepSession {
   readonly #o: SessionOptions;
-  #firstError: JobrtError | undefined;
-  #launchFailed = false;
-  #aborting = false;
-  #started = 0;
-  /** Slurm's PMI-2 socket, and the number the `jobrt exec` task gets it at: its own, or 3 (pmi.ts). */
+  readonly #outcome: StepOutcome;
+  /** Slurm's PMI-2 socket, under `jobrt exec`: the task gets it (pmi.ts), nothing else jobrt starts. */
   #pmiFd: number | undefined;
-  #pmiAt: number | undefined;
 
   constructor(options: SessionOptions) {
     this.#o = options;
+    this.#outcome = new StepOutcome(options.report, options.describeError);
   }
 
   #emit(event: StepEvent): void {
     this.#o.onEvent?.(event);
   }
-
-  #report(error: JobrtError): void {
-    this.#firstError ??= error;
-    this.#o.report((this.#o.describeError ?? ((e: JobrtError) => e.message))(error));
-  }
-
-  #fail = (error: unknown, what: string): void => {
-    const e = isJobrtError(error)
-      ? error
-      : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
-    this.#report(e);
-    this.#launchFailed = true;
-  };
 
   async run(plan: StepPlan): Promise<StepResult> {
     let result: StepResult | undefined;
@@ -170,23 +141,28 @@ export class StepSession {
       for (const c of components) resolveStepDevices(c.record, this.#o.devices ?? deviceConfFrom(undefined));
       if (await loadRuntimes(hooks, stop)) {
         addWireupEdits(components, (i) => this.#o.registry.info(indexes[i]!));
-        if (this.#pmiFd !== undefined) {
-          const tasks = components.flatMap((c) => c.record.tasks);
-          this.#pmiAt = placePmiDescriptor(this.#o.registry.info(indexes[0]!), this.#pmiFd, tasks);
-        }
+        const pmi = this.#placePmi(components, indexes);
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
-        if (ready) taskStatus = await this.#launch(components, indexes, states, tracker, stop, journal, forkerCgroup);
+        const step = { components, indexes, states, tracker, stop, journal, forkerCgroup, pmi };
+        if (ready) taskStatus = await new TaskLaunch(this.#o, this.#outcome, step).run();
       }
     } catch (error) {
-      this.#fail(error, "launch failed");
+      this.#outcome.fail(error, "launch failed");
     } finally {
       await this.#endProcesses(tracker);
       stop.dispose();
       unguard();
     }
-    const cleanupFailed = await cleanupComponents(hooks, setupTried, states, (e) => this.#report(e));
+    const cleanupFailed = await cleanupComponents(hooks, setupTried, states, this.#outcome.report);
     return this.#finish(taskStatus, cleanupFailed);
+  }
+
+  /** Where the `jobrt exec` task gets Slurm's PMI-2 socket, decided once the runtime is known. */
+  #placePmi(components: PlannedComponent[], indexes: number[]): PreparedStep["pmi"] {
+    if (this.#pmiFd === undefined) return undefined;
+    const tasks = components.flatMap((c) => c.record.tasks);
+    return { fd: this.#pmiFd, at: placePmiDescriptor(this.#o.registry.info(indexes[0]!), this.#pmiFd, tasks) };
   }
 
   /** Stops the step on cancel (signals, SIGPIPE) and at its time limit. */
@@ -238,118 +214,6 @@ export class StepSession {
     return !this.#o.cancel.requested;
   }
 
-  /** Opens every task's files, then starts every task; resolves with their statuses. */
-  async #launch(
-    components: PlannedComponent[],
-    indexes: number[],
-    states: StepStateText[],
-    tracker: ProcessTracker,
-    stop: StopControl,
-    journal: StepJournal | undefined,
-    forkerCgroup: string | undefined,
-  ): Promise<number[]> {
-    const { node, cancel } = this.#o;
-    const stdio = this.#openStdio(components);
-    const spawner = new TaskSpawner(
-      this.#withPassed(stdio.all()),
-      (line) => node.log("warn", line),
-      this.#afterDeath(journal),
-      forkerCgroup,
-    );
-    // The forker holds its copy now: nothing else jobrt starts gets the PMI-2 socket.
-    if (this.#pmiFd !== undefined && spawner.forkerPid !== undefined) closeSync(this.#pmiFd);
-    if (spawner.forkerPid !== undefined) journal?.recordForker(spawner.forkerPid);
-    stop.afterKill((seconds) => spawner.killForker(seconds));
-    const ctx: TaskContext = {
-      registry: this.#o.registry,
-      node,
-      states,
-      tracker,
-      spawner,
-      stop,
-      stdio,
-      label: components.some((c) => c.io.label),
-      emit: (e) => this.#emit(e),
-      report: this.#o.report,
-      fail: (error, what) => {
-        this.#fail(error, what);
-        this.#abort(stop);
-      },
-      stopping: () => cancel.requested || this.#aborting,
-      // A task stopped before it started reports the signal that stopped the step.
-      stoppedStatus: () => (cancel.requested ? 128 + signalNumber(cancel.signal ?? "SIGTERM") : 1),
-    };
-    return this.#runTasks(ctx, components, indexes, journal);
-  }
-
-  /** Every task's stdio, with the descriptors passed on purpose (the one `jobrt exec` task's PMI-2 socket). */
-  #withPassed(stdios: Map<number, StdioItem[]>): Map<number, StdioItem[]> {
-    const fd = this.#pmiFd;
-    if (fd === undefined) return stdios;
-    return new Map([...stdios].map(([id, items]) => [id, withDescriptor(items, fd, this.#pmiAt ?? fd)]));
-  }
-
-  /** Every task's output and error files, opened before any task starts. */
-  #openStdio(components: PlannedComponent[]): StepStdio {
-    const { node } = this.#o;
-    const total = components.reduce((n, c) => n + c.record.tasks.length, 0);
-    const lineMode = checkDescriptorBudget(components, Boolean(this.#o.json), node);
-    const first = components[0]!.record;
-    const stdio = new StepStdio({
-      json: Boolean(this.#o.json),
-      lineMode,
-      totalTasks: total,
-      nodeName: node.nodeName,
-      user: node.hostUid === 0 ? { uid: first.uid, gid: first.gid } : undefined,
-      stdout: this.#o.stdout ?? process.stdout,
-      stderr: this.#o.stderr ?? process.stderr,
-    });
-    stdio.open(components);
-    return stdio;
-  }
-
-  /** Starts every task, with stdin copied to those that take it; resolves with their statuses. */
-  async #runTasks(
-    ctx: TaskContext,
-    components: PlannedComponent[],
-    indexes: number[],
-    journal: StepJournal | undefined,
-  ): Promise<number[]> {
-    const spawned: Promise<TaskProcess | undefined>[] = [];
-    const done: Promise<number>[] = [];
-    for (const [i, c] of components.entries()) {
-      for (const task of c.record.tasks) {
-        let markSpawned: (child: TaskProcess | undefined) => void = () => {};
-        spawned.push(new Promise((r) => (markSpawned = r)));
-        const onSpawn = (child: TaskProcess) => {
-          this.#started++;
-          if (child.pid !== undefined) journal?.recordTaskPid(child.pid);
-          markSpawned(child);
-        };
-        done.push(runTask(ctx, indexes[i]!, i, c, task, onSpawn).finally(() => markSpawned(undefined)));
-      }
-    }
-    const all = Promise.all(done);
-    copyStdinToTasks(this.#o.stdin ?? process.stdin, spawned, all);
-    const statuses = await all.finally(() => ctx.spawner.close());
-    await ctx.stdio.end();
-    return statuses;
-  }
-
-  /** jobrt's own gc of this step's journal entry, for the forker to run if jobrt dies. */
-  #afterDeath(journal: StepJournal | undefined): AfterDeath | undefined {
-    const gc = this.#o.gcAfterDeath;
-    if (!gc || !journal) return undefined;
-    return { argv: [...gc.argv, "--job", String(journal.jobId), "--pid", String(process.pid)], env: gc.env };
-  }
-
-  /** A task could not be launched: the others are stopped (once) as on SIGTERM. */
-  #abort(stop: StopControl): void {
-    if (this.#aborting || this.#o.cancel.requested) return;
-    this.#aborting = true;
-    stop.stopTasks("SIGTERM");
-  }
-
   /**
    * jobrt's own stdout or stderr reader went away (`jobrt run ... | head -1`): like a pipeline
    * member, the step gets SIGPIPE instead of running on unread (docs/cli.md, "Output").
@@ -379,11 +243,11 @@ export class StepSession {
   #finish(taskStatus: number[], cleanupFailed: boolean): StepResult {
     const { cancel } = this.#o;
     let status = taskStatus.reduce((a, b) => Math.max(a, b), 0);
-    if (this.#launchFailed || cleanupFailed) status = Math.max(status, 1);
+    if (this.#outcome.launchFailed || cleanupFailed) status = Math.max(status, 1);
     // A signal to jobrt reports 128+N only when no task ran to report for itself: a task that
     // handles SIGTERM and exits 7 exits 7, as srun and slurmstepd report it.
-    if (cancel.signal && this.#started === 0) status = Math.max(status, 128 + signalNumber(cancel.signal));
-    const error = this.#firstError;
+    if (cancel.signal && this.#outcome.started === 0) status = Math.max(status, 128 + signalNumber(cancel.signal));
+    const error = this.#outcome.firstError;
     this.#emit({
       event: "step-end",
       status,
