@@ -11,6 +11,8 @@ export { tempDir };
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The built CLI entry; tests run it with the same node as the test runner. */
 export const jobrtBin = join(repoRoot, "packages/cli/dist/bin.js");
+/** The `jobrt` command as installed (package.json "bin"): the entry that runs bin.js (docs/node-step.md). */
+export const jobrtEntry = join(repoRoot, "packages/cli/dist/jobrt");
 
 export interface RunResult {
   code: number | null;

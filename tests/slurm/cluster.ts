@@ -1,9 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { type Dirent, chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, afterEach } from "vitest";
-import { type RunOptions, type RunResult, jobrtBin, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
+import { type RunOptions, type RunResult, jobrtBin, jobrtEntry, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
 
 /**
  * The two-node local Slurm that tests/slurm/* run against (scripts/slurm-local.sh). Its own
@@ -171,7 +171,7 @@ export function jobrtSite(nodes = ["nodea", "nodeb"], killWait = 2): JobrtSite {
   const wrapper = join(binDir, "jobrt");
   writeFileSync(
     wrapper,
-    `#!/bin/sh\nJOBRT_CONF_DIR='${root}/etc/'"\${SLURMD_NODENAME:-not-in-slurm}"\nexport JOBRT_CONF_DIR\nexec '${process.execPath}' -- '${jobrtBin}' "$@"\n`,
+    `#!/bin/sh\nJOBRT_CONF_DIR='${root}/etc/'"\${SLURMD_NODENAME:-not-in-slurm}"\nPATH='${dirname(process.execPath)}':"$PATH"\nexport JOBRT_CONF_DIR PATH\nexec '${jobrtEntry}' "$@"\n`,
   );
   chmodSync(wrapper, 0o755);
   return { root, binDir, spoolRoot, env: { PATH: `${binDir}:${process.env.PATH ?? "/usr/bin:/bin"}` } };

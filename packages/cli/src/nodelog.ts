@@ -70,6 +70,8 @@ export class NodeLog {
   #startedAt = 0;
   #startWritten = false;
   #warned = false;
+  /** `jobrt exec`: each task's status, this process's and those that joined it (docs/node-step.md). */
+  readonly #taskStatus = new Map<number, number>();
 
   constructor(step: NodeLogStep) {
     this.#step = step;
@@ -86,6 +88,7 @@ export class NodeLog {
         ...(e.digest ? { digest: e.digest } : {}),
       });
     else if (e.event === "task-start") this.#writeStart();
+    else if (e.event === "task-exit") this.#taskStatus.set(e.task, e.status);
     else if (e.event === "step-end") {
       this.#writeStart();
       const seconds = ((performance.now() - this.#startedAt) / 1000).toFixed(3);
@@ -93,11 +96,18 @@ export class NodeLog {
       const severity = e.code ? SEVERITY.err : e.status !== 0 ? SEVERITY.notice : SEVERITY.info;
       this.#write(
         severity,
-        `step-end ${this.#describe()} status=${e.status} duration=${seconds}s${failure.map((f) => ` ${f}`).join("")}`,
+        `step-end ${this.#describe()} status=${e.status}${this.#nodeTasks()} duration=${seconds}s${failure.map((f) => ` ${f}`).join("")}`,
       );
       this.#writer.close();
     }
   };
+
+  /** `jobrt exec`: how many of the step's tasks this node's jobrt ran, and how each ended. */
+  #nodeTasks(): string {
+    if (!this.#step.task) return "";
+    const ends = [...this.#taskStatus].sort(([a], [b]) => a - b).map(([id, status]) => `${id}:${status}`);
+    return ` node_tasks=${ends.length}${ends.length ? ` task_status=${ends.join(",")}` : ""}`;
+  }
 
   #start(e: StepStartEvent): void {
     const s = this.#step;

@@ -21,6 +21,9 @@ export type {
 } from "./session/events.js";
 export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
 export { runSession } from "./session/session.js";
+export { openNodeStep } from "./session/nodestep/listener.js";
+export type { JoinRequest } from "./session/nodestep/joinrequest.js";
+export { nodeTaskCount } from "./session/slurmenv.js";
 export type { SessionOptions, StepPlan, StepResult } from "./session/sessionoptions.js";
 export type { Collected } from "./session/journal/collect.js";
 export type { StepComponentView, StepView } from "./session/journal/steplist.js";

@@ -1,4 +1,13 @@
-import { StepCancel, currentUser, planFromSlurm, runSession } from "@jobrt/launcher";
+import type { StepRecord } from "@jobrt/core";
+import {
+  type JoinRequest,
+  StepCancel,
+  currentUser,
+  nodeTaskCount,
+  openNodeStep,
+  planFromSlurm,
+  runSession,
+} from "@jobrt/launcher";
 import { flag, one, parseCommandLine, requestFromOptions } from "../args.js";
 import { describeError } from "../errors.js";
 import { createHost, gcAfterDeath } from "../host.js";
@@ -21,18 +30,12 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
     return 0;
   }
   timings?.mark("command");
+  // Before anything else is opened: the step's other tasks on this node wait until it listens.
+  const listener = await openNodeStep(say);
   const verbose = parsed.step.get("verbose")?.length ?? 0;
-  const c = parsed.components[0]!;
   const host = createHost(one(parsed.step, "conf-dir"), verbose);
-  const runtime = one(c.options, "runtime") ?? (process.env.SLURM_RUNTIME || process.env.SRUN_RUNTIME || "");
-  const record = planFromSlurm(
-    rawEnvironment(),
-    c.argv,
-    runtime,
-    currentUser(),
-    process.cwd(),
-    requestFromOptions(c.options, process.env.SLURM_CONTAINER_ID),
-  );
+  const env = rawEnvironment();
+  const record = planExec(parsed, env, process.cwd());
   const cancel = new StepCancel();
   trapSignals(cancel);
   const nodeLog = hostNodeLog(host, {
@@ -56,6 +59,16 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       client: { verbose },
       report: say,
       describeError: (e) => describeError(e, verbose),
+      ...(listener
+        ? {
+            nodeStep: {
+              listener,
+              tasksOnNode: nodeTaskCount(env),
+              plan: (request: JoinRequest) => planJoiner(parsed, env, request),
+              line: (message: string) => `jobrt: ${message}\n`,
+            },
+          }
+        : {}),
       onEvent: (e) => {
         timings?.onEvent(e);
         nodeLog.onEvent(e);
@@ -65,4 +78,37 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
     },
   );
   return result.status;
+}
+
+/** The one task this `jobrt exec` runs, planned from Slurm's environment. */
+function planExec(parsed: ReturnType<typeof parseCommandLine>, env: NodeJS.ProcessEnv, cwd: string): StepRecord {
+  const c = parsed.components[0]!;
+  const runtime = one(c.options, "runtime") ?? (env.SLURM_RUNTIME || env.SRUN_RUNTIME || "");
+  return planFromSlurm(env, c.argv, runtime, currentUser(), cwd, requestFromOptions(c.options, env.SLURM_CONTAINER_ID));
+}
+
+/** What configures a `jobrt exec` besides its options: a joiner must have the same to join. */
+const CONFIGURING = /^(?:JOBRT_|SLURM_RUNTIME$|SRUN_RUNTIME$|SLURM_CONTAINER_ID$)/;
+
+/**
+ * A task that joined this node's jobrt (docs/node-step.md), planned as its own `jobrt exec`
+ * would; a refusal when its jobrt would not be this one: other options or configuration.
+ */
+function planJoiner(
+  mine: ReturnType<typeof parseCommandLine>,
+  env: NodeJS.ProcessEnv,
+  request: JoinRequest,
+): StepRecord | string {
+  const [command, ...args] = request.argv;
+  const theirs = parseCommandLine(args, { command: "exec", components: false, needCommand: true });
+  const options = (p: typeof mine) => JSON.stringify([[...p.step], [...p.components[0]!.options]]);
+  if (command !== "exec" || options(theirs) !== options(mine)) return "other jobrt options than the node's jobrt";
+  const configuring = (e: NodeJS.ProcessEnv) =>
+    Object.keys(e)
+      .filter((k) => CONFIGURING.test(k))
+      .sort()
+      .map((k) => `${k}=${e[k]}`)
+      .join("\0");
+  if (configuring(request.env) !== configuring(env)) return "another jobrt configuration than the node's jobrt";
+  return planExec(theirs, request.env, request.cwd);
 }

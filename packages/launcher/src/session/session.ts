@@ -144,7 +144,7 @@ export class StepSession {
         const pmi = this.#placePmi(components, indexes);
         record();
         const ready = await this.#setup(components, indexes, setupTried, states, journal, record);
-        const step = { components, indexes, states, tracker, stop, journal, forkerCgroup, pmi };
+        const step = { components, indexes, states, tracker, stop, journal, forkerCgroup, pmi, journalRecord: record };
         if (ready) taskStatus = await new TaskLaunch(this.#o, this.#outcome, step).run();
       }
     } catch (error) {

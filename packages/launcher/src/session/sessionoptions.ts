@@ -6,6 +6,7 @@ import type { UserIdentity } from "../users.js";
 import type { StepEvent } from "./events.js";
 import type { ProcTrackMode } from "./proctrack/proctrack.js";
 import type { ComponentSpec } from "./plan.js";
+import type { NodeStepOptions } from "./nodestep/joinedtask.js";
 
 /** What to run: a `jobrt run` step (ids claimed here) or one task of a Slurm step (`jobrt exec`). */
 export type StepPlan =
@@ -38,6 +39,11 @@ export interface SessionOptions {
    * task forker runs it if jobrt dies while a journaled step's tasks run (docs/reliability.md).
    */
   gcAfterDeath?: { argv: string[]; env: Record<string, string> };
+  /**
+   * Under `jobrt exec`, when this jobrt is the node's for its step (docs/node-step.md): the step's
+   * other tasks on this node join it here instead of running a jobrt each.
+   */
+  nodeStep?: NodeStepOptions;
 }
 
 export interface StepResult {

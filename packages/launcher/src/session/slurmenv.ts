@@ -39,6 +39,13 @@ export function expandTasksPerNode(text: string): number[] {
   return out;
 }
 
+/** How many tasks of the step run on this node (SLURMD_NODENAME in the step's node list); 1 if unknown. */
+export function nodeTaskCount(env: NodeJS.ProcessEnv): number {
+  const at = expandHostList(env.SLURM_STEP_NODELIST ?? "").indexOf(env.SLURMD_NODENAME ?? "");
+  const count = at < 0 ? undefined : expandTasksPerNode(env.SLURM_STEP_TASKS_PER_NODE ?? "")[at];
+  return count !== undefined && count > 0 ? count : 1;
+}
+
 /**
  * Which component of a heterogeneous step this task belongs to. Slurm (22.05 at least) exports no
  * component number to the tasks of a heterogeneous step, only SLURM_HET_SIZE and per-component

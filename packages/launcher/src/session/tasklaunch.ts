@@ -14,6 +14,8 @@ import { signalNumber } from "./task/status.js";
 import type { StopControl } from "./task/stop.js";
 import { type TaskContext, runTask } from "./task/task.js";
 import { withDescriptor } from "./wireup/pmi.js";
+import type { JoinHost } from "./nodestep/joinedtask.js";
+import { serveJoiners } from "./nodestep/joiners.js";
 
 /** What the node's step host hands to its tasks' launch once every component's setup is done. */
 export interface PreparedStep {
@@ -28,6 +30,8 @@ export interface PreparedStep {
   forkerCgroup: string | undefined;
   /** Slurm's PMI-2 socket (a `jobrt exec` task's) and the number the task gets it at (pmi.ts). */
   pmi: { fd: number; at: number } | undefined;
+  /** Writes the journal's record again: a joined task is in it from its start (docs/node-step.md). */
+  journalRecord: () => void;
 }
 
 /**
@@ -62,13 +66,34 @@ export class TaskLaunch {
     if (pmi && spawner.forkerPid !== undefined) closeSync(pmi.fd);
     if (spawner.forkerPid !== undefined) journal?.recordForker(spawner.forkerPid);
     stop.afterKill((seconds) => spawner.killForker(seconds));
-    return this.#runTasks(this.#context(stdio, spawner));
+    const ctx = this.#context(stdio, spawner);
+    const own = this.#runTasks(ctx, stdio);
+    return this.#o.nodeStep ? serveJoiners(this.#joinHost(ctx), ctx.tasks, own) : own;
   }
 
-  #context(stdio: StepStdio, spawner: TaskSpawner): TaskContext {
+  /** The node's step as a joined task runs in it (docs/node-step.md). */
+  #joinHost(ctx: TaskContext & { tasks: number }): JoinHost {
+    const { components, indexes, journal } = this.#step;
+    return {
+      ctx,
+      component: components[0]!,
+      index: indexes[0]!,
+      runtime: this.#o.registry.info(indexes[0]!),
+      options: this.#o.nodeStep!,
+      describe: this.#o.describeError ?? ((e) => e.message),
+      onSpawn: (pid) => journal?.recordTaskPid(pid),
+      joined: (task) => {
+        components[0]!.record.tasks.push(task);
+        this.#step.journalRecord();
+      },
+    };
+  }
+
+  #context(stdio: StepStdio, spawner: TaskSpawner): TaskContext & { tasks: number } {
     const { node, cancel } = this.#o;
     const { components, states, tracker, stop } = this.#step;
     return {
+      tasks: components.reduce((n, c) => n + c.record.tasks.length, 0),
       registry: this.#o.registry,
       node,
       states,
@@ -117,7 +142,7 @@ export class TaskLaunch {
   }
 
   /** Starts every task, with stdin copied to those that take it; resolves with their statuses. */
-  async #runTasks(ctx: TaskContext): Promise<number[]> {
+  async #runTasks(ctx: TaskContext, stdio: StepStdio): Promise<number[]> {
     const { components, indexes, journal } = this.#step;
     const spawned: Promise<TaskProcess | undefined>[] = [];
     const done: Promise<number>[] = [];
@@ -136,7 +161,7 @@ export class TaskLaunch {
     const all = Promise.all(done);
     copyStdinToTasks(this.#o.stdin ?? process.stdin, spawned, all);
     const statuses = await all.finally(() => ctx.spawner.close());
-    await ctx.stdio.end();
+    await stdio.end();
     return statuses;
   }
 

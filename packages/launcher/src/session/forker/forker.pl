@@ -12,6 +12,12 @@
 # When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
 # After the syscall numbers may come "--", jobrt's pid and a command (with this program's
 # environment): if jobrt dies while tasks run, the forker runs it (see orphaned) and exits.
+# Or "--join": this forker is a task of a Slurm step that joined the node's jobrt (nodestep.pl,
+# docs/node-step.md); fd 3 is its connection to that jobrt, its own 0-2 are its task's, and it
+# runs that one task. Then two more requests: "P" NUL text (printed on its stderr, the task's)
+# and "E" NUL status (its task's end, 128+N for signal N, as a `jobrt exec` exits); a signal it
+# catches is reported as "K name"; it exits with that status, and if jobrt goes away first it
+# kills its task.
 
 # A short name in ps and /proc/<pid>/cmdline, not the path of this file and its arguments.
 $0 = "jobrt-task-forker";
@@ -27,12 +33,16 @@ my $DEVNULL = "/dev/null";
 my $PIPE = pack("ii", -1, -1);
 my $WHY = "\0" x 256;
 my $PIDFD_OPEN = 434;
-my ($PARENT, @ORPHAN);
-for my $i (0 .. $#ARGV) { if ($ARGV[$i] eq "--") { ($PARENT, @ORPHAN) = @ARGV[$i + 1 .. $#ARGV]; last } }
+my ($PARENT, @ORPHAN, $JOIN, $END);
+for my $i (0 .. $#ARGV) {
+  if ($ARGV[$i] eq "--join") { $JOIN = 1; last }
+  if ($ARGV[$i] eq "--") { ($PARENT, @ORPHAN) = @ARGV[$i + 1 .. $#ARGV]; last }
+}
+my @CAUGHT = qw(HUP INT QUIT USR1 USR2 ALRM TERM);
 # Slurm signals every process of a step (scancel, the time limit, srun's Ctrl-C): the forker must
 # live until jobrt closes fd 3. Caught, not ignored: a caught signal is reset to its default at
 # exec, an ignored one would be inherited by every task.
-$SIG{$_} = sub {} for qw(HUP INT QUIT USR1 USR2 ALRM TERM);
+$SIG{$_} = sub {} for @CAUGHT;
 # perl ignores SIGFPE (its exec restores it, execve(2) does not): a task must not inherit that.
 $SIG{FPE} = "DEFAULT";
 opendir(my $dh, "/proc/self/fd") or die "jobrt task forker: /proc/self/fd: $!\n";
@@ -43,6 +53,8 @@ syscall($FCNTL, 0 + $_, 2, 1) for @inherited;
 open(my $ctl, "+<&=", 3) or die "jobrt task forker: fd 3: $!\n";
 my (%pidfd, %pidOf, $poll, $eof);
 my $in = "";
+# A joined task's signals are the node's jobrt's to deliver, as its ExecSpec says.
+if ($JOIN) { $SIG{$_} = sub { report("K $_[0]\n") } for @CAUGHT }
 
 sub report {
   my $m = shift;
@@ -134,7 +146,18 @@ sub orphaned {
   exit 0;
 }
 
+# A joined task's end: exit as the node's jobrt says. If that jobrt went away first, the task (its
+# own process group) is killed and waited for.
+sub joined {
+  exit $END if defined $END;
+  syswrite(STDERR, "jobrt: the node's jobrt of this step is gone: this task is stopped\n");
+  kill("KILL", -$_) for keys %pidfd;
+  1 while waitpid(-1, 0) > 0;
+  exit 137;
+}
+
 sub start {
+  if ($JOIN && $_[0] =~ /\A([PE])\0(.*)\z/s) { return $1 eq "E" ? ($END = $2) : syswrite(STDERR, $2) }
   my ($id, $i0, $i1, $i2, $passed, $uid, $gid, $procs, $cwd, $argc, @rest) = split /\0/, $_[0], -1;
   my @argv = splice(@rest, 0, $argc);
   my @fds = map { 0 + $_ } ($i0, $i1, $i2);
@@ -174,6 +197,7 @@ $poll = 1 if @ORPHAN && $jobrt < 0;
 for (;;) {
   reap();
   orphaned() if @ORPHAN && getppid() != $PARENT;
+  joined() if $JOIN && (defined $END && !%pidfd || $eof);
   exit 0 if $eof && !%pidfd;
   my $rin = "";
   vec($rin, 3, 1) = 1 unless $eof;

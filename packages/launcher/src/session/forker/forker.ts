@@ -58,6 +58,23 @@ export interface TaskProcess extends EventEmitter {
   once(event: "error", listener: (error: Error) => void): this;
 }
 
+/** A joined task's forker (docs/node-step.md): its connection to this jobrt. */
+export interface JoinedForker {
+  socket: Socket;
+  /** The joiner's pid: the forker, whose child is the task. */
+  pid: number;
+  /** Descriptors it passes on purpose: [its number, the task's]. */
+  passed: [number, number][];
+  /** It caught this signal (a name such as "TERM"): slurmstepd signalled the task. */
+  onSignal: (name: string) => void;
+}
+
+/** A joined forker's "P" and "E" requests (forker.pl). */
+function joinedRequest(kind: "P" | "E", text: string): string {
+  const payload = `${kind}\0${text}`;
+  return `${Buffer.byteLength(payload)}\n${payload}`;
+}
+
 /** The syscalls forker.pl makes, in the order it takes their numbers. */
 const FORKER_SYSCALLS: readonly SyscallName[] = [
   "setsid",
@@ -75,6 +92,11 @@ const FORKER_SYSCALLS: readonly SyscallName[] = [
 ];
 /** O_CLOEXEC, forker.pl's last number: 0o2000000 on every architecture that has all the syscalls above. */
 const O_CLOEXEC = 0o2000000;
+
+/** The numbers forker.pl takes first: its syscalls' on this architecture, then O_CLOEXEC. */
+export function forkerNumbers(): string[] {
+  return [...syscallNumbers(FORKER_SYSCALLS)!, O_CLOEXEC].map(String);
+}
 
 /** Why no forker can be had here, or the perl to run it with. */
 export function forkerPerl(): { perl: string } | { missing: string } {
@@ -154,7 +176,8 @@ interface Slot {
  * process it did not fork itself, so a task's parent must be a program that can.
  */
 export class TaskForker {
-  readonly #child: ChildProcess;
+  readonly #child: ChildProcess | undefined;
+  readonly #joined: JoinedForker | undefined;
   readonly #ctl: Socket;
   readonly #slots = new Map<number, Slot>();
   readonly #pending = new Map<
@@ -170,19 +193,45 @@ export class TaskForker {
   readonly exited: Promise<void>;
 
   get pid(): number | undefined {
-    return this.#child.pid;
+    return this.#joined?.pid ?? this.#child?.pid;
   }
 
   /**
    * `stdios`: each task's stdio (by task id); `onLost`: the forker died with tasks running;
-   * `afterDeath`: what the forker runs if jobrt dies first.
+   * `afterDeath`: what the forker runs if jobrt dies first. Or, instead of a perl to start, a
+   * joined task's own forker (forker.pl --join, docs/node-step.md): its connection, whose stdio
+   * is the task's own, and the one descriptor it passes on purpose.
    */
   constructor(
-    perl: string,
+    forker: string | JoinedForker,
     stdios: Map<number, StdioItem[]>,
     readonly onLost: (why: string) => void,
     afterDeath?: AfterDeath,
   ) {
+    if (typeof forker !== "string") {
+      this.#joined = forker;
+      this.#ctl = forker.socket;
+      for (const id of stdios.keys()) this.#slots.set(id, { fds: [0, 1, 2], pipes: [], extra: forker.passed });
+      this.exited = new Promise((resolve) => forker.socket.once("close", () => resolve()));
+    } else {
+      this.#child = this.#spawn(forker, stdios, afterDeath);
+      this.#ctl = this.#child.stdio[3] as Socket;
+      const child = this.#child;
+      this.exited = new Promise((resolve) => {
+        child.once("exit", () => resolve());
+        child.once("error", () => resolve());
+      });
+    }
+    this.#ctl.setEncoding("latin1").on("data", (d: string) => this.#onReports(d));
+    this.#ctl.on("error", () => {});
+    // Not 'exit': its last reports may still be unread then.
+    this.#ctl.on("close", () =>
+      this.#lose(`exited (${this.#child?.exitCode ?? this.#child?.signalCode ?? "its control socket closed"})`),
+    );
+  }
+
+  /** Starts the perl forker with every task's stdio (the slots say where each task's is). */
+  #spawn(perl: string, stdios: Map<number, StdioItem[]>, afterDeath: AfterDeath | undefined): ChildProcess {
     const stdio: StdioItem[] = ["inherit", "inherit", "inherit", "pipe"];
     for (const [id, items] of stdios) {
       const slot: Slot = { fds: [], pipes: [], extra: [] };
@@ -204,35 +253,26 @@ export class TaskForker {
     }
     // No PERL* variable: PERL5OPT or PERL5LIB of whoever runs jobrt must not run code as root.
     const orphan = afterDeathOptions(afterDeath);
-    this.#child = spawn(
-      perl,
-      ["-f", "--", FORKER_PROGRAM, ...[...syscallNumbers(FORKER_SYSCALLS)!, O_CLOEXEC].map(String), ...orphan.args],
-      { stdio, detached: true, env: orphan.env, argv0: "jobrt-task-forker" },
-    );
-    this.#child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
+    const child = spawn(perl, ["-f", "--", FORKER_PROGRAM, ...forkerNumbers(), ...orphan.args], {
+      stdio,
+      detached: true,
+      env: orphan.env,
+      argv0: "jobrt-task-forker",
+    });
+    child.on("error", (error) => this.#lose(`could not be started (${perl}): ${error.message}`));
     // Reaped by jobrt, not orphaned: its CPU and its tasks' then count in jobrt's own (time(1), the
     // benchmarks' whole-tree CPU), and nothing of the step outlives jobrt.
-    this.exited = new Promise((resolve) => {
-      this.#child.once("exit", () => resolve());
-      this.#child.once("error", () => resolve());
-    });
     // Node's spawn makes both ends of every pipe at once: EMFILE where one task at a time fits.
-    if (this.#child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
+    if (child.pid === undefined) throw new Error(`cannot start ${perl} with the stdio of ${stdios.size} task(s)`);
     // The tasks' pipes are the tasks' streams, not the forker's: Node resumes every stdio stream
     // of an exited child that nobody reads yet, which would throw away a task's output when the
     // forker's exit is seen before the task's start (and its reader) is. Node keeps no other use
     // of the array.
-    for (const [i, s] of this.#child.stdio.entries()) {
+    for (const [i, s] of child.stdio.entries()) {
       if (i > 3 && s) this.#pipes[i] = s as Socket;
-      if (i > 3) this.#child.stdio[i] = null;
+      if (i > 3) child.stdio[i] = null;
     }
-    this.#ctl = this.#child.stdio[3] as Socket;
-    this.#ctl.setEncoding("latin1").on("data", (d: string) => this.#onReports(d));
-    this.#ctl.on("error", () => {});
-    // Not 'exit': its last reports may still be unread then.
-    this.#ctl.on("close", () =>
-      this.#lose(`exited (${this.#child.exitCode ?? this.#child.signalCode ?? "its control socket closed"})`),
-    );
+    return child;
   }
 
   /**
@@ -240,10 +280,11 @@ export class TaskForker {
    * killed (the step's SIGKILL reached them), `why` says so once.
    */
   kill(why: string): void {
-    if (this.#gone !== undefined || this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    if (this.#gone !== undefined || this.#child?.exitCode != null || this.#child?.signalCode != null) return;
     this.#lose(why, "SIGKILL");
     try {
-      this.#child.kill("SIGKILL");
+      if (this.#child) this.#child.kill("SIGKILL");
+      else if (this.pid !== undefined) process.kill(this.pid, "SIGKILL");
     } catch {
       // already gone
     }
@@ -260,8 +301,9 @@ export class TaskForker {
       this.#pending.set(id, { file: spec.argv[0]!, slot, resolve, reject });
       this.#ctl.write(request);
       // The last task is asked for: the forker exits right after reporting its end, while jobrt
-      // still copies the task's output, instead of after jobrt's close() (a step's last ms).
-      if (this.#slots.size === 0) this.#ctl.end();
+      // still copies the task's output, instead of after jobrt's close() (a step's last ms). A
+      // joined forker waits for its task's end (`end`).
+      if (this.#slots.size === 0 && !this.#joined) this.#ctl.end();
     });
   }
 
@@ -274,6 +316,17 @@ export class TaskForker {
     return this.exited;
   }
 
+  /** A joined forker prints `text` on its stderr, which is its task's. */
+  tell(text: string): void {
+    if (this.#joined && !this.#ctl.writableEnded) this.#ctl.write(joinedRequest("P", text));
+  }
+
+  /** A joined forker's task has ended with `status` (128+N for signal N): it exits with it. */
+  end(status: number): void {
+    if (!this.#joined || this.#ctl.writableEnded) return;
+    this.#ctl.end(joinedRequest("E", String(status)));
+  }
+
   #onReports(data: string): void {
     this.#lines += data;
     let nl = this.#lines.indexOf("\n");
@@ -282,6 +335,7 @@ export class TaskForker {
       this.#lines = this.#lines.slice(nl + 1);
       nl = this.#lines.indexOf("\n");
       if (kind === "X") this.#exited(Number(a), Number(b));
+      else if (kind === "K") this.#joined?.onSignal(a);
       else this.#started(kind, Number(a), Number(b), stage.join(" "));
     }
   }

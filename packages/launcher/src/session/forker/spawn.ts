@@ -33,15 +33,21 @@ export class TaskSpawner {
   /**
    * `stdios`: every task's stdio by task id, known before the first task starts; `afterDeath`:
    * what the forker runs if jobrt dies while tasks run; `forkerCgroup`: the cgroup (made now) the
-   * forker is born in (forkercgroup.ts).
+   * forker is born in (forkercgroup.ts); `joined`: a joined task's own forker (the spawner of that
+   * one task, docs/node-step.md) instead of one started here.
    */
   constructor(
     stdios: Map<number, StdioItem[]>,
     warn: (line: string) => void,
     afterDeath?: AfterDeath,
     forkerCgroup?: string,
+    joined?: TaskForker,
   ) {
     this.#stdios = stdios;
+    if (joined) {
+      this.#forker = joined;
+      return;
+    }
     const found = forkerPerl();
     if ("perl" in found) this.#forker = startForker(found.perl, stdios, warn, afterDeath, forkerCgroup);
     else if (!saidNoForker) {

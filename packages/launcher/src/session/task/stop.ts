@@ -25,6 +25,7 @@ export class StopControl {
   #forkerTimer: NodeJS.Timeout | undefined;
   #afterKill: ((seconds: number) => void) | undefined;
   #timeTimer: LongTimer | undefined;
+  readonly #taskTimers = new Set<LongTimer>();
   #unsubscribe: () => void;
   #resolveCancelled: () => void = () => {};
   /** Settles on the first cancel request: a signal must not wait for a slow plugin init. */
@@ -76,6 +77,23 @@ export class StopControl {
   }
 
   /**
+   * One task was signalled on its own (its joined forker caught it, docs/node-step.md): the signal
+   * reaches that task as its ExecSpec says, and a stop signal (`thenKill`) SIGKILLs it after
+   * KillWait, as a stop of the step would. Once the step is being stopped, the step's stop has it.
+   */
+  signalTask(pid: number, signal: NodeJS.Signals, thenKill: boolean): void {
+    const deliver = this.#leaders.get(pid);
+    if (!deliver || this.cancel.requested) return;
+    deliver(signal);
+    if (!thenKill) return;
+    const timer = longTimeout(this.node.killWait * 1000, () => {
+      this.#taskTimers.delete(timer);
+      if (this.#leaders.has(pid)) this.#kill(pid);
+    });
+    this.#taskTimers.add(timer);
+  }
+
+  /**
    * `fn` runs FORKER_BOUND_MS after the step's SIGKILL: the task forker, if still there, is killed
    * then, so no stop waits on its reports (a task may have stopped it).
    */
@@ -101,6 +119,7 @@ export class StopControl {
     this.#killTimer?.cancel();
     clearTimeout(this.#forkerTimer);
     this.#timeTimer?.cancel();
+    for (const timer of this.#taskTimers) timer.cancel();
     this.#unsubscribe();
   }
 }

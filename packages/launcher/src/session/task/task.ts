@@ -30,7 +30,8 @@ export interface TaskContext {
   tracker: ProcessTracker;
   spawner: TaskSpawner;
   stop: StopControl;
-  stdio: StepStdio;
+  /** Where the task's files are and its output goes (a joined task's are its own: nothing to do). */
+  stdio: Pick<StepStdio, "closeTask" | "attach">;
   label: boolean;
   emit: (event: StepEvent) => void;
   report: (line: string) => void;

@@ -19,10 +19,8 @@ function wireup(problem: string): JobrtError {
  * before jobrt has opened any of its own.
  */
 export function pmiDescriptor(env: Readonly<Record<string, string>>): number | undefined {
-  const value = env.PMI_FD;
-  if (value === undefined) return undefined;
-  const fd = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(fd > 2)) throw wireup(`PMI_FD=${JSON.stringify(value)} is not a descriptor number above 2`);
+  const fd = pmiNumber(env);
+  if (fd === undefined) return undefined;
   let socket: boolean;
   try {
     socket = fstatSync(fd).isSocket();
@@ -30,6 +28,18 @@ export function pmiDescriptor(env: Readonly<Record<string, string>>): number | u
     throw wireup(`PMI_FD=${fd} names no open descriptor (set by hand, or closed by a wrapper before jobrt?)`);
   }
   if (!socket) throw wireup(`PMI_FD=${fd} is not a socket, so it is not Slurm's PMI-2 connection`);
+  return fd;
+}
+
+/**
+ * The number PMI_FD names, checked only as a number: a joined task's (docs/node-step.md) is a
+ * descriptor of its own process, which its forker passes on.
+ */
+export function pmiNumber(env: Readonly<Record<string, string>>): number | undefined {
+  const value = env.PMI_FD;
+  if (value === undefined) return undefined;
+  const fd = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(fd > 2)) throw wireup(`PMI_FD=${JSON.stringify(value)} is not a descriptor number above 2`);
   return fd;
 }
 
