@@ -409,7 +409,14 @@ describe("the node log of jobrt exec (a job user's task) and of the default Node
       tasks: "3",
     };
     expect(start.fields).toEqual(ids);
-    expect(end.fields).toEqual({ ...ids, status: "5", duration: expect.stringMatching(/^\d+\.\d{3}s$/) });
+    // The tasks this node's jobrt ran (docs/node-step.md): here only its own, task 2.
+    expect(end.fields).toEqual({
+      ...ids,
+      status: "5",
+      node_tasks: "1",
+      task_status: "2:5",
+      duration: expect.stringMatching(/^\d+\.\d{3}s$/),
+    });
   });
 
   it("NodeLog=file: is root's: a job user's exec leaves root's file alone and sends its lines to /dev/log", async () => {
