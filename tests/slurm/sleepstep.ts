@@ -11,8 +11,9 @@ export function jobrtExecProcesses(marker: string): { pid: number; node: string 
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (argv[0] !== process.execPath || argv[2] !== jobrtBin || argv[3] !== "exec" || !argv.includes(marker))
-        continue;
+      // Node as the entry (jobrt.pl) runs it: "node" from PATH.
+      const isNode = argv[0] === process.execPath || argv[0] === "node";
+      if (!isNode || argv[2] !== jobrtBin || argv[3] !== "exec" || !argv.includes(marker)) continue;
       const env = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
       const node = env.find((e) => e.startsWith("SLURMD_NODENAME="))?.slice("SLURMD_NODENAME=".length) ?? "?";
       found.push({ pid: Number(entry), node });
