@@ -85,6 +85,12 @@ function pmixMounts(env: Readonly<Record<string, string>>, asRoot: boolean): Dev
     }));
 }
 
+function noRequest(runtime: string): JobrtError {
+  return wireup(
+    `runtime ${runtime} runs its tasks in a sandbox of its own, and a step without --container gives it no container request through which the host binds Slurm's PMIx directories, so MPI_Init would fail there: use --container, srun --mpi=pmi2, or --runtime none`,
+  );
+}
+
 function emptyEdits(): DeviceEdits {
   return { devices: [], deviceNodes: [], mounts: [], env: [], additionalGids: [], hooks: [] };
 }
@@ -127,7 +133,12 @@ export function wireupEdits(
   return { mounts, hostNamespaces: [...HOST_NAMESPACES] };
 }
 
-/** Adds wireupEdits to each component's container edits (created when it has none); `runtime(i)` is component i's. */
+/**
+ * Adds wireupEdits to each component's container edits (created when it has none); `runtime(i)` is
+ * component i's. A container runtime's step without a container request (bwrap on the host's
+ * tree) has nowhere to carry them: its sandbox would lack the PMIx directories, so under PMIx it is
+ * refused as a runtime that applies no edits is; under PMI-2 its tasks still get the socket.
+ */
 export function addWireupEdits(
   components: readonly { record: StepRecord }[],
   runtime: (i: number) => LoadedRuntime,
@@ -135,7 +146,9 @@ export function addWireupEdits(
   const asRoot = process.geteuid?.() === 0;
   for (const [i, { record }] of components.entries()) {
     const container = record.container;
-    const wanted = container && wireupEdits(record.tasks[0]?.env ?? record.env, runtime(i), asRoot);
+    const env = record.tasks[0]?.env ?? record.env;
+    const wanted = wireupEdits(env, runtime(i), asRoot);
+    if (wanted && !container && wireupKind(env) === "pmix") throw noRequest(runtime(i).name);
     if (!container || !wanted) continue;
     const edits = container.deviceEdits ?? emptyEdits();
     edits.mounts.push(...wanted.mounts);
