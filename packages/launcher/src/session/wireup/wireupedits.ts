@@ -108,15 +108,19 @@ export interface WireupEdits {
  * under PMIx the server's directories at the same paths. Undefined when it needs nothing: no
  * wire-up, or a runtime whose tasks are host processes. A container runtime that applies no edits
  * (no `devices` in `meta.accepts`) is refused under PMIx, where the directories are not optional;
- * under PMI-2 its tasks still get the socket, and `jobrt check` says what they lack.
+ * under PMI-2 its tasks still get the socket, and `jobrt check` says what they lack. So is, under
+ * PMIx, a step without a container request (`hasContainer` false: bwrap on the host's tree), which
+ * has nothing to carry the edits into the sandbox.
  */
 export function wireupEdits(
   env: Readonly<Record<string, string>>,
   runtime: Pick<LoadedRuntime, "name" | "capabilities" | "accepts">,
   asRoot: boolean,
+  hasContainer = true,
 ): WireupEdits | undefined {
   const kind = wireupKind(env);
   if (kind === "none" || !runtime.capabilities.includes(CONTAINER_CAPABILITY)) return undefined;
+  if (kind === "pmix" && !hasContainer) throw noRequest(runtime.name);
   if (!runtime.accepts.includes("devices")) {
     if (kind === "pmi2") return undefined;
     throw wireup(
@@ -135,9 +139,8 @@ export function wireupEdits(
 
 /**
  * Adds wireupEdits to each component's container edits (created when it has none); `runtime(i)` is
- * component i's. A container runtime's step without a container request (bwrap on the host's
- * tree) has nowhere to carry them: its sandbox would lack the PMIx directories, so under PMIx it is
- * refused as a runtime that applies no edits is; under PMI-2 its tasks still get the socket.
+ * component i's. A component without a container request gets none, and under PMIx a container
+ * runtime's is refused (wireupEdits).
  */
 export function addWireupEdits(
   components: readonly { record: StepRecord }[],
@@ -146,9 +149,7 @@ export function addWireupEdits(
   const asRoot = process.geteuid?.() === 0;
   for (const [i, { record }] of components.entries()) {
     const container = record.container;
-    const env = record.tasks[0]?.env ?? record.env;
-    const wanted = wireupEdits(env, runtime(i), asRoot);
-    if (wanted && !container && wireupKind(env) === "pmix") throw noRequest(runtime(i).name);
+    const wanted = wireupEdits(record.tasks[0]?.env ?? record.env, runtime(i), asRoot, container !== undefined);
     if (!container || !wanted) continue;
     const edits = container.deviceEdits ?? emptyEdits();
     edits.mounts.push(...wanted.mounts);
