@@ -269,6 +269,12 @@ describe("jobrt check: what this node can see", () => {
     expect(bound.stdout).toContain(
       "\ncomponent 0: mpi: runtime oci: /dev/shm and user namespace: ok: each task is its own container, but this node has one rank of the step: nothing to share\n",
     );
+    // Without --container no request carries the binds into the container: refused, as exec refuses it.
+    const bare = await checkInStep(["--runtime", "oci", "true"], { ...env, PMIX_SYSTEM_TMPDIR: system }, "ignore");
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toContain(
+      "jobrt: component 0: mpi: runtime oci: PMIx directories: failed: jobrt exec refuses: MPI wire-up: runtime oci runs its tasks in a sandbox of its own, and a step without --container gives it no container request through which the host binds Slurm's PMIx directories",
+    );
   });
 
   it("a bundle reached through a symlink is followed, as runc follows it", async () => {

@@ -28,6 +28,8 @@ describeRuntimeConformance(() => import("../../packages/runtime-shifter/dist/ind
   capabilities: { runs: "either", container: "optional" },
   node: { confDir: site.confDir },
   container: { value: "docker:busybox:latest" },
+  // It has neither "pmi-fd" nor "pass-fds": the host refuses --mpi=pmi2 for it (docs/mpi.md).
+  mpi: { pmi2: { cannot: "shifter declares no pmi-fd or pass-fds capability" } },
   invalid: [
     { title: "image name Shifter would rewrite", container: { value: "docker:busy box" }, code: "ERR_CONTAINER_IMAGE" },
     { title: "image not on the gateway", container: { value: "docker:nothere:1" }, code: "ERR_CONTAINER_IMAGE" },

@@ -12,12 +12,21 @@ export interface DeviceArgs {
   skipped: string[];
 }
 
-/** `reason`: the host's, for an edit no device asked for (MPI wire-up's binds), named instead of the option. */
+/**
+ * `reason`: the host's, for an edit no device asked for, named instead of the option; those are
+ * the MPI wire-up's binds (docs/mpi.md), so their refusal is the wire-up's.
+ */
 function refuse(what: string, rule: string, reason?: string): Error {
+  if (reason !== undefined)
+    return jobrtError(
+      "ERR_MPI_WIREUP",
+      { problem: `the host's bind for ${reason}: ${what}: ${rule}` },
+      { details: { runtime: "runtime/bwrap" } },
+    );
   return jobrtError(
     "ERR_CONTAINER_REQUEST",
-    { problem: `${reason ?? "--container-device"}: ${what}: ${rule}` },
-    { details: { runtime: "runtime/bwrap", ...(reason === undefined ? { key: "--container-device" } : {}) } },
+    { problem: `--container-device: ${what}: ${rule}` },
+    { details: { runtime: "runtime/bwrap", key: "--container-device" } },
   );
 }
 

@@ -11,12 +11,21 @@ const invalid: InvalidCase[] = [
   { title: "a module (not accepted)", container: { modules: ["gpu"] }, code: "ERR_CONTAINER_REQUEST" },
 ];
 
+// bwrap declares no pmi-fd or pass-fds capability: the host refuses --mpi=pmi2 (docs/mpi.md).
+const pmi2 = { cannot: "bwrap declares no pmi-fd or pass-fds capability" };
+// Without --container there is no request to carry the host's binds: the sandbox's /tmp is its own.
+const hostTree = {
+  pmi2,
+  pmix: { cannot: "without --container the host binds no PMIx directory into the sandbox, whose /tmp is its own" },
+};
+
 // Without --container the sandbox is the host's tree, read-only, and the task keeps its cwd.
 describeRuntimeConformance(() => import("../src/index.js"), {
   title: "runtime/bwrap on the host's tree",
   type: "runtime/bwrap",
   capabilities: { runs: "exec-spec" },
   invalid,
+  mpi: hostTree,
 });
 
 // As root, the usual production case as well: a root host, an ordinary job user.
@@ -27,6 +36,7 @@ if (process.getuid?.() === 0) {
     capabilities: { runs: "exec-spec" },
     user: { uid: 65534, gid: 65534, name: "nobody" },
     invalid,
+    mpi: hostTree,
   });
 }
 
@@ -44,4 +54,5 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   container: () => ({ value: rootfs?.dir ?? "/rootfs-not-built" }),
   launch: { cwd: () => "/" },
   invalid,
+  mpi: { pmi2 },
 });

@@ -77,7 +77,11 @@ describe("a bind the host added for MPI wire-up", () => {
     const pmix = { hostPath: "/tmp", containerPath: "/opt/jobrt-no-such-dir/pmix", options: ["rbind"], reason: "MPI wire-up (PMIX_SERVER_TMPDIR)" };
     const edits = { devices: [], deviceNodes: [], mounts: [pmix], env: [], additionalGids: [], hooks: [] };
     expect(() => deviceArgs(edits, "/")).toThrow(
-      "MPI wire-up (PMIX_SERVER_TMPDIR): mount /opt/jobrt-no-such-dir/pmix: the target /opt/jobrt-no-such-dir/pmix does not exist in the sandbox (bwrap cannot create it on a read-only root)",
+      expect.objectContaining({
+        code: "ERR_MPI_WIREUP",
+        message:
+          "MPI wire-up: the host's bind for MPI wire-up (PMIX_SERVER_TMPDIR): mount /opt/jobrt-no-such-dir/pmix: the target /opt/jobrt-no-such-dir/pmix does not exist in the sandbox (bwrap cannot create it on a read-only root)",
+      }),
     );
   });
 });

@@ -24,4 +24,9 @@ describeRuntimeConformance(() => import("./minimalbwrap.js"), {
   title: "the docs' wrapper runtime",
   type: "runtime/bwrap",
   capabilities: { runs: "exec-spec" },
+  // A container runtime that declares no pmi-fd or pass-fds and accepts no devices: the host refuses both.
+  mpi: {
+    pmi2: { cannot: "it declares no pmi-fd or pass-fds capability" },
+    pmix: { cannot: "it accepts no devices, the field through which the host's binds reach a runtime" },
+  },
 });

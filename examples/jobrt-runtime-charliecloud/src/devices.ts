@@ -24,11 +24,12 @@ function checkTarget(image: string, path: string, devices: string, reason?: stri
   const where = path.startsWith("/dev/") ? "the host's /dev, which ch-run binds into the container" : "the image";
   if (exists(path.startsWith("/dev/") ? path : join(image, path))) return;
   const rule = `the target ${path} does not exist in ${where}, and ch-run cannot create it`;
-  // A bind the host added for its own reason (MPI wire-up) is not the devices' doing.
+  // A bind the host added for its own reason is not the devices' doing: it is the MPI wire-up's
+  // (the only edits the host gives a reason, docs/mpi.md), which the task would lack in MPI_Init.
   if (reason !== undefined)
     throw jobrtError(
-      "ERR_CONTAINER_REQUEST",
-      { problem: `${reason}: ${rule} (make the directory in the image)` },
+      "ERR_MPI_WIREUP",
+      { problem: `the host's bind for ${reason}: ${rule} (make the directory in the image)` },
       { details: { runtime: "runtime/charliecloud" } },
     );
   throw reject(FIELD, devices, rule);

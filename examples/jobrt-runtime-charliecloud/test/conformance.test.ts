@@ -35,6 +35,12 @@ const launch = { cwd: (step: StepRecord) => (existsSync(join(image, step.cwd)) ?
 // (the step's cgroup, Slurm's ConstrainDevices, limits its use). README, Devices.
 const skip = { "devices.unallocated": "ch-run shows the host's /dev (README, Devices)" };
 
+// Neither wire-up reaches a ch-run task: the host must refuse both (docs/mpi.md).
+const mpi = {
+  pmi2: { cannot: "charliecloud declares no pmi-fd or pass-fds capability" },
+  pmix: { cannot: "ch-run binds only onto a target the image has, and the PMIx directory is not in it" },
+};
+
 // The image and binds as most jobs use them: host env passes through ch-run into the container.
 describeRuntimeConformance(() => import("../src/index.js"), {
   type: "runtime/charliecloud",
@@ -43,6 +49,7 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   invalid,
   launch,
   skip,
+  mpi,
 });
 
 // --container-clearenv plus --container-env: per-task env files in SpoolDir, the stateful path.
@@ -52,6 +59,7 @@ describeRuntimeConformance(() => import("../src/index.js"), {
   capabilities: { runs: "exec-spec", container: "required" },
   container: () => ({ value: image, clearEnv: true, env: ["GREETING=hello world"], workdir: "/work" }),
   skip,
+  mpi,
 });
 
 // As root for an unprivileged job user (the usual production case): launches drop to nobody, so
@@ -65,5 +73,6 @@ if (process.getuid?.() === 0) {
     container: () => ({ value: image, env: ["GREETING=hello"], clearEnv: true }),
     launch,
     skip,
+    mpi,
   });
 }

@@ -82,7 +82,11 @@ describe("a bind the host added for MPI wire-up", () => {
     const request = { image, binds: [], env: [], clearEnv: false, privateTmp: false, home: false };
     const pmix = { hostPath: work, containerPath: "/var/spool/slurmd/pmix.7.0", options: ["rbind"], reason: "MPI wire-up (PMIX_SERVER_TMPDIR)" };
     expect(() => addDeviceEdits(request, { ...edits({ devices: [], deviceNodes: [] }), mounts: [pmix] })).toThrow(
-      "MPI wire-up (PMIX_SERVER_TMPDIR): the target /var/spool/slurmd/pmix.7.0 does not exist in the image, and ch-run cannot create it (make the directory in the image)",
+      expect.objectContaining({
+        code: "ERR_MPI_WIREUP",
+        message:
+          "MPI wire-up: the host's bind for MPI wire-up (PMIX_SERVER_TMPDIR): the target /var/spool/slurmd/pmix.7.0 does not exist in the image, and ch-run cannot create it (make the directory in the image)",
+      }),
     );
   });
 });

@@ -15,6 +15,8 @@ import { say } from "./say.js";
 export interface MpiComponent {
   prefix: string;
   runtime: LoadedRuntime;
+  /** Whether the request has a container (--container): what carries the host's edits to the runtime. */
+  container: boolean;
 }
 
 const URI_VARIABLES = [
@@ -93,7 +95,7 @@ function ranksOnNode(env: Readonly<Record<string, string | undefined>>): number 
  * directories, /dev/shm and the user namespace as this process does. runtime none's task is a plain
  * process beside this one; every other runtime's task is its own container (docs/mpi.md).
  */
-function componentFindings(w: Wireup, runtime: LoadedRuntime): CheckFinding[] {
+function componentFindings(w: Wireup, runtime: LoadedRuntime, container: boolean): CheckFinding[] {
   const out: CheckFinding[] = [];
   if (w.kind === "pmi2" && w.pmiFd !== undefined) {
     try {
@@ -114,7 +116,7 @@ function componentFindings(w: Wireup, runtime: LoadedRuntime): CheckFinding[] {
   }
   let edits: WireupEdits | undefined;
   try {
-    edits = wireupEdits(definedEnv(w.env), runtime, asRoot());
+    edits = wireupEdits(definedEnv(w.env), runtime, asRoot(), container);
   } catch (error) {
     out.push({
       subject: "PMIx directories",
@@ -195,7 +197,10 @@ export function checkMpi(w: Wireup, components: readonly MpiComponent[]): boolea
   let failed = showFindings("mpi", [...wireupFindings(w), shmFinding(), userNamespaceFinding(), fabricFinding()]);
   if (w.kind !== "none")
     for (const c of components)
-      failed += showFindings(`${c.prefix}: mpi: runtime ${c.runtime.name}`, componentFindings(w, c.runtime));
+      failed += showFindings(
+        `${c.prefix}: mpi: runtime ${c.runtime.name}`,
+        componentFindings(w, c.runtime, c.container),
+      );
   if (failed > 0) say(`mpi: failed (${failed} problem${failed === 1 ? "" : "s"} with this step's wire-up)`);
   else process.stdout.write("mpi: ok\n");
   return failed === 0;

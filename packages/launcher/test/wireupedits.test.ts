@@ -2,7 +2,8 @@ import { chownSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../../../tests/helpers/tmp.js";
-import { wireupEdits, wireupKind } from "../src/session/wireup/wireupedits.js";
+import type { LoadedRuntime, StepRecord } from "@jobrt/core";
+import { addWireupEdits, wireupEdits, wireupKind } from "../src/session/wireup/wireupedits.js";
 
 const dir = tempDir("jobrt-wireup-");
 const server = join(dir, "spool", "pmix.4.0");
@@ -82,5 +83,21 @@ describe("what a step's MPI wire-up needs of a container (docs/mpi.md)", () => {
       /^MPI wire-up: PMIX_SERVER_TMPDIR=\S+pmix\.4\.0: \S+ belongs to uid \d+, not root, so the PMIx directories cannot be bound/,
     );
     expect(wireupEdits(pmix({ PMIX_SERVER_TMPDIR: join(theirs, "pmix.4.0") }), oci, false)?.mounts).toHaveLength(3);
+  });
+
+  it("a container runtime's step without a container request: refused under PMIx, left alone under PMI-2", () => {
+    const record = (env: Record<string, string>) => ({ record: { env, tasks: [{ env }] } as unknown as StepRecord });
+    const runtime = () => ({ ...oci, name: "bwrap" }) as unknown as LoadedRuntime;
+    expect(() => addWireupEdits([record(pmix())], runtime)).toThrow(
+      /^MPI wire-up: runtime bwrap runs its tasks in a sandbox of its own, and a step without --container gives it no container request/,
+    );
+    const pmi2 = record({ SLURM_MPI_TYPE: "pmi2" });
+    addWireupEdits([pmi2], runtime);
+    expect(pmi2.record.container).toBeUndefined();
+    // A host-process runtime's task sees the directories as they are: nothing to refuse.
+    addWireupEdits(
+      [record(pmix())],
+      () => ({ name: "none", capabilities: ["pmi-fd"], accepts: [] }) as unknown as LoadedRuntime,
+    );
   });
 });

@@ -231,6 +231,18 @@ export const CHECKS = {
     title: "a runtime that accepts options.image runs --container-image REF: the task sees the image's files",
     fix: "in setup, acquire the image with @jobrt/images' acquireStepImage (it gives the rootfs), run the task in it, and give it back with releaseStepImage in cleanup (docs/writing-a-runtime.md, Images)",
   },
+  "mpi.pmi-fd": {
+    level: "MUST",
+    title:
+      "under srun --mpi=pmi2, run as jobrt exec runs it, the task writes to the very socket PMI_FD names and holds no other inherited descriptor (or, declared cannot, the host refuses the step with ERR_MPI_WIREUP)",
+    fix: 'declare "pmi-fd" in meta.capabilities when the task gets the host\'s descriptors at their numbers, or "pass-fds" and carry TaskRecord.passedFds (3, 4, ...) into the sandbox (runc --preserve-fds); a runtime that cannot declares mpi: { pmi2: { cannot: REASON } } in the suite (docs/mpi.md)',
+  },
+  "mpi.pmix": {
+    level: "MUST",
+    title:
+      "under srun --mpi=pmix the task sees PMIX_SERVER_TMPDIR at the same path and writes to it (or, declared cannot, the host refuses the step with ERR_MPI_WIREUP)",
+    fix: "a container runtime lists devices in meta.accepts and applies ctx.step.container.deviceEdits' mounts (same path inside) and hostNamespaces; one that cannot declares mpi: { pmix: { cannot: REASON } } in the suite and refuses such a step with ERR_MPI_WIREUP (docs/mpi.md)",
+  },
 } as const satisfies Record<string, { level: CheckLevel; title: string; fix: string }>;
 
 export type CheckId = keyof typeof CHECKS;

@@ -45,6 +45,23 @@ export interface LaunchCheckOptions {
   timeoutMs?: number;
 }
 
+/** A wire-up the runtime's tasks cannot get, and why (shown in the check's name). */
+export interface MpiCannot {
+  cannot: string;
+}
+
+/**
+ * Which of Slurm's MPI wire-ups the runtime's tasks cannot get (docs/mpi.md). Each one not
+ * declared is checked for real; each one declared must be refused by the host (ERR_MPI_WIREUP,
+ * one line, no task started), since a task started without it would fail inside MPI_Init.
+ */
+export interface MpiCheckOptions {
+  /** `srun --mpi=pmi2`: the socket named by PMI_FD. */
+  pmi2?: MpiCannot;
+  /** `srun --mpi=pmix`: PMIX_SERVER_TMPDIR at the same path. */
+  pmix?: MpiCannot;
+}
+
 export interface ConformanceOptions {
   /** Suite title; default "runtime conformance: <meta.type>". */
   title?: string;
@@ -67,6 +84,11 @@ export interface ConformanceOptions {
   invalid?: InvalidCase[];
   /** Real-launch checks: spawn what run returned. `false` turns them off (say why in your README). */
   launch?: false | LaunchCheckOptions;
+  /**
+   * The MPI wire-ups the runtime cannot give its tasks, each with the reason; default none: both
+   * are checked (`mpi.pmi-fd`, `mpi.pmix`). Since @jobrt/testkit 2.1.0.
+   */
+  mpi?: MpiCheckOptions;
   /** "should" (default): MUST and SHOULD checks fail the suite; "must": SHOULD failures only warn. */
   level?: "must" | "should";
   /** Checks to skip, each with the reason (shown in the test name). */

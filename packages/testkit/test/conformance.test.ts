@@ -15,7 +15,11 @@ describeRuntimeConformance(async () => ({ default: hostEnvRuntime() }), {
 });
 
 // A plugin that never runs anything itself: the host starts the task's own argv.
-describeRuntimeConformance(passThrough, { capabilities: { runs: "not-supported" } });
+// It declares neither "pmi-fd" nor "pass-fds": the host must refuse --mpi=pmi2 for it.
+describeRuntimeConformance(passThrough, {
+  capabilities: { runs: "not-supported" },
+  mpi: { pmi2: { cannot: "it declares no pmi-fd or pass-fds capability" } },
+});
 
 // As root, the same plugin for an unprivileged job user: launches drop to nobody like the host.
 if (process.getuid?.() === 0) {

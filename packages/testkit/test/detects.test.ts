@@ -78,6 +78,22 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
   ["tmp-leak", "cleanup.outside-spool", /after cleanup TMPDIR .* holds hostenv-\d+-/],
   ["wipes-spool", "cleanup.other-steps", /cleanup removed .*jobrt-testkit-other\.\d+.*which belong to another step/],
   ["module-state", "state.different-requests", /step a's ExecSpec holds .*which is step b's/],
+  [
+    "closes-pmi-fd",
+    "mpi.pmi-fd",
+    /what the task wrote to PMI_FD=\d+ did not reach the other end of the step's PMI-2 socket/,
+  ],
+  [
+    "leaks-fd",
+    "mpi.pmi-fd",
+    /the task has descriptors [\d ]*\b7\b[\d ]*, expected exactly 0 1 2 \d+ \(stdio and PMI_FD/,
+  ],
+  [
+    "declares-no-mpi",
+    "mpi.pmi-fd",
+    /declares the runtime cannot pass pmi2 \(kit self-test\), but the host ran the step/,
+  ],
+  ["declares-no-mpi", "mpi.pmix", /declares the runtime cannot pass pmix \(kit self-test\), but the host ran the step/],
   ["accepts-no-container", "errors.container-required", /a step without --container was accepted/],
   ["bad-tools", "tools.shape", /tools returned \{"name":"hostenv-helper","path":"relative\/helper"\}, not a/],
   [
@@ -117,6 +133,7 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
         // The fake device nodes are made with mknod: as root only.
         ["ignores-devices", "devices.given", /did not get the device's env JOBRT_TESTKIT_DEVICE/],
         ["ignores-devices", "devices.unallocated", /sees a device node of the host that the step was not given/],
+        ["hides-pmix-dir", "mpi.pmix", /the task does not see the PMIx server's files in .* \(the kit's marker file\)/],
       ] as [string, string, RegExp][])
     : []),
   // CI installs umoci and skopeo; without them the check is skipped as not applicable.

@@ -29,10 +29,13 @@ const flaws: Flaw[] = [
   "escapes",
 ];
 const only = process.env.JOBRT_BWRAP_FLAWS?.split(",");
+// What the sound runtime declares (conformance.test.ts): the flaws are the only faults.
+const pmi2 = { cannot: "bwrap declares no pmi-fd or pass-fds capability" };
+const pmix = { cannot: "without --container the host binds no PMIx directory into the sandbox" };
 
 for (const flaw of flaws) {
   if (only && !only.includes(flaw)) continue;
-  describeRuntimeConformance(flawedBwrap(flaw), { title: `flaw:${flaw}`, type: "runtime/bwrap", capabilities: { runs: "exec-spec" }, tasks: 2 });
+  describeRuntimeConformance(flawedBwrap(flaw), { title: `flaw:${flaw}`, type: "runtime/bwrap", capabilities: { runs: "exec-spec" }, tasks: 2, mpi: { pmi2, pmix } });
 }
 
 // In a busybox rootfs, declaring the host's tree as the view: caught by the view check only.
@@ -49,5 +52,6 @@ if (!only || only.includes("view-of-host")) {
     tasks: 2,
     container: () => ({ value: rootfs?.dir ?? "/rootfs-not-built" }),
     launch: { cwd: () => "/" },
+    mpi: { pmi2 },
   });
 }

@@ -94,7 +94,8 @@ export async function checkCommand(args: string[]): Promise<number> {
   try {
     for (const [i, c] of planned.entries()) {
       const prefix = `component ${i}`;
-      const loaded = (runtime: LoadedRuntime) => mpi.push({ prefix, runtime });
+      const loaded = (runtime: LoadedRuntime) =>
+        mpi.push({ prefix, runtime, container: c.record.container !== undefined });
       if (!(await checkComponent(host.registry, host.node, c.record, prefix, host.site.devices, loaded))) status = 1;
       else if (!(await checkImagePin(host.node, c.record, prefix))) status = 1;
     }

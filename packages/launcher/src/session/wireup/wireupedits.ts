@@ -85,6 +85,12 @@ function pmixMounts(env: Readonly<Record<string, string>>, asRoot: boolean): Dev
     }));
 }
 
+function noRequest(runtime: string): JobrtError {
+  return wireup(
+    `runtime ${runtime} runs its tasks in a sandbox of its own, and a step without --container gives it no container request through which the host binds Slurm's PMIx directories, so MPI_Init would fail there: use --container, srun --mpi=pmi2, or --runtime none`,
+  );
+}
+
 function emptyEdits(): DeviceEdits {
   return { devices: [], deviceNodes: [], mounts: [], env: [], additionalGids: [], hooks: [] };
 }
@@ -102,15 +108,19 @@ export interface WireupEdits {
  * under PMIx the server's directories at the same paths. Undefined when it needs nothing: no
  * wire-up, or a runtime whose tasks are host processes. A container runtime that applies no edits
  * (no `devices` in `meta.accepts`) is refused under PMIx, where the directories are not optional;
- * under PMI-2 its tasks still get the socket, and `jobrt check` says what they lack.
+ * under PMI-2 its tasks still get the socket, and `jobrt check` says what they lack. So is, under
+ * PMIx, a step without a container request (`hasContainer` false: bwrap on the host's tree), which
+ * has nothing to carry the edits into the sandbox.
  */
 export function wireupEdits(
   env: Readonly<Record<string, string>>,
   runtime: Pick<LoadedRuntime, "name" | "capabilities" | "accepts">,
   asRoot: boolean,
+  hasContainer = true,
 ): WireupEdits | undefined {
   const kind = wireupKind(env);
   if (kind === "none" || !runtime.capabilities.includes(CONTAINER_CAPABILITY)) return undefined;
+  if (kind === "pmix" && !hasContainer) throw noRequest(runtime.name);
   if (!runtime.accepts.includes("devices")) {
     if (kind === "pmi2") return undefined;
     throw wireup(
@@ -127,7 +137,11 @@ export function wireupEdits(
   return { mounts, hostNamespaces: [...HOST_NAMESPACES] };
 }
 
-/** Adds wireupEdits to each component's container edits (created when it has none); `runtime(i)` is component i's. */
+/**
+ * Adds wireupEdits to each component's container edits (created when it has none); `runtime(i)` is
+ * component i's. A component without a container request gets none, and under PMIx a container
+ * runtime's is refused (wireupEdits).
+ */
 export function addWireupEdits(
   components: readonly { record: StepRecord }[],
   runtime: (i: number) => LoadedRuntime,
@@ -135,7 +149,7 @@ export function addWireupEdits(
   const asRoot = process.geteuid?.() === 0;
   for (const [i, { record }] of components.entries()) {
     const container = record.container;
-    const wanted = container && wireupEdits(record.tasks[0]?.env ?? record.env, runtime(i), asRoot);
+    const wanted = wireupEdits(record.tasks[0]?.env ?? record.env, runtime(i), asRoot, container !== undefined);
     if (!container || !wanted) continue;
     const edits = container.deviceEdits ?? emptyEdits();
     edits.mounts.push(...wanted.mounts);
