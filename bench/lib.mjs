@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const jobrtBin = join(repoRoot, "packages/cli/dist/bin.js");
+/** The `jobrt` command as installed (package.json "bin"), which runs bin.js (docs/node-step.md). */
+export const jobrtEntry = join(repoRoot, "packages/cli/dist/jobrt");
 const TIME = "/usr/bin/time";
 const VALGRIND = "/usr/bin/valgrind";
 

@@ -3,10 +3,10 @@
 // --container; the step's peak PSS sampled from /proc while every task runs its payload.
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { bundleWithArgs, confDir } from "./fixtures.mjs";
-import { fmt, jobrtBin, median, spreadVerdict, table } from "./lib.mjs";
+import { fmt, jobrtEntry, median, spreadVerdict, table } from "./lib.mjs";
 import { allocate, withCluster } from "./slurm-cluster.mjs";
 import { SLURM_RUN_CONF } from "./srun-container.mjs";
 import { commands, pssKiB, stepProcesses } from "./step-pss.mjs";
@@ -35,7 +35,8 @@ function variants(job, user, bundle, conf) {
     "-n",
     `${n}`,
   ];
-  const jobrt = (n, ...args) => [...step(n), process.execPath, "--", jobrtBin, "exec", ...args, "--", ...PAYLOAD];
+  // The installed command, as users type it: its tasks on a node share one jobrt (docs/node-step.md).
+  const jobrt = (n, ...args) => [...step(n), jobrtEntry, "exec", ...args, "--", ...PAYLOAD];
   const out = {
     bare: (n) => [...step(n), ...PAYLOAD],
     none: (n) => jobrt(n, "--runtime", "none"),
@@ -44,7 +45,8 @@ function variants(job, user, bundle, conf) {
   // Slurm 22.05 runs one --container task per node at most (docs/slurm.md); its oci.conf is root's.
   if (!user) out.slurm = (n) => (n === 1 ? [...step(n), "--container", bundle, ...PAYLOAD] : undefined);
   // The job user cannot write bench/run.mjs's TMPDIR (root's, 0755): slurmstepd would say so per step.
-  return { out, conf, env: { JOBRT_CONF_DIR: conf, ...(user ? { TMPDIR: "/tmp" } : {}) } };
+  const path = `${dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin:/bin"}`;
+  return { out, conf, env: { JOBRT_CONF_DIR: conf, PATH: path, ...(user ? { TMPDIR: "/tmp" } : {}) } };
 }
 
 /** One step: its peak PSS (KiB), the ms until all n payloads ran, then SIGTERM to srun. */

@@ -121,6 +121,36 @@ describe("jobrt exec: a node's tasks of one step share one jobrt (docs/node-step
     expect(execFileSync("sh", ["-c", "pgrep -f '^sleep 30$' | wc -l"], { encoding: "utf8" }).trim()).toBe("0");
   });
 
+  it("a joiner SIGKILLed: its task's process group is killed, the other tasks run on", async () => {
+    const s = site();
+    const children = [0, 1, 2].map((id) => {
+      const child = spawn(jobrtEntry, ["exec", "--runtime", "none", "--", "sleep", "27.25"], {
+        env: slurmTask(s, 9110, 3, id),
+        stdio: "ignore",
+      });
+      const ended = new Promise<string>((resolve) =>
+        child.once("exit", (code, signal) => resolve(`${code}/${signal}`)),
+      );
+      return { child, ended };
+    });
+    const sleepers = () => execFileSync("sh", ["-c", "pgrep -xf 'sleep 27.25' | wc -l"], { encoding: "utf8" }).trim();
+    await waitFor(() => logLines(s, 9110).length > 0 && sleepers() === "3", "the node step's three tasks");
+    const host = logLines(s, 9110)[0]!.pid;
+    const [victim, other] = children.filter((c) => c.child.pid !== host);
+    victim!.child.kill("SIGKILL");
+    expect(await victim!.ended).toBe("null/SIGKILL");
+    await waitFor(() => sleepers() === "2", "the SIGKILLed joiner's task to be killed");
+    // The others are still running: a stop of the step (SIGTERM, as srun's) ends them as their own.
+    for (const c of children) if (c !== victim) c.child.kill("SIGTERM");
+    expect(await Promise.all(children.filter((c) => c !== victim).map((c) => c.ended))).toEqual([
+      "143/null",
+      "143/null",
+    ]);
+    expect(other).toBeDefined();
+    expect(sleepers()).toBe("0");
+    expect(logLines(s, 9110).map((l) => l.kind)).toEqual(["step-start", "step-end"]);
+  });
+
   it("a rendezvous directory that is not the user's own (another user's, a symlink): each task runs its own jobrt", async () => {
     for (const plant of ["other user", "symlink"] as const) {
       const s = site();

@@ -3,7 +3,15 @@ import { type Dirent, chmodSync, existsSync, mkdirSync, readFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, afterEach } from "vitest";
-import { type RunOptions, type RunResult, jobrtBin, jobrtEntry, repoRoot, runProgram, tempDir } from "../helpers/jobrt.js";
+import {
+  type RunOptions,
+  type RunResult,
+  jobrtBin,
+  jobrtEntry,
+  repoRoot,
+  runProgram,
+  tempDir,
+} from "../helpers/jobrt.js";
 
 /**
  * The two-node local Slurm that tests/slurm/* run against (scripts/slurm-local.sh). Its own
