@@ -194,17 +194,23 @@ describe("jobrt exec: a node's tasks of one step share one jobrt (docs/node-step
     }
   });
 
-  it("a connection that is not a joiner (garbage, then gone) does not disturb the step", async () => {
+  it("a connection that is not a joiner (garbage; silence) does not keep the step from ending", async () => {
     const s = site();
     const tasks = step(s, 9109, 2, 'sleep 1; exit "$SLURM_PROCID"');
     const path = join(s.tmp, "jobrt-0", "n1.9109.0.sock");
     await waitFor(() => existsSync(path), "the node step's socket");
+    // And one that connects and says nothing (a stopped joiner): given up on after 10 s.
+    const silent = spawn("perl", [
+      "-e",
+      `use Socket; socket(S, PF_UNIX, SOCK_STREAM, 0); connect(S, pack_sockaddr_un("${path}")) or die "connect: $!"; sleep 60`,
+    ]);
     const garbage = spawn("perl", [
       "-e",
       `use Socket; socket(S, PF_UNIX, SOCK_STREAM, 0); connect(S, pack_sockaddr_un("${path}")) or die "connect: $!"; syswrite(S, "99999999999\\nJ1"); sleep 1`,
     ]);
     const r = await tasks;
     garbage.kill();
+    silent.kill();
     expect(r.map((t) => [t.code, t.stderr])).toEqual([
       [0, ""],
       [1, ""],

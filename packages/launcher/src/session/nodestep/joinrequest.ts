@@ -13,6 +13,11 @@ export interface JoinRequest {
 
 /** The most a join request may hold: a task's environment and argv, as Linux's ARG_MAX bounds them. */
 const MAX_JOIN_BYTES = 8 * 1024 * 1024;
+/**
+ * How long a connection may take to say who it is: the entry sends it at once, and the node's
+ * jobrt does not end its step while a connection is still being read (a stopped or hung peer).
+ */
+const JOIN_REQUEST_MS = 10_000;
 
 /** Parses "J1" NUL pid NUL cwd NUL argc NUL argv... NUL env "K=V"...; throws on anything else. */
 export function parseJoinRequest(payload: Buffer): JoinRequest {
@@ -41,7 +46,9 @@ export function parseJoinRequest(payload: Buffer): JoinRequest {
 export function readJoinRequest(socket: Socket): Promise<JoinRequest> {
   return new Promise((resolve, reject) => {
     let buffered = Buffer.alloc(0);
+    const timer = setTimeout(() => done(new Error("the joiner did not say who it is in time")), JOIN_REQUEST_MS);
     const done = (error?: Error, request?: JoinRequest) => {
+      clearTimeout(timer);
       socket.off("data", onData).off("end", onEnd).off("error", onEnd);
       if (error) reject(error);
       else resolve(request!);
