@@ -93,6 +93,22 @@ describe("jobrt exec: a node's tasks of one step share one jobrt (docs/node-step
     expect(execFileSync("ls", ["-A", join(s.tmp, "jobrt-0")], { encoding: "utf8" }).trim()).toBe("lock");
   });
 
+  it("a setup that fails: every task says so on its own stderr and exits 1", async () => {
+    const s = site();
+    const missing = join(s.dir, "no-such-bundle");
+    const r = await Promise.all(
+      [0, 1, 2].map((id) =>
+        runProgram([jobrtEntry, "exec", "--runtime", "oci", "--container", missing, "--", "true"], {
+          env: slurmTask(s, 9111, 3, id),
+        }),
+      ),
+    );
+    for (const t of r) {
+      expect(t.code).toBe(1);
+      expect(t.stderr).toMatch(new RegExp(`^jobrt: .*${missing}`, "m"));
+    }
+  });
+
   it("JOBRT_NODE_STEP=0: every task runs its own jobrt, as before", async () => {
     const s = site();
     const r = await step(s, 9102, 3, "exit $SLURM_PROCID", { JOBRT_NODE_STEP: "0" });

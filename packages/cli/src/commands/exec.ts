@@ -77,6 +77,8 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       },
     },
   );
+  // A step that never launched (its setup failed) never served its joiners: they run their own.
+  listener?.close();
   return result.status;
 }
 
