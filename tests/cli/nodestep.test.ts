@@ -118,6 +118,20 @@ describe("jobrt exec: a node's tasks of one step share one jobrt (docs/node-step
     expect(new Set(lines.map((l) => l.pid)).size).toBe(3);
   });
 
+  it("a task with other jobrt options or in another directory runs its own jobrt (srun --multi-prog)", async () => {
+    const s = site();
+    const elsewhere = tempDir("jobrt-nodestep-cwd-");
+    const run = (id: number, options: string[], cwd?: string) =>
+      runProgram([jobrtEntry, "exec", "--runtime", "none", ...options, "--", "sh", "-c", 'pwd; exit "$SLURM_PROCID"'], {
+        env: slurmTask(s, 9112, 3, id),
+        ...(cwd ? { cwd } : {}),
+      });
+    const r = await Promise.all([run(0, []), run(1, ["-v"]), run(2, [], elsewhere)]);
+    expect(r.map((t) => t.code)).toEqual([0, 1, 2]);
+    expect(r[2]!.stdout).toBe(`${elsewhere}\n`);
+    expect(new Set(logLines(s, 9112).map((l) => l.pid)).size).toBe(3);
+  });
+
   it("a task killed by a signal: its status is 128+N, the others' their own", async () => {
     const s = site();
     const r = await step(s, 9103, 3, '[ "$SLURM_PROCID" = 1 ] && kill -USR1 $$; exit 0');

@@ -90,6 +90,8 @@ Runs one task of a Slurm job step through a runtime, as in
   srun -n 4 jobrt exec --runtime oci --container /shared/bundle -- ./app
 The step and task come from Slurm's variables (SLURM_JOB_ID, SLURM_STEP_ID, SLURM_PROCID, ...).
 The runtime is --runtime, else $SLURM_RUNTIME or $SRUN_RUNTIME, else the site default.
+The tasks of a step on one node share one jobrt: the first runs setup and cleanup once, the
+others join it (JOBRT_NODE_STEP=0 in their environment: each runs its own).
 
 Options:
 ${execOptionLines()}

@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import type { JobrtError, LoadedRuntime, StepRecord } from "@jobrt/core";
+import { type JobrtError, type LoadedRuntime, type StepRecord, isJobrtError, jobrtError, messageOf } from "@jobrt/core";
 import { TaskForker, forkerNumbers } from "../forker/forker.js";
 import { TaskSpawner } from "../forker/spawn.js";
 import type { PlannedComponent } from "../plan.js";
@@ -41,6 +41,8 @@ function mismatch(mine: StepRecord, theirs: StepRecord): string | undefined {
   if (theirs.runtime !== mine.runtime) return `runtime ${theirs.runtime}, not ${mine.runtime}`;
   if (JSON.stringify(theirs.container) !== JSON.stringify(mine.container)) return "another container request";
   if (theirs.uid !== mine.uid) return "another user";
+  // The runtime's hooks take the directory from the step: a task elsewhere runs its own jobrt.
+  if (theirs.cwd !== mine.cwd) return "another working directory";
   return undefined;
 }
 
@@ -93,10 +95,11 @@ export async function serveJoiner(host: JoinHost, socket: Socket): Promise<void>
   await forker.close();
 }
 
+/** A joined task's failure in the words its own `jobrt exec` would use (outcome.ts wraps the same). */
 function describeFailure(host: JoinHost, error: unknown, what: string): string {
-  if (error && typeof error === "object" && "code" in error && "details" in error)
-    return host.describe(error as JobrtError);
-  return `${what}: ${error instanceof Error ? error.message : String(error)}`;
+  return host.describe(
+    isJobrtError(error) ? error : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }),
+  );
 }
 
 /** The joiner's task, in this step's component, with where its PMI-2 socket goes; or a refusal. */
