@@ -4,7 +4,8 @@
 # (docs/node-step.md): the first to bind the node step's socket runs bin.js as the node's jobrt,
 # every other joins it and becomes the task forker of its own task (forker.pl --join), so that a
 # node's tasks share one Node process. Plain perl with no module: a joiner's whole cost is this
-# program and the forker (docs/performance.md, "What a joiner would cost").
+# program, joiner.pl (the launcher's, its handshake) and the forker (docs/performance.md, "What a
+# joiner would cost").
 # JOBRT_NODE_STEP=0 in the environment: every task runs its own jobrt, as before.
 
 my ($AF_UNIX, $SOCK_STREAM, $F_SETFD, $ECONNREFUSED, $ENOENT, $LOCK_EX) = (1, 1, 2, 111, 2, 2);
@@ -51,31 +52,6 @@ sub host {
   node();
 }
 
-sub field { my $v = shift; $v =~ s/\0//g; $v }
-
-# Tells the node's jobrt who this task is, reads its answer, and becomes its task's forker.
-# Returns when the jobrt went away before it answered (try again) or refused this task.
-sub join_host {
-  my ($s) = @_;
-  my $cwd = readlink("/proc/self/cwd") // "";
-  my @f = ("J1", $$, $cwd, scalar(@ARGV), @ARGV, map { "$_=$ENV{$_}" } grep { !/\AJOBRT_NODE_STEP/ } keys %ENV);
-  my $m = join("\0", map { field($_) } @f);
-  my $out = length($m) . "\n" . $m;
-  while (length $out) {
-    my $n = syswrite($s, $out);
-    return "" unless defined $n;
-    substr($out, 0, $n) = "";
-  }
-  my $line = "";
-  while ($line !~ /\n\z/) { my $n = sysread($s, $line, 1, length $line); return "" unless $n }
-  return $1 if $line =~ /\AR (.*)\n\z/;
-  return "" unless $line =~ /\AH((?: \d+)+)\n\z/;
-  fcntl($s, $F_SETFD, 0) or return "";
-  my $fd = fileno($s);
-  { exec { $^X } "jobrt-task-forker", "-f", "--", "$DIR/forker.pl", split(" ", $1), "--join", $fd }
-  return "";
-}
-
 # One election. False: this task runs its own jobrt; true: try again (the node's jobrt went away
 # before it answered). Becoming the node's jobrt or joining it does not return.
 sub elect {
@@ -96,7 +72,8 @@ sub elect {
   }
   # Refused (another runtime or container than the node's jobrt runs, as srun --multi-prog can
   # give): this task runs its own.
-  return join_host($s) eq "";
+  return 0 unless defined(do "$DIR/joiner.pl");
+  return jobrt_join($s, "$DIR/forker.pl", @ARGV) eq "";
 }
 
 if (joinable()) {

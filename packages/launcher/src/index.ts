@@ -21,7 +21,8 @@ export type {
 } from "./session/events.js";
 export { type ComponentSpec, type PlannedComponent, type StepSpec, planFromSlurm, planStep } from "./session/plan.js";
 export { runSession } from "./session/session.js";
-export { openNodeStep } from "./session/nodestep/listener.js";
+export { NodeStepListener, joinerCommand, openNodeStep } from "./session/nodestep/listener.js";
+export type { NodeStepOptions } from "./session/nodestep/joinedtask.js";
 export type { JoinRequest } from "./session/nodestep/joinrequest.js";
 export { nodeTaskCount } from "./session/slurmenv.js";
 export type { SessionOptions, StepPlan, StepResult } from "./session/sessionoptions.js";

@@ -231,6 +231,12 @@ export const CHECKS = {
     title: "a runtime that accepts options.image runs --container-image REF: the task sees the image's files",
     fix: "in setup, acquire the image with @jobrt/images' acquireStepImage (it gives the rootfs), run the task in it, and give it back with releaseStepImage in cleanup (docs/writing-a-runtime.md, Images)",
   },
+  "launch.join": {
+    level: "MUST",
+    title:
+      "two tasks of a step on one node share one jobrt (docs/node-step.md): the second joins the first's, and both run through the runtime, each with its own output and status",
+    fix: "keep a task's part declarative: what taskInit and run return (the ExecSpec) must not depend on state of the process that ran setup, since a joined task's hooks run in the node's jobrt while its process is the joiner's",
+  },
   "mpi.pmi-fd": {
     level: "MUST",
     title:

@@ -7,6 +7,7 @@ import { registerErrorChecks } from "./errorchecks.js";
 import { registerImageChecks } from "./imagechecks.js";
 import { registerTaskLaunchChecks } from "./launchchecks.js";
 import type { ConformanceOptions, PluginSource } from "./options.js";
+import { registerJoinCheck } from "./joinchecks.js";
 import { registerMpiChecks } from "./mpichecks.js";
 import { registerPeerMinimumNote } from "./peernote.js";
 import { registerCleanupOrderChecks, registerStateChecks } from "./statechecks.js";
@@ -55,8 +56,9 @@ export function describeRuntimeConformance(source: PluginSource, options: Confor
       registerImageChecks(kit);
       registerPeerMinimumNote(kit);
     });
-    // After the hooks' fini: each MPI check's step is a `jobrt exec` of its own, whose session
-    // inits the plugin and finis it again, as the host's process does.
+    // After the hooks' fini: each MPI check's step, and the join check's, is a `jobrt exec` of its
+    // own, whose session inits the plugin and finis it again, as the host's process does.
     describe("mpi", () => registerMpiChecks(kit));
+    describe("join", () => registerJoinCheck(kit));
   });
 }

@@ -1,6 +1,6 @@
 import { Readable, Writable } from "node:stream";
 import { type NodeConf, RuntimeRegistry, type RuntimePlugin, type StepRecord } from "@jobrt/core";
-import { StepCancel, runSession } from "@jobrt/launcher";
+import { type NodeStepOptions, StepCancel, runSession } from "@jobrt/launcher";
 
 /** How one `jobrt exec` task of the kit's ended: the session's own result and what it said. */
 export interface ExecOutcome {
@@ -32,13 +32,15 @@ function collector(): { stream: Writable; text: () => string } {
  * placed for the runtime's capability, the container edits of docs/mpi.md added, every other
  * inherited descriptor closed). The session loads `plugin` through a registry of its own, which
  * inits it and finis it at the end, as a `jobrt exec` process does. Past `timeoutMs` the step is
- * cancelled as on SIGTERM.
+ * cancelled as on SIGTERM. With `nodeStep` it is the node's jobrt of its step, which the step's
+ * other tasks join (docs/node-step.md).
  */
 export async function execTask(
   plugin: RuntimePlugin,
   node: NodeConf,
   record: StepRecord,
   timeoutMs: number,
+  nodeStep?: NodeStepOptions,
 ): Promise<ExecOutcome> {
   const registry = new RuntimeRegistry({ resolve: async () => plugin, defaultRuntime: plugin.meta.name });
   const cancel = new StepCancel();
@@ -61,6 +63,7 @@ export async function execTask(
         onEvent: (e) => {
           if (e.event === "task-start") started++;
         },
+        ...(nodeStep ? { nodeStep } : {}),
       },
     );
     const e = result.error;

@@ -94,6 +94,7 @@ const expectations: [flaw: string, check: string, message: RegExp][] = [
     /declares the runtime cannot pass pmi2 \(kit self-test\), but the host ran the step/,
   ],
   ["declares-no-mpi", "mpi.pmix", /declares the runtime cannot pass pmix \(kit self-test\), but the host ran the step/],
+  ["tasks-from-setup", "launch.join", /the joined task did not end with its own status 0/],
   ["accepts-no-container", "errors.container-required", /a step without --container was accepted/],
   ["bad-tools", "tools.shape", /tools returned \{"name":"hostenv-helper","path":"relative\/helper"\}, not a/],
   [

@@ -1,6 +1,8 @@
 import type { StepRecord } from "@jobrt/core";
 import {
   type JoinRequest,
+  type NodeStepListener,
+  type NodeStepOptions,
   StepCancel,
   currentUser,
   nodeTaskCount,
@@ -59,16 +61,7 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
       client: { verbose },
       report: say,
       describeError: (e) => describeError(e, verbose),
-      ...(listener
-        ? {
-            nodeStep: {
-              listener,
-              tasksOnNode: nodeTaskCount(env),
-              plan: (request: JoinRequest) => planJoiner(parsed, env, request),
-              line: (message: string) => `jobrt: ${message}\n`,
-            },
-          }
-        : {}),
+      ...(listener ? { nodeStep: nodeStepOptions(listener, parsed, env) } : {}),
       onEvent: (e) => {
         timings?.onEvent(e);
         nodeLog.onEvent(e);
@@ -80,6 +73,20 @@ export async function execCommand(args: string[], timings?: Timings): Promise<nu
   // A step that never launched (its setup failed) never served its joiners: they run their own.
   listener?.close();
   return result.status;
+}
+
+/** This jobrt as the node's for its step (docs/node-step.md): how the step's other tasks join it. */
+function nodeStepOptions(
+  listener: NodeStepListener,
+  parsed: ReturnType<typeof parseCommandLine>,
+  env: NodeJS.ProcessEnv,
+): NodeStepOptions {
+  return {
+    listener,
+    tasksOnNode: nodeTaskCount(env),
+    plan: (request: JoinRequest) => planJoiner(parsed, env, request),
+    line: (message: string) => `jobrt: ${message}\n`,
+  };
 }
 
 /** The one task this `jobrt exec` runs, planned from Slurm's environment. */

@@ -16,7 +16,7 @@ import { signalName } from "../task/status.js";
  * dist/ of the jobrt CLI, whose bundle holds this module (each package's build copies it there).
  * A file, not `-e`: its 6 KB were its whole command line in ps.
  */
-const FORKER_PROGRAM = join(dirname(fileURLToPath(import.meta.url)), "forker.pl");
+export const FORKER_PROGRAM = join(dirname(fileURLToPath(import.meta.url)), "forker.pl");
 
 /** One descriptor of a task's stdio, as Node's spawn takes it. */
 export type StdioItem = "pipe" | "ignore" | "inherit" | number;

@@ -1,5 +1,9 @@
 import { closeSync, lstatSync, rmSync } from "node:fs";
 import { type Server, type Socket, createServer } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { findPerl } from "../../perl.js";
+import { FORKER_PROGRAM } from "../forker/forker.js";
 
 /**
  * The node step's socket (docs/node-step.md, "The rendezvous"), listened on by the node's jobrt
@@ -25,8 +29,15 @@ export class NodeStepListener {
     });
   }
 
-  /** Listens at `path`, then closes `lockFd`; undefined (and the lock let go) if it cannot. */
-  static async open(path: string, lockFd: number, warn: (line: string) => void): Promise<NodeStepListener | undefined> {
+  /**
+   * Listens at `path`, then closes `lockFd` (the entry's lock, when it holds one); undefined (and
+   * the lock let go) if it cannot.
+   */
+  static async open(
+    path: string,
+    lockFd: number | undefined,
+    warn: (line: string) => void,
+  ): Promise<NodeStepListener | undefined> {
     const server = createServer({ pauseOnConnect: true });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -42,7 +53,7 @@ export class NodeStepListener {
       return undefined;
     } finally {
       try {
-        closeSync(lockFd);
+        if (lockFd !== undefined) closeSync(lockFd);
       } catch {
         // not ours to close after all: nothing holds the lock
       }
@@ -79,4 +90,17 @@ export function openNodeStep(warn: (line: string) => void): Promise<NodeStepList
   delete process.env.JOBRT_NODE_STEP_SOCKET;
   if (lock === undefined || path === undefined || !/^\d{1,9}$/.test(lock)) return Promise.resolve(undefined);
   return NodeStepListener.open(path, Number(lock), warn);
+}
+
+/** The joiner's program (joiner.pl), beside this module in src/ and dist/, and in the CLI's dist/. */
+const JOINER_PROGRAM = join(dirname(fileURLToPath(import.meta.url)), "joiner.pl");
+
+/**
+ * The command that joins the node step listening at `socket` as a task whose `jobrt exec` argv is
+ * `argv` (the testkit checks a runtime on the join path with it); undefined without perl.
+ */
+export function joinerCommand(socket: string, argv: string[]): string[] | undefined {
+  const found = findPerl();
+  if (!("perl" in found)) return undefined;
+  return [found.perl, "-f", "--", JOINER_PROGRAM, FORKER_PROGRAM, socket, ...argv];
 }
