@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/leaks.js";
 import { type RunResult, jobrtEntry, requires, runProgram, tempDir } from "../helpers/jobrt.js";
@@ -107,6 +107,20 @@ describe("jobrt exec: a node's tasks of one step share one jobrt (docs/node-step
       expect(t.code).toBe(1);
       expect(t.stderr).toMatch(new RegExp(`^jobrt: .*${missing}`, "m"));
     }
+  });
+
+  it("the command run by a relative path (dist/jobrt from its package): its tasks still join", async () => {
+    const s = site();
+    const r = await Promise.all(
+      [0, 1].map((id) =>
+        runProgram(["dist/jobrt", "exec", "--runtime", "none", "--", "sh", "-c", 'exit "$SLURM_PROCID"'], {
+          env: slurmTask(s, 9113, 2, id),
+          cwd: dirname(dirname(jobrtEntry)),
+        }),
+      ),
+    );
+    expect(r.map((t) => t.code)).toEqual([0, 1]);
+    expect(logLines(s, 9113).at(-1)?.text).toMatch(/ node_tasks=2 task_status=0:0,1:1 /);
   });
 
   it("JOBRT_NODE_STEP=0: every task runs its own jobrt, as before", async () => {

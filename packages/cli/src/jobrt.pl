@@ -15,6 +15,8 @@ my $TRIES = 3;
 my $here = $0;
 while (defined(my $l = readlink $here)) { $here = $l =~ m{^/} ? $l : ($here =~ m{^(.*/)} ? $1 : "") . $l }
 my $DIR = $here =~ m{^(.*)/} ? $1 : ".";
+# `do` looks a bare relative path up in @INC: ours is relative to the cwd.
+$DIR = "./$DIR" unless $DIR =~ m{^\.{0,2}/};
 
 sub node {
   { exec { "node" } "node", "--", "$DIR/bin.js", @ARGV }
