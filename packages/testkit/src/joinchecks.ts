@@ -50,10 +50,9 @@ async function checkJoin(kit: SuiteKit): Promise<void> {
   const command = joinerCommand(socket, ["exec", "--", ...second!.argv]);
   if (!listener || !command) fail("cannot set up the node step (no perl?)");
   const nodeStep = { listener, tasksOnNode: 2, plan: () => joining, line: (m: string) => `jobrt: ${m}\n` };
-  const [host, joined] = await Promise.all([
-    execTask(kit.plugin, kit.node(), own, timeout, nodeStep),
-    runJoiner(command, timeout),
-  ]);
+  // As `jobrt exec` does: a step that never launched closes its socket, so the joiner is not left waiting.
+  const hosted = execTask(kit.plugin, kit.node(), own, timeout, nodeStep).finally(() => listener.close());
+  const [host, joined] = await Promise.all([hosted, runJoiner(command, timeout)]);
   const expect = kit.launch?.expect ?? ((t) => `jobrt-testkit:${t.globalId}`);
   if (host.status !== 0 || host.error) fail(`the node's jobrt did not run its step: ${shown(host, joined)}`);
   if (joined.code !== 0) fail(`the joined task did not end with its own status 0: ${shown(host, joined)}`);
