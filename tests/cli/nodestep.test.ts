@@ -155,14 +155,16 @@ describe("jobrt exec: a node's tasks of one step share one jobrt (docs/node-step
 
   it("the node's jobrt SIGKILLed while tasks run: the joined tasks are killed and their jobrt says why", async () => {
     const s = site();
-    const tasks = step(s, 9104, 3, "sleep 30");
-    await waitFor(() => logLines(s, 9104).length > 0, "the node step's start line");
+    const tasks = step(s, 9104, 3, "exec sleep 30.25");
+    const sleepers = () => execFileSync("sh", ["-c", "pgrep -xf 'sleep 30.25' | wc -l"], { encoding: "utf8" }).trim();
+    // Every task joined and running: the kill finds each joiner with a task to stop.
+    await waitFor(() => logLines(s, 9104).length > 0 && sleepers() === "3", "the node step's three tasks");
     const host = logLines(s, 9104)[0]!.pid;
     process.kill(host, "SIGKILL");
     const r = await tasks;
     const joined = r.filter((t) => t.code === 137 && t.stderr.includes("the node's jobrt of this step is gone"));
     expect(joined).toHaveLength(2);
-    expect(execFileSync("sh", ["-c", "pgrep -f '^sleep 30$' | wc -l"], { encoding: "utf8" }).trim()).toBe("0");
+    expect(sleepers()).toBe("0");
   });
 
   it("a joiner SIGKILLed: its task's process group is killed, the other tasks run on", async () => {

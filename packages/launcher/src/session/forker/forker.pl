@@ -54,13 +54,19 @@ open(my $ctl, "+<&=", 3) or die "jobrt task forker: fd 3: $!\n";
 my (%pidfd, %pidOf, $poll, $eof);
 my $in = "";
 # A joined task's signals are the node's jobrt's to deliver, as its ExecSpec says.
-if ($JOIN) { $SIG{$_} = sub { report("K $_[0]\n") } for @CAUGHT }
+if ($JOIN) {
+  $SIG{$_} = sub { report("K $_[0]\n") } for @CAUGHT;
+  # A report to a jobrt that died is that end-of-file, not a death by SIGPIPE (caught: exec resets it).
+  $SIG{PIPE} = sub {};
+}
 
 sub report {
   my $m = shift;
   while (length $m) {
     my $n = syswrite($ctl, $m);
-    if (!defined $n) { next if $! == 4; exit 1 }
+    next if !defined $n && $! == 4;
+    # A joined forker's jobrt is gone: its task is stopped as on end-of-file (joined).
+    if (!defined $n) { if ($JOIN) { $eof = 1; return } exit 1 }
     substr($m, 0, $n) = "";
   }
 }
