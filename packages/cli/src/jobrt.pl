@@ -1,11 +1,11 @@
 #!/usr/bin/env perl
 # The jobrt command (package.json "bin"): every command is bin.js under Node, except `jobrt exec`
 # as a task of a Slurm step, which first meets the step's other tasks on this node
-# (docs/node-step.md): the first to bind the node step's socket runs bin.js as the node's jobrt,
-# every other joins it and becomes the task forker of its own task (forker.pl --join), so that a
-# node's tasks share one Node process. Plain perl with no module: a joiner's whole cost is this
-# program, joiner.pl (the launcher's, its handshake) and the forker (docs/performance.md, "What a
-# joiner would cost").
+# (docs/node-step.md): the first to find no jobrt listening on the node step's socket, under its
+# lock, runs bin.js as the node's jobrt; every other joins it and becomes the task forker of its
+# own task (forker.pl --join), so that a node's tasks share one Node process. Plain perl with no
+# module: a joiner's whole cost is this program, joiner.pl (the launcher's, its handshake) and the
+# forker (docs/performance.md, "What a joiner would cost").
 # JOBRT_NODE_STEP=0 in the environment: every task runs its own jobrt, as before.
 
 my ($AF_UNIX, $SOCK_STREAM, $F_SETFD, $ECONNREFUSED, $ENOENT, $LOCK_EX) = (1, 1, 2, 111, 2, 2);

@@ -1,37 +1,14 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import type { StepRecord } from "@jobrt/core";
-import { NodeStepListener, joinerCommand } from "@jobrt/launcher";
+import { type ToolResult, runTool } from "@jobrt/host-services";
+import { NodeStepListener, exportEnvironment, joinerCommand } from "@jobrt/launcher";
 import type { TestContext } from "vitest";
 import { type ExecOutcome, execTask } from "./execsession.js";
 import { type SuiteKit, fail } from "./suitekit.js";
 
-interface JoinerEnd {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real joiner (joiner.pl, then forker.pl --join) against the node step at `socket`. */
-function runJoiner(argv: string[], timeoutMs: number): Promise<JoinerEnd> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function shown(host: ExecOutcome, joined: JoinerEnd): string {
+function shown(host: ExecOutcome, joined: ToolResult): string {
   const reports = host.reports.length > 0 ? `; jobrt said: ${host.reports.join(" | ")}` : "";
-  return `the node's jobrt exit ${host.status}${reports}, its task's stdout ${JSON.stringify(host.stdout.slice(0, 300))}; the joined task exit ${joined.code}, stdout ${JSON.stringify(joined.stdout.slice(0, 300))}, stderr ${JSON.stringify(joined.stderr.trim().slice(0, 300))}`;
+  return `the node's jobrt exit ${host.status}${reports}, its task's stdout ${JSON.stringify(host.stdout.slice(0, 300))}; the joined task exit ${joined.code}, stdout ${JSON.stringify(joined.stdout.toString("utf8").slice(0, 300))}, stderr ${JSON.stringify(joined.stderr.trim().slice(0, 300))}`;
 }
 
 /**
@@ -52,12 +29,14 @@ async function checkJoin(kit: SuiteKit): Promise<void> {
   const nodeStep = { listener, tasksOnNode: 2, plan: () => joining, line: (m: string) => `jobrt: ${m}\n` };
   // As `jobrt exec` does: a step that never launched closes its socket, so the joiner is not left waiting.
   const hosted = execTask(kit.plugin, kit.node(), own, timeout, nodeStep).finally(() => listener.close());
-  const [host, joined] = await Promise.all([hosted, runJoiner(command, timeout)]);
+  const env = exportEnvironment("ALL", process.env);
+  const [host, joined] = await Promise.all([hosted, runTool(command, { env, timeoutMs: timeout })]);
+  const joinedOut = joined.stdout.toString("utf8");
   const expect = kit.launch?.expect ?? ((t) => `jobrt-testkit:${t.globalId}`);
   if (host.status !== 0 || host.error) fail(`the node's jobrt did not run its step: ${shown(host, joined)}`);
   if (joined.code !== 0) fail(`the joined task did not end with its own status 0: ${shown(host, joined)}`);
   if (!host.stdout.includes(expect(first!))) fail(`task 0 did not print ${expect(first!)}: ${shown(host, joined)}`);
-  if (!joined.stdout.includes(expect(second!)))
+  if (!joinedOut.includes(expect(second!)))
     fail(`the joined task did not print ${expect(second!)} on its own stdout: ${shown(host, joined)}`);
   if (host.started !== 2) fail(`the node's jobrt started ${host.started} task(s), not 2: ${shown(host, joined)}`);
 }

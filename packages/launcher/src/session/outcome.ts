@@ -31,10 +31,14 @@ export class StepOutcome {
 
   /** A failure that makes the step's status at least 1; a foreign error becomes ERR_LAUNCH. */
   fail = (error: unknown, what: string): void => {
-    const e = isJobrtError(error)
-      ? error
-      : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
-    this.report(e);
+    this.report(launchError(error, what));
     this.#launchFailed = true;
   };
+}
+
+/** A launch failure as jobrt reports it: a JobrtError as it is, anything else as ERR_LAUNCH. */
+export function launchError(error: unknown, what: string): JobrtError {
+  return isJobrtError(error)
+    ? error
+    : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }, { cause: error });
 }

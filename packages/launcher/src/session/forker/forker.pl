@@ -12,7 +12,7 @@
 # When fd 3 reaches EOF the forker reaps and reports what it started, then exits.
 # After the syscall numbers may come "--", jobrt's pid and a command (with this program's
 # environment): if jobrt dies while tasks run, the forker runs it (see orphaned) and exits.
-# Or "--join": this forker is a task of a Slurm step that joined the node's jobrt (nodestep.pl,
+# Or "--join": this forker is a task of a Slurm step that joined the node's jobrt (joiner.pl,
 # docs/node-step.md); fd 3 is its connection to that jobrt, its own 0-2 are its task's, and it
 # runs that one task. Then two more requests: "P" NUL text (printed on its stderr, the task's)
 # and "E" NUL status (its task's end, 128+N for signal N, as a `jobrt exec` exits); a signal it

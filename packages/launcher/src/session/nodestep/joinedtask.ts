@@ -1,7 +1,8 @@
 import type { Socket } from "node:net";
-import { type JobrtError, type LoadedRuntime, type StepRecord, isJobrtError, jobrtError, messageOf } from "@jobrt/core";
+import type { JobrtError, LoadedRuntime, StepRecord } from "@jobrt/core";
 import { TaskForker, forkerNumbers } from "../forker/forker.js";
 import { TaskSpawner } from "../forker/spawn.js";
+import { launchError } from "../outcome.js";
 import type { PlannedComponent } from "../plan.js";
 import { type TaskContext, runTask } from "../task/task.js";
 import { placePmiDescriptor, pmiNumber } from "../wireup/pmi.js";
@@ -85,7 +86,7 @@ export async function serveJoiner(host: JoinHost, socket: Socket): Promise<void>
     stdio: { closeTask: () => {}, attach: () => [] },
     report: tell,
     // A joined task's failure is its own, as it was with a jobrt of its own: the others go on.
-    fail: (error, what) => tell(describeFailure(host, error, what)),
+    fail: (error, what) => tell(host.describe(launchError(error, what))),
   };
   const status = await runTask(joined, host.index, 0, host.component, task, (child) => {
     taskPid = child.pid;
@@ -93,13 +94,6 @@ export async function serveJoiner(host: JoinHost, socket: Socket): Promise<void>
   });
   forker.end(status);
   await forker.close();
-}
-
-/** A joined task's failure in the words its own `jobrt exec` would use (outcome.ts wraps the same). */
-function describeFailure(host: JoinHost, error: unknown, what: string): string {
-  return host.describe(
-    isJobrtError(error) ? error : jobrtError("ERR_LAUNCH", { problem: `${what}: ${messageOf(error)}` }),
-  );
 }
 
 /** The joiner's task, in this step's component, with where its PMI-2 socket goes; or a refusal. */
