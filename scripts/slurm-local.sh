@@ -4,6 +4,7 @@
 #   scripts/slurm-local.sh start [--nodes N] [--dir DIR] [--jobrt CMD] [--proctrack linuxproc|cgroup]
 #                                [--gpus N --gpu-files FILES]  (N GPUs per node: GRES gpu, gres.conf File=FILES)
 #                                [--constrain-devices]  (task/cgroup, cgroup.conf ConstrainDevices=yes)
+#                                [--plugstack FILE]  (slurm.conf PlugStackConfig=FILE: SPANK plugins)
 #                                                      (default: 2 nodes, /tmp/jobrt-slurm, linuxproc)
 #   scripts/slurm-local.sh stop  [--dir DIR] [--keep-logs]
 #   scripts/slurm-local.sh status [--dir DIR]
@@ -33,6 +34,7 @@ PROCTRACK=linuxproc
 GPUS=0
 GPU_FILES=
 CONSTRAIN_DEVICES=0
+PLUGSTACK=
 NET=${JOBRT_SLURM_NET:-10.250.2}
 CTLD_PORT=${JOBRT_SLURM_CTLD_PORT:-16817}
 SLURMD_PORT=${JOBRT_SLURM_SLURMD_PORT:-16818}
@@ -68,6 +70,8 @@ while [ $# -gt 0 ]; do
     --gpus) [ $# -ge 2 ] || bad_usage "--gpus needs a number"; GPUS=$2; shift 2 ;;
     --gpu-files) [ $# -ge 2 ] || bad_usage "--gpu-files needs device files (gres.conf File= syntax)"; GPU_FILES=$2; shift 2 ;;
     --constrain-devices) CONSTRAIN_DEVICES=1; shift ;;
+    --plugstack) [ $# -ge 2 ] || bad_usage "--plugstack needs a plugstack.conf"; PLUGSTACK=$2; shift 2 ;;
+    --plugstack=*) PLUGSTACK=${1#--plugstack=}; shift ;;
     -h|--help) usage ;;
     *) bad_usage "unknown option $1 (see $0 --help)" ;;
   esac
@@ -93,6 +97,12 @@ case $JOBRT in
   ''|*[!-A-Za-z0-9_./+@=:,]*) bad_usage "--jobrt $JOBRT: give an absolute path or a command name (letters, digits and _./+@=:,- only)" ;;
   /*) [ -f "$JOBRT" ] && [ -x "$JOBRT" ] || bad_usage "--jobrt $JOBRT: not an executable file" ;;
   */*) bad_usage "--jobrt $JOBRT: give an absolute path or a command name" ;;
+esac
+# slurm.conf takes the path as it is: no spaces, and absolute, since every daemon and srun read it.
+case $PLUGSTACK in
+  '') ;;
+  /*[!-A-Za-z0-9_./]*|[!/]*) bad_usage "--plugstack $PLUGSTACK: an absolute path (letters, digits and _./- only)" ;;
+  *) [ -f "$PLUGSTACK" ] || bad_usage "--plugstack $PLUGSTACK: not a file" ;;
 esac
 case $DIR in
   /*) ;;
@@ -269,7 +279,7 @@ do_stop() {
   remove_device_cgroups
   remove_network
   # Only what start made: --dir may name a directory that holds other things too.
-  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/tmp" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR/constraindevices" "$DIR"/run-*.pid
+  rm -rf "$CONF" "$DIR/cgroup.conf" "$DIR/epilog" "$DIR/state" "$DIR/spool" "$DIR/tmp" "$DIR/munge" "$DIR/nodes" "$DIR/proctrack" "$DIR/gpus" "$DIR/gres.conf" "$DIR/constraindevices" "$DIR/plugstack" "$DIR"/run-*.pid
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$LOGS"
   rm -f "$CREATED"
   rmdir "$DIR" 2>/dev/null || true
@@ -423,6 +433,8 @@ EOF
   # files: Slurm denies the node's others in the step's devices cgroup (docs/devices.md).
   [ "$CONSTRAIN_DEVICES" = 0 ] || echo "ConstrainDevices=yes" >>"$DIR/cgroup.conf"
   echo "$CONSTRAIN_DEVICES" >"$DIR/constraindevices"
+  [ -z "$PLUGSTACK" ] || echo "PlugStackConfig=$PLUGSTACK" >>"$CONF"
+  echo "$PLUGSTACK" >"$DIR/plugstack"
   echo "$NODES" >"$DIR/nodes"
   echo "$PROCTRACK" >"$DIR/proctrack"
   echo "$GPUS $GPU_FILES" >"$DIR/gpus"
@@ -554,7 +566,7 @@ wait_idle() {
 
 do_start() {
   [ "$(id -u)" = 0 ] || die "start needs root (it creates network namespaces and runs slurmd as root)"
-  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ] && [ "$(cat "$DIR/gpus" 2>/dev/null)" = "$GPUS $GPU_FILES" ] && [ "$(cat "$DIR/constraindevices" 2>/dev/null)" = "$CONSTRAIN_DEVICES" ]; then
+  if all_running && [ "$(cat "$DIR/nodes")" = "$NODES" ] && [ "$(cat "$DIR/proctrack" 2>/dev/null)" = "$PROCTRACK" ] && [ "$(cat "$DIR/gpus" 2>/dev/null)" = "$GPUS $GPU_FILES" ] && [ "$(cat "$DIR/constraindevices" 2>/dev/null)" = "$CONSTRAIN_DEVICES" ] && [ "$(cat "$DIR/plugstack" 2>/dev/null)" = "$PLUGSTACK" ]; then
     write_epilog
     echo "$PROG: already running in $DIR"
     echo "export SLURM_CONF=$CONF"

@@ -10,6 +10,7 @@ sh scripts/system-deps.sh
 sh scripts/setup.sh
 pnpm exec turbo run typecheck lint:pkg --output-logs=errors-only
 node scripts/errors-doc.mjs --check
+node scripts/spank-options.mjs --check
 node scripts/api-list.mjs --check
 node scripts/api-compat.mjs
 pnpm exec knip --no-progress

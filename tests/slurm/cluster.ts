@@ -52,7 +52,8 @@ export function unlockCluster(): void {
  * `jobrt`: the command the cluster's Epilog runs as `jobrt gc --job $SLURM_JOB_ID` (a site's
  * wrapper); `proctrack`: Slurm's ProctrackType; `gpus`: a GPU GRES of `count` per node on the
  * device `files` (gres.conf File=); `constrainDevices`: task/cgroup with cgroup.conf
- * ConstrainDevices=yes. A running cluster started otherwise is restarted.
+ * ConstrainDevices=yes; `plugstack`: slurm.conf PlugStackConfig (SPANK plugins). A running cluster
+ * started otherwise is restarted.
  */
 export async function startCluster(
   nodes = 2,
@@ -60,6 +61,7 @@ export async function startCluster(
   proctrack: "linuxproc" | "cgroup" = "linuxproc",
   gpus?: { count: number; files: string },
   constrainDevices = false,
+  plugstack?: string,
 ): Promise<void> {
   await lockCluster();
   const epilog = jobrt === undefined ? [] : ["--jobrt", jobrt];
@@ -77,6 +79,7 @@ export async function startCluster(
     ...epilog,
     ...gres,
     ...(constrainDevices ? ["--constrain-devices"] : []),
+    ...(plugstack === undefined ? [] : ["--plugstack", plugstack]),
   ];
   const r = await runProgram(argv, { timeoutMs: 280_000 });
   if (r.code !== 0) throw new Error(`slurm-local.sh start exited ${r.code ?? r.signal}:\n${r.stdout}${r.stderr}`);

@@ -78,6 +78,13 @@ sub elect {
   return jobrt_join($s, "$DIR/forker.pl", @ARGV) eq "";
 }
 
+# A task of a step that jobrt's SPANK plugin runs (packages/spank, docs/slurm.md): slurmstepd
+# executes this entry in the place of the task's program, which the plugin names here; the plugin's
+# options follow in JOBRT_SPANK_OPTIONS, which `jobrt exec` reads and keeps from the task.
+if (defined(my $program = delete $ENV{JOBRT_SPANK_PROGRAM})) {
+  @ARGV = ("exec", "--", $program, @ARGV);
+}
+
 if (joinable()) {
   # A node's jobrt that went away mid-write is an answer (try again), not a death by SIGPIPE. Caught,
   # not ignored: exec resets a caught signal, and an ignored one would reach every task.

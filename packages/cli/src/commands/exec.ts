@@ -18,6 +18,7 @@ import { hostNodeLog } from "../nodelog.js";
 import { showPull } from "../pullprogress.js";
 import { rawEnvironment } from "../rawinput.js";
 import { trapSignals } from "../signals.js";
+import { SPANK_OPTIONS_VARIABLE, optionsFromSpank } from "../spankoptions.js";
 import type { Timings } from "../timings.js";
 
 /** `jobrt exec`: one task of a Slurm step, planned from Slurm's environment, run by the step session. */
@@ -92,8 +93,12 @@ function nodeStepOptions(
 /** The one task this `jobrt exec` runs, planned from Slurm's environment. */
 function planExec(parsed: ReturnType<typeof parseCommandLine>, env: NodeJS.ProcessEnv, cwd: string): StepRecord {
   const c = parsed.components[0]!;
-  const runtime = one(c.options, "runtime") ?? (env.SLURM_RUNTIME || env.SRUN_RUNTIME || "");
-  return planFromSlurm(env, c.argv, runtime, currentUser(), cwd, requestFromOptions(c.options, env.SLURM_CONTAINER_ID));
+  // Set by jobrt's SPANK plugin (docs/slurm.md): its options, which the task itself never sees.
+  const { [SPANK_OPTIONS_VARIABLE]: spank, ...taskEnv } = env;
+  const options = spank === undefined ? c.options : new Map([...optionsFromSpank(spank, taskEnv), ...c.options]);
+  const runtime = one(options, "runtime") ?? (env.SLURM_RUNTIME || env.SRUN_RUNTIME || "");
+  const request = requestFromOptions(options, env.SLURM_CONTAINER_ID);
+  return planFromSlurm(taskEnv, c.argv, runtime, currentUser(), cwd, request);
 }
 
 /** What configures a `jobrt exec` besides its options: a joiner must have the same to join. */
