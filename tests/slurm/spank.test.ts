@@ -184,6 +184,16 @@ describe("srun --runtime and --container-image through jobrt's SPANK plugin", ()
     );
   });
 
+  it("a heterogeneous step with the plugin's options fails on each node in one line: Slurm would give every component the one runtime", async () => {
+    const r = await srun(["-n", "1", "true", ":", "--runtime=none", "-n", "1", "true"]);
+    expect(r.code).not.toBe(0);
+    const refusals = r.stderr.split("\n").filter((l) => l.includes("a heterogeneous step does not take"));
+    expect(refusals.map((l) => l.replace(/^slurmstepd-node[ab]: error: /, ""))).toEqual([
+      "jobrt: a heterogeneous step does not take jobrt's SPANK options (Slurm gives them to every component alike): give each component jobrt exec and its options",
+      "jobrt: a heterogeneous step does not take jobrt's SPANK options (Slurm gives them to every component alike): give each component jobrt exec and its options",
+    ]);
+  });
+
   it("MPICH over --mpi=pmi2 through the plugin: the PMI-2 socket reaches every rank on both nodes", async () => {
     const ring = join(dir, "ring-mpich");
     const cc = spawnSync("mpicc.mpich", ["-O1", "-o", ring, join(SOURCES, "ring.c")], { encoding: "utf8" });

@@ -127,6 +127,16 @@ static int multi_prog(int argc, char **argv)
 }
 
 /*
+ * Slurm 22.05 hands a SPANK plugin one value per option for a whole heterogeneous step, whichever
+ * component srun's line gave it to: a runtime asked for one component would run them all.
+ */
+static int heterogeneous(spank_t sp)
+{
+  char size[16];
+  return spank_getenv(sp, "SLURM_HET_SIZE", size, sizeof size) == ESPANK_SUCCESS;
+}
+
+/*
  * In the task's own process, as the job's user, just before slurmstepd's last steps and its
  * execve of argv[0]: argv[0] becomes jobrt's entry, which finds the program in PROGRAM_VARIABLE.
  */
@@ -144,6 +154,11 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
   }
   if (multi_prog(argc, argv)) {
     slurm_error("jobrt: srun --multi-prog does not take jobrt's options: give each line jobrt exec and its options");
+    return -1;
+  }
+  if (heterogeneous(sp)) {
+    slurm_error("jobrt: a heterogeneous step does not take jobrt's SPANK options (Slurm gives them to every "
+                "component alike): give each component jobrt exec and its options");
     return -1;
   }
   if (access(entry, X_OK) != 0) {

@@ -56,6 +56,18 @@ spank_err_t spank_setenv(spank_t spank, const char *var, const char *val, int ov
   return ESPANK_SUCCESS;
 }
 
+/* The job's environment is the harness's own. */
+spank_err_t spank_getenv(spank_t spank, const char *var, char *buf, int len)
+{
+  (void)spank;
+  const char *value = getenv(var);
+  if (value == NULL)
+    return ESPANK_ENV_NOEXIST;
+  if (snprintf(buf, (size_t)len, "%s", value) >= len)
+    return ESPANK_NOSPACE;
+  return ESPANK_SUCCESS;
+}
+
 void slurm_error(const char *format, ...)
 {
   va_list ap;

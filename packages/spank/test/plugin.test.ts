@@ -11,16 +11,16 @@ import { tempDir } from "../../../tests/helpers/tmp.js";
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const STRICT = ["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Wpedantic", "-Werror"];
 
-function run(argv: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", cwd: pkg });
+function run(argv: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", cwd: pkg, env: { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe("jobrt's SPANK plugin, loaded by a harness in Slurm's place", () => {
   let plugin: string;
   let harness: string;
-  const drive = (context: string, plugstack: string[], options: string[], argv: string[]) =>
-    run([harness, plugin, context, ...plugstack, "--options", ...options, "--argv", ...argv]);
+  const drive = (context: string, plugstack: string[], options: string[], argv: string[], env = {}) =>
+    run([harness, plugin, context, ...plugstack, "--options", ...options, "--argv", ...argv], env);
 
   beforeAll(() => {
     const dir = tempDir("jobrt-spank-build-");
@@ -103,6 +103,14 @@ describe("jobrt's SPANK plugin, loaded by a harness in Slurm's place", () => {
     expect(r.stdout).toContain("task_init rc=-1\nargv0 multi.conf\n");
     expect(r.stderr).toBe(
       "jobrt: srun --multi-prog does not take jobrt's options: give each line jobrt exec and its options\n",
+    );
+  });
+
+  it("a task of a heterogeneous step (SLURM_HET_SIZE): fails, since Slurm gives every component the options", () => {
+    const r = drive("remote", ["jobrt=/bin/sh"], ["runtime=none"], ["/bin/echo"], { SLURM_HET_SIZE: "2" });
+    expect(r.stdout).toContain("task_init rc=-1\nargv0 /bin/echo\n");
+    expect(r.stderr).toBe(
+      "jobrt: a heterogeneous step does not take jobrt's SPANK options (Slurm gives them to every component alike): give each component jobrt exec and its options\n",
     );
   });
 
