@@ -26,7 +26,6 @@ SPANK_PLUGIN(jobrt, 1)
 /* A process serves one srun, sbatch or step: its options live as long as it does. */
 static struct spank_option registered[JOBRT_OPTION_COUNT];
 static char *given[JOBRT_OPTION_COUNT];
-static int any_given;
 static char *entry;
 
 static int option_given(int val, const char *optarg, int remote);
@@ -88,9 +87,14 @@ static int option_given(int val, const char *optarg, int remote)
   }
   free(given[val]);
   given[val] = strdup(optarg != NULL ? optarg : "");
-  if (given[val] == NULL)
-    return -1;
-  any_given = 1;
+  return given[val] == NULL ? -1 : 0;
+}
+
+static int anything_given(void)
+{
+  for (int i = 0; i < JOBRT_OPTION_COUNT; i++)
+    if (given[i] != NULL)
+      return 1;
   return 0;
 }
 
@@ -146,7 +150,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
   (void)av;
   int argc = 0;
   char **argv = NULL;
-  if (!any_given)
+  if (!anything_given())
     return 0;
   if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1) {
     slurm_error("jobrt: cannot read the task's command line");
